@@ -1,0 +1,2 @@
+//! Kiln's `no_std`, heap-free runtime.
+#![no_std]
