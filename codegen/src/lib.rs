@@ -4,3 +4,6 @@
 //! import → graph → schedule → kernel → linearize → render → plan → bundle.
 
 pub mod dtype;
+pub mod ops;
+pub mod render;
+pub mod uop;

@@ -1,0 +1,326 @@
+//! Ordering a UOp graph into a linear program.
+//!
+//! Only nodes reachable from the sinks take part. The order is a topological sort driven by a
+//! priority queue: a node inside more (and deeper) loops is placed first, so that a loop's body
+//! is finished before anything after it. A loop's scope is everything that depends on its
+//! `RANGE`, up to and including the `PHI`s that carry its accumulators out; an `IF`'s scope is
+//! everything that depends on it up to the `STORE`s. The matching `END` is placed right after
+//! the last node of the scope, and an accumulator is declared just before the first loop it
+//! accumulates over. The result is then checked: every node sits inside the loops it depends
+//! on, and every value it reads is still in scope.
+
+use super::{UOp, UOpGraph, UOpId, UOpKind};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::fmt::Write;
+
+/// A linearized program: instructions in execution order; each source refers to an earlier
+/// instruction by its position.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Linear {
+    pub uops: Vec<UOp>,
+}
+
+/// A linear order that would not run correctly. These are bugs of the linearizer, reported
+/// instead of producing a wrong program.
+#[derive(Debug, thiserror::Error, Clone, PartialEq)]
+pub enum OrderError {
+    #[error("uop {index} ({kind}) reads uop {src} before it is computed")]
+    UseBeforeDef {
+        index: usize,
+        kind: String,
+        src: usize,
+    },
+    #[error("uop {index} ({kind}) depends on loop {range} but is placed outside it")]
+    OutsideLoop {
+        index: usize,
+        kind: String,
+        range: usize,
+    },
+    #[error("uop {index} ({kind}) reads uop {src}, whose block has already closed")]
+    OutOfScope {
+        index: usize,
+        kind: String,
+        src: usize,
+    },
+    #[error("the graph has a cycle or an unreachable source")]
+    Cycle,
+}
+
+/// Orders the nodes of `g` reachable from `sinks` into a [`Linear`] program.
+pub fn linearize(g: &UOpGraph, sinks: &[UOpId]) -> Result<Linear, OrderError> {
+    let nodes = reachable(g, sinks);
+    let mut children: HashMap<UOpId, Vec<UOpId>> = HashMap::new();
+    let mut in_degree: HashMap<UOpId, usize> = HashMap::new();
+    for &n in &nodes {
+        in_degree.entry(n).or_insert(0);
+        for &s in unique(&g.get(n).src).iter() {
+            children.entry(s).or_default().push(n);
+            *in_degree.entry(n).or_insert(0) += 1;
+        }
+    }
+    let mut scopes: Vec<(UOpId, HashSet<UOpId>)> = Vec::new();
+    for &n in nodes.iter().rev() {
+        let end = match g.get(n).kind {
+            UOpKind::Range { .. } => UOpKind::Phi,
+            UOpKind::If => UOpKind::Store,
+            _ => continue,
+        };
+        scopes.push((n, scope_of(g, &children, n, &end)));
+    }
+    let mut priorities: HashMap<UOpId, i64> = HashMap::new();
+    for (r, members) in &scopes {
+        if let UOpKind::Range { depth, index, .. } = g.get(*r).kind {
+            for m in members {
+                *priorities.entry(*m).or_insert(0) -= depth as i64 * 1000 + index as i64;
+            }
+        }
+    }
+    let priority = |u: UOpId| -> i64 { priorities.get(&u).copied().unwrap_or(0) };
+    let mut heap = BinaryHeap::new();
+    let push = |heap: &mut BinaryHeap<_>, u: UOpId| {
+        heap.push(Reverse((priority(u), tie_break(g.get(u)), u)));
+    };
+    for &n in &nodes {
+        if in_degree[&n] == 0 {
+            push(&mut heap, n);
+        }
+    }
+    // `order` holds graph ids, and `None` for an END marker of the scope owner in `ends`.
+    let mut order: Vec<UOpId> = Vec::new();
+    let mut ends: HashMap<usize, UOpId> = HashMap::new();
+    let mut end_markers: Vec<(UOpId, UOpId)> = Vec::new();
+    while let Some(Reverse((_, _, x))) = heap.pop() {
+        let u = g.get(x);
+        if matches!(u.kind, UOpKind::DefineAcc { .. }) && u.src.len() > 1 {
+            let first = order
+                .iter()
+                .position(|o| u.src[1..].contains(o))
+                .ok_or(OrderError::Cycle)?;
+            order.insert(first, x);
+        } else {
+            order.push(x);
+        }
+        for (owner, members) in scopes.iter_mut() {
+            if members.remove(&x) && members.is_empty() {
+                end_markers.push((x, *owner));
+            }
+        }
+        for &c in children.get(&x).map(Vec::as_slice).unwrap_or(&[]) {
+            let d = in_degree.get_mut(&c).expect("child is reachable");
+            *d -= 1;
+            if *d == 0 {
+                push(&mut heap, c);
+            }
+        }
+    }
+    if order.len() != nodes.len() {
+        return Err(OrderError::Cycle);
+    }
+    // Place END markers (as sentinel ids past the graph) after the last node of each scope.
+    let sentinel_base = g.len() as u32;
+    for (k, (last, owner)) in end_markers.iter().enumerate() {
+        let pos = order.iter().position(|o| o == last).expect("placed");
+        let sentinel = UOpId(sentinel_base + k as u32);
+        ends.insert(sentinel.index(), *owner);
+        order.insert(pos + 1, sentinel);
+    }
+    let linear = build_linear(g, &order, &ends, sinks);
+    verify(&linear)?;
+    Ok(linear)
+}
+
+fn unique(v: &[UOpId]) -> Vec<UOpId> {
+    let mut seen = HashSet::new();
+    v.iter().copied().filter(|x| seen.insert(*x)).collect()
+}
+
+fn reachable(g: &UOpGraph, sinks: &[UOpId]) -> Vec<UOpId> {
+    let mut seen = HashSet::new();
+    let mut stack: Vec<UOpId> = sinks.to_vec();
+    while let Some(n) = stack.pop() {
+        if seen.insert(n) {
+            stack.extend(g.get(n).src.iter().copied());
+        }
+    }
+    let mut v: Vec<UOpId> = seen.into_iter().collect();
+    v.sort();
+    v
+}
+
+/// Everything that depends on `root`, not looking past nodes of kind `end` (which are included).
+fn scope_of(
+    g: &UOpGraph,
+    children: &HashMap<UOpId, Vec<UOpId>>,
+    root: UOpId,
+    end: &UOpKind,
+) -> HashSet<UOpId> {
+    let mut out = HashSet::new();
+    let mut stack: Vec<UOpId> = children.get(&root).cloned().unwrap_or_default();
+    while let Some(n) = stack.pop() {
+        if !out.insert(n) {
+            continue;
+        }
+        if std::mem::discriminant(&g.get(n).kind) != std::mem::discriminant(end) {
+            stack.extend(children.get(&n).map(Vec::as_slice).unwrap_or(&[]));
+        }
+    }
+    out
+}
+
+/// Among nodes of equal priority: definitions first, loops last (outer loops before inner).
+fn tie_break(u: &UOp) -> (u8, u32, u32) {
+    let rank = match u.kind {
+        UOpKind::DefineGlobal { .. } => 0,
+        UOpKind::DefineVar { .. } => 1,
+        UOpKind::DefineLocal { .. } => 2,
+        UOpKind::DefineAcc { .. } => 3,
+        UOpKind::Const(_) => 4,
+        UOpKind::Special { .. } => 5,
+        UOpKind::Gep(_) | UOpKind::Cast | UOpKind::Bitcast | UOpKind::Alu(_) => 6,
+        UOpKind::Load => 7,
+        UOpKind::Phi => 8,
+        UOpKind::Store => 9,
+        UOpKind::Barrier => 10,
+        UOpKind::If => 11,
+        UOpKind::Range { .. } => 12,
+        _ => 13,
+    };
+    match u.kind {
+        UOpKind::Range { depth, index, .. } => (rank, depth, index),
+        _ => (rank, 0, 0),
+    }
+}
+
+fn build_linear(
+    g: &UOpGraph,
+    order: &[UOpId],
+    ends: &HashMap<usize, UOpId>,
+    sinks: &[UOpId],
+) -> Linear {
+    let mut pos: HashMap<UOpId, UOpId> = HashMap::new();
+    let mut uops = Vec::with_capacity(order.len());
+    for &id in order {
+        let u = if let Some(owner) = ends.get(&id.index()) {
+            let kind = match g.get(*owner).kind {
+                UOpKind::Range { .. } => UOpKind::EndRange,
+                _ => UOpKind::EndIf,
+            };
+            UOp {
+                kind,
+                dtype: None,
+                src: vec![pos[owner]],
+            }
+        } else {
+            let u = g.get(id);
+            if matches!(u.kind, UOpKind::Sink) && sinks.contains(&id) {
+                continue;
+            }
+            UOp {
+                kind: u.kind.clone(),
+                dtype: u.dtype,
+                src: u.src.iter().map(|s| pos[s]).collect(),
+            }
+        };
+        pos.insert(id, UOpId(uops.len() as u32));
+        uops.push(u);
+    }
+    Linear { uops }
+}
+
+impl Linear {
+    /// For each instruction, the stack of open blocks (positions of `RANGE`/`IF`) around it.
+    pub fn block_stacks(&self) -> Vec<Vec<usize>> {
+        let mut stack: Vec<usize> = Vec::new();
+        let mut out = Vec::with_capacity(self.uops.len());
+        for (i, u) in self.uops.iter().enumerate() {
+            if matches!(u.kind, UOpKind::EndRange | UOpKind::EndIf) {
+                stack.pop();
+            }
+            out.push(stack.clone());
+            if matches!(u.kind, UOpKind::Range { .. } | UOpKind::If) {
+                stack.push(i);
+            }
+        }
+        out
+    }
+
+    /// A readable listing, one instruction per line.
+    pub fn listing(&self) -> String {
+        let mut s = String::new();
+        for (i, u) in self.uops.iter().enumerate() {
+            let dt = u.dtype.map(|d| d.to_string()).unwrap_or_default();
+            let src: Vec<String> = u.src.iter().map(|x| x.0.to_string()).collect();
+            let _ = writeln!(s, "{i:4} {:<40} {dt:<7} [{}]", u.kind, src.join(", "));
+        }
+        s
+    }
+}
+
+/// The position whose block a value lives in: an accumulator's PHI is declared with the
+/// accumulator; everything else where it stands.
+fn declared_at(l: &Linear, i: usize) -> usize {
+    match l.uops[i].kind {
+        UOpKind::Phi => declared_at(l, l.uops[i].src[0].index()),
+        _ => i,
+    }
+}
+
+fn verify(l: &Linear) -> Result<(), OrderError> {
+    let stacks = l.block_stacks();
+    let kind = |i: usize| l.uops[i].kind.to_string();
+    // Loops each instruction depends on, through anything but a PHI's result.
+    let mut needs: Vec<HashSet<usize>> = Vec::with_capacity(l.uops.len());
+    for (i, u) in l.uops.iter().enumerate() {
+        let mut set = HashSet::new();
+        if matches!(u.kind, UOpKind::Range { .. }) {
+            set.insert(i);
+        }
+        for s in &u.src {
+            let s = s.index();
+            if s >= i && !matches!(u.kind, UOpKind::DefineAcc { .. }) {
+                return Err(OrderError::UseBeforeDef {
+                    index: i,
+                    kind: kind(i),
+                    src: s,
+                });
+            }
+            if matches!(u.kind, UOpKind::DefineAcc { .. } | UOpKind::EndRange) {
+                continue;
+            }
+            if matches!(l.uops[s].kind, UOpKind::Phi) {
+                // The PHI's result is visible after its loops close.
+                let acc = declared_at(l, s);
+                set.extend(needs[s].iter().filter(|r| !l.uops[acc].src.iter().any(|x| x.index() == **r)));
+            } else if s < needs.len() {
+                set.extend(needs[s].iter().copied());
+            }
+        }
+        for &r in &set {
+            if r != i && !stacks[i].contains(&r) {
+                return Err(OrderError::OutsideLoop {
+                    index: i,
+                    kind: kind(i),
+                    range: r,
+                });
+            }
+        }
+        needs.push(set);
+        if matches!(u.kind, UOpKind::EndRange | UOpKind::EndIf | UOpKind::DefineAcc { .. }) {
+            continue;
+        }
+        for s in &u.src {
+            let d = declared_at(l, s.index());
+            let visible = stacks[d].iter().all(|b| stacks[i].contains(b))
+                || matches!(l.uops[d].kind, UOpKind::Const(_));
+            if !visible {
+                return Err(OrderError::OutOfScope {
+                    index: i,
+                    kind: kind(i),
+                    src: s.index(),
+                });
+            }
+        }
+    }
+    Ok(())
+}
