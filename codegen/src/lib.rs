@@ -4,6 +4,8 @@
 //! import → graph → schedule → kernel → linearize → render → plan → bundle.
 
 pub mod dtype;
+pub mod kernel;
+pub mod linearize;
 pub mod ops;
 pub mod render;
 pub mod uop;

@@ -1,0 +1,180 @@
+//! The kernel AST: a tree of lazy ops rooted at stores, with a ShapeTracker on every buffer
+//! access. Subtrees are shared (`Rc`), so a value used twice is one node.
+
+use crate::dtype::DType;
+use crate::ops::{AluOp, ConstValue, ReduceOp};
+use crate::shape::ShapeTracker;
+use crate::uop::BufferId;
+use std::collections::HashSet;
+use std::fmt;
+use std::rc::Rc;
+
+/// A view of a global buffer: which buffer, its element type, and how it is indexed.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct MemBuffer {
+    pub idx: BufferId,
+    pub dtype: DType,
+    pub st: ShapeTracker,
+}
+
+/// A constant broadcast to a shape (the ShapeTracker carries the shape and any padding mask).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ConstBuffer {
+    pub val: ConstValue,
+    pub dtype: DType,
+    pub st: ShapeTracker,
+}
+
+/// The operation of one AST node.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Op {
+    Alu(AluOp),
+    Cast(DType),
+    Bitcast(DType),
+    /// Reduce the source over `axes` (of the source's shape) to size 1.
+    Reduce(ReduceOp, Vec<usize>),
+    Load(MemBuffer),
+    Const(ConstBuffer),
+    Store(MemBuffer),
+}
+
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub struct LazyNode {
+    pub op: Op,
+    pub src: Vec<LazyOp>,
+}
+
+/// A shared, immutable AST node.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct LazyOp(pub Rc<LazyNode>);
+
+impl LazyOp {
+    fn new(op: Op, src: Vec<LazyOp>) -> Self {
+        LazyOp(Rc::new(LazyNode { op, src }))
+    }
+
+    pub fn load(idx: u32, dtype: DType, st: ShapeTracker) -> Self {
+        Self::new(
+            Op::Load(MemBuffer {
+                idx: BufferId(idx),
+                dtype,
+                st,
+            }),
+            vec![],
+        )
+    }
+
+    pub fn constant(val: ConstValue, dtype: DType, st: ShapeTracker) -> Self {
+        Self::new(Op::Const(ConstBuffer { val, dtype, st }), vec![])
+    }
+
+    pub fn store(idx: u32, st: ShapeTracker, src: LazyOp) -> Self {
+        let dtype = src.dtype();
+        Self::new(
+            Op::Store(MemBuffer {
+                idx: BufferId(idx),
+                dtype,
+                st,
+            }),
+            vec![src],
+        )
+    }
+
+    pub fn alu(op: AluOp, src: Vec<LazyOp>) -> Self {
+        Self::new(Op::Alu(op), src)
+    }
+
+    pub fn cast(dtype: DType, src: LazyOp) -> Self {
+        Self::new(Op::Cast(dtype), vec![src])
+    }
+
+    pub fn bitcast(dtype: DType, src: LazyOp) -> Self {
+        Self::new(Op::Bitcast(dtype), vec![src])
+    }
+
+    pub fn reduce(op: ReduceOp, axes: Vec<usize>, src: LazyOp) -> Self {
+        Self::new(Op::Reduce(op, axes), vec![src])
+    }
+
+    pub fn op(&self) -> &Op {
+        &self.0.op
+    }
+
+    pub fn src(&self) -> &[LazyOp] {
+        &self.0.src
+    }
+
+    /// The node's identity, for caches keyed by node (shared subtrees are one node).
+    pub fn key(&self) -> *const LazyNode {
+        Rc::as_ptr(&self.0)
+    }
+
+    pub fn dtype(&self) -> DType {
+        match self.op() {
+            Op::Load(b) | Op::Store(b) => b.dtype,
+            Op::Const(c) => c.dtype,
+            Op::Cast(d) | Op::Bitcast(d) => *d,
+            Op::Alu(a) if a.is_comparison() => DType::BOOL,
+            Op::Alu(_) | Op::Reduce(..) => self.src().last().expect("has a source").dtype(),
+        }
+    }
+
+    /// The shape this node produces.
+    pub fn shape(&self) -> Vec<usize> {
+        match self.op() {
+            Op::Load(b) | Op::Store(b) => b.st.shape().to_vec(),
+            Op::Const(c) => c.st.shape().to_vec(),
+            Op::Reduce(_, axes) => {
+                let mut s = self.src()[0].shape();
+                for &a in axes {
+                    if a < s.len() {
+                        s[a] = 1;
+                    }
+                }
+                s
+            }
+            _ => self.src()[0].shape(),
+        }
+    }
+
+    /// Every node of the tree, each once, parents before children (pre-order).
+    pub fn lazyops(&self) -> Vec<LazyOp> {
+        let mut out = Vec::new();
+        let mut seen = HashSet::new();
+        self.collect(&mut out, &mut seen);
+        out
+    }
+
+    fn collect(&self, out: &mut Vec<LazyOp>, seen: &mut HashSet<*const LazyNode>) {
+        if !seen.insert(self.key()) {
+            return;
+        }
+        out.push(self.clone());
+        for s in self.src() {
+            s.collect(out, seen);
+        }
+    }
+
+    fn fmt_tree(&self, f: &mut fmt::Formatter<'_>, depth: usize) -> fmt::Result {
+        let pad = "  ".repeat(depth);
+        match self.op() {
+            Op::Load(b) => writeln!(f, "{pad}LOAD data{} {} {:?}", b.idx.0, b.dtype, b.st.shape())?,
+            Op::Store(b) => writeln!(f, "{pad}STORE data{} {} {:?}", b.idx.0, b.dtype, b.st.shape())?,
+            Op::Const(c) => writeln!(f, "{pad}CONST {:?} {} {:?}", c.val.as_f64(), c.dtype, c.st.shape())?,
+            Op::Alu(a) => writeln!(f, "{pad}{a}")?,
+            Op::Cast(d) => writeln!(f, "{pad}CAST {d}")?,
+            Op::Bitcast(d) => writeln!(f, "{pad}BITCAST {d}")?,
+            Op::Reduce(r, axes) => writeln!(f, "{pad}REDUCE {r:?} axes={axes:?}")?,
+        }
+        for s in self.src() {
+            s.fmt_tree(f, depth + 1)?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for LazyOp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.fmt_tree(f, 0)
+    }
+}

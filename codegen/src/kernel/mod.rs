@@ -1,0 +1,395 @@
+//! A kernel: one schedule item's AST, its buffers' ShapeTrackers, and the optimization state
+//! (which axes are upcast, local, grouped) that the opts in [`opt`] change.
+//!
+//! Axes are ordered: global dims, local dims, grouped reduce dims, reduce dims, then the
+//! upcast dims at the end. `first_reduce` is the first axis whose output size differs from
+//! the full (input) size.
+
+pub mod ast;
+pub mod opt;
+
+use crate::dtype::DType;
+use crate::ops::ConstValue;
+use crate::render::Target;
+use crate::shape::{ShapeError, ShapeTracker};
+use ast::{ConstBuffer, LazyOp, MemBuffer, Op};
+pub use opt::{Opt, OptOp};
+use std::collections::HashSet;
+
+/// A buffer a kernel reads or writes.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum KernelBuffer {
+    Mem(MemBuffer),
+    Const(ConstBuffer),
+    /// Work-group local memory for a grouped reduce.
+    Local {
+        name: String,
+        size: usize,
+        dtype: DType,
+    },
+}
+
+impl KernelBuffer {
+    pub fn dtype(&self) -> DType {
+        match self {
+            KernelBuffer::Mem(m) => m.dtype,
+            KernelBuffer::Const(c) => c.dtype,
+            KernelBuffer::Local { dtype, .. } => *dtype,
+        }
+    }
+
+    pub fn const_value(&self) -> Option<ConstValue> {
+        match self {
+            KernelBuffer::Const(c) => Some(c.val),
+            _ => None,
+        }
+    }
+}
+
+/// Errors building or optimizing a kernel. Each names the kernel.
+#[derive(Debug, thiserror::Error, Clone, PartialEq)]
+pub enum KernelError {
+    #[error("kernel {kernel}: {reason}")]
+    BadAst { kernel: String, reason: String },
+    #[error("kernel {kernel}: opt {opt} is invalid: {reason}")]
+    InvalidOpt {
+        kernel: String,
+        opt: Opt,
+        reason: String,
+    },
+    #[error("kernel {kernel}: opt {opt} names axis {axis}, but the kernel has {dims} axes")]
+    AxisOutOfRange {
+        kernel: String,
+        opt: Opt,
+        axis: usize,
+        dims: usize,
+    },
+    #[error("kernel {kernel}: {source}")]
+    Shape {
+        kernel: String,
+        #[source]
+        source: ShapeError,
+    },
+}
+
+/// A kernel and its optimization state.
+#[derive(Clone, Debug)]
+pub struct Kernel {
+    pub ast: Vec<LazyOp>,
+    pub target: Target,
+    /// The reduces, inner ones first.
+    pub reduceops: Vec<LazyOp>,
+    pub bufs: Vec<KernelBuffer>,
+    pub sts: Vec<ShapeTracker>,
+    /// Positions in `bufs` of the buffers read under each reduce, per reduce.
+    pub earlybufs: Vec<Vec<usize>>,
+    pub full_buf_index: usize,
+    pub upcasted: usize,
+    pub local_dims: usize,
+    pub group_for_reduces: usize,
+    pub dont_use_locals: bool,
+    pub applied_opts: Vec<Opt>,
+}
+
+impl Kernel {
+    /// Builds a kernel from its stores; reduce axes are moved to the end and trivial axes merged.
+    pub fn new(ast: Vec<LazyOp>, target: Target) -> Result<Kernel, KernelError> {
+        let bad = |reason: String| KernelError::BadAst {
+            kernel: "(new)".into(),
+            reason,
+        };
+        if ast.is_empty() || ast.iter().any(|s| !matches!(s.op(), Op::Store(_))) {
+            return Err(bad("the AST must be one or more stores".into()));
+        }
+        let lazyops: Vec<LazyOp> = {
+            let mut seen = HashSet::new();
+            let mut v = Vec::new();
+            for s in &ast {
+                for x in s.lazyops() {
+                    if seen.insert(x.key()) {
+                        v.push(x);
+                    }
+                }
+            }
+            v
+        };
+        // Children before parents, so that inner reduces come first.
+        let mut reduceops: Vec<LazyOp> =
+            lazyops.iter().filter(|x| matches!(x.op(), Op::Reduce(..))).cloned().collect();
+        reduceops.reverse();
+        let mut bufs: Vec<KernelBuffer> = Vec::new();
+        for s in &ast {
+            if let Op::Store(m) = s.op() {
+                bufs.push(KernelBuffer::Mem(m.clone()));
+            }
+        }
+        for x in &lazyops {
+            let b = match x.op() {
+                Op::Load(m) => KernelBuffer::Mem(m.clone()),
+                Op::Const(c) => KernelBuffer::Const(c.clone()),
+                _ => continue,
+            };
+            if !bufs.contains(&b) {
+                bufs.push(b);
+            }
+        }
+        let earlybufs: Vec<Vec<usize>> = reduceops
+            .iter()
+            .map(|r| {
+                r.lazyops()
+                    .iter()
+                    .filter_map(|x| match x.op() {
+                        Op::Load(m) => bufs.iter().position(|b| *b == KernelBuffer::Mem(m.clone())),
+                        Op::Const(c) => bufs.iter().position(|b| *b == KernelBuffer::Const(c.clone())),
+                        _ => None,
+                    })
+                    .collect()
+            })
+            .collect();
+        let full_buf_index = earlybufs.iter().flatten().next().copied().unwrap_or(0);
+        let sts: Vec<ShapeTracker> = bufs
+            .iter()
+            .map(|b| match b {
+                KernelBuffer::Mem(m) => m.st.clone(),
+                KernelBuffer::Const(c) => c.st.clone(),
+                KernelBuffer::Local { .. } => unreachable!("no locals yet"),
+            })
+            .collect();
+        let mut k = Kernel {
+            ast,
+            target,
+            reduceops,
+            bufs,
+            sts,
+            earlybufs,
+            full_buf_index,
+            upcasted: 0,
+            local_dims: 0,
+            group_for_reduces: 0,
+            dont_use_locals: false,
+            applied_opts: Vec::new(),
+        };
+        k.check_shapes().map_err(bad)?;
+        let full = k.full_shape().to_vec();
+        let out = k.output_shape().to_vec();
+        let mut perm: Vec<usize> = (0..full.len()).filter(|&i| full[i] == out[i]).collect();
+        perm.extend((0..full.len()).filter(|&i| full[i] != out[i]));
+        k.reshape_and_permute(None, Some(&perm))?;
+        k.simplify_ones()?;
+        k.simplify_merge_adjacent()?;
+        Ok(k)
+    }
+
+    fn check_shapes(&self) -> Result<(), String> {
+        let full = self.full_shape();
+        for (i, st) in self.sts.iter().enumerate() {
+            if st.shape().len() != full.len() {
+                return Err(format!(
+                    "buffer {i} has rank {}, the kernel has rank {}",
+                    st.shape().len(),
+                    full.len()
+                ));
+            }
+            for (axis, (&s, &f)) in st.shape().iter().zip(full).enumerate() {
+                if s != f && s != 1 {
+                    return Err(format!("buffer {i} has size {s} on axis {axis}, expected {f} or 1"));
+                }
+            }
+        }
+        for r in &self.reduceops {
+            if let Op::Reduce(_, axes) = r.op() {
+                if let Some(a) = axes.iter().find(|&&a| a >= full.len()) {
+                    return Err(format!("reduce over axis {a} of a rank-{} shape", full.len()));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A name for messages before the kernel is linearized: its kind and full shape.
+    pub fn label(&self) -> String {
+        let kind = if !self.reduceops.is_empty() {
+            "r"
+        } else if self.ast.iter().all(|s| matches!(s.src()[0].op(), Op::Load(_) | Op::Const(_))) {
+            "C"
+        } else {
+            "E"
+        };
+        let outs = if self.ast.len() > 1 {
+            format!("{}_", self.ast.len())
+        } else {
+            "_".into()
+        };
+        let dims: Vec<String> = self.full_shape().iter().map(|d| d.to_string()).collect();
+        format!("{kind}{outs}{}", dims.join("_"))
+    }
+
+    pub fn shape_len(&self) -> usize {
+        self.sts[0].shape().len()
+    }
+
+    pub fn full_shape(&self) -> &[usize] {
+        self.sts[self.full_buf_index].shape()
+    }
+
+    pub fn output_shape(&self) -> &[usize] {
+        self.sts[0].shape()
+    }
+
+    pub fn first_reduce(&self) -> usize {
+        let n = self.shape_len() - self.upcasted;
+        let (out, full) = (self.output_shape(), self.full_shape());
+        (0..n).find(|&i| out[i] != full[i]).unwrap_or(n)
+    }
+
+    pub fn global_dims(&self) -> usize {
+        self.first_reduce() - self.local_dims
+    }
+
+    /// Axes between the group and the upcasts that are not reduced (only from upcast-mid).
+    pub fn upcast_in_mid_reduce_axes(&self) -> Vec<usize> {
+        let fr = self.first_reduce();
+        (fr..fr + self.group_for_reduces)
+            .filter(|&j| self.full_shape()[j] == self.output_shape()[j])
+            .collect()
+    }
+
+    /// `(size, stride, is_reduce)` of each upcast axis of buffer `i`.
+    pub fn upcasted_axis(&self, i: usize) -> Vec<(usize, Option<i64>, bool)> {
+        let start = self.shape_len() - self.upcasted;
+        let st = &self.sts[i];
+        let strides = st.real_strides(false);
+        (start..self.shape_len())
+            .map(|a| {
+                let reduce = self.output_shape()[a] != self.full_shape()[a];
+                (st.shape()[a], strides[a], reduce)
+            })
+            .collect()
+    }
+
+    /// For each upcast combination of buffer `i` (first upcast axis fastest), the accumulator
+    /// it folds into: reduce upcast axes share one accumulator.
+    pub fn acc_offsets(&self, i: usize) -> Vec<usize> {
+        if self.upcasted == 0 {
+            return vec![0];
+        }
+        let axes = self.upcasted_axis(i);
+        let mut strides = Vec::with_capacity(axes.len());
+        let mut acc = 1;
+        for &(s, _, reduce) in &axes {
+            strides.push(if reduce { 0 } else { acc });
+            if !reduce {
+                acc *= s;
+            }
+        }
+        let total: usize = axes.iter().map(|a| a.0).product();
+        (0..total)
+            .map(|mut k| {
+                let mut off = 0;
+                for (j, &(s, _, _)) in axes.iter().enumerate() {
+                    off += (k % s) * strides[j];
+                    k /= s;
+                }
+                off
+            })
+            .collect()
+    }
+
+    /// The upcast axes of buffer `i` that can be loaded as one vector.
+    pub fn float4_upcast_dims(&self, i: usize) -> Vec<usize> {
+        let d = self.bufs[i].dtype();
+        let vectorizable = self.target.supports_float4
+            && matches!(d.scalar, crate::dtype::Scalar::F32 | crate::dtype::Scalar::F16);
+        if !vectorizable {
+            return vec![];
+        }
+        let start = self.shape_len() - self.upcasted;
+        self.sts[i]
+            .unit_stride_axes(false)
+            .into_iter()
+            .filter(|&x| x >= start && self.sts[i].shape()[x] > 1)
+            .collect()
+    }
+
+    fn shape_err(&self, source: ShapeError) -> KernelError {
+        KernelError::Shape {
+            kernel: self.label(),
+            source,
+        }
+    }
+
+    /// Reshapes (by `new_shape` of each buffer's shape) then permutes every buffer's view.
+    pub fn reshape_and_permute(
+        &mut self,
+        new_shape: Option<&dyn Fn(&[usize]) -> Vec<usize>>,
+        axes: Option<&[usize]>,
+    ) -> Result<(), KernelError> {
+        let mut out = Vec::with_capacity(self.sts.len());
+        for st in &self.sts {
+            let mut st = st.clone();
+            if let Some(f) = new_shape {
+                st = st.reshape(&f(st.shape())).map_err(|e| self.shape_err(e))?;
+            }
+            if let Some(a) = axes {
+                st = st.permute(a).map_err(|e| self.shape_err(e))?;
+            }
+            out.push(st);
+        }
+        self.sts = out;
+        Ok(())
+    }
+
+    /// Removes axes of size 1 everywhere. Returns whether any was removed.
+    pub fn simplify_ones(&mut self) -> Result<bool, KernelError> {
+        if self.shape_len() == 0 {
+            return Ok(false);
+        }
+        let ones: Vec<bool> = self.full_shape().iter().map(|&s| s == 1).collect();
+        let fr = self.first_reduce();
+        self.local_dims -= ones[fr - self.local_dims..fr].iter().filter(|&&o| o).count();
+        let n = self.shape_len();
+        self.upcasted -= ones[n - self.upcasted..].iter().filter(|&&o| o).count();
+        let keep = |shape: &[usize]| -> Vec<usize> {
+            shape.iter().zip(&ones).filter(|(_, &o)| !o).map(|(&s, _)| s).collect()
+        };
+        self.reshape_and_permute(Some(&keep), None)?;
+        Ok(ones.iter().any(|&o| o))
+    }
+
+    /// Merges adjacent axes that are contiguous in every buffer (never across `first_reduce`).
+    pub fn simplify_merge_adjacent(&mut self) -> Result<(), KernelError> {
+        let n = self.shape_len();
+        if n == 0 {
+            return Ok(());
+        }
+        let fr = self.first_reduce();
+        let shapes: Vec<Vec<usize>> = self.sts.iter().map(|s| s.shape().to_vec()).collect();
+        let strides: Vec<Vec<Option<i64>>> = self.sts.iter().map(|s| s.real_strides(false)).collect();
+        let mut rets: Vec<Vec<(usize, Option<i64>)>> =
+            shapes.iter().zip(&strides).map(|(s, st)| vec![(s[0], st[0])]).collect();
+        for i in 1..n {
+            let mergeable = i != fr
+                && shapes.iter().zip(&strides).zip(&rets).all(|((s, st), ret)| {
+                    let (si, sti, last) = (s[i] as i64, st[i], ret.last().expect("nonempty").1);
+                    match sti {
+                        None => false,
+                        Some(0) => last == Some(0),
+                        Some(x) => last == Some(si * x),
+                    }
+                });
+            for (j, ret) in rets.iter_mut().enumerate() {
+                if mergeable {
+                    let last = ret.last_mut().expect("nonempty");
+                    *last = (last.0 * shapes[j][i], strides[j][i]);
+                } else {
+                    ret.push((shapes[j][i], strides[j][i]));
+                }
+            }
+        }
+        for (i, ret) in rets.iter().enumerate() {
+            let shape: Vec<usize> = ret.iter().map(|r| r.0).collect();
+            self.sts[i] = self.sts[i].reshape(&shape).map_err(|e| self.shape_err(e))?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,270 @@
+//! Optimizations of a kernel's axes: each is validated, then applied by reshaping and
+//! permuting every buffer's view. A bad opt is an error naming the kernel, never a panic.
+
+use super::ast::Op;
+use super::{Kernel, KernelError};
+use crate::ops::{AluOp, BinaryOp, ReduceOp, TernaryOp, UnaryOp};
+use std::fmt;
+
+/// The kinds of optimization.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum OptOp {
+    /// Split a global axis and make the inner part a local (work-group) axis.
+    Local,
+    /// Split a reduce axis and reduce the inner part across threads in local memory.
+    Group,
+    /// Like `Group`, but the outer part goes to the threads.
+    GroupTop,
+    /// Unroll part of a reduce axis.
+    Unroll,
+    /// Compute several outputs of a global axis per thread/iteration.
+    Upcast,
+    /// Pad an axis up to a multiple of `amt` (masked).
+    PadTo,
+    /// Use no local dims at all (ids become `idx`).
+    NoLocals,
+}
+
+/// One optimization: what, on which axis (relative to its region), by how much (0 = the whole
+/// axis).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Opt {
+    pub op: OptOp,
+    pub axis: Option<usize>,
+    pub amt: usize,
+}
+
+impl Opt {
+    pub fn new(op: OptOp, axis: usize, amt: usize) -> Self {
+        Opt {
+            op,
+            axis: Some(axis),
+            amt,
+        }
+    }
+
+    /// The absolute axis this opt acts on in `k`.
+    pub fn real_axis(&self, k: &Kernel) -> Option<usize> {
+        let a = self.axis?;
+        Some(match self.op {
+            OptOp::Unroll => k.first_reduce() + a,
+            OptOp::Group | OptOp::GroupTop => k.first_reduce() + k.group_for_reduces + a,
+            _ => a,
+        })
+    }
+}
+
+impl fmt::Display for Opt {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.axis {
+            Some(a) => write!(f, "{:?}(axis={a}, amt={})", self.op, self.amt),
+            None => write!(f, "{:?}", self.op),
+        }
+    }
+}
+
+/// Ops that keep 0 at 0, so a SUM over a zero-padded axis is unchanged.
+fn pad_safe(op: &Op) -> bool {
+    match op {
+        Op::Alu(a) => matches!(
+            a,
+            AluOp::Binary(BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Max)
+                | AluOp::Unary(UnaryOp::Neg | UnaryOp::Sqrt | UnaryOp::Sin)
+                | AluOp::Ternary(TernaryOp::MulAcc)
+        ),
+        _ => true,
+    }
+}
+
+impl Kernel {
+    fn invalid(&self, opt: Opt, reason: impl Into<String>) -> KernelError {
+        KernelError::InvalidOpt {
+            kernel: self.label(),
+            opt,
+            reason: reason.into(),
+        }
+    }
+
+    /// Applies `opt`, or returns why it does not apply (the kernel is then unchanged).
+    pub fn apply_opt(&mut self, opt: Opt) -> Result<(), KernelError> {
+        let mut trial = self.clone();
+        trial.apply_opt_in_place(opt)?;
+        *self = trial;
+        Ok(())
+    }
+
+    fn apply_opt_in_place(&mut self, opt: Opt) -> Result<(), KernelError> {
+        let check = |k: &Kernel, ok: bool, why: &str| if ok { Ok(()) } else { Err(k.invalid(opt, why)) };
+        let locals = matches!(opt.op, OptOp::Local | OptOp::Group | OptOp::GroupTop);
+        check(self, !(self.dont_use_locals && locals), "the kernel does not use locals")?;
+        let axis = match opt.real_axis(self) {
+            Some(a) if a >= self.shape_len() => {
+                return Err(KernelError::AxisOutOfRange {
+                    kernel: self.label(),
+                    opt,
+                    axis: a,
+                    dims: self.shape_len(),
+                })
+            }
+            a => a,
+        };
+        let amt = match axis {
+            Some(a) if opt.amt == 0 => self.full_shape()[a],
+            _ => opt.amt,
+        };
+        if let Some(a) = axis {
+            check(self, amt > 1, "an amount of 1 (or a size-1 axis) does nothing")?;
+            if opt.op != OptOp::PadTo {
+                check(self, self.full_shape()[a] % amt == 0, "the amount does not divide the axis")?;
+            }
+        }
+        if !self.reduceops.is_empty()
+            && (matches!(opt.op, OptOp::Group | OptOp::GroupTop)
+                || (self.group_for_reduces > 0 && !matches!(opt.op, OptOp::NoLocals | OptOp::PadTo)))
+        {
+            let acc_sz = self.reduceops[0].dtype().size();
+            let start = self.shape_len() - self.upcasted;
+            let upcast_sz: usize = (start..self.shape_len())
+                .filter(|&i| self.full_shape()[i] == self.output_shape()[i])
+                .map(|i| self.full_shape()[i])
+                .product();
+            let fr = self.first_reduce();
+            let local_sz: usize =
+                self.full_shape()[fr - self.local_dims..fr + self.group_for_reduces].iter().product();
+            let smem = amt * acc_sz * upcast_sz * local_sz;
+            check(
+                self,
+                smem <= self.target.shared_max,
+                &format!("needs {smem} bytes of local memory, the limit is {}", self.target.shared_max),
+            )?;
+        }
+        match opt.op {
+            OptOp::Local => {
+                let a = axis.ok_or_else(|| self.invalid(opt, "needs an axis"))?;
+                check(self, self.target.has_local, "the target has no local dims")?;
+                check(self, a < self.global_dims(), "LOCAL is for global axes")?;
+                let fr = self.first_reduce();
+                self.shift_to(a, amt, false, Some(fr))?;
+                self.local_dims += 1;
+            }
+            OptOp::Group | OptOp::GroupTop => {
+                let a = axis.ok_or_else(|| self.invalid(opt, "needs an axis"))?;
+                check(self, self.target.has_local && self.target.has_shared, "the target has no local memory")?;
+                let fr = self.first_reduce();
+                let in_reduce = a >= fr + self.group_for_reduces && a < self.shape_len() - self.upcasted;
+                check(self, in_reduce, "GROUP is for reduce axes")?;
+                self.shift_to(a, amt, opt.op == OptOp::GroupTop, Some(fr + self.group_for_reduces))?;
+                self.group_for_reduces += 1;
+            }
+            OptOp::Unroll => {
+                let a = axis.ok_or_else(|| self.invalid(opt, "needs an axis"))?;
+                check(self, a < self.shape_len() - self.upcasted, "the axis is already upcast")?;
+                check(self, amt <= 32, "unrolling more than 32 is not allowed")?;
+                let fr = self.first_reduce();
+                if self.full_shape()[a] == amt && a == fr {
+                    self.local_dims += 1;
+                }
+                if self.full_shape()[a] == amt && a < fr + self.group_for_reduces {
+                    self.group_for_reduces -= 1;
+                }
+                self.shift_to(a, amt, false, None)?;
+                self.upcast(opt)?;
+            }
+            OptOp::Upcast => {
+                let a = axis.ok_or_else(|| self.invalid(opt, "needs an axis"))?;
+                check(self, a < self.first_reduce(), "UPCAST is for non-reduce axes")?;
+                check(self, amt <= 8, "upcasting more than 8 is not allowed")?;
+                self.shift_to(a, amt, false, None)?;
+                self.upcast(opt)?;
+            }
+            OptOp::NoLocals => {
+                check(self, self.target.has_local && !self.dont_use_locals, "the target has no locals to drop")?;
+                check(self, self.local_dims == 0 && self.group_for_reduces == 0, "locals are already in use")?;
+                self.dont_use_locals = true;
+            }
+            OptOp::PadTo => self.pad_to(opt, axis, amt)?,
+        }
+        self.applied_opts.push(opt);
+        self.simplify_ones()?;
+        Ok(())
+    }
+
+    fn pad_to(&mut self, opt: Opt, axis: Option<usize>, amt: usize) -> Result<(), KernelError> {
+        let a = axis.ok_or_else(|| self.invalid(opt, "needs an axis"))?;
+        if a >= self.shape_len() - self.upcasted {
+            return Err(self.invalid(opt, "cannot pad an upcast axis"));
+        }
+        if self.first_reduce() <= a {
+            let safe = self.reduceops.len() == 1
+                && matches!(self.reduceops[0].op(), Op::Reduce(ReduceOp::Sum, _))
+                && self.reduceops[0].src()[0].lazyops().iter().all(|x| pad_safe(x.op()));
+            if !safe {
+                return Err(self.invalid(opt, "padding this reduce would change its result"));
+            }
+        }
+        let mut padded = false;
+        for i in 0..self.sts.len() {
+            let size = self.sts[i].shape()[a];
+            if size == 1 {
+                continue;
+            }
+            if size <= amt / 4 {
+                return Err(self.invalid(opt, format!("padding {size} to {amt} is more than 4x the work")));
+            }
+            let extra = size.div_ceil(amt) * amt - size;
+            if extra > 0 {
+                let mut arg = vec![(0, 0); self.shape_len()];
+                arg[a] = (0, extra);
+                self.sts[i] = self.sts[i].pad(&arg).map_err(|e| self.shape_err(e))?;
+                padded = true;
+            }
+        }
+        if !padded {
+            return Err(self.invalid(opt, "the axis is already a multiple of the amount"));
+        }
+        Ok(())
+    }
+
+    fn upcast(&mut self, opt: Opt) -> Result<(), KernelError> {
+        if self.full_shape().last() == Some(&1) {
+            return Err(self.invalid(opt, "cannot upcast an axis of size 1"));
+        }
+        self.upcasted += 1;
+        Ok(())
+    }
+
+    /// Splits `axis` into (size/amount, amount) — or (amount, size/amount) when `top` — and
+    /// moves the `amount` part to just before `insert_before` (default: the end).
+    pub fn shift_to(
+        &mut self,
+        axis: usize,
+        amount: usize,
+        top: bool,
+        insert_before: Option<usize>,
+    ) -> Result<(), KernelError> {
+        let n = self.shape_len();
+        let mut insert_before = insert_before.unwrap_or(n);
+        let move_axis = if top { axis } else { axis + 1 };
+        if move_axis < insert_before {
+            insert_before += 1;
+        }
+        let split = move |x: &[usize]| -> Vec<usize> {
+            let mut v = x[..axis].to_vec();
+            if x[axis] > 1 {
+                if top {
+                    v.extend([amount, x[axis] / amount]);
+                } else {
+                    v.extend([x[axis] / amount, amount]);
+                }
+            } else {
+                v.extend([1, 1]);
+            }
+            v.extend_from_slice(&x[axis + 1..]);
+            v
+        };
+        let mut perm: Vec<usize> = (0..insert_before).filter(|&i| i != move_axis).collect();
+        perm.push(move_axis);
+        perm.extend((insert_before..=n).filter(|&i| i != move_axis));
+        self.reshape_and_permute(Some(&split), Some(&perm))
+    }
+}
