@@ -1,0 +1,3 @@
+//! Reading ONNX models into Kiln's own plain representation.
+
+pub mod proto;
