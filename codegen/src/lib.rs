@@ -5,3 +5,4 @@
 
 pub mod dtype;
 pub mod onnx;
+pub mod tensorio;
