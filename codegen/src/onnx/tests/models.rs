@@ -2,7 +2,8 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use super::{assert_sorted, mlperf_model, test_model};
-use crate::onnx::{load, Dim, ElemType, OnnxModel};
+use crate::onnx::{load, pin_dims, Dim, ElemType, OnnxModel};
+use crate::tensorio::read_dir_tensors;
 
 /// What a model file is expected to hold.
 struct Expect {
@@ -206,7 +207,34 @@ fn check(path: &Path, expect: &Expect) -> OnnxModel {
     );
     let all = model.graph.inputs.iter().chain(&model.graph.outputs);
     assert!(all.clone().all(|v| v.elem == ElemType::F32), "{name}");
+    check_reference_data(&model, name);
     model
+}
+
+/// The inputs and outputs `scripts/make_references.py` wrote for `name` fit the model.
+fn check_reference_data(model: &OnnxModel, name: &str) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/data")
+        .join(name);
+    let inputs = read_dir_tensors(&dir, "input").unwrap();
+    let pinned = pin_dims(&model.graph.inputs, &[]).unwrap();
+    let dims: Vec<_> = inputs.iter().map(|t| t.dims.clone()).collect();
+    assert_eq!(
+        dims,
+        pinned.into_iter().map(|(_, d)| d).collect::<Vec<_>>(),
+        "{name}"
+    );
+    let outputs = read_dir_tensors(&dir, "output").unwrap();
+    assert_eq!(outputs.len(), model.graph.outputs.len(), "{name}");
+    for (t, v) in outputs.iter().zip(&model.graph.outputs) {
+        let pinned = pin_dims(std::slice::from_ref(v), &[]).unwrap().remove(0).1;
+        assert_eq!(
+            (t.elem, &t.dims),
+            (v.elem, &pinned),
+            "{name} output {}",
+            v.name
+        );
+    }
 }
 
 #[test]
