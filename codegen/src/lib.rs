@@ -6,6 +6,8 @@
 pub mod dtype;
 pub mod kernel;
 pub mod linearize;
+pub mod onnx;
 pub mod ops;
 pub mod render;
+pub mod tensorio;
 pub mod uop;

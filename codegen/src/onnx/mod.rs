@@ -1,0 +1,21 @@
+//! Reading ONNX models into Kiln's own plain representation.
+//!
+//! `load` decodes the protobuf (types generated from the vendored `onnx.proto`), reads tensors
+//! into dense little-endian bytes, attributes into typed values, and sorts the nodes.
+
+mod attr;
+mod error;
+mod model;
+pub mod proto;
+mod shape;
+mod sort;
+mod tensor;
+
+pub use attr::{AttrValue, Attributes};
+pub use error::{AttrProblem, OnnxError, OPSET_RANGE};
+pub use model::{load, load_bytes, Dim, OnnxGraph, OnnxModel, OnnxNode, ValueInfo};
+pub use shape::{parse_shape_override, pin_dims};
+pub use tensor::{decode_tensor, ElemType, TensorData};
+
+#[cfg(test)]
+mod tests;

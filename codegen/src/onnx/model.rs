@@ -1,0 +1,205 @@
+//! Kiln's plain view of an ONNX model: graph, values, initializers and sorted nodes.
+
+use std::collections::HashSet;
+use std::path::Path;
+
+use prost::Message;
+
+use super::attr::Attributes;
+use super::error::{OnnxError, OPSET_RANGE};
+use super::proto::tensor_shape_proto::dimension::Value as DimValue;
+use super::proto::type_proto::Value as TypeValue;
+use super::proto::{GraphProto, ModelProto, NodeProto, OperatorSetIdProto, ValueInfoProto};
+use super::sort::sort_nodes;
+use super::tensor::{tensor_from_proto, ElemType, TensorData};
+
+/// A loaded model.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OnnxModel {
+    pub ir_version: i64,
+    /// The opset of the default (`ai.onnx`) domain.
+    pub opset: i64,
+    /// Producer name and version, e.g. `tf2onnx 1.17.0`.
+    pub producer: String,
+    pub graph: OnnxGraph,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct OnnxGraph {
+    pub name: String,
+    /// The graph's inputs, leaving out those that are initializers.
+    pub inputs: Vec<ValueInfo>,
+    pub outputs: Vec<ValueInfo>,
+    /// Weights and constants, in file order.
+    pub initializers: Vec<(String, TensorData)>,
+    /// Nodes in topological order (file order where the file allows it).
+    pub nodes: Vec<OnnxNode>,
+}
+
+/// A graph input or output. An output whose file gives no shape has no dims.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ValueInfo {
+    pub name: String,
+    pub elem: ElemType,
+    pub dims: Vec<Dim>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Dim {
+    Fixed(usize),
+    /// A symbolic dimension (`dim_param`), or an unknown one.
+    Free(Option<String>),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct OnnxNode {
+    /// The node's name; `<op_type>_<index in file>` when the file leaves it empty.
+    pub name: String,
+    pub op_type: String,
+    /// `""` for the default domain.
+    pub domain: String,
+    /// Value names; `""` marks an omitted optional input.
+    pub inputs: Vec<String>,
+    pub outputs: Vec<String>,
+    pub attrs: Attributes,
+}
+
+/// Loads the model in file `path`.
+pub fn load(path: &Path) -> Result<OnnxModel, OnnxError> {
+    let bytes = std::fs::read(path).map_err(|source| OnnxError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    load_bytes(&bytes)
+}
+
+/// Loads a model from the bytes of an `.onnx` file.
+pub fn load_bytes(bytes: &[u8]) -> Result<OnnxModel, OnnxError> {
+    if bytes.is_empty() {
+        let reason = "the input is empty".to_string();
+        return Err(OnnxError::NotOnnx { reason });
+    }
+    let proto = ModelProto::decode(bytes).map_err(|e| OnnxError::NotOnnx {
+        reason: e.to_string(),
+    })?;
+    read_model(proto)
+}
+
+fn read_model(proto: ModelProto) -> Result<OnnxModel, OnnxError> {
+    let graph = proto.graph.ok_or(OnnxError::NoGraph)?;
+    let opset = default_opset(&proto.opset_import)?;
+    let producer = [proto.producer_name, proto.producer_version]
+        .into_iter()
+        .flatten()
+        .filter(|s| !s.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ");
+    Ok(OnnxModel {
+        ir_version: proto.ir_version.unwrap_or_default(),
+        opset,
+        producer,
+        graph: read_graph(graph)?,
+    })
+}
+
+fn default_opset(imports: &[OperatorSetIdProto]) -> Result<i64, OnnxError> {
+    let default = imports
+        .iter()
+        .find(|o| matches!(o.domain.as_deref(), None | Some("" | "ai.onnx")))
+        .ok_or(OnnxError::NoDefaultOpset)?;
+    let opset = default.version.unwrap_or_default();
+    if !OPSET_RANGE.contains(&opset) {
+        return Err(OnnxError::UnsupportedOpset { opset });
+    }
+    Ok(opset)
+}
+
+fn read_graph(g: GraphProto) -> Result<OnnxGraph, OnnxError> {
+    let initializers = g
+        .initializer
+        .into_iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let name = t.name.clone().unwrap_or_default();
+            Ok((name, tensor_from_proto(t, &format!("initializer {i}"))?))
+        })
+        .collect::<Result<Vec<_>, OnnxError>>()?;
+    let init_names: HashSet<&str> = initializers.iter().map(|(n, _)| n.as_str()).collect();
+    let inputs = g
+        .input
+        .into_iter()
+        .filter(|v| !init_names.contains(v.name.as_deref().unwrap_or_default()))
+        .map(|v| read_value_info(v, true))
+        .collect::<Result<Vec<_>, _>>()?;
+    let outputs = g
+        .output
+        .into_iter()
+        .map(|v| read_value_info(v, false))
+        .collect::<Result<Vec<_>, _>>()?;
+    let nodes = g
+        .node
+        .into_iter()
+        .enumerate()
+        .map(|(i, n)| read_node(i, n))
+        .collect::<Result<Vec<_>, _>>()?;
+    let defined = inputs.iter().map(|v| v.name.as_str()).chain(init_names);
+    let nodes = sort_nodes(nodes, defined)?;
+    Ok(OnnxGraph {
+        name: g.name.unwrap_or_default(),
+        inputs,
+        outputs,
+        initializers,
+        nodes,
+    })
+}
+
+fn read_value_info(v: ValueInfoProto, needs_shape: bool) -> Result<ValueInfo, OnnxError> {
+    let name = v.name.unwrap_or_default();
+    let unsupported = |what| OnnxError::UnsupportedValueType {
+        value: name.clone(),
+        what,
+    };
+    let tensor = match v.r#type.and_then(|t| t.value) {
+        Some(TypeValue::TensorType(t)) => t,
+        Some(TypeValue::SequenceType(_)) => return Err(unsupported("a sequence")),
+        Some(TypeValue::MapType(_)) => return Err(unsupported("a map")),
+        Some(TypeValue::OptionalType(_)) => return Err(unsupported("an optional")),
+        Some(TypeValue::SparseTensorType(_)) => return Err(unsupported("a sparse tensor")),
+        None => return Err(unsupported("no tensor type given")),
+    };
+    let dims = match tensor.shape {
+        Some(shape) => shape.dim.into_iter().map(|d| read_dim(d.value)).collect(),
+        None if needs_shape => return Err(unsupported("no shape given")),
+        None => Vec::new(),
+    };
+    Ok(ValueInfo {
+        elem: ElemType::from_code(tensor.elem_type.unwrap_or_default()),
+        name,
+        dims,
+    })
+}
+
+fn read_dim(value: Option<DimValue>) -> Dim {
+    match value {
+        Some(DimValue::DimValue(v)) => usize::try_from(v).map_or(Dim::Free(None), Dim::Fixed),
+        Some(DimValue::DimParam(p)) if !p.is_empty() => Dim::Free(Some(p)),
+        _ => Dim::Free(None),
+    }
+}
+
+fn read_node(index: usize, n: NodeProto) -> Result<OnnxNode, OnnxError> {
+    let op_type = n.op_type.unwrap_or_default();
+    let name = match n.name {
+        Some(name) if !name.is_empty() => name,
+        _ => format!("{op_type}_{index}"),
+    };
+    let attrs = Attributes::from_protos(&name, &op_type, n.attribute)?;
+    Ok(OnnxNode {
+        name,
+        op_type,
+        domain: n.domain.unwrap_or_default(),
+        inputs: n.input,
+        outputs: n.output,
+        attrs,
+    })
+}

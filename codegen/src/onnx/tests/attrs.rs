@@ -1,0 +1,120 @@
+use super::protos::{attr, bytes, f32_tensor, graph, model, node, with_attr};
+use super::{mlperf_model, test_model};
+use crate::onnx::proto::attribute_proto::AttributeType;
+use crate::onnx::{load, load_bytes, AttrProblem, AttrValue, ElemType, OnnxError, OnnxNode};
+
+fn first<'a>(nodes: &'a [OnnxNode], op: &str) -> &'a OnnxNode {
+    nodes.iter().find(|n| n.op_type == op).unwrap()
+}
+
+#[test]
+fn typed_getters_read_real_attributes() {
+    let model = load(&mlperf_model("kws_float")).unwrap();
+    let conv = first(&model.graph.nodes, "Conv");
+    assert_eq!(conv.attrs.ints("kernel_shape").unwrap(), [10, 4]);
+    assert_eq!(conv.attrs.ints("pads").unwrap(), [4, 1, 5, 1]);
+    assert_eq!(conv.attrs.int_or("group", 1).unwrap(), 1);
+    assert_eq!(
+        conv.attrs.string_or("auto_pad", "NOTSET".into()).unwrap(),
+        "NOTSET"
+    );
+
+    let model = load(&mlperf_model("vww_float")).unwrap();
+    let pool = first(&model.graph.nodes, "AveragePool");
+    assert_eq!(pool.attrs.string("auto_pad").unwrap(), "VALID");
+    let gemm = first(&model.graph.nodes, "Gemm");
+    assert_eq!(gemm.attrs.float_or("alpha", 0.5).unwrap(), 1.0);
+
+    let model = load(&test_model("residual")).unwrap();
+    let bn = first(&model.graph.nodes, "BatchNormalization");
+    assert_eq!(bn.attrs.int("spatial").unwrap(), 1);
+    assert_eq!(bn.attrs.float("epsilon").unwrap(), 1e-5);
+}
+
+#[test]
+fn getter_errors_name_node_op_and_attribute() {
+    let model = load(&mlperf_model("kws_float")).unwrap();
+    let conv = first(&model.graph.nodes, "Conv");
+    let err = conv.attrs.int("strides").unwrap_err();
+    let msg = err.to_string();
+    assert!(
+        msg.contains(&conv.name) && msg.contains("Conv") && msg.contains("strides"),
+        "{msg}"
+    );
+    match err {
+        OnnxError::Attribute { problem, .. } => assert_eq!(
+            problem,
+            AttrProblem::WrongKind {
+                expected: "int",
+                found: "ints"
+            }
+        ),
+        other => panic!("{other:?}"),
+    }
+    let err = conv.attrs.floats("nope").unwrap_err();
+    assert!(matches!(
+        err,
+        OnnxError::Attribute {
+            problem: AttrProblem::Missing,
+            ..
+        }
+    ));
+}
+
+#[test]
+fn constant_nodes_read_every_value_form() {
+    let loaded = load(&test_model("concat_transpose")).unwrap();
+    let value = first(&loaded.graph.nodes, "Constant")
+        .attrs
+        .constant()
+        .unwrap();
+    assert_eq!(
+        (value.elem, value.dims.as_slice()),
+        (ElemType::F32, &[4][..])
+    );
+
+    let constant = |a| with_attr(node("Constant", &[], &["c"]), a);
+    let mut ints = attr("value_ints");
+    ints.r#type = Some(AttributeType::Ints as i32);
+    ints.ints = vec![3, -1];
+    let mut float = attr("value_float");
+    float.r#type = Some(AttributeType::Float as i32);
+    float.f = Some(0.25);
+    let mut tensor = attr("value");
+    tensor.t = Some(f32_tensor("", &[2], &[1.0, 2.0])); // no `type`: inferred
+    let nodes = vec![constant(ints), constant(float), constant(tensor)];
+    let nodes = nodes.into_iter().enumerate().map(|(i, mut n)| {
+        n.output = vec![format!("c{i}")];
+        n
+    });
+    let m = load_bytes(&bytes(&model(graph(nodes.collect(), &[], &["c0"]), 13))).unwrap();
+    let values: Vec<_> = m
+        .graph
+        .nodes
+        .iter()
+        .map(|n| n.attrs.constant().unwrap())
+        .collect();
+    assert_eq!(
+        (values[0].to_i64().unwrap(), values[0].dims.clone()),
+        (vec![3, -1], vec![2])
+    );
+    assert_eq!(
+        (values[1].to_f32().unwrap(), values[1].dims.len()),
+        (vec![0.25], 0)
+    );
+    assert_eq!(values[2].to_f32().unwrap(), [1.0, 2.0]);
+}
+
+#[test]
+fn subgraphs_are_reported_unsupported() {
+    let mut body = attr("then_branch");
+    body.r#type = Some(AttributeType::Graph as i32);
+    body.g = Some(graph(vec![], &[], &[]));
+    let n = with_attr(node("If", &["x"], &["y"]), body);
+    let m = load_bytes(&bytes(&model(graph(vec![n], &["x"], &["y"]), 13))).unwrap();
+    let attrs = &m.graph.nodes[0].attrs;
+    assert_eq!(attrs.get("then_branch"), Some(&AttrValue::Graph));
+    let err = attrs.graph("then_branch").unwrap_err();
+    let unsupported = AttrProblem::Unsupported("subgraphs");
+    assert!(matches!(err, OnnxError::Attribute { problem, .. } if problem == unsupported));
+}

@@ -1,0 +1,215 @@
+use std::path::{Path, PathBuf};
+
+use proptest::prelude::*;
+
+use super::{npy, read_dir_tensors, read_tensor, write_npy, HostTensor, TensorIoError};
+use crate::dtype::Scalar;
+use crate::onnx::{ElemType, TensorData};
+
+/// The fixtures `scripts/make_tensor_fixtures.py` writes, by element type name.
+const FIXTURES: [&str; 12] = [
+    "f32", "f64", "f16", "i8", "u8", "i16", "u16", "i32", "u32", "i64", "u64", "bool",
+];
+
+fn data_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data")
+}
+
+fn fixture(sub: &str, name: &str) -> PathBuf {
+    data_dir().join(sub).join(name)
+}
+
+/// The values every fixture of type `name` holds, in shape (2, 3).
+fn fixture_values(name: &str) -> Vec<f64> {
+    match name {
+        "bool" => vec![0.0, 1.0, 0.0, 1.0, 0.0, 1.0],
+        n if n.starts_with('u') => (0..6).map(f64::from).collect(),
+        _ => (-3..3).map(f64::from).collect(),
+    }
+}
+
+fn elem_named(name: &str) -> ElemType {
+    match name {
+        "bool" => ElemType::Bool,
+        _ => ElemType::from(*Scalar::ALL.iter().find(|s| s.name() == name).unwrap()),
+    }
+}
+
+#[test]
+fn reads_npy_files_written_by_numpy() {
+    for name in FIXTURES {
+        let t = read_tensor(&fixture("npy", &format!("{name}.npy"))).unwrap();
+        assert_eq!(t.elem, elem_named(name), "{name}");
+        assert_eq!(t.dims, [2, 3], "{name}");
+        assert_eq!(t.to_f64().unwrap(), fixture_values(name), "{name}");
+    }
+}
+
+#[test]
+fn reads_pb_files_written_by_onnx_raw_and_typed() {
+    for name in FIXTURES {
+        let npy = read_tensor(&fixture("npy", &format!("{name}.npy"))).unwrap();
+        for kind in ["raw", "typed"] {
+            let t = read_tensor(&fixture("pb", &format!("{kind}_{name}.pb"))).unwrap();
+            assert_eq!(t, npy, "{kind}_{name}.pb");
+        }
+    }
+}
+
+#[test]
+fn reads_scalar_empty_rank4_and_version2_npy() {
+    let scalar = read_tensor(&fixture("npy", "scalar_f32.npy")).unwrap();
+    assert_eq!(
+        (scalar.dims.len(), scalar.to_f32().unwrap()),
+        (0, vec![2.5])
+    );
+    let empty = read_tensor(&fixture("npy", "empty_f32.npy")).unwrap();
+    assert_eq!((empty.dims, empty.bytes.len()), (vec![0, 3], 0));
+    let rank4 = read_tensor(&fixture("npy", "rank4_f32.npy")).unwrap();
+    assert_eq!(rank4.dims, [1, 2, 2, 3]);
+    assert_eq!(
+        rank4.to_f32().unwrap(),
+        (0..12).map(|v| v as f32).collect::<Vec<_>>()
+    );
+    let v2 = read_tensor(&fixture("npy", "v2_i32.npy")).unwrap();
+    assert_eq!(
+        (v2.elem, v2.to_f64().unwrap()),
+        (ElemType::I32, fixture_values("i32"))
+    );
+}
+
+#[test]
+fn refuses_big_endian_and_fortran_order() {
+    for (name, why) in [
+        ("big_endian_f32.npy", "big-endian"),
+        ("fortran_f32.npy", "Fortran"),
+    ] {
+        match read_tensor(&fixture("npy", name)) {
+            Err(TensorIoError::BadNpy { reason, .. }) => assert!(reason.contains(why), "{reason}"),
+            other => panic!("{name}: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn writes_npy_byte_for_byte_as_numpy_does() {
+    let names = FIXTURES.iter().map(|n| format!("{n}.npy"));
+    for name in names.chain(["scalar_f32.npy", "empty_f32.npy", "rank4_f32.npy"].map(String::from))
+    {
+        let original = std::fs::read(fixture("npy", &name)).unwrap();
+        let tensor = npy::decode(&original).unwrap();
+        assert_eq!(npy::encode(&tensor).unwrap(), original, "{name}");
+    }
+}
+
+#[test]
+fn truncated_or_garbage_npy_is_an_error() {
+    let original = std::fs::read(fixture("npy", "rank4_f32.npy")).unwrap();
+    for len in 0..original.len() {
+        assert!(npy::decode(&original[..len]).is_err(), "cut at {len}");
+    }
+    let mut longer = original.clone();
+    longer.push(0);
+    assert!(npy::decode(&longer).is_err());
+    assert!(npy::decode(b"\x93NUMPY\x01\x00\x05\x00{'a'}").is_err());
+    assert!(npy::decode(b"not a numpy file at all").is_err());
+}
+
+#[test]
+fn bf16_cannot_be_written_as_npy() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = HostTensor {
+        elem: ElemType::BF16,
+        dims: vec![1],
+        bytes: vec![0, 0],
+    };
+    let err = write_npy(&dir.path().join("x.npy"), &t).unwrap_err();
+    assert!(matches!(
+        err,
+        TensorIoError::NoNpyDtype {
+            elem: ElemType::BF16,
+            ..
+        }
+    ));
+}
+
+#[test]
+fn unknown_extension_missing_and_garbage_files_are_errors() {
+    let err = read_tensor(Path::new("x.txt")).unwrap_err();
+    assert!(matches!(err, TensorIoError::UnknownExtension { .. }));
+    let err = read_tensor(Path::new("does/not/exist.npy")).unwrap_err();
+    assert!(matches!(err, TensorIoError::Io { .. }), "{err}");
+    let dir = tempfile::tempdir().unwrap();
+    let garbage = dir.path().join("input_0.pb");
+    std::fs::write(&garbage, b"\xff\xff\xff not a tensor").unwrap();
+    let err = read_tensor(&garbage).unwrap_err();
+    assert!(matches!(err, TensorIoError::BadPb { .. }), "{err}");
+}
+
+fn tensor(value: f32) -> HostTensor {
+    TensorData::from_f32(vec![1, 2], &[value, -value])
+}
+
+#[test]
+fn reads_a_directory_of_tensors_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write_npy(&d.join("input_0.npy"), &tensor(1.0)).unwrap();
+    std::fs::copy(fixture("pb", "raw_i8.pb"), d.join("input_1.pb")).unwrap();
+    write_npy(&d.join("input_2.npy"), &tensor(3.0)).unwrap();
+    write_npy(&d.join("output_0.npy"), &tensor(9.0)).unwrap();
+    write_npy(&d.join("input_01.npy"), &tensor(9.0)).unwrap();
+    let read = read_dir_tensors(d, "input").unwrap();
+    assert_eq!(read.len(), 3);
+    assert_eq!((read[0].clone(), read[1].elem), (tensor(1.0), ElemType::I8));
+    assert_eq!(read[2], tensor(3.0));
+    assert_eq!(read_dir_tensors(d, "output").unwrap(), [tensor(9.0)]);
+
+    write_npy(&d.join("input_1.npy"), &tensor(2.0)).unwrap();
+    let err = read_dir_tensors(d, "input").unwrap_err();
+    assert!(
+        matches!(err, TensorIoError::Ambiguous { index: 1, .. }),
+        "{err}"
+    );
+
+    std::fs::remove_file(d.join("input_1.npy")).unwrap();
+    std::fs::remove_file(d.join("input_1.pb")).unwrap();
+    let err = read_dir_tensors(d, "input").unwrap_err();
+    assert!(
+        matches!(err, TensorIoError::Gap { missing: 1, .. }),
+        "{err}"
+    );
+    let err = read_dir_tensors(d, "label").unwrap_err();
+    assert!(matches!(err, TensorIoError::NoTensors { .. }), "{err}");
+}
+
+fn any_tensor() -> impl Strategy<Value = HostTensor> {
+    let elems = Scalar::ALL.map(ElemType::from).to_vec();
+    (
+        prop::sample::select(elems),
+        prop::collection::vec(0usize..5, 0..5),
+    )
+        .prop_flat_map(|(elem, dims)| {
+            let len = dims.iter().product::<usize>() * elem.size().unwrap();
+            prop::collection::vec(any::<u8>(), len).prop_map(move |bytes| HostTensor {
+                elem,
+                dims: dims.clone(),
+                bytes,
+            })
+        })
+}
+
+proptest! {
+    #[test]
+    fn npy_round_trips(t in any_tensor()) {
+        prop_assert_eq!(npy::decode(&npy::encode(&t).unwrap()).unwrap(), t);
+    }
+
+    #[test]
+    fn npy_decode_never_panics(bytes in prop::collection::vec(any::<u8>(), 0..200)) {
+        let mut file = b"\x93NUMPY\x01\x00".to_vec();
+        file.extend(&bytes);
+        let _ = npy::decode(&file);
+        let _ = npy::decode(&bytes);
+    }
+}
