@@ -168,6 +168,50 @@ impl fmt::Display for DType {
     }
 }
 
+/// Decodes IEEE half-precision bits.
+pub fn f16_to_f64(h: u16) -> f64 {
+    let sign = if h & 0x8000 != 0 { -1.0 } else { 1.0 };
+    let exp = ((h >> 10) & 0x1f) as i32;
+    let frac = (h & 0x3ff) as f64;
+    let mag = match exp {
+        0 => frac * 2f64.powi(-24),
+        31 if frac == 0.0 => f64::INFINITY,
+        31 => f64::NAN,
+        e => (1.0 + frac / 1024.0) * 2f64.powi(e - 15),
+    };
+    sign * mag
+}
+
+/// Encodes to IEEE half-precision bits, rounding to nearest even.
+pub fn f64_to_f16(v: f64) -> u16 {
+    let f = v as f32;
+    let bits = f.to_bits();
+    let sign = ((bits >> 16) & 0x8000) as u16;
+    if f.is_nan() {
+        return sign | 0x7e00;
+    }
+    let a = f.abs();
+    if a >= 65520.0 {
+        return sign | 0x7c00;
+    }
+    if a < 2f32.powi(-25) {
+        return sign;
+    }
+    let (e, m) = if a < 2f32.powi(-14) {
+        (0u16, (a / 2f32.powi(-24)).round_ties_even() as u16)
+    } else {
+        let e = a.log2().floor() as i32;
+        let m = (a / 2f32.powi(e) - 1.0) * 1024.0;
+        let m = m.round_ties_even() as u32;
+        if m == 1024 {
+            ((e + 16) as u16, 0)
+        } else {
+            ((e + 15) as u16, m as u16)
+        }
+    };
+    sign | (e << 10) | m
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -179,5 +223,14 @@ mod tests {
         assert_eq!(DType::I8.vec(4).to_string(), "i8x4");
         assert!(DType::F64.is_float() && !DType::BOOL.is_int() && DType::U8.is_int());
         assert_eq!(Scalar::I8.min_value(), -128.0);
+    }
+
+    #[test]
+    fn half_round_trips() {
+        for v in [0.0, 1.0, -2.5, 65504.0, 6.1035156e-5, 5.9604645e-8, 0.333251953125] {
+            assert_eq!(f16_to_f64(f64_to_f16(v)), v, "{v}");
+        }
+        assert_eq!(f64_to_f16(1.0), 0x3c00);
+        assert!(f16_to_f64(f64_to_f16(1e9)).is_infinite());
     }
 }

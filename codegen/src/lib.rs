@@ -4,10 +4,13 @@
 //! import → graph → schedule → kernel → linearize → render → plan → bundle.
 
 pub mod dtype;
+pub mod graph;
 pub mod kernel;
 pub mod linearize;
 pub mod onnx;
 pub mod ops;
 pub mod render;
+pub mod schedule;
+pub mod shape;
 pub mod tensorio;
 pub mod uop;

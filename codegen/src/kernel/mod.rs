@@ -81,6 +81,9 @@ pub struct Kernel {
     pub reduceops: Vec<LazyOp>,
     pub bufs: Vec<KernelBuffer>,
     pub sts: Vec<ShapeTracker>,
+    /// A view of the full shape that is invalid exactly where PADTO padded: it gates the
+    /// accumulators of inner reduces used inside a padded reduce.
+    pub pad_st: ShapeTracker,
     /// Positions in `bufs` of the buffers read under each reduce, per reduce.
     pub earlybufs: Vec<Vec<usize>>,
     pub full_buf_index: usize,
@@ -160,6 +163,7 @@ impl Kernel {
             target,
             reduceops,
             bufs,
+            pad_st: ShapeTracker::from_shape(&[]),
             sts,
             earlybufs,
             full_buf_index,
@@ -170,6 +174,7 @@ impl Kernel {
             applied_opts: Vec::new(),
         };
         k.check_shapes().map_err(bad)?;
+        k.pad_st = ShapeTracker::from_shape(k.full_shape());
         let full = k.full_shape().to_vec();
         let out = k.output_shape().to_vec();
         let mut perm: Vec<usize> = (0..full.len()).filter(|&i| full[i] == out[i]).collect();
@@ -324,8 +329,8 @@ impl Kernel {
         new_shape: Option<&dyn Fn(&[usize]) -> Vec<usize>>,
         axes: Option<&[usize]>,
     ) -> Result<(), KernelError> {
-        let mut out = Vec::with_capacity(self.sts.len());
-        for st in &self.sts {
+        let mut out = Vec::with_capacity(self.sts.len() + 1);
+        for st in self.sts.iter().chain([&self.pad_st]) {
             let mut st = st.clone();
             if let Some(f) = new_shape {
                 st = st.reshape(&f(st.shape())).map_err(|e| self.shape_err(e))?;
@@ -335,6 +340,7 @@ impl Kernel {
             }
             out.push(st);
         }
+        self.pad_st = out.pop().expect("the padding view");
         self.sts = out;
         Ok(())
     }
@@ -363,8 +369,9 @@ impl Kernel {
             return Ok(());
         }
         let fr = self.first_reduce();
-        let shapes: Vec<Vec<usize>> = self.sts.iter().map(|s| s.shape().to_vec()).collect();
-        let strides: Vec<Vec<Option<i64>>> = self.sts.iter().map(|s| s.real_strides(false)).collect();
+        let all: Vec<&ShapeTracker> = self.sts.iter().chain([&self.pad_st]).collect();
+        let shapes: Vec<Vec<usize>> = all.iter().map(|s| s.shape().to_vec()).collect();
+        let strides: Vec<Vec<Option<i64>>> = all.iter().map(|s| s.real_strides(false)).collect();
         let mut rets: Vec<Vec<(usize, Option<i64>)>> =
             shapes.iter().zip(&strides).map(|(s, st)| vec![(s[0], st[0])]).collect();
         for i in 1..n {
@@ -388,7 +395,12 @@ impl Kernel {
         }
         for (i, ret) in rets.iter().enumerate() {
             let shape: Vec<usize> = ret.iter().map(|r| r.0).collect();
-            self.sts[i] = self.sts[i].reshape(&shape).map_err(|e| self.shape_err(e))?;
+            let st = if i < self.sts.len() { &self.sts[i] } else { &self.pad_st };
+            let st = st.reshape(&shape).map_err(|e| self.shape_err(e))?;
+            match self.sts.get_mut(i) {
+                Some(slot) => *slot = st,
+                None => self.pad_st = st,
+            }
         }
         Ok(())
     }

@@ -195,9 +195,10 @@ impl Kernel {
             return Err(self.invalid(opt, "cannot pad an upcast axis"));
         }
         if self.first_reduce() <= a {
-            let safe = self.reduceops.len() == 1
-                && matches!(self.reduceops[0].op(), Op::Reduce(ReduceOp::Sum, _))
-                && self.reduceops[0].src()[0].lazyops().iter().all(|x| pad_safe(x.op()));
+            let safe = self.reduceops.iter().all(|r| {
+                matches!(r.op(), Op::Reduce(ReduceOp::Sum, _))
+                    && r.src()[0].lazyops().iter().all(|x| pad_safe(x.op()))
+            });
             if !safe {
                 return Err(self.invalid(opt, "padding this reduce would change its result"));
             }
@@ -222,6 +223,10 @@ impl Kernel {
         if !padded {
             return Err(self.invalid(opt, "the axis is already a multiple of the amount"));
         }
+        let size = self.pad_st.shape()[a];
+        let mut arg = vec![(0, 0); self.shape_len()];
+        arg[a] = (0, size.div_ceil(amt) * amt - size);
+        self.pad_st = self.pad_st.pad(&arg).map_err(|e| self.shape_err(e))?;
         Ok(())
     }
 

@@ -103,6 +103,10 @@ impl Lin {
     ) -> UOpId {
         if let Some(a) = acc {
             let Op::Reduce(rop, _) = a.op() else { unreachable!("accumulators are for reduces") };
+            if loop_ctx.is_empty() {
+                // Fully unrolled: the reduce is a chain of ALU ops from the identity.
+                return self.g.constant(localtype, rop.identity(localtype));
+            }
             return self.g.define_acc(localtype, rop.identity(localtype), loop_ctx);
         }
         if let Some(c) = this_const {

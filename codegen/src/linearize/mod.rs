@@ -15,7 +15,7 @@ use crate::kernel::{Kernel, KernelBuffer, KernelError};
 use crate::ops::AluOp;
 use crate::render::RenderError;
 use crate::shape::{render_to, Node, NodeRenderer, ShapeTracker};
-use crate::uop::{BufferId, Linear, OrderError, UOpGraph, UOpId, UOpKind};
+use crate::uop::{Linear, OrderError, UOpGraph, UOpId, UOpKind};
 use expand::UPCAST_PREFIX;
 pub use grouped_dims::{grouped_dims, GroupedDims, GroupedDimsError};
 pub use program::{to_program, Program};
@@ -123,7 +123,7 @@ fn cat(parts: &[&[Node]]) -> Vec<Node> {
 
 /// Linearizes `kernel` into a UOp program.
 pub fn linearize(kernel: &Kernel) -> Result<Linearized, LinearizeError> {
-    let mut lin = Lin {
+    let lin = Lin {
         k: kernel.clone(),
         g: UOpGraph::new(),
         buf_uops: vec![],
@@ -316,8 +316,8 @@ impl Lin {
             let v = self.global_load(b, &early_idxs, None, None, &[]);
             loaded.insert(b, v);
         }
-        let gated = self.gate_accs(accs, &early_idxs);
         let offs = self.k.acc_offsets(self.k.full_buf_index);
+        let gated = self.gate_accs(accs, &early_idxs, &offs);
         self.ast_parse(r, &gated, Some(&offs), &loaded, Some(&mut acc), &mut HashMap::new());
         self.load_cache.clear();
         if gfr == 0 {
@@ -332,20 +332,24 @@ impl Lin {
         Ok(())
     }
 
-    /// Gates other reduces' accumulators by the full buffer's validity (for padded axes).
-    fn gate_accs(&mut self, accs: &Accs, idxs: &[Node]) -> Accs {
-        let st = self.k.sts[self.k.full_buf_index].clone();
-        let (_, valid) = st.expr_idxs(idxs);
+    /// The other reduces' accumulators as seen at each upcast position of this reduce's loop
+    /// (`offs` maps positions to accumulators), gated where PADTO padded (`gate_acc`).
+    fn gate_accs(&mut self, accs: &Accs, idxs: &[Node], offs: &[usize]) -> Accs {
+        let (_, valid) = self.k.pad_st.expr_idxs(idxs);
         let valids = expand::expand_node(&valid, &expand::expand_idxs(idxs));
         let mut out = HashMap::new();
         for (key, list) in accs {
-            let mut gated = Vec::with_capacity(list.len());
-            for (v, &a) in valids.iter().zip(list) {
+            let mut gated = Vec::with_capacity(offs.len());
+            for (j, &off) in offs.iter().enumerate() {
+                let (a, v) = (list[off], &valids[j.min(valids.len() - 1)]);
                 if v.min() == 0 && v.max() == 1 {
                     let c = self.render(v);
                     let dt = self.g.get(a).dtype.expect("typed");
                     let zero = self.g.constant(dt, crate::ops::ConstValue::zero(dt));
                     gated.push(self.g.alu(AluOp::Ternary(crate::ops::TernaryOp::Where), &[c, a, zero]));
+                } else if v.max() == 0 {
+                    let dt = self.g.get(a).dtype.expect("typed");
+                    gated.push(self.g.constant(dt, crate::ops::ConstValue::zero(dt)));
                 } else {
                     gated.push(a);
                 }
@@ -392,10 +396,10 @@ impl Lin {
                 Node::var(&format!("tidx{j}"), 0, max)
             })
             .collect();
-        local_idxs.truncate(ld);
-        local_idxs.extend_from_slice(&end_local[gd + ld..]);
+        let mut late_local: Vec<Node> = local_idxs[..ld].to_vec();
+        late_local.extend_from_slice(&end_local[gd + ld..]);
         let loop_ctx = self.render_loop(&end_local, i as u32 * 2 + 3, true);
-        let idxs = cat(&[&fake_global, local_idxs, &fake_reduce, upcast_idxs]);
+        let idxs = cat(&[&fake_global, &late_local, &fake_reduce, upcast_idxs]);
         let mut acc = self.global_load(0, &idxs, Some(r), None, &loop_ctx);
         let partials = self.global_load(out_buf, &idxs, None, Some(barrier), &[]);
         let mut loaded: Loaded = HashMap::new();
@@ -411,7 +415,7 @@ impl Lin {
         self.load_cache.clear();
         if i + 1 < nred {
             let fake_local: Vec<Node> =
-                local_idxs[..ld].iter().cloned().chain(local_idxs[ld..].iter().map(|_| Node::num(0))).collect();
+                late_local[..ld].iter().cloned().chain(late_local[ld..].iter().map(|_| Node::num(0))).collect();
             let idxs = cat(&[&fake_global, &fake_local, &fake_reduce, upcast_idxs]);
             let stores = self.global_store(out_buf, &idxs, &acc);
             let barrier = self.g.node(UOpKind::Barrier, None, stores);
@@ -473,13 +477,8 @@ impl Lin {
                     .map(|u| if bit { self.g.node(UOpKind::Bitcast, Some(*d), vec![u]) } else { self.g.cast(*d, u) })
                     .collect()
             }
-            Op::Reduce(..) if reduce_acc.is_none() => {
-                let a = &accs[&x.key()];
-                match offs {
-                    Some(o) if !o.is_empty() => o.iter().map(|&i| a[i]).collect(),
-                    _ => a.clone(),
-                }
-            }
+            // Inside a reduce, `accs` are already per upcast position.
+            Op::Reduce(..) if reduce_acc.is_none() => accs[&x.key()].clone(),
             Op::Reduce(rop, _) => {
                 let acc = reduce_acc.expect("checked above");
                 let vals = self.ast_parse(&x.src()[0], accs, offs, loaded, None, cache);
@@ -491,8 +490,15 @@ impl Lin {
                     ret.push(acc[off]);
                 }
                 for off in 0..acc.len() {
-                    if input[off] != acc[off] {
-                        let dt = self.g.get(input[off]).dtype;
+                    let u = self.g.get(input[off]);
+                    if !matches!(u.kind, UOpKind::DefineAcc { .. }) {
+                        continue;
+                    }
+                    if input[off] == acc[off] {
+                        // Nothing was accumulated (the values folded away): the initial value.
+                        acc[off] = u.src[0];
+                    } else {
+                        let dt = u.dtype;
                         acc[off] = self.g.node(UOpKind::Phi, dt, vec![input[off], acc[off]]);
                     }
                 }
@@ -526,12 +532,5 @@ impl Lin {
 
     fn buf_uop(&self, i: usize) -> UOpId {
         self.buf_uops[i].expect("a global or local buffer")
-    }
-
-    fn buffer_id(&self, i: usize) -> BufferId {
-        match &self.k.bufs[i] {
-            KernelBuffer::Mem(m) => m.idx,
-            _ => BufferId(u32::MAX - i as u32),
-        }
     }
 }

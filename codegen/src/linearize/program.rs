@@ -47,6 +47,7 @@ pub fn to_program(k: &Kernel) -> Result<Program, LinearizeError> {
             });
         }
     }
+    buffers.sort_by_key(|b| b.id);
     let (uop_flops, uop_mem) = flops_mem(&lin.uops);
     let threads: usize = lin.global_size.iter().chain(&lin.local_size).flatten().product();
     let (ast_flops, ast_mem) = ast_estimates(k);

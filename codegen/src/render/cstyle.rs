@@ -27,7 +27,7 @@ struct Renderer<'a> {
     first_user: Vec<Option<usize>>,
     stacks: Vec<Vec<usize>>,
     lines: Vec<String>,
-    params: Vec<String>,
+    params: Vec<(u32, String)>,
     helpers: BTreeSet<String>,
     counters: std::collections::HashMap<&'static str, usize>,
     depth: usize,
@@ -106,14 +106,12 @@ impl<'a> Renderer<'a> {
                     let t = self.ty(dtype.expect("typed"))?;
                     let c = if *mutable { "" } else { "const " };
                     self.exprs[i] = format!("data{}", buf.0);
-                    self.params.push(format!(
-                        "{}{c}{t}* {} data{}",
-                        d.buffer_prefix, d.restrict, buf.0
-                    ));
+                    let p = format!("{}{c}{t}* {} data{}", d.buffer_prefix, d.restrict, buf.0);
+                    self.params.push((buf.0, p));
                 }
                 UOpKind::DefineVar { name, .. } => {
                     self.exprs[i] = name.clone();
-                    self.params.push(format!("const int {name}"));
+                    self.params.push((u32::MAX, format!("const int {name}")));
                 }
                 UOpKind::DefineLocal { name, size } => {
                     let t = self.ty(dtype.expect("typed"))?;
@@ -268,6 +266,7 @@ impl<'a> Renderer<'a> {
             Scalar::I32 if v.as_i64() == i32::MIN as i64 => "(-2147483647-1)".to_string(),
             _ => format!("{}", v.as_i64()),
         };
+        let s = if s.starts_with('-') { format!("({s})") } else { s };
         if d.count > 1 {
             let t = self.ty(d)?;
             let lanes = vec![s; d.count as usize].join(", ");
@@ -338,7 +337,9 @@ impl<'a> Renderer<'a> {
         Ok(name)
     }
 
-    fn finish(self) -> String {
+    fn finish(mut self) -> String {
+        self.params.sort_by_key(|p| p.0);
+        let params: Vec<&str> = self.params.iter().map(|p| p.1.as_str()).collect();
         let mut s = String::new();
         for h in &self.helpers {
             let _ = writeln!(s, "{h}");
@@ -348,7 +349,7 @@ impl<'a> Renderer<'a> {
             "{} {}({}) {{",
             self.target.dialect.kernel_prefix,
             self.name,
-            self.params.join(", ")
+            params.join(", ")
         );
         for l in &self.lines {
             let _ = writeln!(s, "{l}");

@@ -45,6 +45,12 @@ pub enum OrderError {
     },
     #[error("the graph has a cycle or an unreachable source")]
     Cycle,
+    #[error("uop {index} closes block {block}, but the innermost open block is {open:?}")]
+    BadNesting {
+        index: usize,
+        block: usize,
+        open: Option<usize>,
+    },
 }
 
 /// Orders the nodes of `g` reachable from `sinks` into a [`Linear`] program.
@@ -90,8 +96,29 @@ pub fn linearize(g: &UOpGraph, sinks: &[UOpId]) -> Result<Linear, OrderError> {
     let mut order: Vec<UOpId> = Vec::new();
     let mut ends: HashMap<usize, UOpId> = HashMap::new();
     let mut end_markers: Vec<(UOpId, UOpId)> = Vec::new();
+    // Every node depending on each block opener, not stopping at PHIs.
+    let descendants: HashMap<UOpId, HashSet<UOpId>> = scopes
+        .iter()
+        .map(|(o, _)| (*o, scope_of(g, &children, *o, &UOpKind::Sink)))
+        .collect();
+    let mut open: Vec<UOpId> = Vec::new();
+    let mut deferred: Vec<UOpId> = Vec::new();
     while let Some(Reverse((_, _, x))) = heap.pop() {
         let u = g.get(x);
+        // A block opens inside the innermost open block only if that block needs it;
+        // otherwise it waits for the block to close, so that blocks nest.
+        if let Some(inner) = open.last() {
+            if descendants.contains_key(&x) {
+                let remaining = &scopes.iter().find(|(o, _)| o == inner).expect("open scope").1;
+                if descendants[&x].is_disjoint(remaining) {
+                    deferred.push(x);
+                    continue;
+                }
+            }
+        }
+        if descendants.contains_key(&x) {
+            open.push(x);
+        }
         if matches!(u.kind, UOpKind::DefineAcc { .. }) && u.src.len() > 1 {
             let first = order
                 .iter()
@@ -104,6 +131,10 @@ pub fn linearize(g: &UOpGraph, sinks: &[UOpId]) -> Result<Linear, OrderError> {
         for (owner, members) in scopes.iter_mut() {
             if members.remove(&x) && members.is_empty() {
                 end_markers.push((x, *owner));
+                open.retain(|o| o != owner);
+                for d in deferred.drain(..) {
+                    push(&mut heap, d);
+                }
             }
         }
         for &c in children.get(&x).map(Vec::as_slice).unwrap_or(&[]) {
@@ -119,6 +150,9 @@ pub fn linearize(g: &UOpGraph, sinks: &[UOpId]) -> Result<Linear, OrderError> {
     }
     // Place END markers (as sentinel ids past the graph) after the last node of each scope.
     let sentinel_base = g.len() as u32;
+    // Markers after the same node: outer scopes are inserted first, so inner ones close first.
+    let opened = |u: &UOpId| order.iter().position(|o| o == u).unwrap_or(0);
+    end_markers.sort_by_key(|(last, owner)| (opened(last), opened(owner)));
     for (k, (last, owner)) in end_markers.iter().enumerate() {
         let pos = order.iter().position(|o| o == last).expect("placed");
         let sentinel = UOpId(sentinel_base + k as u32);
@@ -126,7 +160,12 @@ pub fn linearize(g: &UOpGraph, sinks: &[UOpId]) -> Result<Linear, OrderError> {
         order.insert(pos + 1, sentinel);
     }
     let linear = build_linear(g, &order, &ends, sinks);
-    verify(&linear)?;
+    if let Err(e) = verify(&linear) {
+        if std::env::var_os("KILN_DEBUG_ORDER").is_some() {
+            eprintln!("{}", linear.listing());
+        }
+        return Err(e);
+    }
     Ok(linear)
 }
 
@@ -198,33 +237,34 @@ fn build_linear(
     ends: &HashMap<usize, UOpId>,
     sinks: &[UOpId],
 ) -> Linear {
-    let mut pos: HashMap<UOpId, UOpId> = HashMap::new();
-    let mut uops = Vec::with_capacity(order.len());
-    for &id in order {
-        let u = if let Some(owner) = ends.get(&id.index()) {
-            let kind = match g.get(*owner).kind {
-                UOpKind::Range { .. } => UOpKind::EndRange,
-                _ => UOpKind::EndIf,
-            };
-            UOp {
-                kind,
+    let keep = |id: &UOpId| {
+        ends.contains_key(&id.index())
+            || !(matches!(g.get(*id).kind, UOpKind::Sink) && sinks.contains(id))
+    };
+    let kept: Vec<UOpId> = order.iter().copied().filter(keep).collect();
+    let pos: HashMap<UOpId, UOpId> =
+        kept.iter().enumerate().map(|(i, id)| (*id, UOpId(i as u32))).collect();
+    let uops = kept
+        .iter()
+        .map(|id| match ends.get(&id.index()) {
+            Some(owner) => UOp {
+                kind: match g.get(*owner).kind {
+                    UOpKind::Range { .. } => UOpKind::EndRange,
+                    _ => UOpKind::EndIf,
+                },
                 dtype: None,
                 src: vec![pos[owner]],
+            },
+            None => {
+                let u = g.get(*id);
+                UOp {
+                    kind: u.kind.clone(),
+                    dtype: u.dtype,
+                    src: u.src.iter().map(|s| pos[s]).collect(),
+                }
             }
-        } else {
-            let u = g.get(id);
-            if matches!(u.kind, UOpKind::Sink) && sinks.contains(&id) {
-                continue;
-            }
-            UOp {
-                kind: u.kind.clone(),
-                dtype: u.dtype,
-                src: u.src.iter().map(|s| pos[s]).collect(),
-            }
-        };
-        pos.insert(id, UOpId(uops.len() as u32));
-        uops.push(u);
-    }
+        })
+        .collect();
     Linear { uops }
 }
 
@@ -269,6 +309,20 @@ fn declared_at(l: &Linear, i: usize) -> usize {
 fn verify(l: &Linear) -> Result<(), OrderError> {
     let stacks = l.block_stacks();
     let kind = |i: usize| l.uops[i].kind.to_string();
+    for (i, u) in l.uops.iter().enumerate() {
+        if matches!(u.kind, UOpKind::EndRange | UOpKind::EndIf) {
+            let open = stacks[i - 1..i].first().and_then(|_| {
+                let mut st = stacks[i - 1].clone();
+                if matches!(l.uops[i - 1].kind, UOpKind::Range { .. } | UOpKind::If) {
+                    st.push(i - 1);
+                }
+                st.last().copied()
+            });
+            if open != Some(u.src[0].index()) {
+                return Err(OrderError::BadNesting { index: i, block: u.src[0].index(), open });
+            }
+        }
+    }
     // Loops each instruction depends on, through anything but a PHI's result.
     let mut needs: Vec<HashSet<usize>> = Vec::with_capacity(l.uops.len());
     for (i, u) in l.uops.iter().enumerate() {
@@ -312,7 +366,10 @@ fn verify(l: &Linear) -> Result<(), OrderError> {
         for s in &u.src {
             let d = declared_at(l, s.index());
             let visible = stacks[d].iter().all(|b| stacks[i].contains(b))
-                || matches!(l.uops[d].kind, UOpKind::Const(_));
+                || matches!(
+                    l.uops[d].kind,
+                    UOpKind::Const(_) | UOpKind::Store | UOpKind::Barrier | UOpKind::If
+                );
             if !visible {
                 return Err(OrderError::OutOfScope {
                     index: i,

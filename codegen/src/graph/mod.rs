@@ -1,0 +1,286 @@
+//! The lazy graph: the tensor-level program an importer builds.
+//!
+//! A [`Lazy`] value is a base node seen through a [`ShapeTracker`]: movement ops (reshape,
+//! permute, expand, pad, shrink, flip) only change the view and never add nodes. Nodes are the
+//! sources (model inputs, weights, constants), elementwise ALU ops, casts and reduces. The
+//! scheduler later decides which nodes become buffers and fuses the rest into kernels.
+
+pub mod tensor;
+
+use crate::dtype::DType;
+use crate::ops::{AluOp, ConstValue, ReduceOp, TernaryOp};
+use crate::shape::{ShapeError, ShapeTracker};
+
+/// Index of a node in a [`Graph`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct NodeId(pub u32);
+
+/// Index of a weight tensor in a [`Graph`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct WeightId(pub u32);
+
+/// What a node computes.
+#[derive(Clone, Debug, PartialEq)]
+pub enum GOp {
+    /// The model's `n`-th input.
+    Input(usize),
+    /// A weight tensor (constant data, stored in flash).
+    Weight(WeightId),
+    /// A scalar constant (shape `[]`, broadcast by views).
+    Const(ConstValue),
+    Alu(AluOp),
+    Cast,
+    Bitcast,
+    /// Reduce the source over `axes`, keeping them as size 1.
+    Reduce(ReduceOp, Vec<usize>),
+    /// Forces its source to be computed into its own buffer.
+    Contiguous,
+}
+
+/// One node: its op, result type and shape, and its sources (each a view of another node).
+#[derive(Clone, Debug)]
+pub struct GNode {
+    pub op: GOp,
+    pub dtype: DType,
+    pub shape: Vec<usize>,
+    pub src: Vec<Lazy>,
+}
+
+/// A value: a base node seen through a view.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Lazy {
+    pub base: NodeId,
+    pub st: ShapeTracker,
+    pub dtype: DType,
+}
+
+impl Lazy {
+    pub fn shape(&self) -> &[usize] {
+        self.st.shape()
+    }
+
+    pub fn numel(&self) -> usize {
+        self.shape().iter().product()
+    }
+}
+
+/// Constant data of a weight, little-endian, densely packed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WeightData {
+    pub name: String,
+    pub dtype: DType,
+    pub shape: Vec<usize>,
+    pub bytes: Vec<u8>,
+}
+
+/// A model input.
+#[derive(Clone, Debug, PartialEq)]
+pub struct InputInfo {
+    pub name: String,
+    pub dtype: DType,
+    pub shape: Vec<usize>,
+}
+
+/// Errors of tensor-level ops: wrong shapes, ranks, axes or types.
+#[derive(Debug, thiserror::Error, Clone, PartialEq)]
+pub enum GraphError {
+    #[error(transparent)]
+    Shape(#[from] ShapeError),
+    #[error("{op}: shapes {a:?} and {b:?} do not broadcast")]
+    Broadcast {
+        op: &'static str,
+        a: Vec<usize>,
+        b: Vec<usize>,
+    },
+    #[error("{op}: operand types {a} and {b} differ")]
+    DTypeMismatch {
+        op: &'static str,
+        a: DType,
+        b: DType,
+    },
+    #[error("{op}: axis {axis} is out of range for rank {rank}")]
+    Axis {
+        op: &'static str,
+        axis: i64,
+        rank: usize,
+    },
+    #[error("{op}: {reason}")]
+    Invalid { op: &'static str, reason: String },
+}
+
+/// The lazy graph of a model: nodes, weights and inputs.
+#[derive(Clone, Debug, Default)]
+pub struct Graph {
+    pub nodes: Vec<GNode>,
+    pub weights: Vec<WeightData>,
+    pub inputs: Vec<InputInfo>,
+}
+
+impl Graph {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn node(&self, id: NodeId) -> &GNode {
+        &self.nodes[id.0 as usize]
+    }
+
+    fn push(&mut self, op: GOp, dtype: DType, shape: Vec<usize>, src: Vec<Lazy>) -> Lazy {
+        let id = NodeId(self.nodes.len() as u32);
+        let st = ShapeTracker::from_shape(&shape);
+        self.nodes.push(GNode { op, dtype, shape, src });
+        Lazy { base: id, st, dtype }
+    }
+
+    /// A new model input.
+    pub fn input(&mut self, name: &str, dtype: DType, shape: &[usize]) -> Lazy {
+        let n = self.inputs.len();
+        self.inputs.push(InputInfo {
+            name: name.into(),
+            dtype,
+            shape: shape.to_vec(),
+        });
+        self.push(GOp::Input(n), dtype, shape.to_vec(), vec![])
+    }
+
+    /// A new weight tensor with the given data.
+    pub fn weight(&mut self, name: &str, dtype: DType, shape: &[usize], bytes: Vec<u8>) -> Lazy {
+        let id = WeightId(self.weights.len() as u32);
+        self.weights.push(WeightData {
+            name: name.into(),
+            dtype,
+            shape: shape.to_vec(),
+            bytes,
+        });
+        self.push(GOp::Weight(id), dtype, shape.to_vec(), vec![])
+    }
+
+    /// The scalar `v` broadcast to `shape`.
+    pub fn constant(&mut self, v: f64, dtype: DType, shape: &[usize]) -> Lazy {
+        let c = ConstValue::from_f64(dtype, v);
+        let base = self.push(GOp::Const(c), dtype, vec![], vec![]);
+        let ones = vec![1; shape.len()];
+        let st = ShapeTracker::from_shape(&[])
+            .reshape(&ones)
+            .and_then(|s| s.expand(shape))
+            .expect("a scalar broadcasts to any shape");
+        Lazy { st, ..base }
+    }
+
+    /// The constant value of `x`, if it is a (broadcast, unpadded) scalar constant.
+    pub fn const_value(&self, x: &Lazy) -> Option<ConstValue> {
+        match self.node(x.base).op {
+            GOp::Const(c) if x.st.views.iter().all(|v| v.mask.is_none()) => Some(c),
+            _ => None,
+        }
+    }
+
+    /// An elementwise op over same-shaped operands.
+    pub fn alu(&mut self, op: AluOp, src: &[Lazy]) -> Result<Lazy, GraphError> {
+        let name = "elementwise";
+        let shape = src[0].shape().to_vec();
+        for s in src {
+            if s.shape() != shape.as_slice() {
+                return Err(GraphError::Broadcast {
+                    op: name,
+                    a: shape,
+                    b: s.shape().to_vec(),
+                });
+            }
+        }
+        let values = if matches!(op, AluOp::Ternary(TernaryOp::Where)) { &src[1..] } else { src };
+        for s in values {
+            if s.dtype != values[0].dtype {
+                return Err(GraphError::DTypeMismatch {
+                    op: name,
+                    a: values[0].dtype,
+                    b: s.dtype,
+                });
+            }
+        }
+        let dtype = if op.is_comparison() { DType::BOOL } else { values[0].dtype };
+        Ok(self.push(GOp::Alu(op), dtype, shape, src.to_vec()))
+    }
+
+    pub fn cast(&mut self, x: &Lazy, dtype: DType) -> Lazy {
+        if x.dtype == dtype {
+            return x.clone();
+        }
+        self.push(GOp::Cast, dtype, x.shape().to_vec(), vec![x.clone()])
+    }
+
+    pub fn bitcast(&mut self, x: &Lazy, dtype: DType) -> Lazy {
+        self.push(GOp::Bitcast, dtype, x.shape().to_vec(), vec![x.clone()])
+    }
+
+    /// Reduces `x` over `axes`, keeping them as size 1.
+    pub fn reduce(&mut self, op: ReduceOp, x: &Lazy, axes: &[usize]) -> Result<Lazy, GraphError> {
+        let mut shape = x.shape().to_vec();
+        for &a in axes {
+            if a >= shape.len() {
+                return Err(GraphError::Axis {
+                    op: "reduce",
+                    axis: a as i64,
+                    rank: shape.len(),
+                });
+            }
+            shape[a] = 1;
+        }
+        let axes: Vec<usize> = axes.iter().copied().filter(|&a| x.shape()[a] != 1).collect();
+        if axes.is_empty() {
+            return Ok(x.clone());
+        }
+        Ok(self.push(GOp::Reduce(op, axes), x.dtype, shape, vec![x.clone()]))
+    }
+
+    /// Forces `x` into its own buffer.
+    pub fn contiguous(&mut self, x: &Lazy) -> Lazy {
+        self.push(GOp::Contiguous, x.dtype, x.shape().to_vec(), vec![x.clone()])
+    }
+
+    /// Ids of the nodes `outputs` depend on, sources before users.
+    pub fn toposort(&self, outputs: &[Lazy]) -> Vec<NodeId> {
+        let mut seen = vec![false; self.nodes.len()];
+        let mut order = Vec::new();
+        let mut stack: Vec<(NodeId, bool)> = outputs.iter().map(|o| (o.base, false)).collect();
+        while let Some((id, done)) = stack.pop() {
+            if done {
+                order.push(id);
+                continue;
+            }
+            if seen[id.0 as usize] {
+                continue;
+            }
+            seen[id.0 as usize] = true;
+            stack.push((id, true));
+            for s in self.node(id).src.iter().rev() {
+                if !seen[s.base.0 as usize] {
+                    stack.push((s.base, false));
+                }
+            }
+        }
+        order
+    }
+}
+
+/// Movement ops: they only change the view.
+impl Lazy {
+    pub fn reshape(&self, shape: &[usize]) -> Result<Lazy, GraphError> {
+        Ok(Lazy { st: self.st.reshape(shape)?, ..self.clone() })
+    }
+    pub fn permute(&self, axes: &[usize]) -> Result<Lazy, GraphError> {
+        Ok(Lazy { st: self.st.permute(axes)?, ..self.clone() })
+    }
+    pub fn expand(&self, shape: &[usize]) -> Result<Lazy, GraphError> {
+        Ok(Lazy { st: self.st.expand(shape)?, ..self.clone() })
+    }
+    pub fn pad(&self, arg: &[(usize, usize)]) -> Result<Lazy, GraphError> {
+        Ok(Lazy { st: self.st.pad(arg)?, ..self.clone() })
+    }
+    pub fn shrink(&self, arg: &[(usize, usize)]) -> Result<Lazy, GraphError> {
+        Ok(Lazy { st: self.st.shrink(arg)?, ..self.clone() })
+    }
+    pub fn stride(&self, mul: &[i64]) -> Result<Lazy, GraphError> {
+        Ok(Lazy { st: self.st.stride(mul)?, ..self.clone() })
+    }
+}

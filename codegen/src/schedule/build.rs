@@ -1,0 +1,132 @@
+//! Building each realized node's kernel AST: unrealized sources are inlined through their
+//! views, realized ones become loads.
+
+use super::realize::Plan;
+use super::{compose, BufId, BufKind, BufferInfo, Schedule, ScheduleError, ScheduleItem};
+use crate::graph::{GOp, Graph, Lazy, NodeId};
+use crate::kernel::ast::LazyOp;
+use crate::shape::ShapeTracker;
+use std::collections::HashMap;
+
+struct Builder<'a> {
+    g: &'a Graph,
+    plan: &'a Plan,
+    buffers: Vec<BufferInfo>,
+    buf_of: HashMap<NodeId, BufId>,
+}
+
+impl Builder<'_> {
+    fn buffer(&mut self, id: NodeId, kind: BufKind) -> BufId {
+        if let Some(&b) = self.buf_of.get(&id) {
+            return b;
+        }
+        let n = self.g.node(id);
+        let b = BufId(self.buffers.len() as u32);
+        self.buffers.push(BufferInfo { kind, dtype: n.dtype, shape: n.shape.clone() });
+        self.buf_of.insert(id, b);
+        b
+    }
+
+    fn source_buffer(&mut self, id: NodeId) -> BufId {
+        let kind = match self.g.node(id).op {
+            GOp::Input(i) => BufKind::Input(i),
+            GOp::Weight(w) => BufKind::Weight(w),
+            _ => BufKind::Intermediate,
+        };
+        self.buffer(id, kind)
+    }
+}
+
+/// Per-kernel state: the kernel's buffers (`data0` is the output).
+struct KernelCtx {
+    root: NodeId,
+    bufs: Vec<BufId>,
+}
+
+impl KernelCtx {
+    fn index(&mut self, b: BufId) -> u32 {
+        match self.bufs.iter().position(|&x| x == b) {
+            Some(i) => i as u32,
+            None => {
+                self.bufs.push(b);
+                self.bufs.len() as u32 - 1
+            }
+        }
+    }
+}
+
+pub(super) fn build_schedule(g: &Graph, outputs: &[Lazy], plan: &Plan) -> Result<Schedule, ScheduleError> {
+    let mut b = Builder { g, plan, buffers: vec![], buf_of: HashMap::new() };
+    let mut inputs = Vec::new();
+    for (id, node) in g.nodes.iter().enumerate() {
+        if let GOp::Input(i) = node.op {
+            inputs.push((i, b.buffer(NodeId(id as u32), BufKind::Input(i))));
+        }
+    }
+    inputs.sort();
+    let mut outs = Vec::new();
+    for (i, o) in outputs.iter().enumerate() {
+        outs.push(b.buffer(o.base, BufKind::Output(i)));
+    }
+    let mut items = Vec::new();
+    for &id in &plan.order {
+        let node = g.node(id);
+        if !plan.realized[id.0 as usize] || matches!(node.op, GOp::Input(_) | GOp::Weight(_)) {
+            continue;
+        }
+        let out = b.buffer(id, BufKind::Intermediate);
+        let space = match plan.fused.get(&id) {
+            Some(r) => g.node(*r).shape.clone(),
+            None => node.shape.clone(),
+        };
+        let mut ctx = KernelCtx { root: id, bufs: vec![out] };
+        let st = ShapeTracker::from_shape(&node.shape).reshape(&space).map_err(crate::graph::GraphError::from)?;
+        let value = expand(&mut b, &mut ctx, id, &st)?;
+        let store = LazyOp::store(0, ShapeTracker::from_shape(&space), value);
+        items.push(ScheduleItem { ast: vec![store], bufs: ctx.bufs });
+    }
+    Ok(Schedule {
+        items,
+        buffers: b.buffers,
+        inputs: inputs.into_iter().map(|(_, b)| b).collect(),
+        outputs: outs,
+    })
+}
+
+/// The AST computing node `id` seen through `st` (a view over the node's shape).
+fn expand(b: &mut Builder, ctx: &mut KernelCtx, id: NodeId, st: &ShapeTracker) -> Result<LazyOp, ScheduleError> {
+    let node = b.g.node(id);
+    let realized = b.plan.realized[id.0 as usize];
+    if (realized && id != ctx.root) || matches!(node.op, GOp::Input(_) | GOp::Weight(_)) {
+        let buf = b.source_buffer(id);
+        return Ok(LazyOp::load(ctx.index(buf), node.dtype, st.clone()));
+    }
+    let through = |b: &mut Builder, ctx: &mut KernelCtx, s: &Lazy| expand(b, ctx, s.base, &compose(&s.st, st));
+    Ok(match &node.op {
+        GOp::Const(c) => LazyOp::constant(*c, node.dtype, st.clone()),
+        GOp::Alu(op) => {
+            let mut src = Vec::with_capacity(node.src.len());
+            for s in &node.src {
+                src.push(through(b, ctx, s)?);
+            }
+            LazyOp::alu(*op, src)
+        }
+        GOp::Cast => LazyOp::cast(node.dtype, through(b, ctx, &node.src[0])?),
+        GOp::Bitcast => LazyOp::bitcast(node.dtype, through(b, ctx, &node.src[0])?),
+        GOp::Contiguous => through(b, ctx, &node.src[0])?,
+        GOp::Reduce(op, axes) => {
+            if st.shape() != node.shape.as_slice() || !st.contiguous() {
+                return Err(ScheduleError::Internal(format!(
+                    "reduce node {} fused through a view {:?} that is not its own shape {:?}",
+                    id.0,
+                    st.shape(),
+                    node.shape
+                )));
+            }
+            let s = &node.src[0];
+            let inner = expand(b, ctx, s.base, &s.st)?;
+            LazyOp::reduce(*op, axes.clone(), inner)
+        }
+        GOp::Input(_) | GOp::Weight(_) => unreachable!("handled above"),
+    })
+}

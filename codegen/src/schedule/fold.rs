@@ -1,0 +1,97 @@
+//! Constant folding: a computed node that depends only on weights and constants is evaluated
+//! at compile time (its kernels run in the UOp interpreter) and becomes a weight.
+
+use super::{schedule_unfolded, BufKind, ScheduleError};
+use crate::graph::{GNode, GOp, Graph, Lazy, NodeId, WeightData, WeightId};
+use crate::kernel::Kernel;
+use crate::linearize::linearize;
+use crate::render::Target;
+use crate::shape::ShapeTracker;
+use crate::uop::interp::{run, HostBuffer};
+use crate::uop::BufferId;
+use std::collections::HashMap;
+
+/// Folded nodes may not be larger than this many elements, or than the weights they come
+/// from: folding must not grow the model.
+const SMALL: usize = 4096;
+
+pub fn fold_constants(g: &mut Graph, outputs: &[Lazy]) -> Result<(), ScheduleError> {
+    let order = g.toposort(outputs);
+    let n = g.nodes.len();
+    let mut const_only = vec![false; n];
+    let mut leaf_numel = vec![0usize; n];
+    for &id in &order {
+        let node = g.node(id);
+        let i = id.0 as usize;
+        match node.op {
+            GOp::Weight(_) => {
+                const_only[i] = true;
+                leaf_numel[i] = node.shape.iter().product();
+            }
+            GOp::Const(_) => const_only[i] = true,
+            GOp::Input(_) => {}
+            _ => {
+                const_only[i] = node.src.iter().all(|s| const_only[s.base.0 as usize]);
+                leaf_numel[i] = node.src.iter().map(|s| leaf_numel[s.base.0 as usize]).sum();
+            }
+        }
+    }
+    let mut wanted = vec![false; n];
+    for o in outputs {
+        wanted[o.base.0 as usize] = true;
+    }
+    for &id in &order {
+        if !const_only[id.0 as usize] {
+            for s in &g.node(id).src {
+                wanted[s.base.0 as usize] = true;
+            }
+        }
+    }
+    for &id in &order {
+        let i = id.0 as usize;
+        let node = g.node(id);
+        let computed = !matches!(node.op, GOp::Weight(_) | GOp::Const(_) | GOp::Input(_));
+        let numel: usize = node.shape.iter().product();
+        if const_only[i] && wanted[i] && computed && numel <= SMALL.max(leaf_numel[i]) {
+            fold_node(g, id)?;
+        }
+    }
+    Ok(())
+}
+
+fn fold_node(g: &mut Graph, id: NodeId) -> Result<(), ScheduleError> {
+    let node = g.node(id).clone();
+    let out = Lazy { base: id, st: ShapeTracker::from_shape(&node.shape), dtype: node.dtype };
+    let sched = schedule_unfolded(g, &[out])?;
+    let mut host: Vec<HostBuffer> = sched
+        .buffers
+        .iter()
+        .map(|b| match b.kind {
+            BufKind::Weight(w) => HostBuffer::from_bytes(b.dtype.scalar, &g.weights[w.0 as usize].bytes),
+            _ => HostBuffer::zeros(b.dtype.scalar, b.numel()),
+        })
+        .collect();
+    for item in &sched.items {
+        let k = Kernel::new(item.ast.clone(), Target::c())?;
+        let lin = linearize(&k).map_err(|e| ScheduleError::Fold(e.to_string()))?;
+        let mut bufs: HashMap<BufferId, HostBuffer> = HashMap::new();
+        for (j, b) in item.bufs.iter().enumerate() {
+            bufs.insert(BufferId(j as u32), std::mem::replace(&mut host[b.0 as usize], HostBuffer::zeros(node.dtype.scalar, 0)));
+        }
+        run(&lin.uops, &mut bufs, &HashMap::new()).map_err(|e| ScheduleError::Fold(format!("{}: {e}", lin.name)))?;
+        for (j, b) in item.bufs.iter().enumerate() {
+            host[b.0 as usize] = bufs.remove(&BufferId(j as u32)).expect("buffer given back");
+        }
+    }
+    let out = sched.outputs[0];
+    let bytes = host[out.0 as usize].to_bytes();
+    let w = WeightId(g.weights.len() as u32);
+    g.weights.push(WeightData {
+        name: format!("folded_{}", id.0),
+        dtype: node.dtype,
+        shape: node.shape.clone(),
+        bytes,
+    });
+    g.nodes[id.0 as usize] = GNode { op: GOp::Weight(w), dtype: node.dtype, shape: node.shape, src: vec![] };
+    Ok(())
+}

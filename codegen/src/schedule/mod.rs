@@ -1,0 +1,102 @@
+//! The scheduler: which lazy nodes become buffers, and one kernel AST per buffer computed.
+//!
+//! Like tinygrad's: elementwise ops are fused into the kernel that consumes them (recomputed
+//! through views), a node seen through an expanding view is computed once into a buffer, and a
+//! reduce is fused with the elementwise ops after it when they reach exactly one buffer through
+//! plain reshapes. Subgraphs that depend only on weights and constants are evaluated at
+//! compile time into new weights ([`fold`]).
+
+mod build;
+pub mod fold;
+mod realize;
+
+use crate::dtype::DType;
+use crate::graph::{Graph, GraphError, Lazy, WeightId};
+use crate::kernel::ast::LazyOp;
+use crate::kernel::KernelError;
+use crate::shape::ShapeTracker;
+
+/// A buffer of the compiled model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct BufId(pub u32);
+
+/// Where a buffer's contents come from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BufKind {
+    /// The model's n-th input (written before a run).
+    Input(usize),
+    /// Constant weights (in flash).
+    Weight(WeightId),
+    /// Computed and consumed during a run.
+    Intermediate,
+    /// The model's n-th output (read after a run).
+    Output(usize),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct BufferInfo {
+    pub kind: BufKind,
+    pub dtype: DType,
+    pub shape: Vec<usize>,
+}
+
+impl BufferInfo {
+    pub fn numel(&self) -> usize {
+        self.shape.iter().product()
+    }
+
+    pub fn bytes(&self) -> usize {
+        self.numel() * self.dtype.size()
+    }
+}
+
+/// One kernel launch: its AST (buffer `k` of the AST is `bufs[k]`).
+#[derive(Clone, Debug)]
+pub struct ScheduleItem {
+    pub ast: Vec<LazyOp>,
+    pub bufs: Vec<BufId>,
+}
+
+/// The fixed schedule of a model.
+#[derive(Clone, Debug)]
+pub struct Schedule {
+    pub items: Vec<ScheduleItem>,
+    pub buffers: Vec<BufferInfo>,
+    pub inputs: Vec<BufId>,
+    pub outputs: Vec<BufId>,
+}
+
+/// Errors of scheduling.
+#[derive(Debug, thiserror::Error)]
+pub enum ScheduleError {
+    #[error(transparent)]
+    Graph(#[from] GraphError),
+    #[error("folding constants: {0}")]
+    Fold(String),
+    #[error(transparent)]
+    Kernel(#[from] KernelError),
+    #[error("scheduler: {0}")]
+    Internal(String),
+}
+
+/// `inner` seen through `outer` (a view over `inner`'s shape).
+pub fn compose(inner: &ShapeTracker, outer: &ShapeTracker) -> ShapeTracker {
+    let mut views = inner.views.clone();
+    views.extend(outer.views.iter().cloned());
+    ShapeTracker { views }.simplify()
+}
+
+/// Folds constants, decides what to realize, and builds one kernel per realized node.
+pub fn create_schedule(graph: &Graph, outputs: &[Lazy]) -> Result<Schedule, ScheduleError> {
+    let mut g = graph.clone();
+    fold::fold_constants(&mut g, outputs)?;
+    schedule_unfolded(&g, outputs)
+}
+
+/// Schedules without folding (used by folding itself).
+pub fn schedule_unfolded(graph: &Graph, outputs: &[Lazy]) -> Result<Schedule, ScheduleError> {
+    let mut g = graph.clone();
+    let outputs: Vec<Lazy> = outputs.iter().map(|o| realize::output_view(&mut g, o)).collect();
+    let plan = realize::plan(&g, &outputs);
+    build::build_schedule(&g, &outputs, &plan)
+}
