@@ -4,3 +4,4 @@
 //! import → graph → schedule → kernel → linearize → render → plan → bundle.
 
 pub mod dtype;
+pub mod shape;

@@ -1,0 +1,11 @@
+//! Shapes and index arithmetic of the kernel IR: symbolic index expressions, and the
+//! `ShapeTracker` that turns movement ops into them without copying data.
+//!
+//! Semantics follow tinygrad 0.9.1.
+
+mod symbolic;
+
+pub use symbolic::{render_to, Node, NodeKind, NodeRenderer};
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,4 @@
+//! Tests of the shape module: hand-picked cases, and property tests against naive models.
+
+mod symbolic_cases;
+mod symbolic_props;
