@@ -4,8 +4,12 @@
 //! Semantics follow tinygrad 0.9.1.
 
 mod symbolic;
+mod tracker;
+mod view;
 
 pub use symbolic::{render_to, Node, NodeKind, NodeRenderer};
+pub use tracker::{ShapeError, ShapeTracker};
+pub use view::{strides_for_shape, View};
 
 #[cfg(test)]
 mod tests;
