@@ -4,3 +4,4 @@ mod naive;
 mod symbolic_cases;
 mod symbolic_props;
 mod tracker_cases;
+mod tracker_props;
