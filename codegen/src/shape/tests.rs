@@ -4,4 +4,5 @@ mod naive;
 mod symbolic_cases;
 mod symbolic_props;
 mod tracker_cases;
+mod tracker_errors;
 mod tracker_props;

@@ -45,7 +45,7 @@ impl View {
     /// A view in canonical form: row-major strides when `strides` is `None`, stride 0 on axes of
     /// size 1, no mask when it covers everything, and an axis masked down to one element reads
     /// that element through the offset with stride 0. A mask empty on any axis masks out every
-    /// axis; a view with no elements is plainly contiguous.
+    /// axis; a view with no elements has stride 0 everywhere and counts as contiguous.
     ///
     /// # Panics
     /// If `strides` or `mask` do not have one entry per axis.
@@ -64,17 +64,17 @@ impl View {
             mask.as_ref().is_none_or(|m| m.len() == rank),
             "{mask:?} for shape {shape:?}"
         );
-        let row_major = strides_for_shape(shape);
         if shape.contains(&0) {
-            let shape = shape.to_vec();
+            let (shape, strides) = (shape.to_vec(), vec![0; rank]);
             return View {
                 shape,
-                strides: row_major,
+                strides,
                 offset: 0,
                 mask: None,
                 contiguous: true,
             };
         }
+        let row_major = strides_for_shape(shape);
         let mut strides =
             strides.map_or_else(|| row_major.clone(), |s| canonical_strides(shape, s));
         let mut offset = offset;

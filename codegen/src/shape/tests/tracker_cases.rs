@@ -1,7 +1,7 @@
 //! Hand-picked movement ops: the views they make, the strides they report, and the errors.
 
 use super::naive::{check, Naive, Op};
-use crate::shape::{strides_for_shape, Node, ShapeError, ShapeTracker, View};
+use crate::shape::{strides_for_shape, Node, ShapeTracker, View};
 
 fn st(shape: &[usize]) -> ShapeTracker {
     ShapeTracker::from_shape(shape)
@@ -128,6 +128,143 @@ fn reshape_merges_a_masked_broadcast_axis() {
     assert_eq!(t.views, [view(&[12], &[1], -4, Some(vec![(4, 8)]))]);
 }
 
+/// Reshapes of padded, shrunk, expanded and permuted views that one view still expresses.
+#[test]
+fn reshapes_that_fold_into_one_view() {
+    use Op::{Expand, Pad, Permute, Reshape, Shrink};
+    let cases: Vec<(&[usize], Vec<Op>)> = vec![
+        (&[4], vec![Pad(vec![(2, 2)]), Reshape(vec![4, 2])]),
+        (
+            &[2, 1, 10],
+            vec![Pad(vec![(2, 6), (0, 0), (0, 0)]), Reshape(vec![100])],
+        ),
+        (
+            &[1, 1, 4],
+            vec![Pad(vec![(3, 6), (0, 0), (1, 5)]), Reshape(vec![100])],
+        ),
+        (
+            &[1, 10, 1],
+            vec![Pad(vec![(0, 4), (0, 0), (1, 0)]), Reshape(vec![5, 5, 2, 2])],
+        ),
+        (
+            &[1, 5, 5],
+            vec![Pad(vec![(0, 4), (0, 5), (0, 0)]), Reshape(vec![10, 25])],
+        ),
+        (
+            &[4, 4],
+            vec![Permute(vec![1, 0]), Reshape(vec![2, 2, 2, 2])],
+        ),
+        (&[32, 3, 3, 1], vec![Reshape(vec![8, 4, 3, 3])]),
+        (
+            &[5, 10, 5, 10],
+            vec![
+                Permute(vec![1, 0, 3, 2]),
+                Pad(vec![(0, 0), (0, 5), (0, 0), (0, 5)]),
+                Reshape(vec![10, 2, 5, 10, 2, 5]),
+            ],
+        ),
+        (
+            &[1, 3, 2],
+            vec![
+                Pad(vec![(0, 2), (0, 3), (0, 0)]),
+                Shrink(vec![(2, 3), (3, 6), (0, 2)]),
+                Reshape(vec![3, 2]),
+                Reshape(vec![1, 3, 1, 2, 1]),
+            ],
+        ),
+        (
+            &[1, 3, 2, 1],
+            vec![
+                Expand(vec![5, 3, 2, 2]),
+                Pad(vec![(0, 0), (0, 3), (0, 0), (0, 0)]),
+                Reshape(vec![5, 2, 3, 2, 2]),
+            ],
+        ),
+    ];
+    for (shape, ops) in cases {
+        assert_eq!(run(shape, &ops).views.len(), 1, "{shape:?} {ops:?}");
+    }
+}
+
+#[test]
+fn folded_views_keep_exact_strides_and_masks() {
+    use Op::{Pad, Permute, Reshape};
+    let ops = [
+        Pad(vec![(0, 0), (0, 5), (0, 0), (0, 15), (0, 0)]),
+        Reshape(vec![10, 1, 30]),
+        Permute(vec![2, 1, 0]),
+        Reshape(vec![2, 3, 5, 2, 5]),
+    ];
+    let mask = Some(vec![(0, 1), (0, 3), (0, 5), (0, 1), (0, 5)]);
+    let t = run(&[1, 5, 1, 15, 1], &ops);
+    assert_eq!(
+        t.views,
+        [view(&[2, 3, 5, 2, 5], &[0, 5, 1, 0, 15], 0, mask)]
+    );
+    let ops = [
+        Pad(vec![(0, 0), (2, 2), (0, 0), (0, 0), (0, 0), (0, 0)]),
+        Reshape(vec![1, 1, 1, 105, 1, 1]),
+    ];
+    let mask = Some(vec![(0, 1), (0, 1), (0, 1), (30, 75), (0, 1), (0, 1)]);
+    let t = run(&[1, 3, 1, 5, 3, 1], &ops);
+    assert_eq!(
+        t.views,
+        [view(&[1, 1, 1, 105, 1, 1], &[0, 0, 0, 1, 0, 0], -30, mask)]
+    );
+}
+
+#[test]
+fn reshape_of_a_hand_built_view_with_one_empty_range() {
+    let mask = Some(vec![(1, 1), (0, 1), (0, 5)]);
+    let t = ShapeTracker {
+        views: vec![view(&[1, 1, 5], &[0, 0, 1], -5, mask)],
+    };
+    let t = t.reshape(&[5]).expect("same size");
+    assert_eq!(t.views, [view(&[5], &[0], 0, Some(vec![(0, 0)]))]);
+}
+
+#[test]
+fn simplify_folds_an_expand_and_contract() {
+    let base = [Op::Expand(vec![10, 10]), Op::Reshape(vec![100])];
+    for (last, views) in [(vec![10, 10], 1), (vec![2, 5, 2, 5], 1), (vec![5, 20], 2)] {
+        let ops = [base[0].clone(), base[1].clone(), Op::Reshape(last)];
+        let t = run(&[1, 10], &ops);
+        assert_eq!(t.views.len(), 2);
+        assert_eq!(t.simplify().views.len(), views, "{ops:?}");
+    }
+}
+
+#[test]
+fn real_strides_of_stacked_views() {
+    let stack = |inner: View, outer: View| ShapeTracker {
+        views: vec![inner, outer],
+    };
+    let t = stack(
+        View::new(&[8, 3, 1, 2, 11, 1], Some(&[33, 11, 0, 0, 1, 0]), 0, None),
+        View::new(&[8, 6, 11], Some(&[66, 11, 1]), 0, None),
+    );
+    assert_eq!(t.real_strides(false), [Some(33), None, Some(1)]);
+    assert_eq!(t.simplify().views.len(), 2);
+    let t = stack(
+        View::new(&[2048], None, 0, Some(vec![(0, 512)])),
+        View::new(&[16, 32, 4], None, 0, None),
+    );
+    assert_eq!(t.real_strides(false), [None, Some(4), Some(1)]);
+    let t = stack(
+        View::new(&[1, 3, 2, 11, 4, 28], Some(&[0, 308, 0, 28, 0, 1]), 0, None),
+        View::new(
+            &[1, 3, 2, 11, 26, 1, 1, 3],
+            Some(&[0, 2464, 0, 112, 1, 0, 0, 29]),
+            0,
+            None,
+        ),
+    );
+    let simple = t.simplify();
+    assert_eq!(simple.views.len(), 1);
+    let strides: Vec<Option<i64>> = simple.views[0].strides.iter().map(|&s| Some(s)).collect();
+    assert_eq!(t.real_strides(false), strides);
+}
+
 #[test]
 fn masks_decide_validity() {
     let t = run(&[4], &[Op::Pad(vec![(1, 1)])]);
@@ -220,80 +357,4 @@ fn expr_node_unravels_a_flat_index() {
     let (idx, valid) = t.expr_node(&Node::var("f", 0, 5));
     assert_eq!(idx.render(), "(((f%2)*3)+(f//2))");
     assert_eq!(valid, Node::num(1));
-}
-
-#[test]
-fn illegal_axes_are_errors() {
-    let t = st(&[2, 3]);
-    let rank = |op, got| ShapeError::Rank {
-        op,
-        shape: vec![2, 3],
-        rank: 2,
-        got,
-    };
-    assert_eq!(t.permute(&[0]), Err(rank("permute", 1)));
-    assert_eq!(
-        t.permute(&[0, 2]),
-        Err(ShapeError::PermuteAxis { axis: 2, rank: 2 })
-    );
-    let repeat = ShapeError::PermuteRepeat {
-        axis: 0,
-        axes: vec![0, 0],
-    };
-    assert_eq!(t.permute(&[0, 0]), Err(repeat));
-}
-
-#[test]
-fn illegal_sizes_are_errors() {
-    let t = st(&[2, 3]);
-    let rank = |op, got| ShapeError::Rank {
-        op,
-        shape: vec![2, 3],
-        rank: 2,
-        got,
-    };
-    let size = ShapeError::ReshapeSize {
-        from: vec![2, 3],
-        to: vec![4],
-        from_size: 6,
-        to_size: 4,
-    };
-    assert_eq!(t.reshape(&[4]), Err(size));
-    assert!(matches!(
-        t.reshape(&[usize::MAX, 2]),
-        Err(ShapeError::ReshapeSize { .. })
-    ));
-    assert_eq!(
-        t.expand(&[2, 6]),
-        Err(ShapeError::Expand {
-            axis: 1,
-            from: 3,
-            to: 6
-        })
-    );
-    assert_eq!(t.expand(&[2, 3, 1]), Err(rank("expand", 3)));
-    assert_eq!(t.pad(&[(1, 1)]), Err(rank("pad", 1)));
-    assert_eq!(t.shrink(&[(0, 2)]), Err(rank("shrink", 1)));
-    let past = ShapeError::Shrink {
-        axis: 0,
-        begin: 0,
-        end: 3,
-        size: 2,
-    };
-    assert_eq!(t.shrink(&[(0, 3), (0, 3)]), Err(past));
-    let backwards = ShapeError::Shrink {
-        axis: 1,
-        begin: 2,
-        end: 1,
-        size: 3,
-    };
-    assert_eq!(t.shrink(&[(0, 2), (2, 1)]), Err(backwards));
-    assert_eq!(t.stride(&[1, 0]), Err(ShapeError::ZeroStride { axis: 1 }));
-    assert_eq!(t.stride(&[1]), Err(rank("stride", 1)));
-    assert_eq!(t.flip(&[true]), Err(rank("flip", 1)));
-    let message = t.expand(&[2, 6]).unwrap_err().to_string();
-    assert_eq!(
-        message,
-        "expand: axis 1 has size 3, which cannot grow to 6 (only size 1 can)"
-    );
 }

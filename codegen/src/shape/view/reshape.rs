@@ -14,8 +14,9 @@ pub(super) struct MergedDim {
     pub real: usize,
 }
 
-/// Merges adjacent axes where the outer stride is the inner one times the inner size, and
-/// leading stride-0 axes that keep a single element into the axis after them.
+/// Merges adjacent axes where the outer stride is the inner one times the inner size, and an
+/// axis that keeps a single element (of size 1, or masked down to one; its stride is 0) into
+/// the axis after it.
 pub(super) fn merge_dims(view: &View) -> Vec<MergedDim> {
     let (shape, strides) = (&view.shape, &view.strides);
     let single = |axis: usize| match &view.mask {
@@ -31,7 +32,7 @@ pub(super) fn merge_dims(view: &View) -> Vec<MergedDim> {
         stride,
         real: real_of(size, stride),
     }];
-    let mut merging = stride == 0 && single(0);
+    let mut merging = single(0);
     for axis in 1..shape.len() {
         let (size, stride) = (shape[axis], strides[axis]);
         if size == 1 {
@@ -52,7 +53,7 @@ pub(super) fn merge_dims(view: &View) -> Vec<MergedDim> {
                 real: real_of(size, stride),
             });
         }
-        merging = stride == 0 && single(axis);
+        merging = single(axis);
     }
     dims
 }
@@ -119,8 +120,7 @@ fn reshape_strides(view: &View, new_shape: &[usize]) -> Option<Vec<i64>> {
 }
 
 /// The mask of `shape` carried over to `new_shape`, or `None` when a new axis would cut across
-/// the masked range. A mask with an empty range stays empty everywhere. (Old axes left over at
-/// the end have size 1, and their range is `0..1`: a mask is empty on every axis or on none.)
+/// the masked range. A mask with an empty range stays empty everywhere.
 fn reshape_mask(
     mask: &[(usize, usize)],
     shape: &[usize],
@@ -165,6 +165,11 @@ fn reshape_mask(
             range = (next.0 * old_dim + b, next.1.checked_sub(1)? * old_dim + e);
             old_dim *= old_dims.next()?;
         }
+    }
+    // Leftover old axes have size 1; one masked out empties the view (a hand-built view may
+    // have an empty range on one axis only).
+    if old_masks.any(|r| r != (0, 1)) {
+        return empty;
     }
     new_mask.reverse();
     Some(new_mask)
