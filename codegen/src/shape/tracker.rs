@@ -6,11 +6,10 @@ use super::{Node, NodeKind, View};
 /// A movement op that does not fit the shape it is applied to.
 #[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
 pub enum ShapeError {
-    #[error("{op}: {got} arguments for the {rank} axes of shape {shape:?}")]
+    #[error("{op}: {got} arguments for the {} axes of shape {shape:?}", .shape.len())]
     Rank {
         op: &'static str,
         shape: Vec<usize>,
-        rank: usize,
         got: usize,
     },
     #[error("permute: axis {axis} is out of range for rank {rank}")]
@@ -82,17 +81,11 @@ impl ShapeTracker {
     }
 
     fn check_rank(&self, op: &'static str, got: usize) -> Result<(), ShapeError> {
-        let shape = self.shape().to_vec();
-        let rank = shape.len();
-        if got == rank {
+        if got == self.shape().len() {
             return Ok(());
         }
-        Err(ShapeError::Rank {
-            op,
-            shape,
-            rank,
-            got,
-        })
+        let shape = self.shape().to_vec();
+        Err(ShapeError::Rank { op, shape, got })
     }
 
     /// The same elements in row-major order under `new_shape`: folded into the last view when
@@ -181,12 +174,8 @@ impl ShapeTracker {
     /// Reverses the axes marked `true`.
     pub fn flip(&self, axes: &[bool]) -> Result<Self, ShapeError> {
         self.check_rank("flip", axes.len())?;
-        self.stride(
-            &axes
-                .iter()
-                .map(|&f| if f { -1 } else { 1 })
-                .collect::<Vec<_>>(),
-        )
+        let mul: Vec<i64> = axes.iter().map(|&flip| if flip { -1 } else { 1 }).collect();
+        self.stride(&mul)
     }
 
     /// Folds the top views into one for as long as that is exact.

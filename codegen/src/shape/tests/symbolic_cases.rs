@@ -415,3 +415,9 @@ fn lt_of_sum_keeps_terms_that_reach_the_gcd() {
     check(&lt, 0, 1, "(((x*2)+y)<4)");
     assert_eq!(lt.eval(&|n| if n == "x" { 1 } else { 2 }), 0);
 }
+
+#[test]
+fn nodes_are_shareable_across_threads() {
+    fn shareable<T: Send + Sync + Clone>() {}
+    shareable::<Node>();
+}

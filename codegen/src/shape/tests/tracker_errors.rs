@@ -12,7 +12,6 @@ fn illegal_axes_are_errors() {
     let rank = |op, got| ShapeError::Rank {
         op,
         shape: vec![2, 3],
-        rank: 2,
         got,
     };
     assert_eq!(t.permute(&[0]), Err(rank("permute", 1)));
@@ -33,7 +32,6 @@ fn illegal_sizes_are_errors() {
     let rank = |op, got| ShapeError::Rank {
         op,
         shape: vec![2, 3],
-        rank: 2,
         got,
     };
     let size = ShapeError::ReshapeSize {
