@@ -3,12 +3,14 @@
 //! Data flows one way through the stages:
 //! import → graph → schedule → kernel → linearize → render → plan → bundle.
 
+pub mod cli;
 pub mod dtype;
 pub mod graph;
 pub mod kernel;
 pub mod linearize;
 pub mod onnx;
 pub mod ops;
+pub mod plan;
 pub mod render;
 pub mod schedule;
 pub mod shape;

@@ -271,7 +271,13 @@ fn eval_int(op: AluOp, dtype: DType, args: &[ConstValue]) -> Option<ConstValue> 
     let unsigned = s.is_unsigned();
     let r = |v: i64| Some(ConstValue::from_i64(dtype, v));
     let b = |v: bool| Some(ConstValue::Int(v as i64));
-    let lt = |x: i64, y: i64| if unsigned { (x as u64) < (y as u64) } else { x < y };
+    let lt = |x: i64, y: i64| {
+        if unsigned {
+            (x as u64) < (y as u64)
+        } else {
+            x < y
+        }
+    };
     match op {
         AluOp::Unary(UnaryOp::Neg) => r(a[0].wrapping_neg()),
         AluOp::Unary(_) => None,
@@ -321,7 +327,10 @@ mod tests {
     fn float_consts_round_to_their_type() {
         let v = ConstValue::from_f64(DType::F32, 0.1);
         assert_eq!(v.as_f64(), 0.1f32 as f64);
-        assert_eq!(ConstValue::from_f64(DType::F16, 1.0 / 3.0).as_f64(), 0.333251953125);
+        assert_eq!(
+            ConstValue::from_f64(DType::F16, 1.0 / 3.0).as_f64(),
+            0.333251953125
+        );
         assert_eq!(ConstValue::from_f64(DType::I8, 300.0), ConstValue::Int(44));
         assert_eq!(ReduceOp::Max.identity(DType::I8), ConstValue::Int(-128));
     }

@@ -21,17 +21,34 @@ use std::collections::HashMap;
 const CASES: usize = 500;
 const SEED: [u8; 32] = *b"kiln linearizer property tests!!";
 
+/// The cases' seeds; `KILN_PROPS_SEED=n` explores another fixed sequence.
 fn seeds() -> Vec<u64> {
-    let rng = TestRng::from_seed(RngAlgorithm::ChaCha, &SEED);
+    let mut seed = SEED;
+    if let Some(n) = std::env::var("KILN_PROPS_SEED")
+        .ok()
+        .and_then(|v| v.parse::<u8>().ok())
+    {
+        seed[0] ^= n;
+    }
+    let rng = TestRng::from_seed(RngAlgorithm::ChaCha, &seed);
     let mut runner = TestRunner::new_with_rng(Config::with_cases(CASES as u32), rng);
     (0..CASES)
-        .map(|_| proptest::num::u64::ANY.new_tree(&mut runner).expect("a seed").current())
+        .map(|_| {
+            proptest::num::u64::ANY
+                .new_tree(&mut runner)
+                .expect("a seed")
+                .current()
+        })
         .collect()
 }
 
 fn describe(case: &Case, opts: &[Opt], target: &str) -> String {
     let opts: Vec<String> = opts.iter().map(|o| o.to_string()).collect();
-    let views: Vec<String> = case.inputs.iter().map(|i| format!("data{}: {:?}", i.id, i.view)).collect();
+    let views: Vec<String> = case
+        .inputs
+        .iter()
+        .map(|i| format!("data{}: {:?}", i.id, i.view))
+        .collect();
     format!(
         "seed {:#x} target {target} full {:?} out {:?} opts [{}]\n{}\n{}",
         case.seed,
@@ -46,7 +63,12 @@ fn describe(case: &Case, opts: &[Opt], target: &str) -> String {
 fn check(got: &[f64], want: &[Val], int: bool, what: &str) {
     assert_eq!(got.len(), want.len(), "{what}: output length");
     for (i, (g, w)) in got.iter().zip(want).enumerate() {
-        assert!(close(*g, *w, int), "{what}: element {i}: got {g}, want {} (magnitude {})", w.v, w.mag);
+        assert!(
+            close(*g, *w, int),
+            "{what}: element {i}: got {g}, want {} (magnitude {})",
+            w.v,
+            w.mag
+        );
     }
 }
 
@@ -55,7 +77,10 @@ fn buffers(case: &Case) -> HashMap<BufferId, HostBuffer> {
     let mut m = HashMap::new();
     m.insert(BufferId(0), HostBuffer::zeros(case.dtype.scalar, out));
     for i in &case.inputs {
-        m.insert(BufferId(i.id), HostBuffer::from_f64(case.dtype.scalar, &i.data));
+        m.insert(
+            BufferId(i.id),
+            HostBuffer::from_f64(case.dtype.scalar, &i.data),
+        );
     }
     m
 }
@@ -96,7 +121,12 @@ fn interp_case(case: &Case, want: &[Val], threaded: bool, stats: &mut Stats) -> 
     let mut bufs = buffers(case);
     run(&lin.uops, &mut bufs, &HashMap::new())
         .unwrap_or_else(|e| panic!("{what}\ninterpreter: {e}\n{}", lin.uops.listing()));
-    check(&bufs[&BufferId(0)].to_f64(), want, case.dtype.is_int(), &format!("{what}\ninterpreter\n{}", lin.uops.listing()));
+    check(
+        &bufs[&BufferId(0)].to_f64(),
+        want,
+        case.dtype.is_int(),
+        &format!("{what}\ninterpreter\n{}", lin.uops.listing()),
+    );
     if threaded {
         return None;
     }
@@ -106,7 +136,17 @@ fn interp_case(case: &Case, want: &[Val], threaded: bool, stats: &mut Stats) -> 
     let buffers = program
         .buffers
         .iter()
-        .map(|b| (case.dtype, order.iter().find(|(id, _)| *id == b.id.0).expect("buffer").1.clone()))
+        .map(|b| {
+            (
+                case.dtype,
+                order
+                    .iter()
+                    .find(|(id, _)| *id == b.id.0)
+                    .expect("buffer")
+                    .1
+                    .clone(),
+            )
+        })
         .collect();
     Some(Call { program, buffers })
 }
@@ -119,7 +159,11 @@ fn random_kernels_match_the_naive_reference() {
     for (i, case) in cases.iter().enumerate() {
         let want = evaluate(case);
         stats.cases += 1;
-        let nred = case.ast[0].lazyops().iter().filter(|x| matches!(x.op(), kiln_codegen::kernel::ast::Op::Reduce(..))).count();
+        let nred = case.ast[0]
+            .lazyops()
+            .iter()
+            .filter(|x| matches!(x.op(), kiln_codegen::kernel::ast::Op::Reduce(..)))
+            .count();
         stats.reduces += (nred > 0) as usize;
         stats.multireduce += (nred > 1) as usize;
         if let Some(call) = interp_case(case, &want, false, &mut stats) {
@@ -129,18 +173,38 @@ fn random_kernels_match_the_naive_reference() {
     }
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("linearizer-props");
     for (b, chunk) in pending.chunks(125).enumerate() {
-        let calls: Vec<Call> = chunk.iter().map(|(_, c, _)| Call { program: c.program.clone(), buffers: c.buffers.clone() }).collect();
+        let calls: Vec<Call> = chunk
+            .iter()
+            .map(|(_, c, _)| Call {
+                program: c.program.clone(),
+                buffers: c.buffers.clone(),
+            })
+            .collect();
         let outs = run_batch(&dir.join(format!("batch{b}")), &calls);
         for ((i, call, want), got) in chunk.iter().zip(outs) {
             let what = describe(&cases[*i], &call.program.applied_opts, "c");
-            check(&got, want, cases[*i].dtype.is_int(), &format!("{what}\ncompiled C:\n{}", call.program.src));
+            check(
+                &got,
+                want,
+                cases[*i].dtype.is_int(),
+                &format!("{what}\ncompiled C:\n{}", call.program.src),
+            );
         }
     }
     println!("{stats:?}");
     assert_eq!(stats.cases, CASES);
-    assert!(stats.reduces > CASES / 2 && stats.multireduce > CASES / 10, "{stats:?}");
-    assert!(stats.grouped > CASES / 20, "grouped reduces exercised: {stats:?}");
+    assert!(
+        stats.reduces > CASES / 2 && stats.multireduce > CASES / 10,
+        "{stats:?}"
+    );
+    assert!(
+        stats.grouped > CASES / 20,
+        "grouped reduces exercised: {stats:?}"
+    );
     for op in ["Upcast", "Unroll", "PadTo", "Local", "Group", "NoLocals"] {
-        assert!(stats.opts.get(op).copied().unwrap_or(0) > 10, "{op} exercised: {stats:?}");
+        assert!(
+            stats.opts.get(op).copied().unwrap_or(0) > 10,
+            "{op} exercised: {stats:?}"
+        );
     }
 }

@@ -128,8 +128,17 @@ impl Graph {
     fn push(&mut self, op: GOp, dtype: DType, shape: Vec<usize>, src: Vec<Lazy>) -> Lazy {
         let id = NodeId(self.nodes.len() as u32);
         let st = ShapeTracker::from_shape(&shape);
-        self.nodes.push(GNode { op, dtype, shape, src });
-        Lazy { base: id, st, dtype }
+        self.nodes.push(GNode {
+            op,
+            dtype,
+            shape,
+            src,
+        });
+        Lazy {
+            base: id,
+            st,
+            dtype,
+        }
     }
 
     /// A new model input.
@@ -188,7 +197,11 @@ impl Graph {
                 });
             }
         }
-        let values = if matches!(op, AluOp::Ternary(TernaryOp::Where)) { &src[1..] } else { src };
+        let values = if matches!(op, AluOp::Ternary(TernaryOp::Where)) {
+            &src[1..]
+        } else {
+            src
+        };
         for s in values {
             if s.dtype != values[0].dtype {
                 return Err(GraphError::DTypeMismatch {
@@ -198,7 +211,11 @@ impl Graph {
                 });
             }
         }
-        let dtype = if op.is_comparison() { DType::BOOL } else { values[0].dtype };
+        let dtype = if op.is_comparison() {
+            DType::BOOL
+        } else {
+            values[0].dtype
+        };
         Ok(self.push(GOp::Alu(op), dtype, shape, src.to_vec()))
     }
 
@@ -226,7 +243,11 @@ impl Graph {
             }
             shape[a] = 1;
         }
-        let axes: Vec<usize> = axes.iter().copied().filter(|&a| x.shape()[a] != 1).collect();
+        let axes: Vec<usize> = axes
+            .iter()
+            .copied()
+            .filter(|&a| x.shape()[a] != 1)
+            .collect();
         if axes.is_empty() {
             return Ok(x.clone());
         }
@@ -235,7 +256,12 @@ impl Graph {
 
     /// Forces `x` into its own buffer.
     pub fn contiguous(&mut self, x: &Lazy) -> Lazy {
-        self.push(GOp::Contiguous, x.dtype, x.shape().to_vec(), vec![x.clone()])
+        self.push(
+            GOp::Contiguous,
+            x.dtype,
+            x.shape().to_vec(),
+            vec![x.clone()],
+        )
     }
 
     /// Ids of the nodes `outputs` depend on, sources before users.
@@ -266,21 +292,39 @@ impl Graph {
 /// Movement ops: they only change the view.
 impl Lazy {
     pub fn reshape(&self, shape: &[usize]) -> Result<Lazy, GraphError> {
-        Ok(Lazy { st: self.st.reshape(shape)?, ..self.clone() })
+        Ok(Lazy {
+            st: self.st.reshape(shape)?,
+            ..self.clone()
+        })
     }
     pub fn permute(&self, axes: &[usize]) -> Result<Lazy, GraphError> {
-        Ok(Lazy { st: self.st.permute(axes)?, ..self.clone() })
+        Ok(Lazy {
+            st: self.st.permute(axes)?,
+            ..self.clone()
+        })
     }
     pub fn expand(&self, shape: &[usize]) -> Result<Lazy, GraphError> {
-        Ok(Lazy { st: self.st.expand(shape)?, ..self.clone() })
+        Ok(Lazy {
+            st: self.st.expand(shape)?,
+            ..self.clone()
+        })
     }
     pub fn pad(&self, arg: &[(usize, usize)]) -> Result<Lazy, GraphError> {
-        Ok(Lazy { st: self.st.pad(arg)?, ..self.clone() })
+        Ok(Lazy {
+            st: self.st.pad(arg)?,
+            ..self.clone()
+        })
     }
     pub fn shrink(&self, arg: &[(usize, usize)]) -> Result<Lazy, GraphError> {
-        Ok(Lazy { st: self.st.shrink(arg)?, ..self.clone() })
+        Ok(Lazy {
+            st: self.st.shrink(arg)?,
+            ..self.clone()
+        })
     }
     pub fn stride(&self, mul: &[i64]) -> Result<Lazy, GraphError> {
-        Ok(Lazy { st: self.st.stride(mul)?, ..self.clone() })
+        Ok(Lazy {
+            st: self.st.stride(mul)?,
+            ..self.clone()
+        })
     }
 }

@@ -7,9 +7,17 @@ use crate::ops::{AluOp, BinaryOp, ReduceOp, TernaryOp, UnaryOp};
 use crate::shape::View;
 
 /// The numpy broadcast of two shapes.
-pub fn broadcast_shape(op: &'static str, a: &[usize], b: &[usize]) -> Result<Vec<usize>, GraphError> {
+pub fn broadcast_shape(
+    op: &'static str,
+    a: &[usize],
+    b: &[usize],
+) -> Result<Vec<usize>, GraphError> {
     let n = a.len().max(b.len());
-    let pad = |s: &[usize]| -> Vec<usize> { std::iter::repeat_n(1, n - s.len()).chain(s.iter().copied()).collect() };
+    let pad = |s: &[usize]| -> Vec<usize> {
+        std::iter::repeat_n(1, n - s.len())
+            .chain(s.iter().copied())
+            .collect()
+    };
     let (pa, pb) = (pad(a), pad(b));
     pa.iter()
         .zip(&pb)
@@ -17,7 +25,11 @@ pub fn broadcast_shape(op: &'static str, a: &[usize], b: &[usize]) -> Result<Vec
             (x, y) if x == y => Ok(x),
             (1, y) => Ok(y),
             (x, 1) => Ok(x),
-            _ => Err(GraphError::Broadcast { op, a: a.to_vec(), b: b.to_vec() }),
+            _ => Err(GraphError::Broadcast {
+                op,
+                a: a.to_vec(),
+                b: b.to_vec(),
+            }),
         })
         .collect()
 }
@@ -28,7 +40,11 @@ pub fn broadcast_to(x: &Lazy, shape: &[usize]) -> Result<Lazy, GraphError> {
         return Ok(x.clone());
     }
     if x.shape().len() > shape.len() {
-        return Err(GraphError::Broadcast { op: "broadcast", a: x.shape().to_vec(), b: shape.to_vec() });
+        return Err(GraphError::Broadcast {
+            op: "broadcast",
+            a: x.shape().to_vec(),
+            b: shape.to_vec(),
+        });
     }
     let mut s = vec![1; shape.len() - x.shape().len()];
     s.extend_from_slice(x.shape());
@@ -63,7 +79,11 @@ impl Graph {
         let s = broadcast_shape("where", cond.shape(), a.shape())?;
         let s = broadcast_shape("where", &s, b.shape())?;
         let c = broadcast_to(cond, &s)?;
-        let c = if c.dtype == DType::BOOL { c } else { self.ne_zero(&c)? };
+        let c = if c.dtype == DType::BOOL {
+            c
+        } else {
+            self.ne_zero(&c)?
+        };
         let (a, b) = (broadcast_to(a, &s)?, broadcast_to(b, &s)?);
         self.alu(AluOp::Ternary(TernaryOp::Where), &[c, a, b])
     }
@@ -145,7 +165,12 @@ impl Graph {
     }
 
     /// Reduces over `axes` (kept as size 1).
-    pub fn reduce_axes(&mut self, op: ReduceOp, x: &Lazy, axes: &[usize]) -> Result<Lazy, GraphError> {
+    pub fn reduce_axes(
+        &mut self,
+        op: ReduceOp,
+        x: &Lazy,
+        axes: &[usize],
+    ) -> Result<Lazy, GraphError> {
         self.reduce(op, x, axes)
     }
 
@@ -168,13 +193,25 @@ impl Graph {
     /// Matrix product with numpy semantics (1-D operands promoted, batch dims broadcast).
     pub fn matmul(&mut self, a: &Lazy, b: &Lazy) -> Result<Lazy, GraphError> {
         let (a1, b1) = (a.shape().len() == 1, b.shape().len() == 1);
-        let a2 = if a1 { a.reshape(&[1, a.shape()[0]])? } else { a.clone() };
-        let b2 = if b1 { b.reshape(&[b.shape()[0], 1])? } else { b.clone() };
+        let a2 = if a1 {
+            a.reshape(&[1, a.shape()[0]])?
+        } else {
+            a.clone()
+        };
+        let b2 = if b1 {
+            b.reshape(&[b.shape()[0], 1])?
+        } else {
+            b.clone()
+        };
         let (ra, rb) = (a2.shape().len(), b2.shape().len());
         let (n, k) = (a2.shape()[ra - 2], a2.shape()[ra - 1]);
         let (k2, m) = (b2.shape()[rb - 2], b2.shape()[rb - 1]);
         if k != k2 {
-            return Err(GraphError::Broadcast { op: "matmul", a: a.shape().to_vec(), b: b.shape().to_vec() });
+            return Err(GraphError::Broadcast {
+                op: "matmul",
+                a: a.shape().to_vec(),
+                b: b.shape().to_vec(),
+            });
         }
         let batch = broadcast_shape("matmul", &a2.shape()[..ra - 2], &b2.shape()[..rb - 2])?;
         let nb = batch.len();
@@ -220,7 +257,11 @@ impl Graph {
         let lead = rank - nsp;
         let mut arg = vec![(0, 0); lead];
         arg.extend_from_slice(pads);
-        let xp = if pads.iter().any(|&(a, b)| a > 0 || b > 0) { x.pad(&arg)? } else { x.clone() };
+        let xp = if pads.iter().any(|&(a, b)| a > 0 || b > 0) {
+            x.pad(&arg)?
+        } else {
+            x.clone()
+        };
         let shape = xp.shape().to_vec();
         let mut flat = vec![1i64; rank];
         for i in (0..rank.saturating_sub(1)).rev() {
@@ -234,7 +275,10 @@ impl Graph {
             if shape[lead + i] < span {
                 return Err(GraphError::Invalid {
                     op: "pool",
-                    reason: format!("window {span} is larger than the padded input {} on spatial axis {i}", shape[lead + i]),
+                    reason: format!(
+                        "window {span} is larger than the padded input {} on spatial axis {i}",
+                        shape[lead + i]
+                    ),
                 });
             }
             outs.push((shape[lead + i] - span) / stride[i] + 1);
@@ -244,8 +288,12 @@ impl Graph {
         strides.extend((0..nsp).map(|i| flat[lead + i] * stride[i] as i64));
         strides.extend((0..nsp).map(|i| flat[lead + i] * dilation[i] as i64));
         let mut st = xp.st.clone();
-        st.views.push(View::new(&out_shape, Some(&strides), 0, None));
-        Ok(Lazy { st: st.simplify(), ..xp })
+        st.views
+            .push(View::new(&out_shape, Some(&strides), 0, None));
+        Ok(Lazy {
+            st: st.simplify(),
+            ..xp
+        })
     }
 
     /// N-d convolution: `x` (N, C, *spatial), `w` (O, C/groups, *k), optional bias (O).
@@ -308,7 +356,12 @@ impl Graph {
     }
 
     /// Pads with `value` instead of zeros.
-    pub fn pad_value(&mut self, x: &Lazy, arg: &[(usize, usize)], value: f64) -> Result<Lazy, GraphError> {
+    pub fn pad_value(
+        &mut self,
+        x: &Lazy,
+        arg: &[(usize, usize)],
+        value: f64,
+    ) -> Result<Lazy, GraphError> {
         let p = x.pad(arg)?;
         if value == 0.0 {
             return Ok(p);

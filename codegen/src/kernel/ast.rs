@@ -158,9 +158,27 @@ impl LazyOp {
     fn fmt_tree(&self, f: &mut fmt::Formatter<'_>, depth: usize) -> fmt::Result {
         let pad = "  ".repeat(depth);
         match self.op() {
-            Op::Load(b) => writeln!(f, "{pad}LOAD data{} {} {:?}", b.idx.0, b.dtype, b.st.shape())?,
-            Op::Store(b) => writeln!(f, "{pad}STORE data{} {} {:?}", b.idx.0, b.dtype, b.st.shape())?,
-            Op::Const(c) => writeln!(f, "{pad}CONST {:?} {} {:?}", c.val.as_f64(), c.dtype, c.st.shape())?,
+            Op::Load(b) => writeln!(
+                f,
+                "{pad}LOAD data{} {} {:?}",
+                b.idx.0,
+                b.dtype,
+                b.st.shape()
+            )?,
+            Op::Store(b) => writeln!(
+                f,
+                "{pad}STORE data{} {} {:?}",
+                b.idx.0,
+                b.dtype,
+                b.st.shape()
+            )?,
+            Op::Const(c) => writeln!(
+                f,
+                "{pad}CONST {:?} {} {:?}",
+                c.val.as_f64(),
+                c.dtype,
+                c.st.shape()
+            )?,
             Op::Alu(a) => writeln!(f, "{pad}{a}")?,
             Op::Cast(d) => writeln!(f, "{pad}CAST {d}")?,
             Op::Bitcast(d) => writeln!(f, "{pad}BITCAST {d}")?,

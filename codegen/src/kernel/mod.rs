@@ -16,6 +16,9 @@ use ast::{ConstBuffer, LazyOp, MemBuffer, Op};
 pub use opt::{Opt, OptOp};
 use std::collections::HashSet;
 
+/// Maps a buffer's shape to its new shape.
+pub type ShapeFn<'a> = dyn Fn(&[usize]) -> Vec<usize> + 'a;
+
 /// A buffer a kernel reads or writes.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum KernelBuffer {
@@ -117,8 +120,11 @@ impl Kernel {
             v
         };
         // Children before parents, so that inner reduces come first.
-        let mut reduceops: Vec<LazyOp> =
-            lazyops.iter().filter(|x| matches!(x.op(), Op::Reduce(..))).cloned().collect();
+        let mut reduceops: Vec<LazyOp> = lazyops
+            .iter()
+            .filter(|x| matches!(x.op(), Op::Reduce(..)))
+            .cloned()
+            .collect();
         reduceops.reverse();
         let mut bufs: Vec<KernelBuffer> = Vec::new();
         for s in &ast {
@@ -143,7 +149,9 @@ impl Kernel {
                     .iter()
                     .filter_map(|x| match x.op() {
                         Op::Load(m) => bufs.iter().position(|b| *b == KernelBuffer::Mem(m.clone())),
-                        Op::Const(c) => bufs.iter().position(|b| *b == KernelBuffer::Const(c.clone())),
+                        Op::Const(c) => bufs
+                            .iter()
+                            .position(|b| *b == KernelBuffer::Const(c.clone())),
                         _ => None,
                     })
                     .collect()
@@ -197,14 +205,19 @@ impl Kernel {
             }
             for (axis, (&s, &f)) in st.shape().iter().zip(full).enumerate() {
                 if s != f && s != 1 {
-                    return Err(format!("buffer {i} has size {s} on axis {axis}, expected {f} or 1"));
+                    return Err(format!(
+                        "buffer {i} has size {s} on axis {axis}, expected {f} or 1"
+                    ));
                 }
             }
         }
         for r in &self.reduceops {
             if let Op::Reduce(_, axes) = r.op() {
                 if let Some(a) = axes.iter().find(|&&a| a >= full.len()) {
-                    return Err(format!("reduce over axis {a} of a rank-{} shape", full.len()));
+                    return Err(format!(
+                        "reduce over axis {a} of a rank-{} shape",
+                        full.len()
+                    ));
                 }
             }
         }
@@ -215,7 +228,11 @@ impl Kernel {
     pub fn label(&self) -> String {
         let kind = if !self.reduceops.is_empty() {
             "r"
-        } else if self.ast.iter().all(|s| matches!(s.src()[0].op(), Op::Load(_) | Op::Const(_))) {
+        } else if self
+            .ast
+            .iter()
+            .all(|s| matches!(s.src()[0].op(), Op::Load(_) | Op::Const(_)))
+        {
             "C"
         } else {
             "E"
@@ -304,7 +321,10 @@ impl Kernel {
     pub fn float4_upcast_dims(&self, i: usize) -> Vec<usize> {
         let d = self.bufs[i].dtype();
         let vectorizable = self.target.supports_float4
-            && matches!(d.scalar, crate::dtype::Scalar::F32 | crate::dtype::Scalar::F16);
+            && matches!(
+                d.scalar,
+                crate::dtype::Scalar::F32 | crate::dtype::Scalar::F16
+            );
         if !vectorizable {
             return vec![];
         }
@@ -326,7 +346,7 @@ impl Kernel {
     /// Reshapes (by `new_shape` of each buffer's shape) then permutes every buffer's view.
     pub fn reshape_and_permute(
         &mut self,
-        new_shape: Option<&dyn Fn(&[usize]) -> Vec<usize>>,
+        new_shape: Option<&ShapeFn<'_>>,
         axes: Option<&[usize]>,
     ) -> Result<(), KernelError> {
         let mut out = Vec::with_capacity(self.sts.len() + 1);
@@ -352,11 +372,19 @@ impl Kernel {
         }
         let ones: Vec<bool> = self.full_shape().iter().map(|&s| s == 1).collect();
         let fr = self.first_reduce();
-        self.local_dims -= ones[fr - self.local_dims..fr].iter().filter(|&&o| o).count();
+        self.local_dims -= ones[fr - self.local_dims..fr]
+            .iter()
+            .filter(|&&o| o)
+            .count();
         let n = self.shape_len();
         self.upcasted -= ones[n - self.upcasted..].iter().filter(|&&o| o).count();
         let keep = |shape: &[usize]| -> Vec<usize> {
-            shape.iter().zip(&ones).filter(|(_, &o)| !o).map(|(&s, _)| s).collect()
+            shape
+                .iter()
+                .zip(&ones)
+                .filter(|(_, &o)| !o)
+                .map(|(&s, _)| s)
+                .collect()
         };
         self.reshape_and_permute(Some(&keep), None)?;
         Ok(ones.iter().any(|&o| o))
@@ -372,18 +400,25 @@ impl Kernel {
         let all: Vec<&ShapeTracker> = self.sts.iter().chain([&self.pad_st]).collect();
         let shapes: Vec<Vec<usize>> = all.iter().map(|s| s.shape().to_vec()).collect();
         let strides: Vec<Vec<Option<i64>>> = all.iter().map(|s| s.real_strides(false)).collect();
-        let mut rets: Vec<Vec<(usize, Option<i64>)>> =
-            shapes.iter().zip(&strides).map(|(s, st)| vec![(s[0], st[0])]).collect();
+        let mut rets: Vec<Vec<(usize, Option<i64>)>> = shapes
+            .iter()
+            .zip(&strides)
+            .map(|(s, st)| vec![(s[0], st[0])])
+            .collect();
         for i in 1..n {
             let mergeable = i != fr
-                && shapes.iter().zip(&strides).zip(&rets).all(|((s, st), ret)| {
-                    let (si, sti, last) = (s[i] as i64, st[i], ret.last().expect("nonempty").1);
-                    match sti {
-                        None => false,
-                        Some(0) => last == Some(0),
-                        Some(x) => last == Some(si * x),
-                    }
-                });
+                && shapes
+                    .iter()
+                    .zip(&strides)
+                    .zip(&rets)
+                    .all(|((s, st), ret)| {
+                        let (si, sti, last) = (s[i] as i64, st[i], ret.last().expect("nonempty").1);
+                        match sti {
+                            None => false,
+                            Some(0) => last == Some(0),
+                            Some(x) => last == Some(si * x),
+                        }
+                    });
             for (j, ret) in rets.iter_mut().enumerate() {
                 if mergeable {
                     let last = ret.last_mut().expect("nonempty");
@@ -395,7 +430,11 @@ impl Kernel {
         }
         for (i, ret) in rets.iter().enumerate() {
             let shape: Vec<usize> = ret.iter().map(|r| r.0).collect();
-            let st = if i < self.sts.len() { &self.sts[i] } else { &self.pad_st };
+            let st = if i < self.sts.len() {
+                &self.sts[i]
+            } else {
+                &self.pad_st
+            };
             let st = st.reshape(&shape).map_err(|e| self.shape_err(e))?;
             match self.sts.get_mut(i) {
                 Some(slot) => *slot = st,

@@ -94,9 +94,14 @@ impl Kernel {
     }
 
     fn apply_opt_in_place(&mut self, opt: Opt) -> Result<(), KernelError> {
-        let check = |k: &Kernel, ok: bool, why: &str| if ok { Ok(()) } else { Err(k.invalid(opt, why)) };
+        let check =
+            |k: &Kernel, ok: bool, why: &str| if ok { Ok(()) } else { Err(k.invalid(opt, why)) };
         let locals = matches!(opt.op, OptOp::Local | OptOp::Group | OptOp::GroupTop);
-        check(self, !(self.dont_use_locals && locals), "the kernel does not use locals")?;
+        check(
+            self,
+            !(self.dont_use_locals && locals),
+            "the kernel does not use locals",
+        )?;
         let axis = match opt.real_axis(self) {
             Some(a) if a >= self.shape_len() => {
                 return Err(KernelError::AxisOutOfRange {
@@ -113,14 +118,23 @@ impl Kernel {
             _ => opt.amt,
         };
         if let Some(a) = axis {
-            check(self, amt > 1, "an amount of 1 (or a size-1 axis) does nothing")?;
+            check(
+                self,
+                amt > 1,
+                "an amount of 1 (or a size-1 axis) does nothing",
+            )?;
             if opt.op != OptOp::PadTo {
-                check(self, self.full_shape()[a] % amt == 0, "the amount does not divide the axis")?;
+                check(
+                    self,
+                    self.full_shape()[a].is_multiple_of(amt),
+                    "the amount does not divide the axis",
+                )?;
             }
         }
         if !self.reduceops.is_empty()
             && (matches!(opt.op, OptOp::Group | OptOp::GroupTop)
-                || (self.group_for_reduces > 0 && !matches!(opt.op, OptOp::NoLocals | OptOp::PadTo)))
+                || (self.group_for_reduces > 0
+                    && !matches!(opt.op, OptOp::NoLocals | OptOp::PadTo)))
         {
             let acc_sz = self.reduceops[0].dtype().size();
             let start = self.shape_len() - self.upcasted;
@@ -129,13 +143,18 @@ impl Kernel {
                 .map(|i| self.full_shape()[i])
                 .product();
             let fr = self.first_reduce();
-            let local_sz: usize =
-                self.full_shape()[fr - self.local_dims..fr + self.group_for_reduces].iter().product();
+            let local_sz: usize = self.full_shape()
+                [fr - self.local_dims..fr + self.group_for_reduces]
+                .iter()
+                .product();
             let smem = amt * acc_sz * upcast_sz * local_sz;
             check(
                 self,
                 smem <= self.target.shared_max,
-                &format!("needs {smem} bytes of local memory, the limit is {}", self.target.shared_max),
+                &format!(
+                    "needs {smem} bytes of local memory, the limit is {}",
+                    self.target.shared_max
+                ),
             )?;
         }
         match opt.op {
@@ -149,16 +168,30 @@ impl Kernel {
             }
             OptOp::Group | OptOp::GroupTop => {
                 let a = axis.ok_or_else(|| self.invalid(opt, "needs an axis"))?;
-                check(self, self.target.has_local && self.target.has_shared, "the target has no local memory")?;
+                check(
+                    self,
+                    self.target.has_local && self.target.has_shared,
+                    "the target has no local memory",
+                )?;
                 let fr = self.first_reduce();
-                let in_reduce = a >= fr + self.group_for_reduces && a < self.shape_len() - self.upcasted;
+                let in_reduce =
+                    a >= fr + self.group_for_reduces && a < self.shape_len() - self.upcasted;
                 check(self, in_reduce, "GROUP is for reduce axes")?;
-                self.shift_to(a, amt, opt.op == OptOp::GroupTop, Some(fr + self.group_for_reduces))?;
+                self.shift_to(
+                    a,
+                    amt,
+                    opt.op == OptOp::GroupTop,
+                    Some(fr + self.group_for_reduces),
+                )?;
                 self.group_for_reduces += 1;
             }
             OptOp::Unroll => {
                 let a = axis.ok_or_else(|| self.invalid(opt, "needs an axis"))?;
-                check(self, a < self.shape_len() - self.upcasted, "the axis is already upcast")?;
+                check(
+                    self,
+                    a < self.shape_len() - self.upcasted,
+                    "the axis is already upcast",
+                )?;
                 check(self, amt <= 32, "unrolling more than 32 is not allowed")?;
                 let fr = self.first_reduce();
                 if self.full_shape()[a] == amt && a == fr {
@@ -172,14 +205,26 @@ impl Kernel {
             }
             OptOp::Upcast => {
                 let a = axis.ok_or_else(|| self.invalid(opt, "needs an axis"))?;
-                check(self, a < self.first_reduce(), "UPCAST is for non-reduce axes")?;
+                check(
+                    self,
+                    a < self.first_reduce(),
+                    "UPCAST is for non-reduce axes",
+                )?;
                 check(self, amt <= 8, "upcasting more than 8 is not allowed")?;
                 self.shift_to(a, amt, false, None)?;
                 self.upcast(opt)?;
             }
             OptOp::NoLocals => {
-                check(self, self.target.has_local && !self.dont_use_locals, "the target has no locals to drop")?;
-                check(self, self.local_dims == 0 && self.group_for_reduces == 0, "locals are already in use")?;
+                check(
+                    self,
+                    self.target.has_local && !self.dont_use_locals,
+                    "the target has no locals to drop",
+                )?;
+                check(
+                    self,
+                    self.local_dims == 0 && self.group_for_reduces == 0,
+                    "locals are already in use",
+                )?;
                 self.dont_use_locals = true;
             }
             OptOp::PadTo => self.pad_to(opt, axis, amt)?,
@@ -210,7 +255,10 @@ impl Kernel {
                 continue;
             }
             if size <= amt / 4 {
-                return Err(self.invalid(opt, format!("padding {size} to {amt} is more than 4x the work")));
+                return Err(self.invalid(
+                    opt,
+                    format!("padding {size} to {amt} is more than 4x the work"),
+                ));
             }
             let extra = size.div_ceil(amt) * amt - size;
             if extra > 0 {

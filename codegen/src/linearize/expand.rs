@@ -87,7 +87,17 @@ mod tests {
         let a = Node::var("_uidx0", 0, 1);
         let b = Node::var("_uidx1", 0, 2);
         let combos = iter_idxs(&[a.clone(), b.clone()]);
-        assert_eq!(combos, vec![vec![0, 0], vec![1, 0], vec![0, 1], vec![1, 1], vec![0, 2], vec![1, 2]]);
+        assert_eq!(
+            combos,
+            vec![
+                vec![0, 0],
+                vec![1, 0],
+                vec![0, 1],
+                vec![1, 1],
+                vec![0, 2],
+                vec![1, 2]
+            ]
+        );
         let e = expand_node(&a.add(&b.mul_i(2)), &[a, b]);
         let vals: Vec<i64> = e.iter().map(|n| n.as_num().unwrap()).collect();
         assert_eq!(vals, vec![0, 1, 2, 3, 4, 5]);

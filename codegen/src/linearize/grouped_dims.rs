@@ -68,7 +68,11 @@ pub fn grouped_dims(
         });
     }
     // Each size axis holds a list of (dim index, size) parts.
-    let mut axes: Vec<Vec<(usize, usize)>> = dims.iter().enumerate().map(|(i, &d)| vec![(i, d)]).collect();
+    let mut axes: Vec<Vec<(usize, usize)>> = dims
+        .iter()
+        .enumerate()
+        .map(|(i, &d)| vec![(i, d)])
+        .collect();
     if reverse {
         axes.reverse();
     }
@@ -78,7 +82,9 @@ pub fn grouped_dims(
         if size <= limit {
             continue;
         }
-        let factor = (2..).take_while(|f| f * f <= size).find(|f| size % f == 0 && size / f <= limit);
+        let factor = (2..)
+            .take_while(|f| f * f <= size)
+            .find(|f| size % f == 0 && size / f <= limit);
         match factor {
             Some(f) => {
                 axes[a] = vec![(dim_index, size / f)];
@@ -111,7 +117,10 @@ pub fn grouped_dims(
             });
         }
     }
-    let sizes: Vec<usize> = axes.iter().map(|parts| parts.iter().map(|p| p.1).product()).collect();
+    let sizes: Vec<usize> = axes
+        .iter()
+        .map(|parts| parts.iter().map(|p| p.1).product())
+        .collect();
     let n = sizes.len();
     let loop_vars: Vec<Node> = sizes
         .iter()
@@ -130,7 +139,10 @@ pub fn grouped_dims(
             v = v.div_i(size as i64);
         }
     }
-    let loop_vars = loop_vars.into_iter().filter(|v| v.as_num().is_none()).collect();
+    let loop_vars = loop_vars
+        .into_iter()
+        .filter(|v| v.as_num().is_none())
+        .collect();
     let mut sizes = sizes;
     sizes.resize(max_sizes.len().max(n), 1);
     Ok(GroupedDims {
@@ -171,7 +183,14 @@ mod tests {
     #[test]
     fn too_large_prime_dim_is_an_error() {
         let e = grouped_dims("gidx", 0, &[17], Some(&[16, 16, 16]), false).unwrap_err();
-        assert!(matches!(e, GroupedDimsError::TooLarge { size: 17, limit: 16, .. }));
+        assert!(matches!(
+            e,
+            GroupedDimsError::TooLarge {
+                size: 17,
+                limit: 16,
+                ..
+            }
+        ));
         assert!(e.to_string().contains("17") && e.to_string().contains("16"));
     }
 

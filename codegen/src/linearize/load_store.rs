@@ -62,7 +62,11 @@ impl Lin {
         let mut ret = Vec::with_capacity(e_idxs.len());
         for ((idx, valid), rep) in e_idxs.into_iter().zip(e_valids).zip(reps) {
             let (this_const, idx, valid) = if valid.max() == 0 {
-                (Some(ConstValue::zero(localtype)), Node::num(0), Node::num(1))
+                (
+                    Some(ConstValue::zero(localtype)),
+                    Node::num(0),
+                    Node::num(1),
+                )
             } else {
                 (konst, idx, valid)
             };
@@ -77,7 +81,9 @@ impl Lin {
                 valid.render()
             );
             if !self.load_cache.contains_key(&key) {
-                let u = self.load_one(i, acc, this_const, localtype, &idx, &valid, barrier, loop_ctx);
+                let u = self.load_one(
+                    i, acc, this_const, localtype, &idx, &valid, barrier, loop_ctx,
+                );
                 self.load_cache.insert(key.clone(), u);
             }
             let u = self.load_cache[&key];
@@ -102,12 +108,16 @@ impl Lin {
         loop_ctx: &[UOpId],
     ) -> UOpId {
         if let Some(a) = acc {
-            let Op::Reduce(rop, _) = a.op() else { unreachable!("accumulators are for reduces") };
+            let Op::Reduce(rop, _) = a.op() else {
+                unreachable!("accumulators are for reduces")
+            };
             if loop_ctx.is_empty() {
                 // Fully unrolled: the reduce is a chain of ALU ops from the identity.
                 return self.g.constant(localtype, rop.identity(localtype));
             }
-            return self.g.define_acc(localtype, rop.identity(localtype), loop_ctx);
+            return self
+                .g
+                .define_acc(localtype, rop.identity(localtype), loop_ctx);
         }
         if let Some(c) = this_const {
             let cu = self.g.constant(localtype, c);

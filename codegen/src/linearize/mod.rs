@@ -103,7 +103,9 @@ impl NodeRenderer<UOpId> for IdxRenderer<'_> {
     }
     fn lt(&self, a: UOpId, b: i64) -> UOpId {
         let c = self.num(b);
-        self.g.borrow_mut().binary(crate::ops::BinaryOp::CmpLt, a, c)
+        self.g
+            .borrow_mut()
+            .binary(crate::ops::BinaryOp::CmpLt, a, c)
     }
     fn add(&self, a: UOpId, b: UOpId) -> UOpId {
         self.g.borrow_mut().binary(crate::ops::BinaryOp::Add, a, b)
@@ -151,13 +153,30 @@ impl Lin {
 
     fn run(mut self) -> Result<Linearized, LinearizeError> {
         let k = &self.k;
-        let (fr, gd, gfr, n, up) = (k.first_reduce(), k.global_dims(), k.group_for_reduces, k.shape_len(), k.upcasted);
+        let (fr, gd, gfr, n, up) = (
+            k.first_reduce(),
+            k.global_dims(),
+            k.group_for_reduces,
+            k.shape_len(),
+            k.upcasted,
+        );
         let mut globals = Vec::new();
         for b in &self.k.bufs {
             self.buf_uops.push(match b {
                 KernelBuffer::Mem(m) => {
-                    let mutable = self.k.ast.iter().any(|s| matches!(s.op(), Op::Store(o) if o.idx == m.idx));
-                    let u = self.g.node(UOpKind::DefineGlobal { buf: m.idx, mutable }, Some(m.dtype), vec![]);
+                    let mutable = self
+                        .k
+                        .ast
+                        .iter()
+                        .any(|s| matches!(s.op(), Op::Store(o) if o.idx == m.idx));
+                    let u = self.g.node(
+                        UOpKind::DefineGlobal {
+                            buf: m.idx,
+                            mutable,
+                        },
+                        Some(m.dtype),
+                        vec![],
+                    );
                     globals.push(u);
                     Some(u)
                 }
@@ -174,11 +193,21 @@ impl Lin {
             shape.extend(self.k.upcasted_axis(0).iter().map(|a| a.0));
             for i in 0..nred {
                 let st = ShapeTracker::from_shape(&shape);
-                let name = if nred > 1 { format!("temp{i}") } else { "temp".to_string() };
+                let name = if nred > 1 {
+                    format!("temp{i}")
+                } else {
+                    "temp".to_string()
+                };
                 let size = st.size();
                 self.k.sts.push(st);
-                self.k.bufs.push(KernelBuffer::Local { name: name.clone(), size, dtype });
-                let u = self.g.node(UOpKind::DefineLocal { name, size }, Some(dtype), vec![]);
+                self.k.bufs.push(KernelBuffer::Local {
+                    name: name.clone(),
+                    size,
+                    dtype,
+                });
+                let u = self
+                    .g
+                    .node(UOpKind::DefineLocal { name, size }, Some(dtype), vec![]);
                 self.buf_uops.push(Some(u));
             }
         }
@@ -186,13 +215,27 @@ impl Lin {
         let t = self.k.target.clone();
         let full = self.k.full_shape().to_vec();
         let gl_dims = &full[..fr + gfr];
-        let gprefix = if self.k.dont_use_locals { "idx" } else { "gidx" };
-        let gmax = if t.has_local { t.global_max.as_deref() } else { None };
-        let gg = grouped_dims(gprefix, 0, &gl_dims[..gd], gmax, t.has_local).map_err(|e| self.dims_err(e))?;
-        let lmax: Option<&[usize]> = if t.has_local { t.local_max.as_deref() } else { Some(&[]) };
-        let lg = grouped_dims("lidx", gd, &gl_dims[gd..], lmax, false).map_err(|e| self.dims_err(e))?;
+        let gprefix = if self.k.dont_use_locals {
+            "idx"
+        } else {
+            "gidx"
+        };
+        let gmax = if t.has_local {
+            t.global_max.as_deref()
+        } else {
+            None
+        };
+        let gg = grouped_dims(gprefix, 0, &gl_dims[..gd], gmax, t.has_local)
+            .map_err(|e| self.dims_err(e))?;
+        let lmax: Option<&[usize]> = if t.has_local {
+            t.local_max.as_deref()
+        } else {
+            Some(&[])
+        };
+        let lg =
+            grouped_dims("lidx", gd, &gl_dims[gd..], lmax, false).map_err(|e| self.dims_err(e))?;
         let out_shape = self.k.output_shape().to_vec();
-        let mut upcast_idxs: Vec<Node> = (n - up..n)
+        let upcast_idxs: Vec<Node> = (n - up..n)
             .enumerate()
             .map(|(i, a)| Node::var(&format!("{UPCAST_PREFIX}{i}"), 0, out_shape[a] as i64 - 1))
             .collect();
@@ -219,15 +262,23 @@ impl Lin {
         let mut local_idxs = lg.idxs;
         let mut accs: Accs = HashMap::new();
         for r in self.k.reduceops.clone() {
-            self.render_reduceop(&r, &mut accs, &global_idxs, &mut local_idxs, &mut upcast_idxs, &full_upcast_idxs)?;
+            self.render_reduceop(
+                &r,
+                &mut accs,
+                &global_idxs,
+                &mut local_idxs,
+                &upcast_idxs,
+                &full_upcast_idxs,
+            )?;
         }
         let stores = self.render_stores(&global_idxs, &local_idxs, &upcast_idxs, &accs);
         let mut sinks = stores;
         sinks.extend(globals);
-        let uops = crate::uop::linearize(&self.g, &sinks).map_err(|source| LinearizeError::Order {
-            kernel: name.clone(),
-            source,
-        })?;
+        let uops =
+            crate::uop::linearize(&self.g, &sinks).map_err(|source| LinearizeError::Order {
+                kernel: name.clone(),
+                source,
+            })?;
         Ok(Linearized {
             name,
             uops,
@@ -240,7 +291,12 @@ impl Lin {
     fn special(&mut self, v: &Node, local: bool, axis: usize) {
         if let crate::shape::NodeKind::Var { name, max, .. } = v.kind() {
             let u = self.g.node(
-                UOpKind::Special { local, axis: axis as u8, name: name.to_string(), size: *max as usize + 1 },
+                UOpKind::Special {
+                    local,
+                    axis: axis as u8,
+                    name: name.to_string(),
+                    size: *max as usize + 1,
+                },
                 Some(crate::dtype::DType::I32),
                 vec![],
             );
@@ -256,7 +312,11 @@ impl Lin {
                 let lo = self.g.const_int(*min);
                 let hi = self.g.const_int(*max + 1);
                 let r = self.g.node(
-                    UOpKind::Range { depth, index: i as u32, reduce },
+                    UOpKind::Range {
+                        depth,
+                        index: i as u32,
+                        reduce,
+                    },
                     Some(crate::dtype::DType::I32),
                     vec![lo, hi],
                 );
@@ -281,8 +341,18 @@ impl Lin {
         let mut stack: Vec<LazyOp> = op.src().to_vec();
         while let Some(x) = stack.pop() {
             match x.op() {
-                Op::Load(m) => out.extend(self.k.bufs.iter().position(|b| *b == KernelBuffer::Mem(m.clone()))),
-                Op::Const(c) => out.extend(self.k.bufs.iter().position(|b| *b == KernelBuffer::Const(c.clone()))),
+                Op::Load(m) => out.extend(
+                    self.k
+                        .bufs
+                        .iter()
+                        .position(|b| *b == KernelBuffer::Mem(m.clone())),
+                ),
+                Op::Const(c) => out.extend(
+                    self.k
+                        .bufs
+                        .iter()
+                        .position(|b| *b == KernelBuffer::Const(c.clone())),
+                ),
                 Op::Reduce(..) => {}
                 _ => stack.extend(x.src().iter().cloned()),
             }
@@ -298,16 +368,25 @@ impl Lin {
         accs: &mut Accs,
         global_idxs: &[Node],
         local_idxs: &mut Vec<Node>,
-        upcast_idxs: &mut Vec<Node>,
+        upcast_idxs: &[Node],
         full_upcast_idxs: &[Node],
     ) -> Result<(), LinearizeError> {
-        let i = self.k.reduceops.iter().position(|x| x.key() == r.key()).expect("known reduce");
+        let i = self
+            .k
+            .reduceops
+            .iter()
+            .position(|x| x.key() == r.key())
+            .expect("known reduce");
         let nred = self.k.reduceops.len();
         let reduce_idxs = self.reduce_idxs();
         let fake_reduce = zeros_like(&reduce_idxs);
         let loop_ctx = self.render_loop(&reduce_idxs, i as u32 * 2 + 2, true);
         let gfr = self.k.group_for_reduces;
-        let out_buf = if gfr > 0 { self.k.bufs.len() - nred + i } else { 0 };
+        let out_buf = if gfr > 0 {
+            self.k.bufs.len() - nred + i
+        } else {
+            0
+        };
         let acc_idxs = cat(&[global_idxs, local_idxs, &fake_reduce, upcast_idxs]);
         let mut acc = self.global_load(out_buf, &acc_idxs, Some(r), None, &loop_ctx);
         let early_idxs = cat(&[global_idxs, local_idxs, &reduce_idxs, full_upcast_idxs]);
@@ -318,7 +397,14 @@ impl Lin {
         }
         let offs = self.k.acc_offsets(self.k.full_buf_index);
         let gated = self.gate_accs(accs, &early_idxs, &offs);
-        self.ast_parse(r, &gated, Some(&offs), &loaded, Some(&mut acc), &mut HashMap::new());
+        self.ast_parse(
+            r,
+            &gated,
+            Some(&offs),
+            &loaded,
+            Some(&mut acc),
+            &mut HashMap::new(),
+        );
         self.load_cache.clear();
         if gfr == 0 {
             accs.insert(r.key(), acc);
@@ -346,7 +432,10 @@ impl Lin {
                     let c = self.render(v);
                     let dt = self.g.get(a).dtype.expect("typed");
                     let zero = self.g.constant(dt, crate::ops::ConstValue::zero(dt));
-                    gated.push(self.g.alu(AluOp::Ternary(crate::ops::TernaryOp::Where), &[c, a, zero]));
+                    gated.push(
+                        self.g
+                            .alu(AluOp::Ternary(crate::ops::TernaryOp::Where), &[c, a, zero]),
+                    );
                 } else if v.max() == 0 {
                     let dt = self.g.get(a).dtype.expect("typed");
                     gated.push(self.g.constant(dt, crate::ops::ConstValue::zero(dt)));
@@ -369,9 +458,14 @@ impl Lin {
         acc: Vec<UOpId>,
         global_idxs: &[Node],
         local_idxs: &mut Vec<Node>,
-        upcast_idxs: &mut Vec<Node>,
+        upcast_idxs: &[Node],
     ) -> Result<Vec<UOpId>, LinearizeError> {
-        let (ld, gfr, gd, fr) = (self.k.local_dims, self.k.group_for_reduces, self.k.global_dims(), self.k.first_reduce());
+        let (ld, gfr, gd, fr) = (
+            self.k.local_dims,
+            self.k.group_for_reduces,
+            self.k.global_dims(),
+            self.k.first_reduce(),
+        );
         let nred = self.k.reduceops.len();
         let fake_global = zeros_like(global_idxs);
         let fake_reduce = zeros_like(&self.reduce_idxs());
@@ -392,7 +486,11 @@ impl Lin {
         let mid = self.k.upcast_in_mid_reduce_axes();
         let end_local: Vec<Node> = (0..fr + gfr)
             .map(|j| {
-                let max = if j >= fr && !mid.contains(&j) { full[j] as i64 - 1 } else { 0 };
+                let max = if j >= fr && !mid.contains(&j) {
+                    full[j] as i64 - 1
+                } else {
+                    0
+                };
                 Node::var(&format!("tidx{j}"), 0, max)
             })
             .collect();
@@ -404,18 +502,30 @@ impl Lin {
         let partials = self.global_load(out_buf, &idxs, None, Some(barrier), &[]);
         let mut loaded: Loaded = HashMap::new();
         loaded.insert(out_buf, partials);
-        let Op::Reduce(rop, _) = r.op() else { unreachable!("a reduce") };
+        let Op::Reduce(rop, _) = r.op() else {
+            unreachable!("a reduce")
+        };
         let st = self.k.sts[out_buf].clone();
         let temp_load = LazyOp::load(u32::MAX, r.dtype(), st);
         let late = LazyOp::reduce(*rop, vec![], temp_load);
         let offs = self.k.acc_offsets(self.k.bufs.len() - 1);
         let mut cache = HashMap::new();
         cache.insert(late.src()[0].key(), loaded[&out_buf].clone());
-        self.ast_parse(&late, &HashMap::new(), Some(&offs), &loaded, Some(&mut acc), &mut cache);
+        self.ast_parse(
+            &late,
+            &HashMap::new(),
+            Some(&offs),
+            &loaded,
+            Some(&mut acc),
+            &mut cache,
+        );
         self.load_cache.clear();
         if i + 1 < nred {
-            let fake_local: Vec<Node> =
-                late_local[..ld].iter().cloned().chain(late_local[ld..].iter().map(|_| Node::num(0))).collect();
+            let fake_local: Vec<Node> = late_local[..ld]
+                .iter()
+                .cloned()
+                .chain(late_local[ld..].iter().map(|_| Node::num(0)))
+                .collect();
             let idxs = cat(&[&fake_global, &fake_local, &fake_reduce, upcast_idxs]);
             let stores = self.global_store(out_buf, &idxs, &acc);
             let barrier = self.g.node(UOpKind::Barrier, None, stores);
@@ -427,7 +537,13 @@ impl Lin {
         Ok(acc)
     }
 
-    fn render_stores(&mut self, global_idxs: &[Node], local_idxs: &[Node], upcast_idxs: &[Node], accs: &Accs) -> Vec<UOpId> {
+    fn render_stores(
+        &mut self,
+        global_idxs: &[Node],
+        local_idxs: &[Node],
+        upcast_idxs: &[Node],
+        accs: &Accs,
+    ) -> Vec<UOpId> {
         let fake_reduce = zeros_like(&self.reduce_idxs());
         let idxs = cat(&[global_idxs, local_idxs, &fake_reduce, upcast_idxs]);
         let mut loaded: Loaded = HashMap::new();
@@ -446,8 +562,15 @@ impl Lin {
             vals.push(self.ast_parse(&s.src()[0], accs, None, &loaded, None, &mut cache));
         }
         for (s, v) in self.k.ast.clone().iter().zip(vals) {
-            let Op::Store(m) = s.op() else { unreachable!("stores") };
-            let pos = self.k.bufs.iter().position(|b| *b == KernelBuffer::Mem(m.clone())).expect("output buffer");
+            let Op::Store(m) = s.op() else {
+                unreachable!("stores")
+            };
+            let pos = self
+                .k
+                .bufs
+                .iter()
+                .position(|b| *b == KernelBuffer::Mem(m.clone()))
+                .expect("output buffer");
             stores.extend(self.global_store(pos, &idxs, &v));
         }
         stores
@@ -474,7 +597,13 @@ impl Lin {
                 let bit = matches!(x.op(), Op::Bitcast(_));
                 let vals = self.ast_parse(&x.src()[0], accs, offs, loaded, None, cache);
                 vals.into_iter()
-                    .map(|u| if bit { self.g.node(UOpKind::Bitcast, Some(*d), vec![u]) } else { self.g.cast(*d, u) })
+                    .map(|u| {
+                        if bit {
+                            self.g.node(UOpKind::Bitcast, Some(*d), vec![u])
+                        } else {
+                            self.g.cast(*d, u)
+                        }
+                    })
                     .collect()
             }
             // Inside a reduce, `accs` are already per upcast position.
@@ -505,8 +634,11 @@ impl Lin {
                 ret
             }
             Op::Alu(op) => {
-                let vals: Vec<Vec<UOpId>> =
-                    x.src().iter().map(|s| self.ast_parse(s, accs, offs, loaded, None, cache)).collect();
+                let vals: Vec<Vec<UOpId>> = x
+                    .src()
+                    .iter()
+                    .map(|s| self.ast_parse(s, accs, offs, loaded, None, cache))
+                    .collect();
                 let n = vals.iter().map(Vec::len).min().unwrap_or(0);
                 (0..n)
                     .map(|j| {
@@ -527,7 +659,11 @@ impl Lin {
             Op::Const(c) => KernelBuffer::Const(c.clone()),
             _ => unreachable!("a buffer op"),
         };
-        self.k.bufs.iter().position(|x| *x == b).unwrap_or(usize::MAX)
+        self.k
+            .bufs
+            .iter()
+            .position(|x| *x == b)
+            .unwrap_or(usize::MAX)
     }
 
     fn buf_uop(&self, i: usize) -> UOpId {

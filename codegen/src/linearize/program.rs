@@ -49,7 +49,12 @@ pub fn to_program(k: &Kernel) -> Result<Program, LinearizeError> {
     }
     buffers.sort_by_key(|b| b.id);
     let (uop_flops, uop_mem) = flops_mem(&lin.uops);
-    let threads: usize = lin.global_size.iter().chain(&lin.local_size).flatten().product();
+    let threads: usize = lin
+        .global_size
+        .iter()
+        .chain(&lin.local_size)
+        .flatten()
+        .product();
     let (ast_flops, ast_mem) = ast_estimates(k);
     let mut ast = String::new();
     for s in &k.ast {
@@ -89,13 +94,24 @@ pub fn flops_mem(l: &Linear) -> (u64, u64) {
             }
             UOpKind::Alu(op) => {
                 let lanes = u.dtype.map_or(1, |d| d.count as u64);
-                let w = if matches!(op, crate::ops::AluOp::Ternary(crate::ops::TernaryOp::MulAcc)) { 2 } else { 1 };
+                let w = if matches!(
+                    op,
+                    crate::ops::AluOp::Ternary(crate::ops::TernaryOp::MulAcc)
+                ) {
+                    2
+                } else {
+                    1
+                };
                 flops += m * lanes * w;
             }
             UOpKind::Load | UOpKind::Store => {
                 let buf = &l.uops[u.src[0].index()];
                 if matches!(buf.kind, UOpKind::DefineGlobal { .. }) {
-                    let d = if matches!(u.kind, UOpKind::Load) { u.dtype } else { l.uops[u.src[2].index()].dtype };
+                    let d = if matches!(u.kind, UOpKind::Load) {
+                        u.dtype
+                    } else {
+                        l.uops[u.src[2].index()].dtype
+                    };
                     mem += m * d.map_or(0, |d| d.size() as u64);
                 }
             }

@@ -214,7 +214,10 @@ impl<'a> Renderer<'a> {
             format!("{buf}[{idx}]")
         };
         let gated = u.src.len() >= 4
-            && !matches!(self.prog.uops[u.src[2].index()].kind, UOpKind::Barrier | UOpKind::If);
+            && !matches!(
+                self.prog.uops[u.src[2].index()].kind,
+                UOpKind::Barrier | UOpKind::If
+            );
         let e = if gated {
             format!("({}?{access}:{})", self.src(u, 2), self.src(u, 3))
         } else {
@@ -266,7 +269,11 @@ impl<'a> Renderer<'a> {
             Scalar::I32 if v.as_i64() == i32::MIN as i64 => "(-2147483647-1)".to_string(),
             _ => format!("{}", v.as_i64()),
         };
-        let s = if s.starts_with('-') { format!("({s})") } else { s };
+        let s = if s.starts_with('-') {
+            format!("({s})")
+        } else {
+            s
+        };
         if d.count > 1 {
             let t = self.ty(d)?;
             let lanes = vec![s; d.count as usize].join(", ");
@@ -283,7 +290,10 @@ impl<'a> Renderer<'a> {
                 let x = a(0);
                 match o {
                     UnaryOp::Neg => format!("(-{x})"),
-                    UnaryOp::Recip => format!("({}/{x})", self.constant(ConstValue::from_f64(od, 1.0), od)?),
+                    UnaryOp::Recip => format!(
+                        "({}/{x})",
+                        self.constant(ConstValue::from_f64(od, 1.0), od)?
+                    ),
                     UnaryOp::Exp2 => format!("{}({x})", self.math("exp2", od)?),
                     UnaryOp::Log2 => format!("{}({x})", self.math("log2", od)?),
                     UnaryOp::Sin => format!("{}({x})", self.math("sin", od)?),
@@ -298,7 +308,9 @@ impl<'a> Renderer<'a> {
                     BinaryOp::Sub => infix("-"),
                     BinaryOp::Mul => infix("*"),
                     BinaryOp::Div => infix("/"),
-                    BinaryOp::Mod if od.is_float() => format!("{}({x}, {y})", self.math("fmod", od)?),
+                    BinaryOp::Mod if od.is_float() => {
+                        format!("{}({x}, {y})", self.math("fmod", od)?)
+                    }
                     BinaryOp::Mod => infix("%"),
                     BinaryOp::CmpLt => infix("<"),
                     BinaryOp::CmpNe => infix("!="),
@@ -322,7 +334,11 @@ impl<'a> Renderer<'a> {
             Scalar::F32 | Scalar::F16 => (format!("{base}f"), "float"),
             _ => return Err(self.unsupported(format!("{base} on {d}"))),
         };
-        let args = if base == "fmod" { format!("{t}, {t}") } else { t.to_string() };
+        let args = if base == "fmod" {
+            format!("{t}, {t}")
+        } else {
+            t.to_string()
+        };
         self.helpers.insert(format!("{t} {name}({args});"));
         Ok(name)
     }
@@ -330,7 +346,7 @@ impl<'a> Renderer<'a> {
     fn max_helper(&mut self, d: DType) -> Result<String, RenderError> {
         let t = self.ty(d)?;
         let name = format!("kiln_max_{}", d.scalar.name());
-        let guard = format!("KILN_{}", name.to_uppercase());
+        let guard = format!("{}_DEFINED", name.to_uppercase());
         self.helpers.insert(format!(
             "#ifndef {guard}\n#define {guard}\nstatic inline {t} {name}({t} a, {t} b) {{ return a < b ? b : a; }}\n#endif"
         ));

@@ -22,7 +22,11 @@ impl Builder<'_> {
         }
         let n = self.g.node(id);
         let b = BufId(self.buffers.len() as u32);
-        self.buffers.push(BufferInfo { kind, dtype: n.dtype, shape: n.shape.clone() });
+        self.buffers.push(BufferInfo {
+            kind,
+            dtype: n.dtype,
+            shape: n.shape.clone(),
+        });
         self.buf_of.insert(id, b);
         b
     }
@@ -55,8 +59,17 @@ impl KernelCtx {
     }
 }
 
-pub(super) fn build_schedule(g: &Graph, outputs: &[Lazy], plan: &Plan) -> Result<Schedule, ScheduleError> {
-    let mut b = Builder { g, plan, buffers: vec![], buf_of: HashMap::new() };
+pub(super) fn build_schedule(
+    g: &Graph,
+    outputs: &[Lazy],
+    plan: &Plan,
+) -> Result<Schedule, ScheduleError> {
+    let mut b = Builder {
+        g,
+        plan,
+        buffers: vec![],
+        buf_of: HashMap::new(),
+    };
     let mut inputs = Vec::new();
     for (id, node) in g.nodes.iter().enumerate() {
         if let GOp::Input(i) = node.op {
@@ -79,11 +92,19 @@ pub(super) fn build_schedule(g: &Graph, outputs: &[Lazy], plan: &Plan) -> Result
             Some(r) => g.node(*r).shape.clone(),
             None => node.shape.clone(),
         };
-        let mut ctx = KernelCtx { root: id, bufs: vec![out] };
-        let st = ShapeTracker::from_shape(&node.shape).reshape(&space).map_err(crate::graph::GraphError::from)?;
+        let mut ctx = KernelCtx {
+            root: id,
+            bufs: vec![out],
+        };
+        let st = ShapeTracker::from_shape(&node.shape)
+            .reshape(&space)
+            .map_err(crate::graph::GraphError::from)?;
         let value = expand(&mut b, &mut ctx, id, &st)?;
         let store = LazyOp::store(0, ShapeTracker::from_shape(&space), value);
-        items.push(ScheduleItem { ast: vec![store], bufs: ctx.bufs });
+        items.push(ScheduleItem {
+            ast: vec![store],
+            bufs: ctx.bufs,
+        });
     }
     Ok(Schedule {
         items,
@@ -94,14 +115,21 @@ pub(super) fn build_schedule(g: &Graph, outputs: &[Lazy], plan: &Plan) -> Result
 }
 
 /// The AST computing node `id` seen through `st` (a view over the node's shape).
-fn expand(b: &mut Builder, ctx: &mut KernelCtx, id: NodeId, st: &ShapeTracker) -> Result<LazyOp, ScheduleError> {
+fn expand(
+    b: &mut Builder,
+    ctx: &mut KernelCtx,
+    id: NodeId,
+    st: &ShapeTracker,
+) -> Result<LazyOp, ScheduleError> {
     let node = b.g.node(id);
     let realized = b.plan.realized[id.0 as usize];
     if (realized && id != ctx.root) || matches!(node.op, GOp::Input(_) | GOp::Weight(_)) {
         let buf = b.source_buffer(id);
         return Ok(LazyOp::load(ctx.index(buf), node.dtype, st.clone()));
     }
-    let through = |b: &mut Builder, ctx: &mut KernelCtx, s: &Lazy| expand(b, ctx, s.base, &compose(&s.st, st));
+    let through = |b: &mut Builder, ctx: &mut KernelCtx, s: &Lazy| {
+        expand(b, ctx, s.base, &compose(&s.st, st))
+    };
     Ok(match &node.op {
         GOp::Const(c) => LazyOp::constant(*c, node.dtype, st.clone()),
         GOp::Alu(op) => {

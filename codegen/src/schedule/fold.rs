@@ -61,13 +61,19 @@ pub fn fold_constants(g: &mut Graph, outputs: &[Lazy]) -> Result<(), ScheduleErr
 
 fn fold_node(g: &mut Graph, id: NodeId) -> Result<(), ScheduleError> {
     let node = g.node(id).clone();
-    let out = Lazy { base: id, st: ShapeTracker::from_shape(&node.shape), dtype: node.dtype };
+    let out = Lazy {
+        base: id,
+        st: ShapeTracker::from_shape(&node.shape),
+        dtype: node.dtype,
+    };
     let sched = schedule_unfolded(g, &[out])?;
     let mut host: Vec<HostBuffer> = sched
         .buffers
         .iter()
         .map(|b| match b.kind {
-            BufKind::Weight(w) => HostBuffer::from_bytes(b.dtype.scalar, &g.weights[w.0 as usize].bytes),
+            BufKind::Weight(w) => {
+                HostBuffer::from_bytes(b.dtype.scalar, &g.weights[w.0 as usize].bytes)
+            }
             _ => HostBuffer::zeros(b.dtype.scalar, b.numel()),
         })
         .collect();
@@ -76,9 +82,16 @@ fn fold_node(g: &mut Graph, id: NodeId) -> Result<(), ScheduleError> {
         let lin = linearize(&k).map_err(|e| ScheduleError::Fold(e.to_string()))?;
         let mut bufs: HashMap<BufferId, HostBuffer> = HashMap::new();
         for (j, b) in item.bufs.iter().enumerate() {
-            bufs.insert(BufferId(j as u32), std::mem::replace(&mut host[b.0 as usize], HostBuffer::zeros(node.dtype.scalar, 0)));
+            bufs.insert(
+                BufferId(j as u32),
+                std::mem::replace(
+                    &mut host[b.0 as usize],
+                    HostBuffer::zeros(node.dtype.scalar, 0),
+                ),
+            );
         }
-        run(&lin.uops, &mut bufs, &HashMap::new()).map_err(|e| ScheduleError::Fold(format!("{}: {e}", lin.name)))?;
+        run(&lin.uops, &mut bufs, &HashMap::new())
+            .map_err(|e| ScheduleError::Fold(format!("{}: {e}", lin.name)))?;
         for (j, b) in item.bufs.iter().enumerate() {
             host[b.0 as usize] = bufs.remove(&BufferId(j as u32)).expect("buffer given back");
         }
@@ -92,6 +105,11 @@ fn fold_node(g: &mut Graph, id: NodeId) -> Result<(), ScheduleError> {
         shape: node.shape.clone(),
         bytes,
     });
-    g.nodes[id.0 as usize] = GNode { op: GOp::Weight(w), dtype: node.dtype, shape: node.shape, src: vec![] };
+    g.nodes[id.0 as usize] = GNode {
+        op: GOp::Weight(w),
+        dtype: node.dtype,
+        shape: node.shape,
+        src: vec![],
+    };
     Ok(())
 }

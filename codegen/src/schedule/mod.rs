@@ -96,7 +96,10 @@ pub fn create_schedule(graph: &Graph, outputs: &[Lazy]) -> Result<Schedule, Sche
 /// Schedules without folding (used by folding itself).
 pub fn schedule_unfolded(graph: &Graph, outputs: &[Lazy]) -> Result<Schedule, ScheduleError> {
     let mut g = graph.clone();
-    let outputs: Vec<Lazy> = outputs.iter().map(|o| realize::output_view(&mut g, o)).collect();
+    let outputs: Vec<Lazy> = outputs
+        .iter()
+        .map(|o| realize::output_view(&mut g, o))
+        .collect();
     let plan = realize::plan(&g, &outputs);
     build::build_schedule(&g, &outputs, &plan)
 }

@@ -16,7 +16,10 @@ pub struct Plan {
 }
 
 fn is_compute(op: &GOp) -> bool {
-    matches!(op, GOp::Alu(_) | GOp::Cast | GOp::Bitcast | GOp::Reduce(..) | GOp::Contiguous)
+    matches!(
+        op,
+        GOp::Alu(_) | GOp::Cast | GOp::Bitcast | GOp::Reduce(..) | GOp::Contiguous
+    )
 }
 
 /// True when `st` is `shape`'s elements in order (a plain reshape of a contiguous buffer).
@@ -71,12 +74,21 @@ pub fn plan(g: &Graph, outputs: &[Lazy]) -> Plan {
             _ => realized[r.0 as usize] = true,
         }
     }
-    Plan { realized, fused, order }
+    Plan {
+        realized,
+        fused,
+        order,
+    }
 }
 
 /// The realized node a reduce's value flows into through single-consumer elementwise ops and
 /// plain reshapes, if there is one.
-fn fusion_root(g: &Graph, r: NodeId, consumers: &[Vec<(NodeId, usize)>], realized: &[bool]) -> Option<NodeId> {
+fn fusion_root(
+    g: &Graph,
+    r: NodeId,
+    consumers: &[Vec<(NodeId, usize)>],
+    realized: &[bool],
+) -> Option<NodeId> {
     let mut cur = r;
     loop {
         let edges = &consumers[cur.0 as usize];

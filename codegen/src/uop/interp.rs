@@ -27,7 +27,10 @@ impl HostBuffer {
     pub fn from_f64(dtype: Scalar, v: &[f64]) -> Self {
         HostBuffer {
             dtype,
-            data: v.iter().map(|&x| ConstValue::from_f64(dtype.vec(1), x)).collect(),
+            data: v
+                .iter()
+                .map(|&x| ConstValue::from_f64(dtype.vec(1), x))
+                .collect(),
         }
     }
 
@@ -165,7 +168,9 @@ pub fn run(
     Ok(())
 }
 
-fn thread_dims(prog: &Linear) -> (Vec<(String, usize)>, Vec<(String, usize)>) {
+type Dims = Vec<(String, usize)>;
+
+fn thread_dims(prog: &Linear) -> (Dims, Dims) {
     let (mut g, mut l) = (Vec::new(), Vec::new());
     for u in &prog.uops {
         if let UOpKind::Special {
@@ -270,7 +275,10 @@ impl Ctx<'_> {
                 UOpKind::Const(c) => Some(splat(*c, u.dtype)),
                 UOpKind::DefineAcc { .. } => Some(reg(t, u.src[0])),
                 UOpKind::Range { .. } => {
-                    let (lo, hi) = (reg(t, u.src[0]).scalar().as_i64(), reg(t, u.src[1]).scalar().as_i64());
+                    let (lo, hi) = (
+                        reg(t, u.src[0]).scalar().as_i64(),
+                        reg(t, u.src[1]).scalar().as_i64(),
+                    );
                     if lo >= hi {
                         pc = self.matching[&pc] + 1;
                         continue;
@@ -307,10 +315,16 @@ impl Ctx<'_> {
                     None
                 }
                 UOpKind::Alu(op) => Some(self.alu(pc, t, *op)?),
-                UOpKind::Cast => Some(cast(u, &u.src.iter().map(|s| reg(t, *s)).collect::<Vec<_>>(), |s| {
-                    prog.uops[s].dtype
-                })),
-                UOpKind::Bitcast => Some(bitcast(&reg(t, u.src[0]), prog.uops[u.src[0].index()].dtype, u.dtype)),
+                UOpKind::Cast => Some(cast(
+                    u,
+                    &u.src.iter().map(|s| reg(t, *s)).collect::<Vec<_>>(),
+                    |s| prog.uops[s].dtype,
+                )),
+                UOpKind::Bitcast => Some(bitcast(
+                    &reg(t, u.src[0]),
+                    prog.uops[u.src[0].index()].dtype,
+                    u.dtype,
+                )),
                 UOpKind::Gep(l) => Some(Val::Scalar(reg(t, u.src[0]).lane(*l as usize))),
             };
             t.regs[pc] = val;
@@ -332,7 +346,10 @@ impl Ctx<'_> {
         let reg = |id: UOpId| t.regs[id.index()].clone().expect("source computed");
         let dtype = u.dtype.expect("load has a type");
         let has_gate = u.src.len() >= 4
-            && !matches!(self.prog.uops[u.src[2].index()].kind, UOpKind::Barrier | UOpKind::If);
+            && !matches!(
+                self.prog.uops[u.src[2].index()].kind,
+                UOpKind::Barrier | UOpKind::If
+            );
         if has_gate && reg(u.src[2]).scalar().is_zero() {
             return Ok(reg(u.src[3]));
         }
@@ -352,7 +369,11 @@ impl Ctx<'_> {
             })?);
         }
         let lanes: Vec<ConstValue> = lanes.into_iter().map(|v| normalize(v, dtype)).collect();
-        Ok(if n == 1 { Val::Scalar(lanes[0]) } else { Val::Vector(lanes) })
+        Ok(if n == 1 {
+            Val::Scalar(lanes[0])
+        } else {
+            Val::Vector(lanes)
+        })
     }
 
     fn store(&mut self, pc: usize, t: &Thread) -> Result<(), InterpError> {
@@ -361,7 +382,9 @@ impl Ctx<'_> {
         if u.src.len() == 4 && reg(u.src[3]).scalar().is_zero() {
             return Ok(());
         }
-        let vdt = self.prog.uops[u.src[2].index()].dtype.expect("stored value has a type");
+        let vdt = self.prog.uops[u.src[2].index()]
+            .dtype
+            .expect("stored value has a type");
         let idx = reg(u.src[1]).scalar().as_i64();
         let val = reg(u.src[2]);
         let (mem, buf) = self
@@ -383,18 +406,30 @@ impl Ctx<'_> {
 
     fn alu(&mut self, pc: usize, t: &Thread, op: AluOp) -> Result<Val, InterpError> {
         let u = &self.prog.uops[pc];
-        let srcs: Vec<Val> = u.src.iter().map(|s| t.regs[s.index()].clone().expect("computed")).collect();
-        let operand = self.prog.uops[u.src[u.src.len() - 1].index()].dtype.expect("typed");
+        let srcs: Vec<Val> = u
+            .src
+            .iter()
+            .map(|s| t.regs[s.index()].clone().expect("computed"))
+            .collect();
+        let operand = self.prog.uops[u.src[u.src.len() - 1].index()]
+            .dtype
+            .expect("typed");
         let n = u.dtype.expect("typed").count as usize;
         let mut lanes = Vec::with_capacity(n);
         for k in 0..n {
             let args: Vec<ConstValue> = srcs.iter().map(|s| s.lane(k)).collect();
-            lanes.push(eval_alu(op, operand.scalar(), &args).ok_or(InterpError::Undefined {
-                uop: pc,
-                op: op.to_string(),
-            })?);
+            lanes.push(
+                eval_alu(op, operand.scalar(), &args).ok_or(InterpError::Undefined {
+                    uop: pc,
+                    op: op.to_string(),
+                })?,
+            );
         }
-        Ok(if n == 1 { Val::Scalar(lanes[0]) } else { Val::Vector(lanes) })
+        Ok(if n == 1 {
+            Val::Scalar(lanes[0])
+        } else {
+            Val::Vector(lanes)
+        })
     }
 }
 

@@ -50,7 +50,11 @@ pub enum UOpKind {
         size: usize,
     },
     /// A loop. Sources: start, end (exclusive).
-    Range { depth: u32, index: u32, reduce: bool },
+    Range {
+        depth: u32,
+        index: u32,
+        reduce: bool,
+    },
     /// Closes a loop. Source: the range.
     EndRange,
     /// Conditional block. Sources: condition, then a barrier it waits on (optional).
@@ -163,7 +167,10 @@ impl UOpGraph {
     /// Adds an ALU node, folding constants and algebraic identities.
     pub fn alu(&mut self, op: AluOp, src: &[UOpId]) -> UOpId {
         debug_assert_eq!(src.len(), op.arity(), "{op} arity");
-        let operand = self.get(src[src.len() - 1]).dtype.expect("ALU operand has a type");
+        let operand = self
+            .get(src[src.len() - 1])
+            .dtype
+            .expect("ALU operand has a type");
         let dtype = if op.is_comparison() {
             DType::BOOL.vec(operand.count)
         } else {
@@ -244,7 +251,12 @@ impl fmt::Display for UOpKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             UOpKind::DefineGlobal { buf, mutable } => {
-                write!(f, "DEFINE_GLOBAL data{}{}", buf.0, if *mutable { " (out)" } else { "" })
+                write!(
+                    f,
+                    "DEFINE_GLOBAL data{}{}",
+                    buf.0,
+                    if *mutable { " (out)" } else { "" }
+                )
             }
             UOpKind::DefineLocal { name, size } => write!(f, "DEFINE_LOCAL {name}[{size}]"),
             UOpKind::DefineVar { name, min, max } => write!(f, "DEFINE_VAR {name} [{min},{max}]"),

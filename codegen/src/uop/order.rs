@@ -96,27 +96,24 @@ pub fn linearize(g: &UOpGraph, sinks: &[UOpId]) -> Result<Linear, OrderError> {
     let mut order: Vec<UOpId> = Vec::new();
     let mut ends: HashMap<usize, UOpId> = HashMap::new();
     let mut end_markers: Vec<(UOpId, UOpId)> = Vec::new();
-    // Every node depending on each block opener, not stopping at PHIs.
-    let descendants: HashMap<UOpId, HashSet<UOpId>> = scopes
+    // What may be placed while each block is the innermost open one: its scope and what its
+    // scope needs. Anything else waits for the block to close, so that blocks nest and values
+    // computed inside a block are used only there.
+    let needed: HashMap<UOpId, HashSet<UOpId>> = scopes
         .iter()
-        .map(|(o, _)| (*o, scope_of(g, &children, *o, &UOpKind::Sink)))
+        .map(|(o, members)| (*o, with_ancestors(g, members)))
         .collect();
     let mut open: Vec<UOpId> = Vec::new();
     let mut deferred: Vec<UOpId> = Vec::new();
     while let Some(Reverse((_, _, x))) = heap.pop() {
         let u = g.get(x);
-        // A block opens inside the innermost open block only if that block needs it;
-        // otherwise it waits for the block to close, so that blocks nest.
         if let Some(inner) = open.last() {
-            if descendants.contains_key(&x) {
-                let remaining = &scopes.iter().find(|(o, _)| o == inner).expect("open scope").1;
-                if descendants[&x].is_disjoint(remaining) {
-                    deferred.push(x);
-                    continue;
-                }
+            if !needed[inner].contains(&x) {
+                deferred.push(x);
+                continue;
             }
         }
-        if descendants.contains_key(&x) {
+        if needed.contains_key(&x) {
             open.push(x);
         }
         if matches!(u.kind, UOpKind::DefineAcc { .. }) && u.src.len() > 1 {
@@ -187,6 +184,18 @@ fn reachable(g: &UOpGraph, sinks: &[UOpId]) -> Vec<UOpId> {
     v
 }
 
+/// `members` and everything they depend on.
+fn with_ancestors(g: &UOpGraph, members: &HashSet<UOpId>) -> HashSet<UOpId> {
+    let mut out = HashSet::new();
+    let mut stack: Vec<UOpId> = members.iter().copied().collect();
+    while let Some(n) = stack.pop() {
+        if out.insert(n) {
+            stack.extend(g.get(n).src.iter().copied());
+        }
+    }
+    out
+}
+
 /// Everything that depends on `root`, not looking past nodes of kind `end` (which are included).
 fn scope_of(
     g: &UOpGraph,
@@ -242,8 +251,11 @@ fn build_linear(
             || !(matches!(g.get(*id).kind, UOpKind::Sink) && sinks.contains(id))
     };
     let kept: Vec<UOpId> = order.iter().copied().filter(keep).collect();
-    let pos: HashMap<UOpId, UOpId> =
-        kept.iter().enumerate().map(|(i, id)| (*id, UOpId(i as u32))).collect();
+    let pos: HashMap<UOpId, UOpId> = kept
+        .iter()
+        .enumerate()
+        .map(|(i, id)| (*id, UOpId(i as u32)))
+        .collect();
     let uops = kept
         .iter()
         .map(|id| match ends.get(&id.index()) {
@@ -319,7 +331,11 @@ fn verify(l: &Linear) -> Result<(), OrderError> {
                 st.last().copied()
             });
             if open != Some(u.src[0].index()) {
-                return Err(OrderError::BadNesting { index: i, block: u.src[0].index(), open });
+                return Err(OrderError::BadNesting {
+                    index: i,
+                    block: u.src[0].index(),
+                    open,
+                });
             }
         }
     }
@@ -345,7 +361,11 @@ fn verify(l: &Linear) -> Result<(), OrderError> {
             if matches!(l.uops[s].kind, UOpKind::Phi) {
                 // The PHI's result is visible after its loops close.
                 let acc = declared_at(l, s);
-                set.extend(needs[s].iter().filter(|r| !l.uops[acc].src.iter().any(|x| x.index() == **r)));
+                set.extend(
+                    needs[s]
+                        .iter()
+                        .filter(|r| !l.uops[acc].src.iter().any(|x| x.index() == **r)),
+                );
             } else if s < needs.len() {
                 set.extend(needs[s].iter().copied());
             }
@@ -360,7 +380,10 @@ fn verify(l: &Linear) -> Result<(), OrderError> {
             }
         }
         needs.push(set);
-        if matches!(u.kind, UOpKind::EndRange | UOpKind::EndIf | UOpKind::DefineAcc { .. }) {
+        if matches!(
+            u.kind,
+            UOpKind::EndRange | UOpKind::EndIf | UOpKind::DefineAcc { .. }
+        ) {
             continue;
         }
         for s in &u.src {

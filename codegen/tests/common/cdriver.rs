@@ -49,7 +49,11 @@ pub fn run_batch(dir: &Path, calls: &[Call]) -> Vec<Vec<f64>> {
     let mut input = Vec::new();
     for (i, c) in calls.iter().enumerate() {
         let name = format!("k_{i}");
-        src.push_str(&c.program.src.replacen(&format!(" {}(", c.program.name), &format!(" {name}("), 1));
+        src.push_str(&c.program.src.replacen(
+            &format!(" {}(", c.program.name),
+            &format!(" {name}("),
+            1,
+        ));
         let _ = writeln!(main, "  {{");
         let mut args = Vec::new();
         for (j, (dt, data)) in c.buffers.iter().enumerate() {
@@ -68,19 +72,45 @@ pub fn run_batch(dir: &Path, calls: &[Call]) -> Vec<Vec<f64>> {
     main.push_str("  fclose(fo);\n  return 0;\n}\n");
     src.push_str(&main);
     std::fs::create_dir_all(dir).expect("temp dir");
-    let (c_path, bin, inp, outp) = (dir.join("k.c"), dir.join("k"), dir.join("in.bin"), dir.join("out.bin"));
+    let (c_path, bin, inp, outp) = (
+        dir.join("k.c"),
+        dir.join("k"),
+        dir.join("in.bin"),
+        dir.join("out.bin"),
+    );
     std::fs::write(&c_path, &src).expect("write C");
     std::fs::write(&inp, &input).expect("write input");
     let cc = Command::new("cc")
-        .args(["-O1", "-std=gnu11", "-fno-math-errno", "-Wall", "-Werror", "-Wno-unused-variable", "-o"])
+        .args([
+            "-O1",
+            "-std=gnu11",
+            "-fno-math-errno",
+            "-Wall",
+            "-Werror",
+            "-Wno-unused-variable",
+            "-o",
+        ])
         .arg(&bin)
         .arg(&c_path)
         .arg("-lm")
         .output()
         .expect("run the system C compiler `cc`");
-    assert!(cc.status.success(), "C compile failed:\n{}\nsource: {}", String::from_utf8_lossy(&cc.stderr), c_path.display());
-    let run = Command::new(&bin).arg(&inp).arg(&outp).output().expect("run the kernels");
-    assert!(run.status.success(), "kernel program failed: {:?}", run.status);
+    assert!(
+        cc.status.success(),
+        "C compile failed:\n{}\nsource: {}",
+        String::from_utf8_lossy(&cc.stderr),
+        c_path.display()
+    );
+    let run = Command::new(&bin)
+        .arg(&inp)
+        .arg(&outp)
+        .output()
+        .expect("run the kernels");
+    assert!(
+        run.status.success(),
+        "kernel program failed: {:?}",
+        run.status
+    );
     let out = std::fs::read(&outp).expect("read output");
     let mut pos = 0;
     calls

@@ -34,7 +34,7 @@ struct Builder<'a> {
 impl Builder<'_> {
     fn input(&mut self, shape: &[usize]) -> LazyOp {
         let id = self.inputs.len() as u32 + 1;
-        let view = random_view(self.rng, shape, std::env::var("PD").map(|v| v.parse().unwrap()).unwrap_or(3));
+        let view = random_view(self.rng, shape, 3);
         let table = view.table();
         let int = self.dtype.is_int();
         let data = (0..view.base_len())
@@ -48,13 +48,24 @@ impl Builder<'_> {
             })
             .collect();
         let st = view.tracker();
-        self.inputs.push(Input { id, view, table, data });
+        self.inputs.push(Input {
+            id,
+            view,
+            table,
+            data,
+        });
         LazyOp::load(id, self.dtype, st)
     }
 
     fn constant(&mut self, shape: &[usize]) -> LazyOp {
-        let v = if self.dtype.is_int() { (self.rng.below(7) as f64) - 3.0 } else { self.rng.unit() };
-        let st = ShapeTracker::from_shape(&vec![1; shape.len()]).expand(shape).expect("expand ones");
+        let v = if self.dtype.is_int() {
+            (self.rng.below(7) as f64) - 3.0
+        } else {
+            self.rng.unit()
+        };
+        let st = ShapeTracker::from_shape(&vec![1; shape.len()])
+            .expand(shape)
+            .expect("expand ones");
         LazyOp::constant(ConstValue::from_f64(self.dtype, v), self.dtype, st)
     }
 
@@ -92,7 +103,11 @@ impl Builder<'_> {
     }
 
     fn reduce(&mut self, axes: &[usize], src: LazyOp) -> LazyOp {
-        let op = if self.rng.below(3) == 0 { ReduceOp::Max } else { ReduceOp::Sum };
+        let op = if self.rng.below(3) == 0 {
+            ReduceOp::Max
+        } else {
+            ReduceOp::Sum
+        };
         LazyOp::reduce(op, axes.to_vec(), src)
     }
 }
@@ -100,7 +115,9 @@ impl Builder<'_> {
 fn random_shape(rng: &mut Rng) -> Vec<usize> {
     loop {
         let rank = 1 + rng.below(4);
-        let s: Vec<usize> = (0..rank).map(|_| rng.pick(&[1, 2, 3, 4, 5, 6, 8])).collect();
+        let s: Vec<usize> = (0..rank)
+            .map(|_| rng.pick(&[1, 2, 3, 4, 5, 6, 8]))
+            .collect();
         if s.iter().product::<usize>() <= 1500 {
             return s;
         }
@@ -110,7 +127,11 @@ fn random_shape(rng: &mut Rng) -> Vec<usize> {
 /// One random kernel AST with its inputs.
 pub fn random_case(seed: u64) -> Case {
     let mut rng = Rng::new(seed);
-    let dtype = if rng.below(5) == 0 { DType::I32 } else { DType::F32 };
+    let dtype = if rng.below(5) == 0 {
+        DType::I32
+    } else {
+        DType::F32
+    };
     let full = random_shape(&mut rng);
     let pattern = rng.below(20);
     let mut axes: Vec<usize> = (0..full.len()).filter(|_| rng.below(2) == 0).collect();
@@ -118,7 +139,11 @@ pub fn random_case(seed: u64) -> Case {
         axes.push(rng.below(full.len()));
     }
     let mut out_shape = full.clone();
-    let mut b = Builder { rng: &mut rng, dtype, inputs: vec![] };
+    let mut b = Builder {
+        rng: &mut rng,
+        dtype,
+        inputs: vec![],
+    };
     let value = if pattern < 5 {
         let count = 1 + b.rng.below(2);
         let l = b.leaves(&full, count);
@@ -159,8 +184,19 @@ pub fn random_case(seed: u64) -> Case {
         }
     };
     let inputs = b.inputs;
-    let ast = vec![LazyOp::store(0, ShapeTracker::from_shape(&out_shape), value)];
-    Case { seed, dtype, full, out_shape, ast, inputs }
+    let ast = vec![LazyOp::store(
+        0,
+        ShapeTracker::from_shape(&out_shape),
+        value,
+    )];
+    Case {
+        seed,
+        dtype,
+        full,
+        out_shape,
+        ast,
+        inputs,
+    }
 }
 
 /// Applies up to four random opts; the ones that do not apply are skipped, and must be

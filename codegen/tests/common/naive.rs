@@ -22,15 +22,32 @@ fn val(v: f64) -> Val {
 pub fn evaluate(case: &Case) -> Vec<Val> {
     let n: usize = case.out_shape.iter().product();
     let int = case.dtype.is_int();
-    (0..n).map(|k| eval(case, &case.ast[0].src()[0], &unravel(k, &case.out_shape), int)).collect()
+    (0..n)
+        .map(|k| {
+            eval(
+                case,
+                &case.ast[0].src()[0],
+                &unravel(k, &case.out_shape),
+                int,
+            )
+        })
+        .collect()
 }
 
 fn eval(case: &Case, x: &LazyOp, idx: &[usize], int: bool) -> Val {
     match x.op() {
         Op::Load(m) => {
-            let input = case.inputs.iter().find(|i| i.id == m.idx.0).expect("known input");
+            let input = case
+                .inputs
+                .iter()
+                .find(|i| i.id == m.idx.0)
+                .expect("known input");
             let t = &input.table;
-            let at: Vec<usize> = idx.iter().zip(&t.shape).map(|(&i, &s)| if s == 1 { 0 } else { i }).collect();
+            let at: Vec<usize> = idx
+                .iter()
+                .zip(&t.shape)
+                .map(|(&i, &s)| if s == 1 { 0 } else { i })
+                .collect();
             val(t.idx[ravel(&at, &t.shape)].map_or(0.0, |b| input.data[b]))
         }
         Op::Const(c) => val(c.val.as_f64()),
@@ -47,8 +64,14 @@ fn eval(case: &Case, x: &LazyOp, idx: &[usize], int: bool) -> Val {
                 let v = eval(case, &x.src()[0], &i, int);
                 acc = Some(match (acc, op) {
                     (None, _) => v,
-                    (Some(a), ReduceOp::Sum) => Val { v: a.v + v.v, mag: a.mag + v.mag },
-                    (Some(a), ReduceOp::Max) => Val { v: if a.v < v.v { v.v } else { a.v }, mag: a.mag.max(v.mag) },
+                    (Some(a), ReduceOp::Sum) => Val {
+                        v: a.v + v.v,
+                        mag: a.mag + v.mag,
+                    },
+                    (Some(a), ReduceOp::Max) => Val {
+                        v: if a.v < v.v { v.v } else { a.v },
+                        mag: a.mag.max(v.mag),
+                    },
                 });
             }
             acc.unwrap_or(val(0.0))
@@ -64,15 +87,39 @@ fn eval(case: &Case, x: &LazyOp, idx: &[usize], int: bool) -> Val {
 fn alu(op: AluOp, s: &[Val], int: bool) -> Val {
     let (a, b) = (s[0], s.get(1).copied().unwrap_or(val(0.0)));
     match op {
-        AluOp::Binary(BinaryOp::Add) => Val { v: a.v + b.v, mag: a.mag + b.mag },
-        AluOp::Binary(BinaryOp::Sub) => Val { v: a.v - b.v, mag: a.mag + b.mag },
-        AluOp::Binary(BinaryOp::Mul) => Val { v: a.v * b.v, mag: a.mag * b.mag },
-        AluOp::Binary(BinaryOp::Max) => Val { v: if a.v < b.v { b.v } else { a.v }, mag: a.mag.max(b.mag) },
+        AluOp::Binary(BinaryOp::Add) => Val {
+            v: a.v + b.v,
+            mag: a.mag + b.mag,
+        },
+        AluOp::Binary(BinaryOp::Sub) => Val {
+            v: a.v - b.v,
+            mag: a.mag + b.mag,
+        },
+        AluOp::Binary(BinaryOp::Mul) => Val {
+            v: a.v * b.v,
+            mag: a.mag * b.mag,
+        },
+        AluOp::Binary(BinaryOp::Max) => Val {
+            v: if a.v < b.v { b.v } else { a.v },
+            mag: a.mag.max(b.mag),
+        },
         AluOp::Binary(BinaryOp::CmpLt) => val((a.v < b.v) as i32 as f64),
-        AluOp::Unary(UnaryOp::Neg) => Val { v: -a.v, mag: a.mag },
-        AluOp::Unary(UnaryOp::Sin) if !int => Val { v: a.v.sin(), mag: a.mag.min(1.0) + 1.0 },
-        AluOp::Unary(UnaryOp::Exp2) if !int => Val { v: a.v.exp2(), mag: a.v.exp2() * (1.0 + a.mag) },
-        AluOp::Unary(UnaryOp::Sqrt) if !int => Val { v: a.v.sqrt(), mag: a.mag.sqrt() + 1.0 },
+        AluOp::Unary(UnaryOp::Neg) => Val {
+            v: -a.v,
+            mag: a.mag,
+        },
+        AluOp::Unary(UnaryOp::Sin) if !int => Val {
+            v: a.v.sin(),
+            mag: a.mag.min(1.0) + 1.0,
+        },
+        AluOp::Unary(UnaryOp::Exp2) if !int => Val {
+            v: a.v.exp2(),
+            mag: a.v.exp2() * (1.0 + a.mag),
+        },
+        AluOp::Unary(UnaryOp::Sqrt) if !int => Val {
+            v: a.v.sqrt(),
+            mag: a.mag.sqrt() + 1.0,
+        },
         AluOp::Ternary(TernaryOp::Where) => {
             let c = s[2];
             if a.v != 0.0 {

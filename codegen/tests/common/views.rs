@@ -82,10 +82,20 @@ impl Table {
                 })
             }
             Mov::Expand(s) => self.remap(s.clone(), |i| {
-                Some(i.iter().zip(&self.shape).map(|(&x, &d)| if d == 1 { 0 } else { x }).collect())
+                Some(
+                    i.iter()
+                        .zip(&self.shape)
+                        .map(|(&x, &d)| if d == 1 { 0 } else { x })
+                        .collect(),
+                )
             }),
             Mov::Pad(arg) => {
-                let shape: Vec<usize> = self.shape.iter().zip(arg).map(|(s, (a, b))| s + a + b).collect();
+                let shape: Vec<usize> = self
+                    .shape
+                    .iter()
+                    .zip(arg)
+                    .map(|(s, (a, b))| s + a + b)
+                    .collect();
                 self.remap(shape, |i| {
                     let mut src = Vec::with_capacity(i.len());
                     for ((&x, &(a, _)), &s) in i.iter().zip(arg).zip(&self.shape) {
@@ -99,11 +109,17 @@ impl Table {
             }
             Mov::Shrink(arg) => {
                 let shape: Vec<usize> = arg.iter().map(|(a, b)| b - a).collect();
-                self.remap(shape, |i| Some(i.iter().zip(arg).map(|(&x, &(a, _))| x + a).collect()))
+                self.remap(shape, |i| {
+                    Some(i.iter().zip(arg).map(|(&x, &(a, _))| x + a).collect())
+                })
             }
             Mov::Stride(m) => {
-                let shape: Vec<usize> =
-                    self.shape.iter().zip(m).map(|(&s, &k)| s.div_ceil(k.unsigned_abs() as usize)).collect();
+                let shape: Vec<usize> = self
+                    .shape
+                    .iter()
+                    .zip(m)
+                    .map(|(&s, &k)| s.div_ceil(k.unsigned_abs() as usize))
+                    .collect();
                 self.remap(shape, |i| {
                     Some(
                         i.iter()
@@ -143,7 +159,9 @@ impl ViewSpec {
     }
 
     pub fn table(&self) -> Table {
-        self.movs.iter().fold(Table::contiguous(&self.base), |t, m| t.apply(m))
+        self.movs
+            .iter()
+            .fold(Table::contiguous(&self.base), |t, m| t.apply(m))
     }
 
     pub fn base_len(&self) -> usize {
@@ -171,7 +189,10 @@ pub fn random_view(rng: &mut Rng, target: &[usize], depth: usize) -> ViewSpec {
             (pre, Mov::Permute(p))
         }
         1 if target.iter().any(|&d| d > 1) => {
-            let pre: Vec<usize> = target.iter().map(|&d| if d > 1 && rng.below(2) == 0 { 1 } else { d }).collect();
+            let pre: Vec<usize> = target
+                .iter()
+                .map(|&d| if d > 1 && rng.below(2) == 0 { 1 } else { d })
+                .collect();
             (pre, Mov::Expand(target.to_vec()))
         }
         2 if target.iter().any(|&d| d > 1) => {
@@ -190,7 +211,11 @@ pub fn random_view(rng: &mut Rng, target: &[usize], depth: usize) -> ViewSpec {
                     }
                 })
                 .collect();
-            let pre = target.iter().zip(&arg).map(|(d, (a, b))| d - a - b).collect();
+            let pre = target
+                .iter()
+                .zip(&arg)
+                .map(|(d, (a, b))| d - a - b)
+                .collect();
             (pre, Mov::Pad(arg))
         }
         3 => {
@@ -217,7 +242,13 @@ pub fn random_view(rng: &mut Rng, target: &[usize], depth: usize) -> ViewSpec {
             let pre = target
                 .iter()
                 .zip(&k)
-                .map(|(&d, &k)| if k.abs() == 1 { d } else { d * 2 - rng.below(2).min(d.saturating_sub(1)) })
+                .map(|(&d, &k)| {
+                    if k.abs() == 1 {
+                        d
+                    } else {
+                        d * 2 - rng.below(2).min(d.saturating_sub(1))
+                    }
+                })
                 .collect();
             (pre, Mov::Stride(k))
         }
@@ -245,7 +276,7 @@ fn reshape_source(rng: &mut Rng, target: &[usize]) -> Vec<usize> {
         }
         _ => {
             let mut v = target.to_vec();
-            if let Some(i) = (0..v.len()).find(|&i| v[i] % 2 == 0 && v[i] > 2) {
+            if let Some(i) = (0..v.len()).find(|&i| v[i].is_multiple_of(2) && v[i] > 2) {
                 let d = v[i];
                 v[i] = 2;
                 v.insert(i + 1, d / 2);
