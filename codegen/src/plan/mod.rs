@@ -182,6 +182,7 @@ mod tests {
             buffers,
             inputs: vec![BufId(0)],
             outputs: vec![],
+            weights: vec![],
         }
     }
 

@@ -111,6 +111,7 @@ pub(super) fn build_schedule(
         buffers: b.buffers,
         inputs: inputs.into_iter().map(|(_, b)| b).collect(),
         outputs: outs,
+        weights: g.weights.clone(),
     })
 }
 

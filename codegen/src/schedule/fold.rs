@@ -1,15 +1,10 @@
 //! Constant folding: a computed node that depends only on weights and constants is evaluated
 //! at compile time (its kernels run in the UOp interpreter) and becomes a weight.
 
-use super::{schedule_unfolded, BufKind, ScheduleError};
+use super::eval::run_interpreted;
+use super::{schedule_unfolded, ScheduleError};
 use crate::graph::{GNode, GOp, Graph, Lazy, NodeId, WeightData, WeightId};
-use crate::kernel::Kernel;
-use crate::linearize::linearize;
-use crate::render::Target;
 use crate::shape::ShapeTracker;
-use crate::uop::interp::{run, HostBuffer};
-use crate::uop::BufferId;
-use std::collections::HashMap;
 
 /// Folded nodes may not be larger than this many elements, or than the weights they come
 /// from: folding must not grow the model.
@@ -67,37 +62,8 @@ fn fold_node(g: &mut Graph, id: NodeId) -> Result<(), ScheduleError> {
         dtype: node.dtype,
     };
     let sched = schedule_unfolded(g, &[out])?;
-    let mut host: Vec<HostBuffer> = sched
-        .buffers
-        .iter()
-        .map(|b| match b.kind {
-            BufKind::Weight(w) => {
-                HostBuffer::from_bytes(b.dtype.scalar, &g.weights[w.0 as usize].bytes)
-            }
-            _ => HostBuffer::zeros(b.dtype.scalar, b.numel()),
-        })
-        .collect();
-    for item in &sched.items {
-        let k = Kernel::new(item.ast.clone(), Target::c())?;
-        let lin = linearize(&k).map_err(|e| ScheduleError::Fold(e.to_string()))?;
-        let mut bufs: HashMap<BufferId, HostBuffer> = HashMap::new();
-        for (j, b) in item.bufs.iter().enumerate() {
-            bufs.insert(
-                BufferId(j as u32),
-                std::mem::replace(
-                    &mut host[b.0 as usize],
-                    HostBuffer::zeros(node.dtype.scalar, 0),
-                ),
-            );
-        }
-        run(&lin.uops, &mut bufs, &HashMap::new())
-            .map_err(|e| ScheduleError::Fold(format!("{}: {e}", lin.name)))?;
-        for (j, b) in item.bufs.iter().enumerate() {
-            host[b.0 as usize] = bufs.remove(&BufferId(j as u32)).expect("buffer given back");
-        }
-    }
-    let out = sched.outputs[0];
-    let bytes = host[out.0 as usize].to_bytes();
+    let result = run_interpreted(&sched, &[]).map_err(|e| ScheduleError::Fold(e.to_string()))?;
+    let bytes = result[0].to_bytes();
     let w = WeightId(g.weights.len() as u32);
     g.weights.push(WeightData {
         name: format!("folded_{}", id.0),

@@ -7,11 +7,12 @@
 //! compile time into new weights ([`fold`]).
 
 mod build;
+pub mod eval;
 pub mod fold;
 mod realize;
 
 use crate::dtype::DType;
-use crate::graph::{Graph, GraphError, Lazy, WeightId};
+use crate::graph::{Graph, GraphError, Lazy, WeightData, WeightId};
 use crate::kernel::ast::LazyOp;
 use crate::kernel::KernelError;
 use crate::shape::ShapeTracker;
@@ -64,6 +65,8 @@ pub struct Schedule {
     pub buffers: Vec<BufferInfo>,
     pub inputs: Vec<BufId>,
     pub outputs: Vec<BufId>,
+    /// The weights `BufKind::Weight` refers to (the graph's, after folding).
+    pub weights: Vec<WeightData>,
 }
 
 /// Errors of scheduling.

@@ -1,0 +1,183 @@
+//! Tensor-level ops, scheduled and run through the kernels in the UOp interpreter, against
+//! naive loops.
+
+use kiln_codegen::dtype::DType;
+use kiln_codegen::graph::{Graph, Lazy};
+use kiln_codegen::schedule::{create_schedule, eval::run_interpreted};
+use kiln_codegen::uop::interp::HostBuffer;
+
+fn data(n: usize, seed: u64) -> Vec<f64> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            ((x >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
+        })
+        .map(|v| v as f32 as f64)
+        .collect()
+}
+
+fn weight(g: &mut Graph, name: &str, shape: &[usize], v: &[f64]) -> Lazy {
+    let bytes = v.iter().flat_map(|x| (*x as f32).to_le_bytes()).collect();
+    g.weight(name, DType::F32, shape, bytes)
+}
+
+fn run(g: &Graph, outs: &[Lazy], inputs: &[Vec<f64>]) -> (Vec<Vec<f64>>, usize) {
+    let s = create_schedule(g, outs).expect("schedule");
+    let ins: Vec<HostBuffer> = inputs
+        .iter()
+        .map(|v| HostBuffer::from_f64(kiln_codegen::dtype::Scalar::F32, v))
+        .collect();
+    let r = run_interpreted(&s, &ins).expect("run");
+    (r.iter().map(|b| b.to_f64()).collect(), s.items.len())
+}
+
+fn assert_close(got: &[f64], want: &[f64]) {
+    assert_eq!(got.len(), want.len());
+    for (i, (a, b)) in got.iter().zip(want).enumerate() {
+        assert!(
+            (a - b).abs() <= 1e-5 * (1.0 + b.abs()),
+            "element {i}: got {a}, want {b}"
+        );
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn naive_conv(
+    x: &[f64],
+    w: &[f64],
+    b: &[f64],
+    (n, c, h, wd): (usize, usize, usize, usize),
+    (o, kh, kw): (usize, usize, usize),
+    stride: usize,
+    dil: usize,
+    pad: (usize, usize, usize, usize),
+    groups: usize,
+) -> (Vec<f64>, usize, usize) {
+    let (pt, pl, pb, pr) = pad;
+    let oh = (h + pt + pb - dil * (kh - 1) - 1) / stride + 1;
+    let ow = (wd + pl + pr - dil * (kw - 1) - 1) / stride + 1;
+    let cg = c / groups;
+    let og = o / groups;
+    let mut out = vec![0.0; n * o * oh * ow];
+    for ni in 0..n {
+        for oc in 0..o {
+            let gidx = oc / og;
+            for y in 0..oh {
+                for xx in 0..ow {
+                    let mut acc = b[oc];
+                    for ci in 0..cg {
+                        for ky in 0..kh {
+                            for kx in 0..kw {
+                                let iy = (y * stride + ky * dil) as i64 - pt as i64;
+                                let ix = (xx * stride + kx * dil) as i64 - pl as i64;
+                                if iy < 0 || ix < 0 || iy >= h as i64 || ix >= wd as i64 {
+                                    continue;
+                                }
+                                let cin = gidx * cg + ci;
+                                let xv = x[((ni * c + cin) * h + iy as usize) * wd + ix as usize];
+                                let wv = w[((oc * cg + ci) * kh + ky) * kw + kx];
+                                acc += xv * wv;
+                            }
+                        }
+                    }
+                    out[((ni * o + oc) * oh + y) * ow + xx] = acc;
+                }
+            }
+        }
+    }
+    (out, oh, ow)
+}
+
+#[test]
+fn conv_relu_matches_naive_and_fuses_into_one_kernel() {
+    for &(c, o, groups, stride, dil, pad) in &[
+        (4, 6, 1, 1, 1, (1, 1, 1, 1)),
+        (4, 4, 4, 2, 1, (0, 0, 1, 1)),
+        (6, 4, 2, 1, 2, (2, 1, 0, 2)),
+    ] {
+        let (n, h, wd, kh, kw) = (1, 7, 6, 3, 2);
+        let mut g = Graph::new();
+        let x = g.input("x", DType::F32, &[n, c, h, wd]);
+        let wv = data(o * (c / groups) * kh * kw, 2);
+        let bv = data(o, 3);
+        let w = weight(&mut g, "w", &[o, c / groups, kh, kw], &wv);
+        let b = weight(&mut g, "b", &[o], &bv);
+        let y = g
+            .conv(
+                &x,
+                &w,
+                Some(&b),
+                &[stride, stride],
+                &[dil, dil],
+                &[(pad.0, pad.2), (pad.1, pad.3)],
+                groups,
+            )
+            .unwrap();
+        let y = g.relu(&y).unwrap();
+        let xv = data(n * c * h * wd, 1);
+        let (got, kernels) = run(&g, &[y], std::slice::from_ref(&xv));
+        let (want, _, _) = naive_conv(
+            &xv,
+            &wv,
+            &bv,
+            (n, c, h, wd),
+            (o, kh, kw),
+            stride,
+            dil,
+            pad,
+            groups,
+        );
+        let want: Vec<f64> = want.iter().map(|v| v.max(0.0)).collect();
+        assert_close(&got[0], &want);
+        assert_eq!(kernels, 1, "conv + bias + relu is one kernel");
+    }
+}
+
+#[test]
+fn matmul_and_softmax_match_naive() {
+    let (m, k, n) = (3, 5, 4);
+    let mut g = Graph::new();
+    let a = g.input("a", DType::F32, &[m, k]);
+    let bv = data(k * n, 5);
+    let b = weight(&mut g, "b", &[k, n], &bv);
+    let y = g.matmul(&a, &b).unwrap();
+    let s = g.softmax(&y, 1).unwrap();
+    let av = data(m * k, 4);
+    let (got, kernels) = run(&g, &[y, s], std::slice::from_ref(&av));
+    let mut want = vec![0.0; m * n];
+    for i in 0..m {
+        for j in 0..n {
+            want[i * n + j] = (0..k).map(|t| av[i * k + t] * bv[t * n + j]).sum();
+        }
+    }
+    assert_close(&got[0], &want);
+    let mut sm = want.clone();
+    for i in 0..m {
+        let row = &mut sm[i * n..(i + 1) * n];
+        let mx = row.iter().cloned().fold(f64::MIN, f64::max);
+        let e: Vec<f64> = row.iter().map(|v| (v - mx).exp()).collect();
+        let t: f64 = e.iter().sum();
+        for (r, ev) in row.iter_mut().zip(e) {
+            *r = ev / t;
+        }
+    }
+    assert_close(&got[1], &sm);
+    assert!(kernels <= 5, "matmul + softmax in {kernels} kernels");
+}
+
+#[test]
+fn weight_only_subgraphs_fold_at_compile_time() {
+    let mut g = Graph::new();
+    let x = g.input("x", DType::F32, &[4]);
+    let v = weight(&mut g, "var", &[4], &[1.0, 4.0, 9.0, 16.0]);
+    let e = g.add_scalar(&v, 0.0).unwrap();
+    let s = g.unary(kiln_codegen::ops::UnaryOp::Sqrt, &e).unwrap();
+    let r = g.unary(kiln_codegen::ops::UnaryOp::Recip, &s).unwrap();
+    let y = g.binary(kiln_codegen::ops::BinaryOp::Mul, &x, &r).unwrap();
+    let (got, kernels) = run(&g, &[y], &[vec![1.0, 2.0, 3.0, 4.0]]);
+    assert_close(&got[0], &[1.0, 1.0, 1.0, 1.0]);
+    assert_eq!(kernels, 1, "the scale is folded into a weight");
+}
