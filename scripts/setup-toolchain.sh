@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Installs what the firmware builds and the emulated boards need, then builds the QEMU
+# instruction-count plugin. Idempotent: each step checks first, and `apt-get update` runs only
+# when a package is missing.
+#
+#   scripts/setup-toolchain.sh
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+
+# Emulators, linkers and the cross C compiler for the kernels. rustc-web, cargo-web and
+# rust-web-src are Debian's Rust with matching `core` sources: the fallback used to build for a
+# microcontroller target when rustup has no such target installed (see scripts/toolchain-env.sh).
+packages=(
+  build-essential
+  qemu-system-arm
+  qemu-system-misc
+  gcc-arm-none-eabi
+  lld
+  rustc-web
+  cargo-web
+  rust-web-src
+)
+
+installed() {
+  dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'
+}
+
+missing=()
+for package in "${packages[@]}"; do
+  installed "$package" || missing+=("$package")
+done
+
+if ((${#missing[@]} > 0)); then
+  echo "setup-toolchain: installing ${missing[*]}"
+  sudo=()
+  [[ $(id -u) == 0 ]] || sudo=(sudo)
+  "${sudo[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends \
+    "${missing[@]}"
+else
+  echo "setup-toolchain: packages already installed"
+fi
+
+"$root/scripts/qemu-plugin.sh"
