@@ -1,0 +1,87 @@
+//! A tiny hand-written bundle: the firmware's unit tests run it on the host with Rust kernels,
+//! and `boards/testdata/add-relu/` holds it, with the same kernels in C, for the boards.
+//!
+//! Model: `r = relu(x + bias)`, `s = sigmoid(r)` over 8 floats; outputs `r` and `s`.
+//! Kernel table: 0 `add(out, a, b)`, 1 `relu(out, x)`, 2 `sigmoid(out, x)`.
+
+use crate::schedule::WeightsDigest;
+use crate::schedule::{encode, Arg, DType, KernelIndex, Plan, Span, Step, TensorDesc};
+use std::vec;
+use std::vec::Vec;
+
+/// Elements of every tensor.
+pub const ELEMENTS: usize = 8;
+const BYTES: u32 = (ELEMENTS * 4) as u32;
+
+/// A schedule, its weights, one set of inputs and the outputs they should give.
+pub struct TestBundle {
+    pub schedule: Vec<u8>,
+    pub weights: Vec<u8>,
+    pub inputs: Vec<Vec<u8>>,
+    pub outputs: Vec<Vec<u8>>,
+}
+
+pub fn plan(weights: &[u8]) -> Plan {
+    Plan {
+        arena_bytes: 4 * BYTES,
+        weights: WeightsDigest::of(weights),
+        kernel_count: 3,
+        inputs: [tensor(0)].into_iter().collect(),
+        outputs: [tensor(2), tensor(3)].into_iter().collect(),
+    }
+}
+
+pub fn steps() -> Vec<Step> {
+    let arena = |slot| Arg::Arena(slot_span(slot));
+    vec![
+        step(0, &[arena(1), arena(0), Arg::Weights(Span::new(0, BYTES))]),
+        step(1, &[arena(2), arena(1)]),
+        step(2, &[arena(3), arena(2)]),
+    ]
+}
+
+pub fn add_relu() -> TestBundle {
+    let x: Vec<f32> = (0..ELEMENTS).map(|i| i as f32 - 4.0).collect();
+    let bias: Vec<f32> = (0..ELEMENTS).map(|i| 0.75 - 0.25 * i as f32).collect();
+    let r: Vec<f32> = x.iter().zip(&bias).map(|(x, b)| (x + b).max(0.0)).collect();
+    let s: Vec<f32> = r.iter().map(|r| 1.0 / (1.0 + (-r).exp())).collect();
+    let weights = le_bytes(&bias);
+    TestBundle {
+        schedule: encode(&plan(&weights), &steps()),
+        weights,
+        inputs: vec![le_bytes(&x)],
+        outputs: vec![le_bytes(&r), le_bytes(&s)],
+    }
+}
+
+pub fn le_bytes(values: &[f32]) -> Vec<u8> {
+    values.iter().flat_map(|v| v.to_le_bytes()).collect()
+}
+
+pub fn from_le_bytes(bytes: &[u8]) -> Vec<f32> {
+    let words = bytes.chunks_exact(4);
+    words
+        .map(|w| f32::from_le_bytes([w[0], w[1], w[2], w[3]]))
+        .collect()
+}
+
+/// Tensor slot `slot` of the arena: 8 floats each.
+fn slot_span(slot: u32) -> Span {
+    Span::new(slot * BYTES, BYTES)
+}
+
+fn tensor(slot: u32) -> TensorDesc {
+    let shape = [1, ELEMENTS as u32].into_iter().collect();
+    TensorDesc {
+        span: slot_span(slot),
+        dtype: DType::F32,
+        shape,
+    }
+}
+
+fn step(kernel: u16, args: &[Arg]) -> Step {
+    Step {
+        kernel: KernelIndex(kernel),
+        args: args.iter().copied().collect(),
+    }
+}
