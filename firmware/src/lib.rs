@@ -11,6 +11,9 @@
 extern crate std;
 
 pub mod error;
+pub mod exec;
+#[cfg(feature = "c-math")]
+pub mod math;
 pub mod schedule;
 
 #[cfg(any(feature = "std", test))]
