@@ -85,3 +85,30 @@ fn step(kernel: u16, args: &[Arg]) -> Step {
         args: args.iter().copied().collect(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `boards/testdata/add-relu/` holds this bundle; after a change here, regenerate it with
+    /// `cargo run -p kiln-firmware --features std --example testdata -- write
+    /// boards/testdata/add-relu`.
+    #[test]
+    fn boards_testdata_is_current() {
+        let bundle = add_relu();
+        let files = include_bytes!("../../boards/testdata/add-relu/schedule.bin");
+        assert_eq!(&files[..], bundle.schedule, "schedule.bin");
+        let files = include_bytes!("../../boards/testdata/add-relu/weights.bin");
+        assert_eq!(&files[..], bundle.weights, "weights.bin");
+        let files = include_bytes!("../../boards/testdata/add-relu/io/input_0.bin");
+        assert_eq!(&files[..], bundle.inputs[0], "input_0.bin");
+        let expected = [
+            &include_bytes!("../../boards/testdata/add-relu/io/expected_0.bin")[..],
+            &include_bytes!("../../boards/testdata/add-relu/io/expected_1.bin")[..],
+        ];
+        for (file, output) in expected.iter().zip(&bundle.outputs) {
+            let pairs = from_le_bytes(file).into_iter().zip(from_le_bytes(output));
+            assert!(pairs.into_iter().all(|(a, b)| (a - b).abs() <= 1e-6));
+        }
+    }
+}
