@@ -7,9 +7,10 @@
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
-# Emulators, linkers and the cross C compiler for the kernels. rustc-web, cargo-web and
-# rust-web-src are Debian's Rust with matching `core` sources: the fallback used to build for a
-# microcontroller target when rustup has no such target installed (see scripts/toolchain-env.sh).
+# Emulators, linkers and the cross C compiler for the kernels. rustc-web, cargo-web,
+# rust-web-src and rust-web-clippy are Debian's Rust with matching `core` sources: the fallback
+# that builds (and lints) for a microcontroller target when rustup has no such target installed
+# (see scripts/toolchain-cargo.sh).
 packages=(
   build-essential
   qemu-system-arm
@@ -19,6 +20,7 @@ packages=(
   rustc-web
   cargo-web
   rust-web-src
+  rust-web-clippy
 )
 
 installed() {
