@@ -7,7 +7,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
-# Emulators, linkers and the cross C compiler for the kernels. rustc-web, cargo-web,
+# Emulators, linkers and the cross C compilers for the kernels (Arm, RISC-V). rustc-web, cargo-web,
 # rust-web-src and rust-web-clippy are Debian's Rust with matching `core` sources: the fallback
 # that builds (and lints) for a microcontroller target when rustup has no such target installed
 # (see scripts/toolchain-cargo.sh).
@@ -16,6 +16,7 @@ packages=(
   qemu-system-arm
   qemu-system-misc
   gcc-arm-none-eabi
+  gcc-riscv64-unknown-elf
   lld
   rustc-web
   cargo-web

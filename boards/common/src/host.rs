@@ -4,6 +4,8 @@ use core::fmt::{self, Write};
 
 #[cfg(target_arch = "arm")]
 use cortex_m_semihosting as semihosting;
+#[cfg(target_arch = "riscv32")]
+use riscv_semihosting as semihosting;
 
 use semihosting::{debug, hio, nr};
 
