@@ -79,6 +79,46 @@ pub enum BundleError {
     WeightsChecksumMismatch { found: u32, expected: u32 },
 }
 
+/// A list longer than the schedule format holds: the host compiler's error when it builds a
+/// [`Step`](crate::schedule::Step), [`TensorDesc`](crate::schedule::TensorDesc) or
+/// [`Plan`](crate::schedule::Plan).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[non_exhaustive]
+pub enum CapacityError {
+    /// More arguments than [`MAX_STEP_ARGS`](crate::schedule::MAX_STEP_ARGS).
+    StepArgs { len: usize },
+    /// More dimensions than [`MAX_RANK`](crate::schedule::MAX_RANK).
+    Rank { len: usize },
+    /// More inputs or outputs than [`MAX_MODEL_TENSORS`](crate::schedule::MAX_MODEL_TENSORS).
+    ModelTensors { len: usize },
+}
+
+impl fmt::Display for CapacityError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use crate::schedule::{MAX_MODEL_TENSORS, MAX_RANK, MAX_STEP_ARGS};
+        match self {
+            CapacityError::StepArgs { len } => {
+                write!(
+                    f,
+                    "a step has {len} arguments, the runtime passes at most {MAX_STEP_ARGS}"
+                )
+            }
+            CapacityError::Rank { len } => {
+                write!(
+                    f,
+                    "a model tensor has {len} dimensions, the format holds {MAX_RANK}"
+                )
+            }
+            CapacityError::ModelTensors { len } => write!(
+                f,
+                "the model has {len} inputs or outputs, the format holds {MAX_MODEL_TENSORS} \
+                 of each"
+            ),
+        }
+    }
+}
+
 impl fmt::Display for Region {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {

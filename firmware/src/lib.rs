@@ -19,4 +19,4 @@ pub mod schedule;
 #[cfg(any(feature = "std", test))]
 pub mod testdata;
 
-pub use error::BundleError;
+pub use error::{BundleError, CapacityError};

@@ -9,7 +9,7 @@
 //!
 //! | part | content |
 //! | --- | --- |
-//! | header | [`MAGIC`], format version (`u16`), body length in bytes (`u32`), CRC-32 of the body (`u32`) |
+//! | header | [`MAGIC`], format version (`u16`), body bytes (`u32`), CRC-32 of the body (`u32`) |
 //! | body | a [`Plan`], the number of steps (`u32`), then that many [`Step`]s |
 //!
 //! The checksum is CRC-32/ISO-HDLC (the zlib one) over the body bytes. The header's fields are
@@ -31,6 +31,7 @@ mod bundle;
 
 pub use bundle::{read_plan, Bundle, Steps};
 
+use crate::error::CapacityError;
 use serde::{Deserialize, Serialize};
 
 /// The first four bytes of every schedule.
@@ -101,7 +102,15 @@ pub struct Step {
     pub args: heapless::Vec<Arg, MAX_STEP_ARGS>,
 }
 
-/// Element type of a model input or output. The discriminant is the code on the wire.
+impl Step {
+    pub fn new(kernel: KernelIndex, args: &[Arg]) -> Result<Self, CapacityError> {
+        let args = bounded(args, CapacityError::StepArgs { len: args.len() })?;
+        Ok(Step { kernel, args })
+    }
+}
+
+/// Element type of a model input or output. The discriminant is the code on the wire; the
+/// order is the host compiler's scalar promotion order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 #[repr(u8)]
@@ -142,6 +151,11 @@ pub struct TensorDesc {
 }
 
 impl TensorDesc {
+    pub fn new(span: Span, dtype: DType, shape: &[u32]) -> Result<Self, CapacityError> {
+        let shape = bounded(shape, CapacityError::Rank { len: shape.len() })?;
+        Ok(TensorDesc { span, dtype, shape })
+    }
+
     /// Bytes the shape and element type make; `None` on overflow.
     pub fn shape_bytes(&self) -> Option<u64> {
         let elements = self
@@ -178,6 +192,34 @@ pub struct Plan {
     pub kernel_count: u16,
     pub inputs: heapless::Vec<TensorDesc, MAX_MODEL_TENSORS>,
     pub outputs: heapless::Vec<TensorDesc, MAX_MODEL_TENSORS>,
+}
+
+impl Plan {
+    pub fn new(
+        arena_bytes: u32,
+        weights: WeightsDigest,
+        kernel_count: u16,
+        inputs: &[TensorDesc],
+        outputs: &[TensorDesc],
+    ) -> Result<Self, CapacityError> {
+        let inputs = bounded(inputs, CapacityError::ModelTensors { len: inputs.len() })?;
+        let outputs = bounded(outputs, CapacityError::ModelTensors { len: outputs.len() })?;
+        Ok(Plan {
+            arena_bytes,
+            weights,
+            kernel_count,
+            inputs,
+            outputs,
+        })
+    }
+}
+
+/// `items` in a fixed-capacity vector, or `error` if they do not fit.
+fn bounded<T: Clone, const N: usize>(
+    items: &[T],
+    error: CapacityError,
+) -> Result<heapless::Vec<T, N>, CapacityError> {
+    heapless::Vec::from_slice(items).map_err(|_| error)
 }
 
 /// Writes a schedule: header, plan, steps. Nothing is checked here; [`Bundle::parse`] is the

@@ -22,13 +22,9 @@ pub struct TestBundle {
 }
 
 pub fn plan(weights: &[u8]) -> Plan {
-    Plan {
-        arena_bytes: 4 * BYTES,
-        weights: WeightsDigest::of(weights),
-        kernel_count: 3,
-        inputs: [tensor(0)].into_iter().collect(),
-        outputs: [tensor(2), tensor(3)].into_iter().collect(),
-    }
+    let (inputs, outputs) = ([tensor(0)], [tensor(2), tensor(3)]);
+    Plan::new(4 * BYTES, WeightsDigest::of(weights), 3, &inputs, &outputs)
+        .expect("within the format's capacities")
 }
 
 pub fn steps() -> Vec<Step> {
@@ -71,19 +67,12 @@ fn slot_span(slot: u32) -> Span {
 }
 
 fn tensor(slot: u32) -> TensorDesc {
-    let shape = [1, ELEMENTS as u32].into_iter().collect();
-    TensorDesc {
-        span: slot_span(slot),
-        dtype: DType::F32,
-        shape,
-    }
+    let shape = [1, ELEMENTS as u32];
+    TensorDesc::new(slot_span(slot), DType::F32, &shape).expect("within the format's capacities")
 }
 
 fn step(kernel: u16, args: &[Arg]) -> Step {
-    Step {
-        kernel: KernelIndex(kernel),
-        args: args.iter().copied().collect(),
-    }
+    Step::new(KernelIndex(kernel), args).expect("within the format's capacities")
 }
 
 #[cfg(test)]

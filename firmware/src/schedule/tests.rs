@@ -1,5 +1,5 @@
 use super::*;
-use crate::error::{BundleError, Place, Region};
+use crate::error::{BundleError, CapacityError, Place, Region};
 use crate::testdata::{add_relu, plan, steps};
 use std::vec::Vec;
 
@@ -242,4 +242,50 @@ proptest::proptest! {
             proptest::prop_assert!(plan.arena_bytes as usize <= ARENA);
         }
     }
+}
+
+#[test]
+fn capacities_are_errors_when_building() {
+    let args = [Arg::Arena(Span::new(0, 4)); MAX_STEP_ARGS + 1];
+    let error = Step::new(KernelIndex(0), &args).unwrap_err();
+    assert_eq!(
+        error,
+        CapacityError::StepArgs {
+            len: MAX_STEP_ARGS + 1
+        }
+    );
+    let error = TensorDesc::new(Span::new(0, 4), DType::F32, &[1; MAX_RANK + 1]).unwrap_err();
+    assert_eq!(error, CapacityError::Rank { len: MAX_RANK + 1 });
+    let tensor = TensorDesc::new(Span::new(0, 4), DType::F32, &[1]).unwrap();
+    let many = std::vec![tensor; MAX_MODEL_TENSORS + 1];
+    let digest = WeightsDigest::of(&[]);
+    let error = Plan::new(4, digest, 1, &many, &[]).unwrap_err();
+    assert_eq!(
+        error,
+        CapacityError::ModelTensors {
+            len: MAX_MODEL_TENSORS + 1
+        }
+    );
+}
+
+#[test]
+fn errors_say_what_is_wrong() {
+    use std::string::ToString;
+    let version = BundleError::VersionMismatch {
+        found: 2,
+        expected: 1,
+    };
+    assert_eq!(
+        version.to_string(),
+        "schedule format version 2, this runtime reads version 1"
+    );
+    let slice = BundleError::SliceOutOfRange {
+        place: Place::StepArg { step: 3, arg: 1 },
+        region: Region::Weights,
+        offset: 8,
+        bytes: 32,
+        region_bytes: 16,
+    };
+    let expected = "step 3 argument 1: 32 bytes at weights offset 8 reach past its 16 bytes";
+    assert_eq!(slice.to_string(), expected);
 }
