@@ -6,7 +6,8 @@
 #
 # BUNDLE_DIR holds kernels.c, schedule.bin and weights.bin. IO_DIR holds input_<i>.bin (raw
 # little-endian tensors); the firmware writes output_<i>.bin there. Exits with the firmware's
-# status: 0 on success, 1 when it refused the bundle or failed.
+# status: 0 on success, 1 when it refused the bundle or failed; QEMU is stopped after
+# KILN_QEMU_TIMEOUT seconds (default 300). Also prints the image's flash and static RAM use.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 board=${1:?usage: qemu-run.sh BOARD BUNDLE_DIR IO_DIR}
@@ -20,7 +21,10 @@ config=$board_dir/.cargo/config.toml
 setting() { sed -n "s/^$1 = \"\(.*\)\"$/\1/p" "$config" | head -n 1; }
 target=$(setting target)
 read -r -a runner <<<"$(setting runner)"
-[[ ${runner[0]:-} == qemu-system-* ]] || { echo "qemu-run: $board does not run under QEMU" >&2; exit 2; }
+if [[ ${runner[0]:-} != qemu-system-* ]]; then
+  echo "qemu-run: $board does not run under QEMU" >&2
+  exit 2
+fi
 
 target_dir=$root/target/boards/$board
 (cd "$board_dir" && KILN_BUNDLE_DIR=$bundle_dir \
@@ -34,9 +38,12 @@ marker=$(readelf -sW "$elf" | awk '$8 == "KILN_MARKER" { print "0x" $2 }')
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 counter=()
-[[ -n $marker ]] && counter=(-plugin "$root/target/qemu-plugin/libinsn.so,marker=$marker" -d plugin -D "$log")
+if [[ -n $marker ]]; then
+  counter=(-plugin "$root/target/qemu-plugin/libinsn.so,marker=$marker" -d plugin -D "$log")
+fi
 status=0
-(cd "$io_dir" && timeout 60 "${runner[@]}" "$elf" "${counter[@]}") || status=$?
+(cd "$io_dir" && timeout "${KILN_QEMU_TIMEOUT:-300}" "${runner[@]}" "$elf" "${counter[@]}") ||
+  status=$?
 
 # The plugin logs the running count at each marker store: before and after each step.
 awk '
@@ -51,4 +58,16 @@ awk '
     }
     printf "%-6s %14d\n%-6s %14d\n", "steps", kernels, "run", total
   }' "$log"
+
+# Flash: every loaded section; static RAM: every writable one (.data is in both) but the
+# stack and heap that riscv-rt reserves as sections.
+flash=0 ram=0
+while read -r name type size flags; do
+  if [[ $type == PROGBITS && $flags == *A* ]]; then flash=$((flash + 16#$size)); fi
+  if [[ $flags == *A* && $flags == *W* && $name != .stack && $name != .heap ]]; then
+    ram=$((ram + 16#$size))
+  fi
+done < <(readelf -SW "$elf" | sed -n 's/^ *\[ *[0-9]*\] *//p' | awk '{ print $1, $2, $5, $7 }')
+arena=$(readelf -sW "$elf" | awk '$8 ~ /ARENA$/ { print $3 }')
+echo "flash $flash bytes, static RAM $ram bytes (arena ${arena:-0})"
 exit "$status"

@@ -10,7 +10,8 @@ work=$root/target/qemu-selftest
 
 if (($# == 0)); then
   for config in "$root"/boards/*/.cargo/config.toml; do
-    grep -q '^runner = "qemu-system-' "$config" && set -- "$@" "$(basename "$(dirname "$(dirname "$config")")")"
+    board=${config#"$root/boards/"}
+    if grep -q '^runner = "qemu-system-' "$config"; then set -- "$@" "${board%%/*}"; fi
   done
 fi
 

@@ -12,6 +12,7 @@ if (($# == 0)); then
 fi
 for board in "$@"; do
   target=$(sed -n 's/^target = "\(.*\)"$/\1/p' "$board/.cargo/config.toml")
-  (cd "$board" && "$root/scripts/toolchain-cargo.sh" "$target" clippy --quiet --release -- -D warnings)
+  (cd "$board" &&
+    "$root/scripts/toolchain-cargo.sh" "$target" clippy --quiet --release -- -D warnings)
   echo "toolchain-lint-boards: $board ($target) is clean"
 done

@@ -108,7 +108,8 @@ fn bundle_rs(
          kiln_firmware::exec::Aligned(*include_bytes!({weights}));\n\
          \n\
          /// The arena, sized by the bundle's plan.\n\
-         pub static ARENA: kiln_firmware::exec::Arena<{arena}> = kiln_firmware::exec::Arena::new();\n",
+         pub static ARENA: kiln_firmware::exec::Arena<{arena}> =\n    \
+         kiln_firmware::exec::Arena::new();\n",
         dir = dir.display(),
         schedule = literal(schedule),
         weights = literal(weights),
