@@ -1,4 +1,5 @@
-//! The host, through semihosting: console, files and exit.
+//! The host, through semihosting: console, files and exit (which `probe-rs run` also
+//! understands).
 
 use core::fmt::{self, Write};
 

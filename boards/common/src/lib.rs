@@ -1,51 +1,34 @@
-//! What every Kiln board binary shares, so that a board's `main.rs` is a few lines: running the
-//! linked bundle, its I/O through semihosting ([`host`]), the instruction-count marker
-//! ([`marker`]) and the panic handler. Nothing here names a board; only the architecture
-//! decides which semihosting crate carries the calls.
+//! What every Kiln board binary shares, so that a board's `main.rs` is a few lines: the kernel
+//! table linked in from the bundle's C code, and a `run` for each way a board is driven:
 //!
-//! # I/O convention
+//! - feature `semihosting` (emulated boards): [`run`] reads inputs from and writes outputs to
+//!   host files ([`host`]), stores to the instruction-count marker around each kernel
+//!   ([`marker`]), and exits QEMU with status 0 or 1;
+//! - feature `rtt` (boards under a debug probe): [`probe::run`] logs through defmt over RTT and
+//!   measures each kernel with a cycle counter the board picks ([`clock`]: features `dwt`,
+//!   `systick`).
 //!
-//! Model input `i` is read, raw little-endian, from `input_<i>.bin` in the host's working
-//! directory, and output `i` is written to `output_<i>.bin` there; a file that is missing or of
-//! the wrong size is an error. `scripts/qemu-run.sh` runs QEMU inside the I/O folder.
+//! Nothing here names a board: features say what a board's core and connection can do, and the
+//! architecture decides which semihosting crate carries the calls.
 #![no_std]
 
+#[cfg(all(feature = "semihosting", feature = "rtt"))]
+compile_error!("features `semihosting` and `rtt` each bring a panic handler: enable one");
+
+pub mod clock;
+#[cfg(feature = "semihosting")]
+mod emulated;
 pub mod host;
+#[cfg(feature = "semihosting")]
 pub mod marker;
+#[cfg(feature = "rtt")]
+pub mod probe;
+
+#[cfg(feature = "semihosting")]
+pub use emulated::run;
 
 use core::ffi::c_uint;
-use core::fmt;
-use host::{File, FileName, IoError};
-use kiln_firmware::exec::{Executor, KernelFn};
-use kiln_firmware::schedule::Bundle;
-use kiln_firmware::BundleError;
-
-/// Why a run failed.
-enum RunError {
-    Bundle(BundleError),
-    Io(IoError),
-}
-
-impl From<BundleError> for RunError {
-    fn from(error: BundleError) -> Self {
-        RunError::Bundle(error)
-    }
-}
-
-impl From<IoError> for RunError {
-    fn from(error: IoError) -> Self {
-        RunError::Io(error)
-    }
-}
-
-impl fmt::Display for RunError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            RunError::Bundle(error) => write!(f, "bundle refused: {error}"),
-            RunError::Io(error) => write!(f, "{error}"),
-        }
-    }
-}
+use kiln_firmware::exec::KernelFn;
 
 extern "C" {
     /// The kernel table of the bundle's `kernels.c`, in kernel-index order.
@@ -61,48 +44,4 @@ pub fn kernels() -> &'static [KernelFn] {
         let first = core::ptr::addr_of!(kiln_kernels).cast::<KernelFn>();
         core::slice::from_raw_parts(first, kiln_kernel_count as usize)
     }
-}
-
-/// Checks the bundle, reads its inputs, runs it with the marker around each kernel, writes its
-/// outputs, and exits: status 0 on success, 1 with a message on stderr on any error.
-pub fn run(schedule: &'static [u8], weights: &'static [u8], arena: &'static mut [u8]) -> ! {
-    match run_bundle(schedule, weights, arena) {
-        Ok(steps) => {
-            host::print(format_args!("kiln: ran {steps} steps\n"));
-            host::exit(true)
-        }
-        Err(error) => {
-            host::eprint(format_args!("kiln: {error}\n"));
-            host::exit(false)
-        }
-    }
-}
-
-fn run_bundle(
-    schedule: &'static [u8],
-    weights: &'static [u8],
-    arena: &'static mut [u8],
-) -> Result<u32, RunError> {
-    let bundle = Bundle::parse(schedule, arena.len(), kernels().len())?;
-    let mut executor = Executor::new(bundle, kernels(), arena, weights)?;
-    for index in 0..executor.bundle().inputs().len() {
-        let Some(bytes) = executor.input_mut(index) else {
-            break;
-        };
-        File::open_read(FileName::input(index))?.read_exact(bytes)?;
-    }
-    executor.run(&mut marker::mark)?;
-    for index in 0..executor.bundle().outputs().len() {
-        let Some(bytes) = executor.output(index) else {
-            break;
-        };
-        File::create(FileName::output(index))?.write_all(bytes)?;
-    }
-    Ok(executor.bundle().step_count())
-}
-
-#[panic_handler]
-fn panic(info: &core::panic::PanicInfo) -> ! {
-    host::eprint(format_args!("kiln: panic: {info}\n"));
-    host::exit(false)
 }
