@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs what the firmware builds and the emulated boards need, then builds the QEMU
+# Installs what the board builds and the emulated boards need, then builds the QEMU
 # instruction-count plugin. Idempotent: each step checks first, and `apt-get update` runs only
 # when a package is missing.
 #
@@ -7,10 +7,10 @@
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
-# Emulators, linkers and the cross C compilers for the kernels (Arm, RISC-V). rustc-web, cargo-web,
-# rust-web-src and rust-web-clippy are Debian's Rust with matching `core` sources: the fallback
-# that builds (and lints) for a microcontroller target when rustup has no such target installed
-# (see scripts/toolchain-cargo.sh).
+# Emulators, linkers and the cross C compilers for the kernels (Arm, RISC-V). rustc-web,
+# cargo-web, rust-web-src and rust-web-clippy are Debian's Rust with matching `core` sources:
+# the fallback that builds (and lints) for a microcontroller target when rustup has no such
+# target installed (see scripts/toolchain-cargo.sh).
 packages=(
   build-essential
   qemu-system-arm

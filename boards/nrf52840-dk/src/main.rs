@@ -1,5 +1,5 @@
-//! Kiln on the nRF52840-DK (Cortex-M4F, 64 MHz), under a debug probe: runs the bundle linked in at build time and logs
-//! each kernel's cycles over RTT.
+//! Kiln on the nRF52840-DK (Cortex-M4F, 64 MHz), under a debug probe: runs the bundle linked in at
+//! build time and logs each kernel's cycles over RTT.
 #![no_std]
 #![no_main]
 

@@ -1,5 +1,5 @@
-//! Kiln on the Raspberry Pi Pico (RP2040, Cortex-M0+), under a debug probe: runs the bundle linked in at build time and logs
-//! each kernel's cycles over RTT.
+//! Kiln on the Raspberry Pi Pico (RP2040, Cortex-M0+), under a debug probe: runs the bundle linked
+//! in at build time and logs each kernel's cycles over RTT.
 #![no_std]
 #![no_main]
 

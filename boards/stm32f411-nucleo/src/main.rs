@@ -1,5 +1,5 @@
-//! Kiln on the NUCLEO-F411RE (STM32F411, Cortex-M4F, up to 100 MHz), under a debug probe: runs the bundle linked in at build time and logs
-//! each kernel's cycles over RTT.
+//! Kiln on the NUCLEO-F411RE (STM32F411, Cortex-M4F, up to 100 MHz), under a debug probe: runs the
+//! bundle linked in at build time and logs each kernel's cycles over RTT.
 #![no_std]
 #![no_main]
 
