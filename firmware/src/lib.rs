@@ -1,2 +1,22 @@
-//! Kiln's `no_std`, heap-free runtime.
+//! Kiln's `no_std`, heap-free runtime: the schedule format shared with the host compiler
+//! ([`schedule`]), the kernel ABI and the executor that runs a bundle's steps over one static
+//! arena ([`exec`]), and the C math functions kernels call ([`math`], feature `c-math`).
+//!
+//! Features: `std` lets the host write schedules ([`schedule::encode`]); `c-math` exports
+//! `expf`, `sqrtf`, … for the C kernels (off on the host, whose libc has them); `defmt` derives
+//! `defmt::Format` for the runtime's types.
 #![no_std]
+
+#[cfg(any(feature = "std", test))]
+extern crate std;
+
+pub mod error;
+pub mod exec;
+#[cfg(feature = "c-math")]
+pub mod math;
+pub mod schedule;
+
+#[cfg(any(feature = "std", test))]
+pub mod testdata;
+
+pub use error::{BundleError, CapacityError};

@@ -1,0 +1,85 @@
+//! Running a bundle on an emulated board.
+//!
+//! # I/O convention
+//!
+//! Model input `i` is read, raw little-endian, from `input_<i>.bin` in the host's working
+//! directory, and output `i` is written to `output_<i>.bin` there; a file that is missing or of
+//! the wrong size is an error. `scripts/qemu-run.sh` runs QEMU inside the I/O folder.
+
+use crate::host::{self, File, FileName, IoError};
+use crate::{kernels, marker};
+use core::fmt;
+use kiln_firmware::exec::Executor;
+use kiln_firmware::schedule::Bundle;
+use kiln_firmware::BundleError;
+
+/// Why a run failed.
+enum RunError {
+    Bundle(BundleError),
+    Io(IoError),
+}
+
+impl From<BundleError> for RunError {
+    fn from(error: BundleError) -> Self {
+        RunError::Bundle(error)
+    }
+}
+
+impl From<IoError> for RunError {
+    fn from(error: IoError) -> Self {
+        RunError::Io(error)
+    }
+}
+
+impl fmt::Display for RunError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RunError::Bundle(error) => write!(f, "bundle refused: {error}"),
+            RunError::Io(error) => write!(f, "{error}"),
+        }
+    }
+}
+
+/// Checks the bundle, reads its inputs, runs it with the marker around each kernel, writes its
+/// outputs, and exits: status 0 on success, 1 with a message on stderr on any error.
+pub fn run(schedule: &'static [u8], weights: &'static [u8], arena: &'static mut [u8]) -> ! {
+    match run_bundle(schedule, weights, arena) {
+        Ok(steps) => {
+            host::print(format_args!("kiln: ran {steps} steps\n"));
+            host::exit(true)
+        }
+        Err(error) => {
+            host::eprint(format_args!("kiln: {error}\n"));
+            host::exit(false)
+        }
+    }
+}
+
+fn run_bundle(
+    schedule: &'static [u8],
+    weights: &'static [u8],
+    arena: &'static mut [u8],
+) -> Result<u32, RunError> {
+    let bundle = Bundle::parse(schedule, arena.len(), kernels().len())?;
+    let mut executor = Executor::new(bundle, kernels(), arena, weights)?;
+    for index in 0..executor.bundle().inputs().len() {
+        let Some(bytes) = executor.input_mut(index) else {
+            break;
+        };
+        File::open_read(FileName::input(index))?.read_exact(bytes)?;
+    }
+    executor.run(&mut marker::mark)?;
+    for index in 0..executor.bundle().outputs().len() {
+        let Some(bytes) = executor.output(index) else {
+            break;
+        };
+        File::create(FileName::output(index))?.write_all(bytes)?;
+    }
+    Ok(executor.bundle().step_count())
+}
+
+#[panic_handler]
+fn panic(info: &core::panic::PanicInfo) -> ! {
+    host::eprint(format_args!("kiln: panic: {info}\n"));
+    host::exit(false)
+}

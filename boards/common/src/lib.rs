@@ -1,0 +1,47 @@
+//! What every Kiln board binary shares, so that a board's `main.rs` is a few lines: the kernel
+//! table linked in from the bundle's C code, and a `run` for each way a board is driven:
+//!
+//! - feature `semihosting` (emulated boards): [`run`] reads inputs from and writes outputs to
+//!   host files ([`host`]), stores to the instruction-count marker around each kernel
+//!   ([`marker`]), and exits QEMU with status 0 or 1;
+//! - feature `rtt` (boards under a debug probe): [`probe::run`] logs through defmt over RTT and
+//!   measures each kernel with a cycle counter the board picks ([`clock`]: features `dwt`,
+//!   `systick`).
+//!
+//! Nothing here names a board: features say what a board's core and connection can do, and the
+//! architecture decides which semihosting crate carries the calls.
+#![no_std]
+
+#[cfg(all(feature = "semihosting", feature = "rtt"))]
+compile_error!("features `semihosting` and `rtt` each bring a panic handler: enable one");
+
+pub mod clock;
+#[cfg(feature = "semihosting")]
+mod emulated;
+pub mod host;
+#[cfg(feature = "semihosting")]
+pub mod marker;
+#[cfg(feature = "rtt")]
+pub mod probe;
+
+#[cfg(feature = "semihosting")]
+pub use emulated::run;
+
+use core::ffi::c_uint;
+use kiln_firmware::exec::KernelFn;
+
+extern "C" {
+    /// The kernel table of the bundle's `kernels.c`, in kernel-index order.
+    static kiln_kernels: [KernelFn; 0];
+    static kiln_kernel_count: c_uint;
+}
+
+/// The kernels linked in from the bundle's C code.
+pub fn kernels() -> &'static [KernelFn] {
+    // SAFETY: `kernels.c` defines `kiln_kernels` as an array of `kiln_kernel_count` function
+    // pointers of the kernel ABI, never written.
+    unsafe {
+        let first = core::ptr::addr_of!(kiln_kernels).cast::<KernelFn>();
+        core::slice::from_raw_parts(first, kiln_kernel_count as usize)
+    }
+}

@@ -1,0 +1,3 @@
+fn main() {
+    kiln_board_build::build(&["-mcpu=cortex-m33", "-mfloat-abi=hard", "-mfpu=fpv5-sp-d16"]);
+}

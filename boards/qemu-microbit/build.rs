@@ -1,0 +1,3 @@
+fn main() {
+    kiln_board_build::build(&["-mcpu=cortex-m0", "-mfloat-abi=soft"]);
+}

@@ -1,0 +1,217 @@
+//! The kernel ABI and the executor that runs a bundle's steps.
+//!
+//! # Kernel ABI
+//!
+//! Every kernel is called through one C signature, [`KernelFn`]:
+//!
+//! ```c
+//! void kiln_kernel(void *const *args);
+//! ```
+//!
+//! `args[i]` points at argument `i` of the step: into the arena for [`Arg::Arena`] (the kernel
+//! may write there) or into the weights for [`Arg::Weights`] (flash: read only). The compiler
+//! generates one such wrapper per kernel, which unpacks the pointers into the kernel's typed
+//! parameters, in the step's argument order:
+//!
+//! ```c
+//! static void add_8(float *restrict out, const float *restrict a, const float *restrict b);
+//! void kiln_add_8(void *const *args) { add_8(args[0], args[1], args[2]); }
+//! ```
+//!
+//! The firmware links the wrappers as one table, in [`KernelIndex`] order, and its length:
+//!
+//! ```c
+//! typedef void (*kiln_kernel_fn)(void *const *args);
+//! const kiln_kernel_fn kiln_kernels[] = { kiln_add_8, kiln_relu_8 };
+//! const unsigned int kiln_kernel_count = sizeof kiln_kernels / sizeof kiln_kernels[0];
+//! ```
+//!
+//! The arena and the weights both start on an [`ALIGN`]-byte boundary; each argument is as
+//! aligned as the planner placed it within them.
+
+use crate::error::{BundleError, Region};
+use crate::schedule::{checksum, Arg, Bundle, KernelIndex, Step, MAX_STEP_ARGS};
+use core::cell::UnsafeCell;
+use core::ffi::c_void;
+
+/// Alignment of the arena and of the weights, in bytes.
+pub const ALIGN: usize = 16;
+
+/// A kernel, as the executor calls it: see the module documentation.
+pub type KernelFn = unsafe extern "C" fn(args: *const *mut c_void);
+
+/// What the executor tells its hook around each kernel call: where a board counts instructions
+/// or reads a cycle counter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum KernelEvent {
+    Before { step: u32, kernel: KernelIndex },
+    After { step: u32, kernel: KernelIndex },
+}
+
+/// Bytes aligned for the executor: weights in flash, `Aligned(*include_bytes!(…))`.
+#[repr(C, align(16))]
+pub struct Aligned<T: ?Sized>(pub T);
+
+/// A statically allocated arena of `N` bytes, aligned for the executor.
+#[repr(C, align(16))]
+pub struct Arena<const N: usize>(UnsafeCell<[u8; N]>);
+
+// SAFETY: the only access is through `take`, whose caller guarantees a single reference.
+unsafe impl<const N: usize> Sync for Arena<N> {}
+
+impl<const N: usize> Arena<N> {
+    #[allow(clippy::new_without_default)]
+    pub const fn new() -> Self {
+        Arena(UnsafeCell::new([0; N]))
+    }
+
+    /// The arena's bytes.
+    ///
+    /// # Safety
+    /// Call at most once: the slice must be the only reference to the arena.
+    #[allow(clippy::mut_from_ref)]
+    pub unsafe fn take(&'static self) -> &'static mut [u8] {
+        // SAFETY: the caller guarantees no other reference exists.
+        unsafe { &mut *self.0.get() }
+    }
+}
+
+/// Runs a checked bundle's steps over an arena, calling kernels from a table.
+pub struct Executor<'a> {
+    bundle: Bundle<'a>,
+    kernels: &'a [KernelFn],
+    arena: &'a mut [u8],
+    weights: &'a [u8],
+}
+
+impl<'a> Executor<'a> {
+    /// Checks that the kernels, arena and weights are the ones the bundle was compiled for: the
+    /// kernel count, the arena's size and alignment, the weights' size, alignment and checksum.
+    pub fn new(
+        bundle: Bundle<'a>,
+        kernels: &'a [KernelFn],
+        arena: &'a mut [u8],
+        weights: &'a [u8],
+    ) -> Result<Self, BundleError> {
+        let plan = bundle.plan();
+        if kernels.len() != usize::from(plan.kernel_count) {
+            let bundle = usize::from(plan.kernel_count);
+            return Err(BundleError::KernelCountMismatch {
+                bundle,
+                runtime: kernels.len(),
+            });
+        }
+        if arena.len() < plan.arena_bytes as usize {
+            let needed = plan.arena_bytes as usize;
+            return Err(BundleError::ArenaTooSmall {
+                needed,
+                available: arena.len(),
+            });
+        }
+        check_aligned(Region::Arena, arena)?;
+        check_aligned(Region::Weights, weights)?;
+        if weights.len() != plan.weights.bytes as usize {
+            let expected = plan.weights.bytes as usize;
+            return Err(BundleError::WeightsSizeMismatch {
+                found: weights.len(),
+                expected,
+            });
+        }
+        let found = checksum(weights);
+        if found != plan.weights.crc {
+            return Err(BundleError::WeightsChecksumMismatch {
+                found,
+                expected: plan.weights.crc,
+            });
+        }
+        Ok(Executor {
+            bundle,
+            kernels,
+            arena,
+            weights,
+        })
+    }
+
+    pub fn bundle(&self) -> &Bundle<'a> {
+        &self.bundle
+    }
+
+    /// The bytes of model input `index`, to fill before [`run`](Self::run).
+    pub fn input_mut(&mut self, index: usize) -> Option<&mut [u8]> {
+        let range = self
+            .bundle
+            .inputs()
+            .get(index)?
+            .span
+            .within(self.arena.len() as u32)?;
+        self.arena.get_mut(range)
+    }
+
+    /// The bytes of model output `index`, valid after [`run`](Self::run).
+    pub fn output(&self, index: usize) -> Option<&[u8]> {
+        let range = self
+            .bundle
+            .outputs()
+            .get(index)?
+            .span
+            .within(self.arena.len() as u32)?;
+        self.arena.get(range)
+    }
+
+    /// Runs every step in order; `hook` sees each kernel call before and after it.
+    pub fn run(&mut self, hook: &mut dyn FnMut(KernelEvent)) -> Result<(), BundleError> {
+        let mut ran = 0;
+        for (step, Step { kernel, args }) in (0u32..).zip(self.bundle.steps()) {
+            let kernel_fn =
+                *self
+                    .kernels
+                    .get(usize::from(kernel.0))
+                    .ok_or(BundleError::KernelOutOfRange {
+                        step,
+                        kernel: kernel.0,
+                        kernel_count: self.kernels.len(),
+                    })?;
+            let pointers = self.pointers(&args);
+            hook(KernelEvent::Before { step, kernel });
+            // SAFETY: every pointer lies within the arena or the weights (checked by
+            // `Bundle::parse` against the plan, and by `new` against the real lengths), and the
+            // kernel table holds kernels of the ABI above, generated for this bundle.
+            unsafe { kernel_fn(pointers.as_ptr()) };
+            hook(KernelEvent::After { step, kernel });
+            ran += 1;
+        }
+        match ran == self.bundle.step_count() {
+            true => Ok(()),
+            false => Err(BundleError::MalformedStep { step: ran }),
+        }
+    }
+
+    /// One pointer per argument, into the arena or the weights.
+    fn pointers(&mut self, args: &[Arg]) -> [*mut c_void; MAX_STEP_ARGS] {
+        let arena = self.arena.as_mut_ptr();
+        let weights = self.weights.as_ptr();
+        let mut pointers = [core::ptr::null_mut(); MAX_STEP_ARGS];
+        for (pointer, arg) in pointers.iter_mut().zip(args) {
+            // Offsets were checked to lie within the regions; `wrapping_add` keeps this free of
+            // undefined behaviour even if they did not.
+            *pointer = match *arg {
+                Arg::Arena(span) => arena.wrapping_add(span.offset as usize).cast(),
+                Arg::Weights(span) => weights.wrapping_add(span.offset as usize).cast_mut().cast(),
+            };
+        }
+        pointers
+    }
+}
+
+/// Empty regions are never read, so their (dangling) address does not matter.
+fn check_aligned(region: Region, bytes: &[u8]) -> Result<(), BundleError> {
+    let address = bytes.as_ptr() as usize;
+    match bytes.is_empty() || address.is_multiple_of(ALIGN) {
+        true => Ok(()),
+        false => Err(BundleError::Misaligned { region, address }),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,139 @@
+use super::*;
+use crate::schedule::Bundle;
+use crate::testdata::{add_relu, from_le_bytes, ELEMENTS};
+use std::vec::Vec;
+
+/// `add(out, a, b)` over 8 floats, as the C wrapper would call it.
+unsafe extern "C" fn add(args: *const *mut c_void) {
+    let (out, a, b) = unsafe { (arg(args, 0), arg(args, 1), arg(args, 2)) };
+    for i in 0..ELEMENTS {
+        out[i] = a[i] + b[i];
+    }
+}
+
+unsafe extern "C" fn relu(args: *const *mut c_void) {
+    let (out, x) = unsafe { (arg(args, 0), arg(args, 1)) };
+    for i in 0..ELEMENTS {
+        out[i] = x[i].max(0.0);
+    }
+}
+
+unsafe extern "C" fn sigmoid(args: *const *mut c_void) {
+    let (out, x) = unsafe { (arg(args, 0), arg(args, 1)) };
+    for i in 0..ELEMENTS {
+        out[i] = 1.0 / (1.0 + (-x[i]).exp());
+    }
+}
+
+/// Argument `index` as 8 floats.
+unsafe fn arg<'a>(args: *const *mut c_void, index: usize) -> &'a mut [f32; ELEMENTS] {
+    unsafe { &mut *(*args.add(index)).cast::<[f32; ELEMENTS]>() }
+}
+
+static KERNELS: [KernelFn; 3] = [add, relu, sigmoid];
+
+/// 16-byte aligned bytes, as a board's statics are.
+struct AlignedBytes(Vec<Aligned<[u8; 16]>>);
+
+impl AlignedBytes {
+    fn new(bytes: &[u8]) -> Self {
+        let block = |chunk: &[u8]| {
+            let mut block = [0; 16];
+            block[..chunk.len()].copy_from_slice(chunk);
+            Aligned(block)
+        };
+        AlignedBytes(bytes.chunks(16).map(block).collect())
+    }
+
+    /// The first `len` bytes.
+    fn get(&mut self, len: usize) -> &mut [u8] {
+        let blocks = self.0.as_mut_ptr().cast();
+        // SAFETY: the blocks are contiguous plain bytes.
+        let all = unsafe { core::slice::from_raw_parts_mut(blocks, self.0.len() * 16) };
+        &mut all[..len]
+    }
+}
+
+#[test]
+fn runs_the_test_bundle() {
+    let test = add_relu();
+    let bundle = Bundle::parse(&test.schedule, 128, 3).unwrap();
+    let mut arena = AlignedBytes::new(&[0; 128]);
+    let mut weights = AlignedBytes::new(&test.weights);
+    let weights = weights.get(test.weights.len());
+    let mut executor = Executor::new(bundle, &KERNELS, arena.get(128), weights).unwrap();
+    executor
+        .input_mut(0)
+        .unwrap()
+        .copy_from_slice(&test.inputs[0]);
+    let mut events = Vec::new();
+    executor.run(&mut |event| events.push(event)).unwrap();
+    for (index, expected) in test.outputs.iter().enumerate() {
+        let output = from_le_bytes(executor.output(index).unwrap());
+        assert_eq!(output, from_le_bytes(expected), "output {index}");
+    }
+    let kernels = [0, 1, 2].map(KernelIndex);
+    let expected: Vec<_> = (0..3)
+        .flat_map(|step| {
+            let kernel = kernels[step as usize];
+            [
+                KernelEvent::Before { step, kernel },
+                KernelEvent::After { step, kernel },
+            ]
+        })
+        .collect();
+    assert_eq!(events, expected);
+    assert!(executor.input_mut(1).is_none());
+    assert!(executor.output(2).is_none());
+}
+
+#[test]
+fn mismatched_runtime_is_refused() {
+    let test = add_relu();
+    let new = |kernels: &[KernelFn], arena: &mut [u8], weights: &[u8]| {
+        let bundle = Bundle::parse(&test.schedule, 256, 3).unwrap();
+        Executor::new(bundle, kernels, arena, weights).err()
+    };
+    let mut arena = AlignedBytes::new(&[0; 256]);
+    let mut weights = AlignedBytes::new(&test.weights);
+    let weights = &*weights.get(32);
+
+    let error = new(&KERNELS[..2], arena.get(128), weights);
+    assert_eq!(
+        error,
+        Some(BundleError::KernelCountMismatch {
+            bundle: 3,
+            runtime: 2
+        })
+    );
+    let error = new(&KERNELS, arena.get(96), weights);
+    assert_eq!(
+        error,
+        Some(BundleError::ArenaTooSmall {
+            needed: 128,
+            available: 96
+        })
+    );
+    let error = new(&KERNELS, &mut arena.get(200)[4..], weights);
+    assert!(matches!(
+        error,
+        Some(BundleError::Misaligned {
+            region: Region::Arena,
+            ..
+        })
+    ));
+    let error = new(&KERNELS, arena.get(128), &weights[..16]);
+    assert_eq!(
+        error,
+        Some(BundleError::WeightsSizeMismatch {
+            found: 16,
+            expected: 32
+        })
+    );
+    let mut other = AlignedBytes::new(&[7; 32]);
+    let error = new(&KERNELS, arena.get(128), other.get(32));
+    assert!(matches!(
+        error,
+        Some(BundleError::WeightsChecksumMismatch { .. })
+    ));
+}

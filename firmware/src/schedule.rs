@@ -1,0 +1,253 @@
+//! The schedule format: what a bundle's `schedule.bin` holds. The host compiler writes it with
+//! [`encode`] (feature `std`); the runtime checks and reads it with [`Bundle::parse`]. Both use
+//! the types below, so the two sides cannot drift apart.
+//!
+//! # Layout
+//!
+//! Every value is encoded with postcard (integers as LEB128 varints, byte arrays raw), one after
+//! the other, in this order:
+//!
+//! | part | content |
+//! | --- | --- |
+//! | header | [`MAGIC`], format version (`u16`), body bytes (`u32`), CRC-32 of the body (`u32`) |
+//! | body | a [`Plan`], the number of steps (`u32`), then that many [`Step`]s |
+//!
+//! The checksum is CRC-32/ISO-HDLC (the zlib one) over the body bytes. The header's fields are
+//! read one at a time, so a schedule of another format version is refused as such before
+//! anything version-specific is decoded.
+//!
+//! # Reading without a heap
+//!
+//! The plan is decoded whole into fixed-capacity `heapless` collections: at most
+//! [`MAX_MODEL_TENSORS`] inputs and as many outputs, each of at most [`MAX_RANK`] dimensions.
+//! Steps are not decoded into a collection: a model has hundreds of them and a small board a few
+//! KiB of RAM. [`Bundle::parse`] decodes every step once, to check its kernel index and the range
+//! of each argument, and keeps the encoded steps; the executor then decodes one step at a time
+//! as it runs ([`Bundle::steps`]). RAM use does not grow with the number of steps, and since the
+//! bundle borrows the bytes immutably, the steps that run are the steps that were checked.
+//! A step has at most [`MAX_STEP_ARGS`] arguments (the executor passes them from a stack array).
+
+mod bundle;
+
+pub use bundle::{read_plan, Bundle, Steps};
+
+use crate::error::CapacityError;
+use serde::{Deserialize, Serialize};
+
+/// The first four bytes of every schedule.
+pub const MAGIC: [u8; 4] = *b"KILN";
+/// The format version this crate writes and reads. Bump it on any change to the layout.
+pub const FORMAT_VERSION: u16 = 1;
+/// Most arguments one step can pass to its kernel.
+pub const MAX_STEP_ARGS: usize = 16;
+/// Most inputs, and most outputs, a model can have.
+pub const MAX_MODEL_TENSORS: usize = 8;
+/// Most dimensions of a model input or output.
+pub const MAX_RANK: usize = 6;
+
+/// The checksum of the schedule body, and of the weights: CRC-32/ISO-HDLC.
+pub fn checksum(bytes: &[u8]) -> u32 {
+    const CRC32: crc::Crc<u32> = crc::Crc::<u32>::new(&crc::CRC_32_ISO_HDLC);
+    CRC32.checksum(bytes)
+}
+
+/// The fixed start of a schedule. Field order is the wire order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Header {
+    pub magic: [u8; 4],
+    pub version: u16,
+    pub body_bytes: u32,
+    pub body_crc: u32,
+}
+
+/// Position of a kernel in the firmware's kernel table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct KernelIndex(pub u16);
+
+/// `bytes` bytes starting `offset` bytes into a region.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct Span {
+    pub offset: u32,
+    pub bytes: u32,
+}
+
+impl Span {
+    pub const fn new(offset: u32, bytes: u32) -> Self {
+        Span { offset, bytes }
+    }
+
+    /// The byte range of the span, if it lies within a region of `region_bytes` bytes.
+    pub fn within(self, region_bytes: u32) -> Option<core::ops::Range<usize>> {
+        let end = self.offset.checked_add(self.bytes)?;
+        (end <= region_bytes).then_some(self.offset as usize..end as usize)
+    }
+}
+
+/// One buffer passed to a kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum Arg {
+    /// A slice of the arena: read and written by the kernel.
+    Arena(Span),
+    /// A slice of the weights: read only.
+    Weights(Span),
+}
+
+/// One kernel call: the kernel and the buffers it gets, in its parameter order.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Step {
+    pub kernel: KernelIndex,
+    pub args: heapless::Vec<Arg, MAX_STEP_ARGS>,
+}
+
+impl Step {
+    pub fn new(kernel: KernelIndex, args: &[Arg]) -> Result<Self, CapacityError> {
+        let args = bounded(args, CapacityError::StepArgs { len: args.len() })?;
+        Ok(Step { kernel, args })
+    }
+}
+
+/// Element type of a model input or output. The discriminant is the code on the wire; the
+/// order is the host compiler's scalar promotion order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+#[repr(u8)]
+pub enum DType {
+    Bool = 0,
+    I8 = 1,
+    U8 = 2,
+    I16 = 3,
+    U16 = 4,
+    I32 = 5,
+    U32 = 6,
+    I64 = 7,
+    U64 = 8,
+    F16 = 9,
+    F32 = 10,
+    F64 = 11,
+}
+
+impl DType {
+    /// Size of one element in bytes.
+    pub const fn size(self) -> u32 {
+        match self {
+            DType::Bool | DType::I8 | DType::U8 => 1,
+            DType::I16 | DType::U16 | DType::F16 => 2,
+            DType::I32 | DType::U32 | DType::F32 => 4,
+            DType::I64 | DType::U64 | DType::F64 => 8,
+        }
+    }
+}
+
+/// A model input or output: where it lives in the arena, and what it holds (row-major,
+/// little-endian, densely packed).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TensorDesc {
+    pub span: Span,
+    pub dtype: DType,
+    pub shape: heapless::Vec<u32, MAX_RANK>,
+}
+
+impl TensorDesc {
+    pub fn new(span: Span, dtype: DType, shape: &[u32]) -> Result<Self, CapacityError> {
+        let shape = bounded(shape, CapacityError::Rank { len: shape.len() })?;
+        Ok(TensorDesc { span, dtype, shape })
+    }
+
+    /// Bytes the shape and element type make; `None` on overflow.
+    pub fn shape_bytes(&self) -> Option<u64> {
+        let elements = self
+            .shape
+            .iter()
+            .try_fold(1u64, |n, &d| n.checked_mul(u64::from(d)));
+        elements?.checked_mul(u64::from(self.dtype.size()))
+    }
+}
+
+/// Size and checksum of the weights a bundle was compiled with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WeightsDigest {
+    pub bytes: u32,
+    pub crc: u32,
+}
+
+impl WeightsDigest {
+    pub fn of(weights: &[u8]) -> Self {
+        WeightsDigest {
+            bytes: weights.len() as u32,
+            crc: checksum(weights),
+        }
+    }
+}
+
+/// Everything about a bundle but its steps.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Plan {
+    /// Bytes of arena the steps use, from offset 0.
+    pub arena_bytes: u32,
+    pub weights: WeightsDigest,
+    /// Length of the kernel table the bundle's steps index.
+    pub kernel_count: u16,
+    pub inputs: heapless::Vec<TensorDesc, MAX_MODEL_TENSORS>,
+    pub outputs: heapless::Vec<TensorDesc, MAX_MODEL_TENSORS>,
+}
+
+impl Plan {
+    pub fn new(
+        arena_bytes: u32,
+        weights: WeightsDigest,
+        kernel_count: u16,
+        inputs: &[TensorDesc],
+        outputs: &[TensorDesc],
+    ) -> Result<Self, CapacityError> {
+        let inputs = bounded(inputs, CapacityError::ModelTensors { len: inputs.len() })?;
+        let outputs = bounded(outputs, CapacityError::ModelTensors { len: outputs.len() })?;
+        Ok(Plan {
+            arena_bytes,
+            weights,
+            kernel_count,
+            inputs,
+            outputs,
+        })
+    }
+}
+
+/// `items` in a fixed-capacity vector, or `error` if they do not fit.
+fn bounded<T: Clone, const N: usize>(
+    items: &[T],
+    error: CapacityError,
+) -> Result<heapless::Vec<T, N>, CapacityError> {
+    heapless::Vec::from_slice(items).map_err(|_| error)
+}
+
+/// Writes a schedule: header, plan, steps. Nothing is checked here; [`Bundle::parse`] is the
+/// one check, and the host should run it on what it writes.
+#[cfg(any(feature = "std", test))]
+pub fn encode(plan: &Plan, steps: &[Step]) -> std::vec::Vec<u8> {
+    let mut body = append(std::vec::Vec::new(), plan);
+    body = append(body, &(steps.len() as u32));
+    for step in steps {
+        body = append(body, step);
+    }
+    let header = Header {
+        magic: MAGIC,
+        version: FORMAT_VERSION,
+        body_bytes: body.len() as u32,
+        body_crc: checksum(&body),
+    };
+    let mut schedule = append(std::vec::Vec::new(), &header);
+    schedule.extend(body);
+    schedule
+}
+
+#[cfg(any(feature = "std", test))]
+fn append<T: Serialize>(out: std::vec::Vec<u8>, value: &T) -> std::vec::Vec<u8> {
+    // Serializing into a growable buffer fails only for types postcard cannot write (maps or
+    // sequences of unknown length); the schedule types have none.
+    postcard::to_extend(value, out).expect("schedule types always serialize")
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,291 @@
+use super::*;
+use crate::error::{BundleError, CapacityError, Place, Region};
+use crate::testdata::{add_relu, plan, steps};
+use std::vec::Vec;
+
+const ARENA: usize = 128;
+const KERNELS: usize = 3;
+
+fn parse(schedule: &[u8]) -> Result<Bundle<'_>, BundleError> {
+    Bundle::parse(schedule, ARENA, KERNELS)
+}
+
+/// Re-encodes the test bundle after `edit` changes its plan or steps.
+fn edited(edit: impl FnOnce(&mut Plan, &mut Vec<Step>)) -> Vec<u8> {
+    let bundle = add_relu();
+    let (mut plan, mut steps) = (plan(&bundle.weights), steps());
+    edit(&mut plan, &mut steps);
+    encode(&plan, &steps)
+}
+
+/// Recomputes the header's length and checksum, so a damaged body reaches the decoder.
+fn resealed(mut schedule: Vec<u8>) -> Vec<u8> {
+    let body_start = header_len(&schedule);
+    let body = schedule.split_off(body_start);
+    let header = Header {
+        magic: MAGIC,
+        version: FORMAT_VERSION,
+        body_bytes: body.len() as u32,
+        body_crc: checksum(&body),
+    };
+    let mut out = postcard::to_extend(&header, Vec::new()).unwrap();
+    out.extend(body);
+    out
+}
+
+fn header_len(schedule: &[u8]) -> usize {
+    let (_, rest) = postcard::take_from_bytes::<Header>(schedule).unwrap();
+    schedule.len() - rest.len()
+}
+
+#[test]
+fn round_trip() {
+    let bundle = add_relu();
+    let parsed = parse(&bundle.schedule).unwrap();
+    assert_eq!(parsed.plan(), &plan(&bundle.weights));
+    assert_eq!(parsed.steps().collect::<Vec<_>>(), steps());
+    assert_eq!(parsed.step_count(), 3);
+    assert_eq!(
+        read_plan(&bundle.schedule).unwrap().arena_bytes,
+        ARENA as u32
+    );
+}
+
+#[test]
+fn dtype_wire_code_is_its_discriminant() {
+    for dtype in [DType::Bool, DType::I8, DType::F16, DType::F32, DType::F64] {
+        let mut buffer = [0u8; 4];
+        assert_eq!(
+            postcard::to_slice(&dtype, &mut buffer).unwrap(),
+            [dtype as u8]
+        );
+    }
+}
+
+#[test]
+fn flipped_body_byte_is_a_checksum_mismatch() {
+    let mut schedule = add_relu().schedule;
+    let last = schedule.len() - 1;
+    schedule[last] ^= 0x01;
+    assert!(matches!(
+        parse(&schedule),
+        Err(BundleError::ChecksumMismatch { .. })
+    ));
+}
+
+#[test]
+fn bad_magic_wrong_version_truncated_and_trailing_are_refused() {
+    let schedule = add_relu().schedule;
+    let mut magic = schedule.clone();
+    magic[0] = b'X';
+    assert_eq!(
+        parse(&magic).unwrap_err(),
+        BundleError::BadMagic { found: *b"XILN" }
+    );
+    let mut version = schedule.clone();
+    version[4] = 2;
+    let expected = BundleError::VersionMismatch {
+        found: 2,
+        expected: FORMAT_VERSION,
+    };
+    assert_eq!(parse(&version).unwrap_err(), expected);
+    assert_eq!(parse(&schedule[..3]).unwrap_err(), BundleError::Truncated);
+    assert_eq!(
+        parse(&schedule[..schedule.len() - 1]).unwrap_err(),
+        BundleError::Truncated
+    );
+    let mut trailing = schedule.clone();
+    trailing.push(0);
+    assert_eq!(
+        parse(&trailing).unwrap_err(),
+        BundleError::TrailingBytes { count: 1 }
+    );
+}
+
+#[test]
+fn runtime_mismatches_are_refused() {
+    let schedule = add_relu().schedule;
+    let small = Bundle::parse(&schedule, 64, KERNELS).unwrap_err();
+    assert_eq!(
+        small,
+        BundleError::ArenaTooSmall {
+            needed: ARENA,
+            available: 64
+        }
+    );
+    let kernels = Bundle::parse(&schedule, ARENA, 2).unwrap_err();
+    assert_eq!(
+        kernels,
+        BundleError::KernelCountMismatch {
+            bundle: 3,
+            runtime: 2
+        }
+    );
+}
+
+#[test]
+fn kernel_index_out_of_range_is_refused() {
+    let schedule = edited(|_, steps| steps[1].kernel = KernelIndex(3));
+    let expected = BundleError::KernelOutOfRange {
+        step: 1,
+        kernel: 3,
+        kernel_count: 3,
+    };
+    assert_eq!(parse(&schedule).unwrap_err(), expected);
+}
+
+#[test]
+fn argument_out_of_range_is_refused() {
+    let schedule = edited(|_, steps| steps[2].args[0] = Arg::Arena(Span::new(112, 32)));
+    let expected = BundleError::SliceOutOfRange {
+        place: Place::StepArg { step: 2, arg: 0 },
+        region: Region::Arena,
+        offset: 112,
+        bytes: 32,
+        region_bytes: 128,
+    };
+    assert_eq!(parse(&schedule).unwrap_err(), expected);
+    let weights = edited(|_, steps| steps[0].args[2] = Arg::Weights(Span::new(4, 32)));
+    let error = parse(&weights).unwrap_err();
+    assert!(matches!(
+        error,
+        BundleError::SliceOutOfRange {
+            region: Region::Weights,
+            ..
+        }
+    ));
+    let wrapping = edited(|_, steps| steps[0].args[0] = Arg::Arena(Span::new(u32::MAX, 2)));
+    assert!(matches!(
+        parse(&wrapping),
+        Err(BundleError::SliceOutOfRange { .. })
+    ));
+}
+
+#[test]
+fn model_tensors_are_checked() {
+    let outside = edited(|plan, _| plan.outputs[1].span = Span::new(128, 32));
+    let error = parse(&outside).unwrap_err();
+    let place = Place::Output { index: 1 };
+    assert!(matches!(error, BundleError::SliceOutOfRange { place: p, .. } if p == place));
+    let shape = edited(|plan, _| plan.inputs[0].shape[1] = 7);
+    let expected = BundleError::ShapeMismatch {
+        place: Place::Input { index: 0 },
+        bytes: 32,
+        shape_bytes: 28,
+    };
+    assert_eq!(parse(&shape).unwrap_err(), expected);
+}
+
+#[test]
+fn every_single_bit_flip_is_refused() {
+    let schedule = add_relu().schedule;
+    for index in 0..schedule.len() {
+        for bit in 0..8 {
+            let mut damaged = schedule.clone();
+            damaged[index] ^= 1 << bit;
+            assert!(
+                parse(&damaged).is_err(),
+                "flip of bit {bit} of byte {index} accepted"
+            );
+        }
+    }
+}
+
+#[test]
+fn resealed_damage_never_panics() {
+    let schedule = add_relu().schedule;
+    let body_start = header_len(&schedule);
+    for index in body_start..schedule.len() {
+        for value in [0x00, 0x01, 0x7f, 0x80, 0xff, schedule[index] ^ 0x55] {
+            let mut damaged = schedule.clone();
+            damaged[index] = value;
+            let _ = parse(&resealed(damaged));
+        }
+        let mut cut = schedule.clone();
+        cut.remove(index);
+        let _ = parse(&resealed(cut));
+    }
+    for len in 0..schedule.len() {
+        let _ = parse(&schedule[..len]);
+    }
+}
+
+proptest::proptest! {
+    /// Whatever a resealed (checksum-passing) schedule holds, parsing never panics, and what
+    /// it accepts names only kernels and slices within range.
+    #[test]
+    fn accepted_schedules_stay_in_range(
+        edits in proptest::collection::vec((0usize..256, proptest::num::u8::ANY), 1..8),
+    ) {
+        let mut schedule = add_relu().schedule;
+        let body_start = header_len(&schedule);
+        for (index, value) in edits {
+            let index = body_start + index % (schedule.len() - body_start);
+            schedule[index] = value;
+        }
+        let schedule = resealed(schedule);
+        if let Ok(bundle) = parse(&schedule) {
+            let plan = bundle.plan();
+            for step in bundle.steps() {
+                proptest::prop_assert!(usize::from(step.kernel.0) < KERNELS);
+                for arg in step.args {
+                    let (span, region_bytes) = match arg {
+                        Arg::Arena(span) => (span, plan.arena_bytes),
+                        Arg::Weights(span) => (span, plan.weights.bytes),
+                    };
+                    proptest::prop_assert!(span.within(region_bytes).is_some());
+                }
+            }
+            for tensor in bundle.inputs().iter().chain(bundle.outputs()) {
+                proptest::prop_assert!(tensor.span.within(plan.arena_bytes).is_some());
+            }
+            proptest::prop_assert!(plan.arena_bytes as usize <= ARENA);
+        }
+    }
+}
+
+#[test]
+fn capacities_are_errors_when_building() {
+    let args = [Arg::Arena(Span::new(0, 4)); MAX_STEP_ARGS + 1];
+    let error = Step::new(KernelIndex(0), &args).unwrap_err();
+    assert_eq!(
+        error,
+        CapacityError::StepArgs {
+            len: MAX_STEP_ARGS + 1
+        }
+    );
+    let error = TensorDesc::new(Span::new(0, 4), DType::F32, &[1; MAX_RANK + 1]).unwrap_err();
+    assert_eq!(error, CapacityError::Rank { len: MAX_RANK + 1 });
+    let tensor = TensorDesc::new(Span::new(0, 4), DType::F32, &[1]).unwrap();
+    let many = std::vec![tensor; MAX_MODEL_TENSORS + 1];
+    let digest = WeightsDigest::of(&[]);
+    let error = Plan::new(4, digest, 1, &many, &[]).unwrap_err();
+    assert_eq!(
+        error,
+        CapacityError::ModelTensors {
+            len: MAX_MODEL_TENSORS + 1
+        }
+    );
+}
+
+#[test]
+fn errors_say_what_is_wrong() {
+    use std::string::ToString;
+    let version = BundleError::VersionMismatch {
+        found: 2,
+        expected: 1,
+    };
+    assert_eq!(
+        version.to_string(),
+        "schedule format version 2, this runtime reads version 1"
+    );
+    let slice = BundleError::SliceOutOfRange {
+        place: Place::StepArg { step: 3, arg: 1 },
+        region: Region::Weights,
+        offset: 8,
+        bytes: 32,
+        region_bytes: 16,
+    };
+    let expected = "step 3 argument 1: 32 bytes at weights offset 8 reach past its 16 bytes";
+    assert_eq!(slice.to_string(), expected);
+}
