@@ -63,6 +63,9 @@ struct Lin {
     buf_uops: Vec<Option<UOpId>>,
     loop_uops: HashMap<String, UOpId>,
     load_cache: HashMap<String, UOpId>,
+    /// The barrier that ends the previous grouped reduce: the next one starts after it, so
+    /// that each reduce's first-thread `IF` stands alone.
+    last_barrier: Option<UOpId>,
 }
 
 /// The index (`Node`) → UOp table, over the graph and the loop/thread variables.
@@ -131,6 +134,7 @@ pub fn linearize(kernel: &Kernel) -> Result<Linearized, LinearizeError> {
         buf_uops: vec![],
         loop_uops: HashMap::new(),
         load_cache: HashMap::new(),
+        last_barrier: None,
     };
     lin.run()
 }
@@ -470,7 +474,8 @@ impl Lin {
         let fake_global = zeros_like(global_idxs);
         let fake_reduce = zeros_like(&self.reduce_idxs());
         let idxs = cat(&[&fake_global, local_idxs, &fake_reduce, upcast_idxs]);
-        let stores = self.global_store(out_buf, &idxs, &acc);
+        let mut stores = self.global_store(out_buf, &idxs, &acc);
+        stores.extend(self.last_barrier);
         let mut barrier = self.g.node(UOpKind::Barrier, None, stores);
         if self.k.target.has_local {
             let temp_st = self.k.sts.last().expect("temp buffer").clone();
@@ -529,6 +534,7 @@ impl Lin {
             let idxs = cat(&[&fake_global, &fake_local, &fake_reduce, upcast_idxs]);
             let stores = self.global_store(out_buf, &idxs, &acc);
             let barrier = self.g.node(UOpKind::Barrier, None, stores);
+            self.last_barrier = Some(barrier);
             acc = self.global_load(out_buf, &idxs, None, Some(barrier), &[]);
         } else {
             local_idxs.truncate(ld);

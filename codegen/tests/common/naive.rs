@@ -110,7 +110,7 @@ fn alu(op: AluOp, s: &[Val], int: bool) -> Val {
         },
         AluOp::Unary(UnaryOp::Sin) if !int => Val {
             v: a.v.sin(),
-            mag: a.mag.min(1.0) + 1.0,
+            mag: a.mag + 1.0,
         },
         AluOp::Unary(UnaryOp::Exp2) if !int => Val {
             v: a.v.exp2(),

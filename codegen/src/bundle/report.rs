@@ -1,0 +1,113 @@
+//! The human-readable report of a bundle: kernels with their cost estimates, and memory.
+
+use crate::linearize::Program;
+use crate::plan::ArenaPlan;
+use crate::schedule::{BufKind, Schedule};
+use std::fmt;
+
+/// One kernel launch in the report.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KernelLine {
+    pub step: usize,
+    pub name: String,
+    pub flops: u64,
+    pub bytes: u64,
+}
+
+/// What a compiled model costs: kernels, FLOPs, arena and weights.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Report {
+    pub model: String,
+    pub steps: Vec<KernelLine>,
+    pub kernels: usize,
+    pub arena_bytes: usize,
+    pub arena_lower_bound: usize,
+    pub weight_bytes: usize,
+    pub inputs: Vec<(Vec<usize>, String)>,
+    pub outputs: Vec<(Vec<usize>, String)>,
+}
+
+impl Report {
+    pub fn new(
+        model: &str,
+        s: &Schedule,
+        programs: &[Program],
+        plan: &ArenaPlan,
+        weight_bytes: usize,
+        kernel_names: &[String],
+    ) -> Report {
+        let steps = programs
+            .iter()
+            .enumerate()
+            .map(|(i, p)| KernelLine {
+                step: i,
+                name: p.name.clone(),
+                flops: p.flops,
+                bytes: p.mem_bytes,
+            })
+            .collect();
+        let io = |ids: &[crate::schedule::BufId]| {
+            ids.iter()
+                .map(|b| {
+                    let info = &s.buffers[b.0 as usize];
+                    (info.shape.clone(), info.dtype.to_string())
+                })
+                .collect()
+        };
+        debug_assert!(s
+            .buffers
+            .iter()
+            .all(|b| !matches!(b.kind, BufKind::Weight(_)) || b.bytes() > 0));
+        Report {
+            model: model.to_string(),
+            steps,
+            kernels: kernel_names.len(),
+            arena_bytes: plan.arena_bytes,
+            arena_lower_bound: plan.lower_bound,
+            weight_bytes,
+            inputs: io(&s.inputs),
+            outputs: io(&s.outputs),
+        }
+    }
+
+    pub fn total_flops(&self) -> u64 {
+        self.steps.iter().map(|k| k.flops).sum()
+    }
+}
+
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "model: {}", self.model)?;
+        for (i, (shape, dt)) in self.inputs.iter().enumerate() {
+            writeln!(f, "input {i}: {dt} {shape:?}")?;
+        }
+        for (i, (shape, dt)) in self.outputs.iter().enumerate() {
+            writeln!(f, "output {i}: {dt} {shape:?}")?;
+        }
+        writeln!(
+            f,
+            "\n{:>4}  {:<40} {:>12} {:>12}",
+            "step", "kernel", "FLOPs", "bytes"
+        )?;
+        for k in &self.steps {
+            writeln!(
+                f,
+                "{:>4}  {:<40} {:>12} {:>12}",
+                k.step, k.name, k.flops, k.bytes
+            )?;
+        }
+        writeln!(
+            f,
+            "\nsteps: {}, distinct kernels: {}",
+            self.steps.len(),
+            self.kernels
+        )?;
+        writeln!(f, "total FLOPs: {}", self.total_flops())?;
+        writeln!(
+            f,
+            "arena bytes: {} (liveness lower bound {})",
+            self.arena_bytes, self.arena_lower_bound
+        )?;
+        writeln!(f, "weight bytes: {}", self.weight_bytes)
+    }
+}
