@@ -5,8 +5,10 @@
 
 pub mod bundle;
 pub mod cli;
+pub mod compile;
 pub mod dtype;
 pub mod graph;
+pub mod host;
 pub mod kernel;
 pub mod linearize;
 pub mod onnx;

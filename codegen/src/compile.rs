@@ -1,0 +1,41 @@
+//! The whole pipeline in one place: graph → schedule → kernels → linearize + render → plan →
+//! bundle.
+
+use crate::bundle::{self, Bundle, BundleError};
+use crate::graph::{Graph, Lazy};
+use crate::kernel::Kernel;
+use crate::linearize::{to_program, LinearizeError, Program};
+use crate::plan::plan_arena;
+use crate::render::Target;
+use crate::schedule::{create_schedule, ScheduleError};
+
+/// Errors of compiling a graph.
+#[derive(Debug, thiserror::Error)]
+pub enum CompileError {
+    #[error(transparent)]
+    Schedule(#[from] ScheduleError),
+    #[error(transparent)]
+    Linearize(#[from] LinearizeError),
+    #[error(transparent)]
+    Bundle(#[from] BundleError),
+}
+
+/// Compiles a graph's `outputs` for `target` into a bundle named `name`. `progress` is called
+/// after each kernel with (done, total).
+pub fn compile_graph(
+    name: &str,
+    graph: &Graph,
+    outputs: &[Lazy],
+    target: &Target,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<Bundle, CompileError> {
+    let schedule = create_schedule(graph, outputs)?;
+    let mut programs: Vec<Program> = Vec::with_capacity(schedule.items.len());
+    for item in &schedule.items {
+        let k = Kernel::new(item.ast.clone(), target.clone()).map_err(ScheduleError::from)?;
+        programs.push(to_program(&k)?);
+        progress(programs.len(), schedule.items.len());
+    }
+    let plan = plan_arena(&schedule);
+    Ok(bundle::build(name, &schedule, &programs, &plan)?)
+}

@@ -1,0 +1,157 @@
+//! The host board: a bundle's kernels compiled by the system C compiler into a shared library,
+//! run by the firmware crate's executor in this process.
+
+use crate::bundle::{Bundle, KERNELS_FILE};
+use kiln_firmware::exec::{Executor, KernelEvent, KernelFn};
+use kiln_firmware::schedule::Bundle as Schedule;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// Errors of the host board.
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    #[error("could not run the C compiler `{cc}`: {source}")]
+    NoCompiler {
+        cc: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the C compiler failed on {file}:\n{stderr}")]
+    Compile { file: String, stderr: String },
+    #[error("loading the kernels library {path}: {reason}")]
+    Load { path: String, reason: String },
+    #[error("the bundle was refused: {0}")]
+    Refused(String),
+    #[error("input {index}: expected {expected} bytes, got {got}")]
+    InputSize {
+        index: usize,
+        expected: usize,
+        got: usize,
+    },
+    #[error("the model has {expected} inputs, {got} were given")]
+    InputCount { expected: usize, got: usize },
+}
+
+/// The C compiler for the host: `$CC`, else `cc`.
+pub fn host_cc() -> String {
+    std::env::var("CC").unwrap_or_else(|_| "cc".to_string())
+}
+
+/// Compiles `dir/kernels.c` into `dir/libkernels.so`.
+pub fn compile(dir: &Path) -> Result<PathBuf, HostError> {
+    let cc = host_cc();
+    let src = dir.join(KERNELS_FILE);
+    let lib = dir.join("libkernels.so");
+    let out = Command::new(&cc)
+        .args([
+            "-O2",
+            "-std=gnu11",
+            "-fPIC",
+            "-shared",
+            "-fno-math-errno",
+            "-o",
+        ])
+        .arg(&lib)
+        .arg(&src)
+        .arg("-lm")
+        .output()
+        .map_err(|source| HostError::NoCompiler {
+            cc: cc.clone(),
+            source,
+        })?;
+    if !out.status.success() {
+        return Err(HostError::Compile {
+            file: src.display().to_string(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        });
+    }
+    Ok(lib)
+}
+
+/// The outputs of one run and the time each step took.
+#[derive(Debug, Clone)]
+pub struct HostRun {
+    pub outputs: Vec<Vec<u8>>,
+    pub step_times: Vec<Duration>,
+}
+
+/// 16-byte aligned zeroed bytes.
+fn aligned(len: usize) -> Vec<u128> {
+    vec![0u128; len.div_ceil(16).max(1)]
+}
+
+fn bytes_mut(v: &mut [u128], len: usize) -> &mut [u8] {
+    // SAFETY: u128 storage is plain bytes; `len` is within it.
+    unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr().cast::<u8>(), len) }
+}
+
+/// Runs the bundle's schedule once with the kernels of `lib` on `inputs` (raw little-endian).
+pub fn run(bundle: &Bundle, lib: &Path, inputs: &[Vec<u8>]) -> Result<HostRun, HostError> {
+    let load = |reason: String| HostError::Load {
+        path: lib.display().to_string(),
+        reason,
+    };
+    // SAFETY: the library is the bundle's own kernels.c, compiled just now.
+    let library = unsafe { libloading::Library::new(lib) }.map_err(|e| load(e.to_string()))?;
+    // SAFETY: kernels.c defines these two symbols with these types.
+    let kernels: &[KernelFn] = unsafe {
+        let table = library
+            .get::<*const KernelFn>(b"kiln_kernels\0")
+            .map_err(|e| load(e.to_string()))?;
+        let count = library
+            .get::<*const u32>(b"kiln_kernel_count\0")
+            .map_err(|e| load(e.to_string()))?;
+        std::slice::from_raw_parts(*table, **count as usize)
+    };
+    let plan = kiln_firmware::schedule::read_plan(&bundle.schedule)
+        .map_err(|e| HostError::Refused(e.to_string()))?;
+    let arena_len = plan.arena_bytes as usize;
+    let parsed = Schedule::parse(&bundle.schedule, arena_len, kernels.len())
+        .map_err(|e| HostError::Refused(e.to_string()))?;
+    let mut arena = aligned(arena_len);
+    let mut weights = aligned(bundle.weights.len());
+    bytes_mut(&mut weights, bundle.weights.len()).copy_from_slice(&bundle.weights);
+    let weights_bytes: &[u8] = bytes_mut(&mut weights, bundle.weights.len());
+    let mut ex = Executor::new(
+        parsed,
+        kernels,
+        bytes_mut(&mut arena, arena_len),
+        weights_bytes,
+    )
+    .map_err(|e| HostError::Refused(e.to_string()))?;
+    if inputs.len() != plan.inputs.len() {
+        return Err(HostError::InputCount {
+            expected: plan.inputs.len(),
+            got: inputs.len(),
+        });
+    }
+    for (i, data) in inputs.iter().enumerate() {
+        let slot = ex.input_mut(i).ok_or(HostError::InputCount {
+            expected: i,
+            got: inputs.len(),
+        })?;
+        if slot.len() != data.len() {
+            return Err(HostError::InputSize {
+                index: i,
+                expected: slot.len(),
+                got: data.len(),
+            });
+        }
+        slot.copy_from_slice(data);
+    }
+    let mut times = Vec::new();
+    let mut started = Instant::now();
+    ex.run(&mut |e| match e {
+        KernelEvent::Before { .. } => started = Instant::now(),
+        KernelEvent::After { .. } => times.push(started.elapsed()),
+    })
+    .map_err(|e| HostError::Refused(e.to_string()))?;
+    let outputs = (0..plan.outputs.len())
+        .map(|i| ex.output(i).unwrap_or_default().to_vec())
+        .collect();
+    Ok(HostRun {
+        outputs,
+        step_times: times,
+    })
+}
