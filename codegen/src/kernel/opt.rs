@@ -132,6 +132,7 @@ impl Kernel {
             }
         }
         if !self.reduceops.is_empty()
+            && self.target.has_shared
             && (matches!(opt.op, OptOp::Group | OptOp::GroupTop)
                 || (self.group_for_reduces > 0
                     && !matches!(opt.op, OptOp::NoLocals | OptOp::PadTo)))
