@@ -1,12 +1,33 @@
 //! Renderers: a linear UOp program → source code for a target.
 //!
 //! One C-style renderer does the work ([`cstyle`]); each target is mostly data: a [`Dialect`]
-//! (keywords, type names, how thread ids and barriers are spelled) and its capabilities
-//! ([`Target`]), which the kernel optimizer and linearizer read too.
+//! (keywords, type names, templates for casts, vector access and thread ids) and its
+//! capabilities ([`Target`]), which the kernel optimizer and linearizer read too. The OpenCL C
+//! ([`opencl`]) and GLSL compute ([`glsl`]) dialects live in their own modules.
 
 pub mod cstyle;
+pub mod glsl;
+pub mod opencl;
 
-use crate::dtype::DType;
+use crate::dtype::{DType, Scalar};
+
+/// What a GPU device allows: queried from the device at run time, or a target's portable
+/// defaults for ahead-of-time builds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceLimits {
+    /// Most work-groups of one launch on each axis (x, y, z).
+    pub groups_max: [usize; 3],
+    /// Most threads of one work-group on each axis.
+    pub local_max: [usize; 3],
+    /// Most threads in one work-group.
+    pub local_threads_max: usize,
+    /// Bytes of local (work-group shared) memory; 0 when the device has none.
+    pub shared_bytes: usize,
+    /// 16-bit floats can be computed and stored.
+    pub half: bool,
+    /// 64-bit floats can be computed and stored.
+    pub double: bool,
+}
 
 /// What a target can do; read by the optimizer and the linearizer.
 #[derive(Clone, Debug)]
@@ -25,6 +46,11 @@ pub struct Target {
     pub local_max: Option<Vec<usize>>,
     /// Bytes of local memory.
     pub shared_max: usize,
+    /// Most threads in one work-group; `None` when only the per-axis limits apply.
+    pub local_threads_max: Option<usize>,
+    /// 16-bit and 64-bit floats can be rendered.
+    pub supports_half: bool,
+    pub supports_double: bool,
     pub dialect: Dialect,
 }
 
@@ -39,6 +65,9 @@ impl Target {
             global_max: None,
             local_max: None,
             shared_max: 0,
+            local_threads_max: None,
+            supports_half: true,
+            supports_double: true,
             dialect: Dialect::c(),
         }
     }
@@ -54,12 +83,41 @@ impl Target {
             global_max: Some(global_max),
             local_max: Some(local_max),
             shared_max: 32768,
+            local_threads_max: None,
+            supports_half: true,
+            supports_double: true,
             dialect: Dialect::c(),
         }
     }
 }
 
-/// How a C-like language spells the parts of a kernel.
+/// How buffers reach a kernel and where its entry point stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Entry {
+    /// Buffers are pointer parameters of a named function (C, OpenCL C).
+    Params,
+    /// Buffers are storage blocks bound by position; local arrays live at module scope; the
+    /// entry point is `void main()` and the work-group size a layout qualifier (GLSL compute).
+    Bindings,
+}
+
+/// How a vector of 2 or 4 elements is read from or written to a buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VectorAccess {
+    /// Through a cast pointer: `*((float4*)(buf+idx))`.
+    Pointer,
+    /// Through the `vloadN`/`vstoreN` builtins, valid in every address space.
+    Builtin,
+    /// Lane by lane: `vec4(buf[idx], buf[idx+1], …)`.
+    Lanes,
+}
+
+/// A math function of the dialect: the name to call, and a declaration or definition it needs.
+pub type MathFn = (String, Option<String>);
+
+/// How a C-like language spells the parts of a kernel. Templates name their holes `$t` (a
+/// type), `$x` (a value or comma-separated values), `$n` (a lane or width), `$a` (an axis
+/// number), `$c` (an axis letter), `$s` (the float-literal suffix).
 #[derive(Clone, Debug)]
 pub struct Dialect {
     /// Text before every kernel (`void`, `__kernel void`).
@@ -72,12 +130,42 @@ pub struct Dialect {
     pub barrier: &'static str,
     /// `restrict` spelling for pointer parameters.
     pub restrict: &'static str,
-    /// Function for a global id on an axis (`get_group_id`), if the dialect has threads.
+    pub entry: Entry,
+    /// Template of a global thread id (`get_group_id($a)`).
     pub gid: &'static str,
-    /// Function for a local id on an axis (`get_local_id`).
+    /// Template of a local thread id (`get_local_id($a)`).
     pub lid: &'static str,
     /// Names a scalar or vector type.
     pub type_name: fn(DType) -> String,
+    /// Names the element type of a buffer, `None` when the dialect cannot store that type.
+    pub storage_type: fn(DType) -> Option<String>,
+    /// Template of a numeric conversion.
+    pub cast: &'static str,
+    /// Template packing scalars into a vector.
+    pub pack: &'static str,
+    /// Template of one lane of a vector.
+    pub gep: &'static str,
+    pub vector_access: VectorAccess,
+    /// Reinterprets the bits of `x` (of type `from`) as `to` (named `t`).
+    pub bitcast: fn(to: DType, from: DType, t: &str, x: &str) -> Option<String>,
+    /// The function computing `base` (`exp2`, `log2`, `sin`, `sqrt`, `fmod`) on `d`.
+    pub math: fn(base: &str, d: DType) -> Option<MathFn>,
+    /// Templates of +infinity and NaN.
+    pub inf: &'static str,
+    pub nan: &'static str,
+    /// Suffix of 64-bit float literals.
+    pub f64_suffix: &'static str,
+    /// Spellings of false and true.
+    pub bools: [&'static str; 2],
+    /// `&`, `|`, `^` on booleans are spelled `&&`, `||`, `^^`.
+    pub logical_bools: bool,
+    /// `%` on signed integers truncates like C; otherwise a helper computes C's remainder.
+    pub c_remainder: bool,
+    /// Qualifiers of helper functions (`static inline `).
+    pub helper_prefix: &'static str,
+    /// Lines before everything else, given the scalar types of the kernel's values and of its
+    /// buffers.
+    pub preamble: fn(values: &[Scalar], buffers: &[Scalar]) -> Vec<String>,
 }
 
 impl Dialect {
@@ -88,16 +176,55 @@ impl Dialect {
             smem_prefix: "static ",
             barrier: "/* barrier */",
             restrict: "restrict",
-            gid: "",
-            lid: "",
+            entry: Entry::Params,
+            gid: "($a)",
+            lid: "($a)",
             type_name: c_type_name,
+            storage_type: |d| Some(c_type_name(d)),
+            cast: "(($t)($x))",
+            pack: "(($t){$x})",
+            gep: "($x)[$n]",
+            vector_access: VectorAccess::Pointer,
+            bitcast: |_, _, t, x| Some(format!("__builtin_bit_cast({t}, {x})")),
+            math: c_math,
+            inf: "__builtin_inf$s()",
+            nan: "__builtin_nan$s(\"\")",
+            f64_suffix: "",
+            bools: ["0", "1"],
+            logical_bools: false,
+            c_remainder: true,
+            helper_prefix: "static inline ",
+            preamble: |_, _| Vec::new(),
         }
     }
 }
 
+/// Fills a template's holes: each `(hole, value)` in turn.
+pub fn fill(template: &str, holes: &[(&str, &str)]) -> String {
+    holes
+        .iter()
+        .fold(template.to_string(), |s, (h, v)| s.replace(h, v))
+}
+
+/// libm: `expf` for floats (declared), `exp` for doubles.
+fn c_math(base: &str, d: DType) -> Option<MathFn> {
+    let (name, t) = match d.scalar {
+        Scalar::F64 => (base.to_string(), "double"),
+        Scalar::F32 | Scalar::F16 => (format!("{base}f"), "float"),
+        _ => return None,
+    };
+    let args = if base == "fmod" {
+        format!("{t}, {t}")
+    } else {
+        t.to_string()
+    };
+    let decl = format!("{t} {name}({args});");
+    Some((name, Some(decl)))
+}
+
 /// C99 type names (vectors through the GCC/Clang `vector_size` extension).
 pub fn c_type_name(d: DType) -> String {
-    use crate::dtype::Scalar::*;
+    use Scalar::*;
     let base = match d.scalar {
         Bool => "_Bool",
         I8 => "signed char",

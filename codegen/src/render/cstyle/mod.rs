@@ -3,19 +3,28 @@
 //! Values used once in the same block are inlined into their user; everything else gets a
 //! named local. Loads are always named, so that gated loads are evaluated where they stand.
 
-use super::{RenderError, Target};
+mod alu;
+mod entry;
+
+use super::{fill, Entry, RenderError, Target, VectorAccess};
 use crate::dtype::{DType, Scalar};
-use crate::ops::{AluOp, BinaryOp, ConstValue, TernaryOp, UnaryOp};
 use crate::uop::{Linear, UOp, UOpKind};
 use std::collections::BTreeSet;
-use std::fmt::Write;
 
 /// Renders `prog` as one function named `name`. Returns the source, which starts with the
 /// helper definitions it needs (guarded, so several kernels can share one file).
 pub fn render(name: &str, prog: &Linear, target: &Target) -> Result<String, RenderError> {
     let mut r = Renderer::new(name, prog, target);
+    r.check_precision()?;
     r.body()?;
     Ok(r.finish())
+}
+
+/// A buffer of a kernel bound by position (GLSL): id, element type, written or not.
+struct Binding {
+    id: u32,
+    storage: String,
+    mutable: bool,
 }
 
 struct Renderer<'a> {
@@ -28,6 +37,9 @@ struct Renderer<'a> {
     stacks: Vec<Vec<usize>>,
     lines: Vec<String>,
     params: Vec<(u32, String)>,
+    bindings: Vec<Binding>,
+    /// Declarations at module scope (local arrays in GLSL).
+    module: Vec<String>,
     helpers: BTreeSet<String>,
     counters: std::collections::HashMap<&'static str, usize>,
     depth: usize,
@@ -53,6 +65,8 @@ impl<'a> Renderer<'a> {
             stacks: prog.block_stacks(),
             lines: Vec::new(),
             params: Vec::new(),
+            bindings: Vec::new(),
+            module: Vec::new(),
             helpers: BTreeSet::new(),
             counters: Default::default(),
             depth: 1,
@@ -65,6 +79,38 @@ impl<'a> Renderer<'a> {
             target: self.target.name,
             what,
         }
+    }
+
+    /// Refuses 16- and 64-bit floats on targets without them, before rendering anything.
+    fn check_precision(&self) -> Result<(), RenderError> {
+        let t = self.target;
+        for d in self.prog.uops.iter().filter_map(|u| u.dtype) {
+            let missing = match d.scalar {
+                Scalar::F16 if !t.supports_half => "16-bit floats",
+                Scalar::F64 if !t.supports_double => "64-bit floats",
+                _ => continue,
+            };
+            return Err(self.unsupported(format!("{d}: the device has no {missing}")));
+        }
+        Ok(())
+    }
+
+    /// The element type of a buffer of `d`, or an error when the dialect cannot store it.
+    fn storage(&self, d: DType) -> Result<String, RenderError> {
+        (self.target.dialect.storage_type)(d)
+            .ok_or_else(|| self.unsupported(format!("a buffer of {d}")))
+    }
+
+    /// `access` (an element of a buffer of `d`) as a value of type `d`.
+    fn stored_value(&self, d: DType, access: String) -> Result<String, RenderError> {
+        let t = self.ty(d)?;
+        if d.count > 1 || self.storage(d)? == t {
+            return Ok(access);
+        }
+        Ok(fill(
+            self.target.dialect.cast,
+            &[("$t", &t), ("$x", &access)],
+        ))
     }
 
     fn ty(&self, d: DType) -> Result<String, RenderError> {
@@ -103,20 +149,35 @@ impl<'a> Renderer<'a> {
             let dtype = u.dtype;
             match &u.kind {
                 UOpKind::DefineGlobal { buf, mutable } => {
-                    let t = self.ty(dtype.expect("typed"))?;
-                    let c = if *mutable { "" } else { "const " };
+                    let t = self.storage(dtype.expect("typed"))?;
                     self.exprs[i] = format!("data{}", buf.0);
+                    if d.entry == Entry::Bindings {
+                        self.bindings.push(Binding {
+                            id: buf.0,
+                            storage: t,
+                            mutable: *mutable,
+                        });
+                        continue;
+                    }
+                    let c = if *mutable { "" } else { "const " };
                     let p = format!("{}{c}{t}* {} data{}", d.buffer_prefix, d.restrict, buf.0);
                     self.params.push((buf.0, p));
                 }
                 UOpKind::DefineVar { name, .. } => {
+                    if d.entry == Entry::Bindings {
+                        return Err(self.unsupported(format!("the variable {name}")));
+                    }
                     self.exprs[i] = name.clone();
                     self.params.push((u32::MAX, format!("const int {name}")));
                 }
                 UOpKind::DefineLocal { name, size } => {
                     let t = self.ty(dtype.expect("typed"))?;
                     self.exprs[i] = name.clone();
-                    self.line(format!("{}{t} {name}[{size}];", d.smem_prefix));
+                    let decl = format!("{}{t} {name}[{size}];", d.smem_prefix);
+                    match d.entry {
+                        Entry::Params => self.line(decl),
+                        Entry::Bindings => self.module.push(decl),
+                    }
                 }
                 UOpKind::Special {
                     local, axis, name, ..
@@ -125,8 +186,10 @@ impl<'a> Renderer<'a> {
                         return Err(self.unsupported(format!("thread index {name}")));
                     }
                     let f = if *local { d.lid } else { d.gid };
+                    let (a, c) = (axis.to_string(), ["x", "y", "z"][*axis as usize % 3]);
+                    let id = fill(f, &[("$a", &a), ("$c", c)]);
                     self.exprs[i] = name.clone();
-                    self.line(format!("int {name} = {f}({axis}); /* {name} */"));
+                    self.line(format!("int {name} = {id}; /* {name} */"));
                 }
                 UOpKind::Const(v) => {
                     self.exprs[i] = self.constant(*v, dtype.expect("typed"))?;
@@ -163,7 +226,7 @@ impl<'a> Renderer<'a> {
                     self.exprs[i] = acc;
                 }
                 UOpKind::Load => self.load(i, u)?,
-                UOpKind::Store => self.store(u),
+                UOpKind::Store => self.store(u)?,
                 UOpKind::Alu(op) => {
                     let e = self.alu(*op, u)?;
                     self.value(i, "alu", e)?;
@@ -172,19 +235,21 @@ impl<'a> Renderer<'a> {
                     let t = self.ty(dtype.expect("typed"))?;
                     let e = if u.src.len() > 1 {
                         let parts: Vec<&str> = (0..u.src.len()).map(|k| self.src(u, k)).collect();
-                        format!("(({t}){{{}}})", parts.join(", "))
+                        fill(d.pack, &[("$t", &t), ("$x", &parts.join(", "))])
                     } else {
-                        format!("(({t})({}))", self.src(u, 0))
+                        fill(d.cast, &[("$t", &t), ("$x", self.src(u, 0))])
                     };
                     self.value(i, "cast", e)?;
                 }
                 UOpKind::Bitcast => {
-                    let t = self.ty(dtype.expect("typed"))?;
-                    let e = format!("__builtin_bit_cast({t}, {})", self.src(u, 0));
+                    let to = dtype.expect("typed");
+                    let t = self.ty(to)?;
+                    let e = (d.bitcast)(to, self.dtype_of(u, 0), &t, self.src(u, 0))
+                        .ok_or_else(|| self.unsupported(format!("a bitcast to {to}")))?;
                     self.value(i, "cast", e)?;
                 }
                 UOpKind::Gep(l) => {
-                    let e = format!("({})[{l}]", self.src(u, 0));
+                    let e = fill(d.gep, &[("$x", self.src(u, 0)), ("$n", &l.to_string())]);
                     self.value(i, "gep", e)?;
                 }
                 UOpKind::Sink => {}
@@ -206,13 +271,23 @@ impl<'a> Renderer<'a> {
     }
 
     fn load(&mut self, i: usize, u: &UOp) -> Result<(), RenderError> {
-        let t = self.ty(u.dtype.expect("typed"))?;
+        let dt = u.dtype.expect("typed");
+        let t = self.ty(dt)?;
         let (buf, idx) = (self.src(u, 0), self.src(u, 1));
-        let access = if u.dtype.is_some_and(|d| d.count > 1) {
-            format!("*(({t}*)({buf}+{idx}))")
-        } else {
-            format!("{buf}[{idx}]")
+        let n = dt.count.to_string();
+        let access = match self.target.dialect.vector_access {
+            _ if dt.count == 1 => format!("{buf}[{idx}]"),
+            VectorAccess::Pointer => format!("*(({t}*)({buf}+{idx}))"),
+            VectorAccess::Builtin => format!("vload{n}(0, {buf}+{idx})"),
+            VectorAccess::Lanes => {
+                let lanes: Vec<String> = (0..dt.count).map(|k| lane(buf, idx, k)).collect();
+                fill(
+                    self.target.dialect.pack,
+                    &[("$t", &t), ("$x", &lanes.join(", "))],
+                )
+            }
         };
+        let access = self.stored_value(dt, access)?;
         let gated = u.src.len() >= 4
             && !matches!(
                 self.prog.uops[u.src[2].index()].kind,
@@ -229,148 +304,56 @@ impl<'a> Renderer<'a> {
         Ok(())
     }
 
-    fn store(&mut self, u: &UOp) {
+    fn store(&mut self, u: &UOp) -> Result<(), RenderError> {
         let (buf, idx, v) = (self.src(u, 0), self.src(u, 1), self.src(u, 2));
         let vt = self.dtype_of(u, 2);
-        let target = if vt.count > 1 {
-            format!("*(({}*)({buf}+{idx}))", (self.target.dialect.type_name)(vt))
-        } else {
-            format!("{buf}[{idx}]")
+        let d = &self.target.dialect;
+        let assign = match d.vector_access {
+            _ if vt.count == 1 => {
+                let st = self.storage(vt)?;
+                let v = if st == self.ty(vt)? {
+                    v.to_string()
+                } else {
+                    fill(d.cast, &[("$t", &st), ("$x", v)])
+                };
+                format!("{buf}[{idx}] = {v};")
+            }
+            VectorAccess::Pointer => {
+                format!("*(({}*)({buf}+{idx})) = {v};", (d.type_name)(vt))
+            }
+            VectorAccess::Builtin => format!("vstore{}({v}, 0, {buf}+{idx});", vt.count),
+            VectorAccess::Lanes => {
+                // A vector packed from scalars stores those scalars.
+                let packed = &self.prog.uops[u.src[2].index()];
+                let parts = matches!(packed.kind, UOpKind::Cast) && packed.src.len() > 1;
+                let lanes: Vec<String> = (0..vt.count)
+                    .map(|k| {
+                        let x = if parts {
+                            self.exprs[packed.src[k as usize].index()].clone()
+                        } else {
+                            fill(d.gep, &[("$x", v), ("$n", &k.to_string())])
+                        };
+                        format!("{} = {x};", lane(buf, idx, k))
+                    })
+                    .collect();
+                lanes.join(" ")
+            }
         };
         let s = if u.src.len() == 4 {
-            format!("if ({}) {{ {target} = {v}; }}", self.src(u, 3))
+            format!("if ({}) {{ {assign} }}", self.src(u, 3))
         } else {
-            format!("{target} = {v};")
+            assign
         };
         self.line(s);
+        Ok(())
     }
+}
 
-    fn constant(&self, v: ConstValue, d: DType) -> Result<String, RenderError> {
-        let s = match d.scalar {
-            Scalar::F32 | Scalar::F16 | Scalar::F64 => {
-                let x = v.as_f64();
-                let suffix = if d.scalar == Scalar::F64 { "" } else { "f" };
-                if x.is_nan() {
-                    format!("__builtin_nan{suffix}(\"\")")
-                } else if x.is_infinite() {
-                    let sign = if x < 0.0 { "-" } else { "" };
-                    format!("({sign}__builtin_inf{suffix}())")
-                } else if d.scalar == Scalar::F64 {
-                    format!("{x:?}")
-                } else {
-                    format!("{:?}f", x as f32)
-                }
-            }
-            Scalar::Bool => (if v.is_zero() { "0" } else { "1" }).to_string(),
-            Scalar::I64 if v.as_i64() == i64::MIN => "(-9223372036854775807LL-1)".to_string(),
-            Scalar::I64 => format!("{}LL", v.as_i64()),
-            Scalar::U64 => format!("{}ULL", v.as_i64() as u64),
-            Scalar::U32 => format!("{}u", v.as_i64()),
-            Scalar::I32 if v.as_i64() == i32::MIN as i64 => "(-2147483647-1)".to_string(),
-            _ => format!("{}", v.as_i64()),
-        };
-        let s = if s.starts_with('-') {
-            format!("({s})")
-        } else {
-            s
-        };
-        if d.count > 1 {
-            let t = self.ty(d)?;
-            let lanes = vec![s; d.count as usize].join(", ");
-            return Ok(format!("(({t}){{{lanes}}})"));
-        }
-        Ok(s)
-    }
-
-    fn alu(&mut self, op: AluOp, u: &UOp) -> Result<String, RenderError> {
-        let od = self.dtype_of(u, u.src.len() - 1);
-        let a = |k: usize| self.src(u, k).to_string();
-        Ok(match op {
-            AluOp::Unary(o) => {
-                let x = a(0);
-                match o {
-                    UnaryOp::Neg => format!("(-{x})"),
-                    UnaryOp::Recip => format!(
-                        "({}/{x})",
-                        self.constant(ConstValue::from_f64(od, 1.0), od)?
-                    ),
-                    UnaryOp::Exp2 => format!("{}({x})", self.math("exp2", od)?),
-                    UnaryOp::Log2 => format!("{}({x})", self.math("log2", od)?),
-                    UnaryOp::Sin => format!("{}({x})", self.math("sin", od)?),
-                    UnaryOp::Sqrt => format!("{}({x})", self.math("sqrt", od)?),
-                }
-            }
-            AluOp::Binary(o) => {
-                let (x, y) = (a(0), a(1));
-                let infix = |s: &str| format!("({x}{s}{y})");
-                match o {
-                    BinaryOp::Add => infix("+"),
-                    BinaryOp::Sub => infix("-"),
-                    BinaryOp::Mul => infix("*"),
-                    BinaryOp::Div => infix("/"),
-                    BinaryOp::Mod if od.is_float() => {
-                        format!("{}({x}, {y})", self.math("fmod", od)?)
-                    }
-                    BinaryOp::Mod => infix("%"),
-                    BinaryOp::CmpLt => infix("<"),
-                    BinaryOp::CmpNe => infix("!="),
-                    BinaryOp::Xor => infix("^"),
-                    BinaryOp::And => infix("&"),
-                    BinaryOp::Or => infix("|"),
-                    BinaryOp::Shl => infix("<<"),
-                    BinaryOp::Shr => infix(">>"),
-                    BinaryOp::Max => format!("{}({x}, {y})", self.max_helper(od)?),
-                }
-            }
-            AluOp::Ternary(TernaryOp::Where) => format!("({}?{}:{})", a(0), a(1), a(2)),
-            AluOp::Ternary(TernaryOp::MulAcc) => format!("(({}*{})+{})", a(0), a(1), a(2)),
-        })
-    }
-
-    /// The libm function for `base` at the precision of `d` (`sqrtf`, `sqrt`).
-    fn math(&mut self, base: &str, d: DType) -> Result<String, RenderError> {
-        let (name, t) = match d.scalar {
-            Scalar::F64 => (base.to_string(), "double"),
-            Scalar::F32 | Scalar::F16 => (format!("{base}f"), "float"),
-            _ => return Err(self.unsupported(format!("{base} on {d}"))),
-        };
-        let args = if base == "fmod" {
-            format!("{t}, {t}")
-        } else {
-            t.to_string()
-        };
-        self.helpers.insert(format!("{t} {name}({args});"));
-        Ok(name)
-    }
-
-    fn max_helper(&mut self, d: DType) -> Result<String, RenderError> {
-        let t = self.ty(d)?;
-        let name = format!("kiln_max_{}", d.scalar.name());
-        let guard = format!("{}_DEFINED", name.to_uppercase());
-        self.helpers.insert(format!(
-            "#ifndef {guard}\n#define {guard}\nstatic inline {t} {name}({t} a, {t} b) {{ return a < b ? b : a; }}\n#endif"
-        ));
-        Ok(name)
-    }
-
-    fn finish(mut self) -> String {
-        self.params.sort_by_key(|p| p.0);
-        let params: Vec<&str> = self.params.iter().map(|p| p.1.as_str()).collect();
-        let mut s = String::new();
-        for h in &self.helpers {
-            let _ = writeln!(s, "{h}");
-        }
-        let _ = writeln!(
-            s,
-            "{} {}({}) {{",
-            self.target.dialect.kernel_prefix,
-            self.name,
-            params.join(", ")
-        );
-        for l in &self.lines {
-            let _ = writeln!(s, "{l}");
-        }
-        s.push_str("}\n");
-        s
+/// Element `k` after `idx` of `buf`, spelled for lane-by-lane vector access.
+fn lane(buf: &str, idx: &str, k: u8) -> String {
+    if k == 0 {
+        format!("{buf}[{idx}]")
+    } else {
+        format!("{buf}[({idx})+{k}]")
     }
 }

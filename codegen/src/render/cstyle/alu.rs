@@ -1,0 +1,133 @@
+//! Constants, ALU ops and the helper functions they need.
+
+use super::Renderer;
+use crate::dtype::{DType, Scalar};
+use crate::ops::{AluOp, BinaryOp, ConstValue, TernaryOp, UnaryOp};
+use crate::render::{fill, RenderError};
+use crate::uop::UOp;
+
+impl Renderer<'_> {
+    pub(super) fn constant(&self, v: ConstValue, d: DType) -> Result<String, RenderError> {
+        let s = match d.scalar {
+            Scalar::F32 | Scalar::F16 | Scalar::F64 => {
+                let x = v.as_f64();
+                let suffix = if d.scalar == Scalar::F64 { "" } else { "f" };
+                let dl = &self.target.dialect;
+                if x.is_nan() {
+                    fill(dl.nan, &[("$s", suffix)])
+                } else if x.is_infinite() {
+                    let sign = if x < 0.0 { "-" } else { "" };
+                    format!("({sign}{})", fill(dl.inf, &[("$s", suffix)]))
+                } else if d.scalar == Scalar::F64 {
+                    format!("{x:?}{}", dl.f64_suffix)
+                } else {
+                    format!("{:?}f", x as f32)
+                }
+            }
+            Scalar::Bool => self.target.dialect.bools[!v.is_zero() as usize].to_string(),
+            Scalar::I64 if v.as_i64() == i64::MIN => "(-9223372036854775807LL-1)".to_string(),
+            Scalar::I64 => format!("{}LL", v.as_i64()),
+            Scalar::U64 => format!("{}ULL", v.as_i64() as u64),
+            Scalar::U32 => format!("{}u", v.as_i64()),
+            Scalar::I32 if v.as_i64() == i32::MIN as i64 => "(-2147483647-1)".to_string(),
+            _ => format!("{}", v.as_i64()),
+        };
+        let s = if s.starts_with('-') {
+            format!("({s})")
+        } else {
+            s
+        };
+        if d.count > 1 {
+            let t = self.ty(d)?;
+            let lanes = vec![s; d.count as usize].join(", ");
+            return Ok(fill(
+                self.target.dialect.pack,
+                &[("$t", &t), ("$x", &lanes)],
+            ));
+        }
+        Ok(s)
+    }
+
+    pub(super) fn alu(&mut self, op: AluOp, u: &UOp) -> Result<String, RenderError> {
+        let od = self.dtype_of(u, u.src.len() - 1);
+        let d = self.target.dialect.clone();
+        let logical = d.logical_bools && od.scalar == Scalar::Bool;
+        let a = |k: usize| self.src(u, k).to_string();
+        Ok(match op {
+            AluOp::Unary(o) => {
+                let x = a(0);
+                match o {
+                    UnaryOp::Neg => format!("(-{x})"),
+                    UnaryOp::Recip => format!(
+                        "({}/{x})",
+                        self.constant(ConstValue::from_f64(od, 1.0), od)?
+                    ),
+                    UnaryOp::Exp2 => format!("{}({x})", self.math("exp2", od)?),
+                    UnaryOp::Log2 => format!("{}({x})", self.math("log2", od)?),
+                    UnaryOp::Sin => format!("{}({x})", self.math("sin", od)?),
+                    UnaryOp::Sqrt => format!("{}({x})", self.math("sqrt", od)?),
+                }
+            }
+            AluOp::Binary(o) => {
+                let (x, y) = (a(0), a(1));
+                let infix = |s: &str| format!("({x}{s}{y})");
+                match o {
+                    BinaryOp::Add => infix("+"),
+                    BinaryOp::Sub => infix("-"),
+                    BinaryOp::Mul => infix("*"),
+                    BinaryOp::Div => infix("/"),
+                    BinaryOp::Mod if od.is_float() => {
+                        format!("{}({x}, {y})", self.math("fmod", od)?)
+                    }
+                    BinaryOp::Mod if !d.c_remainder && !od.scalar.is_unsigned() => {
+                        format!("{}({x}, {y})", self.rem_helper(od)?)
+                    }
+                    BinaryOp::Mod => infix("%"),
+                    BinaryOp::CmpLt => infix("<"),
+                    BinaryOp::CmpNe => infix("!="),
+                    BinaryOp::Xor if logical => infix("^^"),
+                    BinaryOp::And if logical => infix("&&"),
+                    BinaryOp::Or if logical => infix("||"),
+                    BinaryOp::Xor => infix("^"),
+                    BinaryOp::And => infix("&"),
+                    BinaryOp::Or => infix("|"),
+                    BinaryOp::Shl => infix("<<"),
+                    BinaryOp::Shr => infix(">>"),
+                    BinaryOp::Max => format!("{}({x}, {y})", self.max_helper(od)?),
+                }
+            }
+            AluOp::Ternary(TernaryOp::Where) => format!("({}?{}:{})", a(0), a(1), a(2)),
+            AluOp::Ternary(TernaryOp::MulAcc) => format!("(({}*{})+{})", a(0), a(1), a(2)),
+        })
+    }
+
+    /// The dialect's function for `base` at the precision of `d` (`sqrtf`, `sqrt`), with the
+    /// declaration or definition it needs.
+    fn math(&mut self, base: &str, d: DType) -> Result<String, RenderError> {
+        let (name, helper) = (self.target.dialect.math)(base, d)
+            .ok_or_else(|| self.unsupported(format!("{base} on {d}")))?;
+        self.helpers.extend(helper);
+        Ok(name)
+    }
+
+    /// A guarded helper `kiln_{op}_{type}(a, b)` returning `body`.
+    fn helper(&mut self, op: &str, d: DType, body: &str) -> Result<String, RenderError> {
+        let t = self.ty(d)?;
+        let name = format!("kiln_{op}_{}", d.scalar.name());
+        let guard = format!("{}_DEFINED", name.to_uppercase());
+        let prefix = self.target.dialect.helper_prefix;
+        self.helpers.insert(format!(
+            "#ifndef {guard}\n#define {guard}\n{prefix}{t} {name}({t} a, {t} b) {{ return {body}; }}\n#endif"
+        ));
+        Ok(name)
+    }
+
+    fn max_helper(&mut self, d: DType) -> Result<String, RenderError> {
+        self.helper("max", d, "a < b ? b : a")
+    }
+
+    /// C's remainder (the sign of the dividend) where `%` does not promise it.
+    fn rem_helper(&mut self, d: DType) -> Result<String, RenderError> {
+        self.helper("rem", d, "a - b * (a / b)")
+    }
+}
