@@ -24,3 +24,4 @@ bash "$root/scripts/setup-python.sh"
 if [ -f "$root/scripts/setup-toolchain.sh" ]; then
     bash "$root/scripts/setup-toolchain.sh"
 fi
+bash "$root/scripts/setup-gpu.sh"

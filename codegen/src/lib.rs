@@ -7,6 +7,7 @@ pub mod bundle;
 pub mod cli;
 pub mod compile;
 pub mod dtype;
+pub mod gpu;
 pub mod graph;
 pub mod host;
 pub mod kernel;
