@@ -116,6 +116,17 @@ pub fn run(gb: &GpuBundle, inputs: &[Vec<u8>]) -> Result<GpuRun, GpuError> {
 
 /// Runs `gb` once on `dev`.
 pub fn run_on(dev: &ClDevice, gb: &GpuBundle, inputs: &[Vec<u8>]) -> Result<GpuRun, GpuError> {
+    run_repeated(dev, gb, inputs, 1)
+}
+
+/// Runs `gb` `runs` times on `dev` (the kernels built once); the step times are each step's
+/// fastest run, the outputs the last run's.
+pub fn run_repeated(
+    dev: &ClDevice,
+    gb: &GpuBundle,
+    inputs: &[Vec<u8>],
+    runs: usize,
+) -> Result<GpuRun, GpuError> {
     if gb.api != Api::OpenCl {
         return Err(GpuError::Refused(format!(
             "the bundle is for {}, not OpenCL",
@@ -125,7 +136,7 @@ pub fn run_on(dev: &ClDevice, gb: &GpuBundle, inputs: &[Vec<u8>]) -> Result<GpuR
     gb.check(&dev.limits)?;
     let prep = prepare(gb, inputs, dev.align)?;
     let what = format!("bundle {}", gb.bundle.report.model);
-    let (outputs, step_times) = execute(dev, &gb.kernels, &prep, &what)?;
+    let (outputs, step_times) = execute(dev, &gb.kernels, &prep, &what, runs)?;
     Ok(GpuRun {
         outputs,
         step_times,
@@ -142,19 +153,21 @@ pub fn run_calls(
 ) -> Result<CallsRun, GpuError> {
     kernels.iter().try_for_each(|k| k.check(&dev.limits))?;
     let prep = prepare_calls(calls, kernels.len(), dev.align)?;
-    let (flat, times) = execute(dev, kernels, &prep, "kernel calls")?;
+    let (flat, times) = execute(dev, kernels, &prep, "kernel calls", 1)?;
     Ok(CallsRun {
         buffers: regroup(calls, flat),
         times,
     })
 }
 
-/// Builds the kernels, writes the inputs, launches every launch in order, reads the outputs.
+/// Builds the kernels; `runs` times writes the inputs and launches every launch in order;
+/// reads the outputs. Returns each launch's fastest time.
 fn execute(
     dev: &ClDevice,
     table: &[GpuKernel],
     prep: &Prepared,
     what: &str,
+    runs: usize,
 ) -> Result<(Vec<Vec<u8>>, Vec<Duration>), GpuError> {
     let context = Context::from_device(&dev.device).map_err(driver("clCreateContext"))?;
     #[allow(deprecated)]
@@ -178,6 +191,29 @@ fn execute(
         kernels.push(kernel);
     }
     let mut mem = Memory::new(&context, &queue, prep.arena_bytes, prep.weights.clone())?;
+    let mut best = vec![Duration::MAX; prep.launches.len()];
+    for _ in 0..runs.max(1) {
+        let times = launch_all(&queue, table, &kernels, &mut mem, prep)?;
+        for (b, t) in best.iter_mut().zip(times) {
+            *b = (*b).min(t);
+        }
+    }
+    let outputs = prep
+        .outputs
+        .iter()
+        .map(|&(offset, bytes)| mem.read(offset, bytes))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((outputs, best))
+}
+
+/// One run: the inputs written, every launch enqueued, waited for; each launch's time.
+fn launch_all(
+    queue: &CommandQueue,
+    table: &[GpuKernel],
+    kernels: &[Kernel],
+    mem: &mut Memory,
+    prep: &Prepared,
+) -> Result<Vec<Duration>, GpuError> {
     for (offset, data) in &prep.inputs {
         mem.write(*offset, data)?;
     }
@@ -205,22 +241,15 @@ fn execute(
         events.push(event);
     }
     queue.finish().map_err(driver("clFinish"))?;
-    let mut times = Vec::with_capacity(events.len());
-    for e in &events {
-        let start = e
-            .profiling_command_start()
-            .map_err(driver("clGetEventProfilingInfo"))?;
-        let end = e
-            .profiling_command_end()
-            .map_err(driver("clGetEventProfilingInfo"))?;
-        times.push(Duration::from_nanos(end.saturating_sub(start)));
-    }
-    let outputs = prep
-        .outputs
+    let profiling = driver("clGetEventProfilingInfo");
+    events
         .iter()
-        .map(|&(offset, bytes)| mem.read(offset, bytes))
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok((outputs, times))
+        .map(|e| {
+            let start = e.profiling_command_start().map_err(&profiling)?;
+            let end = e.profiling_command_end().map_err(&profiling)?;
+            Ok(Duration::from_nanos(end.saturating_sub(start)))
+        })
+        .collect()
 }
 
 /// The arena and weights buffers, and the sub-buffers kernels get of them.

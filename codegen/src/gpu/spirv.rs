@@ -1,9 +1,10 @@
 //! GLSL → SPIR-V with the reference compiler `glslc` (from shaderc; `$GLSLC` overrides the
-//! program), targeting Vulkan 1.1.
+//! program), targeting Vulkan 1.1. Many shaders are compiled by one run of the compiler.
 
 use super::GpuError;
-use std::io::Write;
-use std::process::{Command, Stdio};
+use std::path::Path;
+use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// The GLSL compiler: `$GLSLC`, else `glslc`.
 pub fn glslc() -> String {
@@ -12,43 +13,68 @@ pub fn glslc() -> String {
 
 /// Compiles the compute shader `src` of kernel `name` to SPIR-V words.
 pub fn compile(name: &str, src: &str) -> Result<Vec<u32>, GpuError> {
-    let cc = glslc();
-    let io = |source| GpuError::Io {
-        path: format!("{cc} (install it with scripts/setup-gpu.sh)"),
-        source,
+    let mut one = compile_all(&[(name, src)])?;
+    Ok(one.pop().expect("one module"))
+}
+
+/// Compiles many compute shaders (name, GLSL) with one run of the compiler, in a temporary
+/// folder; returns their SPIR-V in order. A failure's log names the kernels.
+pub fn compile_all(shaders: &[(&str, &str)]) -> Result<Vec<Vec<u32>>, GpuError> {
+    static RUN: AtomicUsize = AtomicUsize::new(0);
+    let n = RUN.fetch_add(1, Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("kiln-glslc-{}-{n}", std::process::id()));
+    let result = compile_in(&dir, shaders);
+    let _ = std::fs::remove_dir_all(&dir);
+    result
+}
+
+fn compile_in(dir: &Path, shaders: &[(&str, &str)]) -> Result<Vec<Vec<u32>>, GpuError> {
+    let io = |path: &Path| {
+        let path = path.display().to_string();
+        move |source| GpuError::Io { path, source }
     };
-    let mut child = Command::new(&cc)
-        .args([
-            "--target-env=vulkan1.1",
-            "-fshader-stage=compute",
-            "-O",
-            "-o",
-            "-",
-            "-",
-        ])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(io)?;
-    child
-        .stdin
-        .take()
-        .expect("piped stdin")
-        .write_all(src.as_bytes())
-        .map_err(io)?;
-    let out = child.wait_with_output().map_err(io)?;
+    std::fs::create_dir_all(dir).map_err(io(dir))?;
+    let mut files = Vec::with_capacity(shaders.len());
+    for (i, (_, src)) in shaders.iter().enumerate() {
+        let f = format!("k{i}.comp");
+        std::fs::write(dir.join(&f), src).map_err(io(&dir.join(&f)))?;
+        files.push(f);
+    }
+    if files.is_empty() {
+        return Ok(Vec::new());
+    }
+    let cc = glslc();
+    let out = Command::new(&cc)
+        .current_dir(dir)
+        .args(["-c", "--target-env=vulkan1.1", "-O"])
+        .args(&files)
+        .output()
+        .map_err(|source| GpuError::Io {
+            path: format!("{cc} (install it with scripts/setup-gpu.sh)"),
+            source,
+        })?;
     if !out.status.success() {
+        let mut log = String::from_utf8_lossy(&out.stderr).into_owned();
+        for (f, (name, _)) in files.iter().zip(shaders).rev() {
+            log = log.replace(&format!("{f}:"), &format!("{name}.comp:"));
+        }
         return Err(GpuError::Build {
-            what: format!("the GLSL of kernel {name}"),
-            log: String::from_utf8_lossy(&out.stderr).into_owned(),
+            what: "the GLSL of the kernels".into(),
+            log,
         });
     }
-    let words = from_bytes(&out.stdout).ok_or_else(|| GpuError::Build {
-        what: format!("the GLSL of kernel {name}"),
-        log: format!("{cc} wrote no SPIR-V module"),
-    })?;
-    Ok(words)
+    files
+        .iter()
+        .zip(shaders)
+        .map(|(f, (name, _))| {
+            let p = dir.join(format!("{f}.spv"));
+            let bytes = std::fs::read(&p).map_err(io(&p))?;
+            from_bytes(&bytes).ok_or_else(|| GpuError::Build {
+                what: format!("the GLSL of kernel {name}"),
+                log: format!("{cc} wrote no SPIR-V module"),
+            })
+        })
+        .collect()
 }
 
 /// SPIR-V words from a little-endian module, `None` when it is not one.

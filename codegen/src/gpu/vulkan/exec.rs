@@ -20,6 +20,8 @@ pub(super) struct Exec<'a> {
     commands: vk::CommandPool,
     queries: vk::QueryPool,
     fence: vk::Fence,
+    /// The recorded command buffer, and the number of launches it times.
+    recorded: Option<(vk::CommandBuffer, u32)>,
 }
 
 impl<'a> Exec<'a> {
@@ -35,6 +37,7 @@ impl<'a> Exec<'a> {
             commands: vk::CommandPool::null(),
             queries: vk::QueryPool::null(),
             fence: vk::Fence::null(),
+            recorded: None,
         }
     }
 
@@ -85,14 +88,14 @@ impl<'a> Exec<'a> {
         Ok(())
     }
 
-    /// Records and submits every launch; waits; returns each launch's device time.
-    pub fn dispatch(
+    /// Records every launch into one command buffer, to submit with [`Exec::submit`].
+    pub fn record(
         &mut self,
         kernels: &[GpuKernel],
         launches: &[Launch],
         arena: vk::Buffer,
         weights: vk::Buffer,
-    ) -> Result<Vec<Duration>, GpuError> {
+    ) -> Result<(), GpuError> {
         let sets = self.descriptor_sets(launches, arena, weights)?;
         let vk = self.vk;
         let d = &vk.device;
@@ -120,8 +123,7 @@ impl<'a> Exec<'a> {
                     .create_query_pool(&info, None)
                     .map_err(driver("vkCreateQueryPool"))?;
             }
-            let begin = vk::CommandBufferBeginInfo::default()
-                .flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
+            let begin = vk::CommandBufferBeginInfo::default();
             d.begin_command_buffer(cb, &begin)
                 .map_err(driver("vkBeginCommandBuffer"))?;
             if timed {
@@ -177,16 +179,32 @@ impl<'a> Exec<'a> {
             self.fence = d
                 .create_fence(&vk::FenceCreateInfo::default(), None)
                 .map_err(driver("vkCreateFence"))?;
+            self.recorded = Some((cb, if timed { n } else { 0 }));
+        }
+        Ok(())
+    }
+
+    /// Submits the recorded launches; waits; returns each launch's device time (zero when the
+    /// queue has no timestamps).
+    pub fn submit(&mut self, launches: usize) -> Result<Vec<Duration>, GpuError> {
+        let vk = self.vk;
+        let d = &vk.device;
+        let (cb, timed) = self.recorded.expect("recorded before submitting");
+        // SAFETY: the command buffer and fence are this run's; the fence is reset before reuse
+        // and waited on before returning.
+        unsafe {
+            d.reset_fences(&[self.fence])
+                .map_err(driver("vkResetFences"))?;
             let cbs = [cb];
             let submit = [vk::SubmitInfo::default().command_buffers(&cbs)];
             d.queue_submit(vk.queue, &submit, self.fence)
                 .map_err(driver("vkQueueSubmit"))?;
             d.wait_for_fences(&[self.fence], true, u64::MAX)
                 .map_err(driver("vkWaitForFences"))?;
-            if !timed {
-                return Ok(vec![Duration::ZERO; launches.len()]);
+            if timed == 0 {
+                return Ok(vec![Duration::ZERO; launches]);
             }
-            let mut stamps = vec![0u64; 2 * n as usize];
+            let mut stamps = vec![0u64; 2 * timed as usize];
             d.get_query_pool_results(
                 self.queries,
                 0,

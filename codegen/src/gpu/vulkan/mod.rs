@@ -37,6 +37,17 @@ pub fn run(gb: &GpuBundle, inputs: &[Vec<u8>]) -> Result<GpuRun, GpuError> {
 
 /// Runs `gb` once on `vk`.
 pub fn run_on(vk: &Vk, gb: &GpuBundle, inputs: &[Vec<u8>]) -> Result<GpuRun, GpuError> {
+    run_repeated(vk, gb, inputs, 1)
+}
+
+/// Runs `gb` `runs` times on `vk` (the pipelines made and the launches recorded once); the
+/// step times are each step's fastest run, the outputs the last run's.
+pub fn run_repeated(
+    vk: &Vk,
+    gb: &GpuBundle,
+    inputs: &[Vec<u8>],
+    runs: usize,
+) -> Result<GpuRun, GpuError> {
     if gb.api != Api::Vulkan {
         return Err(GpuError::Refused(format!(
             "the bundle is for {}, not Vulkan",
@@ -45,7 +56,7 @@ pub fn run_on(vk: &Vk, gb: &GpuBundle, inputs: &[Vec<u8>]) -> Result<GpuRun, Gpu
     }
     check(vk, &gb.kernels)?;
     let prep = prepare(gb, inputs, vk.align)?;
-    let (outputs, step_times) = execute(vk, &gb.kernels, &prep)?;
+    let (outputs, step_times) = execute(vk, &gb.kernels, &prep, runs)?;
     Ok(GpuRun {
         outputs,
         step_times,
@@ -62,7 +73,7 @@ pub fn run_calls(
 ) -> Result<CallsRun, GpuError> {
     check(vk, kernels)?;
     let prep = prepare_calls(calls, kernels.len(), vk.align)?;
-    let (flat, times) = execute(vk, kernels, &prep)?;
+    let (flat, times) = execute(vk, kernels, &prep, 1)?;
     Ok(CallsRun {
         buffers: regroup(calls, flat),
         times,
@@ -83,40 +94,48 @@ fn check(vk: &Vk, kernels: &[GpuKernel]) -> Result<(), GpuError> {
     Ok(())
 }
 
-/// Compiles the shaders, writes the inputs, dispatches every launch in order, reads the
-/// outputs.
+/// Compiles the shaders and records the launches; `runs` times writes the inputs and submits;
+/// reads the outputs. Returns each launch's fastest time.
 fn execute(
     vk: &Vk,
     kernels: &[GpuKernel],
     prep: &Prepared,
+    runs: usize,
 ) -> Result<(Vec<Vec<u8>>, Vec<Duration>), GpuError> {
-    let spirv = kernels
+    let shaders: Vec<(&str, &str)> = kernels
         .iter()
-        .map(|k| spirv::compile(&k.name, &k.src))
-        .collect::<Result<Vec<_>, _>>()?;
+        .map(|k| (k.name.as_str(), k.src.as_str()))
+        .collect();
+    let spirv = spirv::compile_all(&shaders)?;
     let mut exec = exec::Exec::new(vk);
     exec.buffers.push(vk.buffer(prep.arena_bytes)?);
     exec.buffers.push(vk.buffer(prep.weights.len())?);
-    let (arena, weights) = (&exec.buffers[0], &exec.buffers[1]);
-    // SAFETY: both buffers are mapped for their whole size; every copy stays within it (the
-    // layout placed every slice inside its region).
-    unsafe {
-        std::ptr::copy_nonoverlapping(prep.weights.as_ptr(), weights.ptr, prep.weights.len());
-        for (offset, data) in &prep.inputs {
-            std::ptr::copy_nonoverlapping(data.as_ptr(), arena.ptr.add(*offset), data.len());
+    let (arena, weights) = (exec.buffers[0].ptr, exec.buffers[1].ptr);
+    // SAFETY: the weights buffer is mapped for its whole size, the blob's.
+    unsafe { std::ptr::copy_nonoverlapping(prep.weights.as_ptr(), weights, prep.weights.len()) };
+    let (arena_buf, weights_buf) = (exec.buffers[0].buffer, exec.buffers[1].buffer);
+    exec.pipelines(kernels, &spirv)?;
+    exec.record(kernels, &prep.launches, arena_buf, weights_buf)?;
+    let mut best = vec![Duration::MAX; prep.launches.len()];
+    for _ in 0..runs.max(1) {
+        // SAFETY: the queue is idle; every input lies within the mapped arena (the layout
+        // placed it there).
+        unsafe {
+            for (offset, data) in &prep.inputs {
+                std::ptr::copy_nonoverlapping(data.as_ptr(), arena.add(*offset), data.len());
+            }
+        }
+        for (b, t) in best.iter_mut().zip(exec.submit(prep.launches.len())?) {
+            *b = (*b).min(t);
         }
     }
-    let (arena_buf, weights_buf) = (arena.buffer, weights.buffer);
-    exec.pipelines(kernels, &spirv)?;
-    let times = exec.dispatch(kernels, &prep.launches, arena_buf, weights_buf)?;
-    let arena = &exec.buffers[0];
     let outputs = prep
         .outputs
         .iter()
         // SAFETY: the queue is idle; each output lies within the mapped arena.
         .map(|&(offset, bytes)| unsafe {
-            std::slice::from_raw_parts(arena.ptr.add(offset), bytes).to_vec()
+            std::slice::from_raw_parts(arena.add(offset), bytes).to_vec()
         })
         .collect();
-    Ok((outputs, times))
+    Ok((outputs, best))
 }
