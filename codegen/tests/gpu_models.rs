@@ -1,0 +1,173 @@
+//! Small models compiled for OpenCL and Vulkan (with the GPU heuristics), run on the installed
+//! drivers (PoCL, lavapipe) against the host C run of the same graph; and the files a GPU
+//! bundle ships.
+
+mod gpu_support;
+
+use gpu_support::{assert_close, bytes, data, f32s, host_outputs, limits, run, weight};
+use kiln_codegen::dtype::DType;
+use kiln_codegen::gpu::{self, launch, Api, GpuBundle};
+use kiln_codegen::graph::{Graph, Lazy};
+use kiln_codegen::ops::ReduceOp;
+use kiln_codegen::render::DeviceLimits;
+use std::time::Duration;
+
+const APIS: [Api; 2] = [Api::OpenCl, Api::Vulkan];
+
+/// A graph, its outputs and its inputs.
+type Model = (Graph, Vec<Lazy>, Vec<Vec<u8>>);
+
+/// conv 3→8 (3×3, pad 1) + relu + 2×2 max pool + conv 8→16 + relu + global mean + matmul
+/// (16→10) + softmax.
+fn cnn() -> Model {
+    let mut g = Graph::new();
+    let x = g.input("x", DType::F32, &[1, 3, 16, 16]);
+    let w1 = weight(&mut g, "w1", &[8, 3, 3, 3], 1);
+    let b1 = weight(&mut g, "b1", &[8], 2);
+    let c = g
+        .conv(&x, &w1, Some(&b1), &[1, 1], &[1, 1], &[(1, 1), (1, 1)], 1)
+        .unwrap();
+    let r = g.relu(&c).unwrap();
+    let windows = g
+        .pool(&r, &[2, 2], &[2, 2], &[1, 1], &[(0, 0), (0, 0)])
+        .unwrap();
+    let p = g.reduce(ReduceOp::Max, &windows, &[4, 5]).unwrap();
+    let p = p.reshape(&[1, 8, 8, 8]).unwrap();
+    let w2 = weight(&mut g, "w2", &[16, 8, 3, 3], 3);
+    let c2 = g
+        .conv(&p, &w2, None, &[1, 1], &[1, 1], &[(1, 1), (1, 1)], 1)
+        .unwrap();
+    let r2 = g.relu(&c2).unwrap();
+    let m = g.mean(&r2, &[2, 3]).unwrap().reshape(&[1, 16]).unwrap();
+    let fw = weight(&mut g, "fc", &[16, 10], 4);
+    let y = g.matmul(&m, &fw).unwrap();
+    let s = g.softmax(&y, 1).unwrap();
+    (g, vec![y, s], vec![bytes(&data(3 * 16 * 16, 5))])
+}
+
+/// Two dense layers on a batch: matmuls large enough for upcasts and local dims.
+fn mlp() -> Model {
+    let mut g = Graph::new();
+    let x = g.input("x", DType::F32, &[64, 128]);
+    let w1 = weight(&mut g, "w1", &[128, 96], 6);
+    let h = g.matmul(&x, &w1).unwrap();
+    let h = g.relu(&h).unwrap();
+    let w2 = weight(&mut g, "w2", &[96, 32], 7);
+    let y = g.matmul(&h, &w2).unwrap();
+    (g, vec![y], vec![bytes(&data(64 * 128, 8))])
+}
+
+fn total(t: &[Duration]) -> Duration {
+    t.iter().sum()
+}
+
+/// Compiles `model` for `api` under `limits`, runs it, checks it against the host C outputs.
+fn check(name: &str, api: Api, limits: &DeviceLimits, model: fn() -> Model) -> GpuBundle {
+    let (g, outs, inputs) = model();
+    let want = host_outputs(name, &g, &outs, &inputs);
+    let gb = gpu::compile(name, &g, &outs, api, limits, &mut |_, _| {}).expect("compiles");
+    let first = run(&gb, &inputs, 1);
+    let r = run(&gb, &inputs, 3);
+    assert_eq!(first.outputs, r.outputs, "runs agree");
+    for (i, (got, want)) in r.outputs.iter().zip(&want).enumerate() {
+        let what = format!("{name} on {} output {i}", api.name());
+        let (abs, rel) = assert_close(&what, &f32s(got), &f32s(want), 1e-4, 1e-5);
+        println!("{what}: max abs err {abs:e}, max rel err {rel:e}");
+    }
+    let locals = gb
+        .kernels
+        .iter()
+        .filter(|k| k.threads_per_group() > 1)
+        .count();
+    println!(
+        "{name} on {} ({}): {} launches of {} kernels ({locals} with local dims), device time \
+         {:?} (first run {:?})",
+        api.name(),
+        r.device,
+        r.step_times.len(),
+        gb.kernels.len(),
+        total(&r.step_times),
+        total(&first.step_times)
+    );
+    gb
+}
+
+#[test]
+fn cnn_matches_the_host_on_both_drivers() {
+    for api in APIS {
+        let Some(l) = limits(api) else { continue };
+        let gb = check("cnn", api, &l, cnn);
+        assert!(
+            gb.kernels.iter().any(|k| k.threads_per_group() > 1),
+            "the GPU heuristics give local dims"
+        );
+    }
+}
+
+#[test]
+fn mlp_matches_the_host_with_device_and_portable_limits() {
+    for api in APIS {
+        let Some(l) = limits(api) else { continue };
+        let gb = check("mlp", api, &l, mlp);
+        let first = &gb.kernels[0];
+        assert!(first.threads_per_group() > 1, "{first:?}");
+        let portable = match api {
+            Api::OpenCl => DeviceLimits::opencl_default(),
+            Api::Vulkan => DeviceLimits::vulkan_default(),
+        };
+        let gb = check("mlp-portable", api, &portable, mlp);
+        assert!(gb
+            .kernels
+            .iter()
+            .all(|k| k.threads_per_group() <= portable.local_threads_max));
+    }
+}
+
+#[test]
+fn a_gpu_bundle_writes_sources_spirv_and_a_launch_table() {
+    for api in APIS {
+        let Some(l) = limits(api) else { continue };
+        let (g, outs, _) = cnn();
+        let gb = gpu::compile("cnn", &g, &outs, api, &l, &mut |_, _| {}).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("bundle");
+        let files = gb.write(&out).unwrap();
+        for f in [
+            "schedule.bin",
+            "weights.bin",
+            "report.txt",
+            launch::LAUNCH_FILE,
+        ] {
+            assert!(out.join(f).exists(), "{f}");
+        }
+        let table = std::fs::read_to_string(out.join(launch::LAUNCH_FILE)).unwrap();
+        let (read_api, kernels) = launch::parse(&table).unwrap();
+        assert_eq!(read_api, api);
+        assert_eq!(kernels.len(), gb.kernels.len());
+        for (a, b) in kernels.iter().zip(&gb.kernels) {
+            assert_eq!((&a.name, a.groups, a.local), (&b.name, b.groups, b.local));
+        }
+        match api {
+            Api::OpenCl => {
+                let cl = std::fs::read_to_string(out.join(gpu::OPENCL_FILE)).unwrap();
+                assert_eq!(cl.matches("__kernel void").count(), gb.kernels.len());
+            }
+            Api::Vulkan => {
+                let spv: Vec<_> = files
+                    .iter()
+                    .filter(|f| f.extension().is_some_and(|e| e == "spv"))
+                    .collect();
+                assert_eq!(spv.len(), gb.kernels.len());
+                for f in spv {
+                    let ok = std::process::Command::new("spirv-val")
+                        .args(["--target-env", "vulkan1.1"])
+                        .arg(f)
+                        .status();
+                    if let Ok(status) = ok {
+                        assert!(status.success(), "spirv-val {}", f.display());
+                    }
+                }
+            }
+        }
+    }
+}
