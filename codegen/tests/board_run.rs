@@ -161,6 +161,57 @@ fn damaged_schedule_is_refused_by_the_device() {
     }
 }
 
+/// The hand-written add-relu bundle of `boards/testdata` (C kernels, two outputs, `expf`) on
+/// every board that runs under QEMU: the outputs the firmware crate computed for it.
+#[test]
+fn test_bundle_runs_on_every_emulated_board() {
+    let testdata = board::root().join("boards/testdata/add-relu");
+    let input = std::fs::read(testdata.join("io/input_0.bin")).unwrap();
+    let emulated: Vec<BoardInfo> = board::list().into_iter().filter(|b| b.emulated).collect();
+    assert!(emulated.len() >= 5, "{emulated:?}");
+    for board in &emulated {
+        let image = build(board, &testdata);
+        let run = board::run(board, &image, std::slice::from_ref(&input), TIMEOUT)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(run.outputs.len(), 2, "{}", board.name);
+        assert_eq!(run.step_instructions.len(), 3, "{}", board.name);
+        for (index, got) in run.outputs.iter().enumerate() {
+            let want = std::fs::read(testdata.join(format!("io/expected_{index}.bin"))).unwrap();
+            for (a, b) in floats(got).iter().zip(floats(&want)) {
+                assert!(
+                    (a - b).abs() <= 1e-6,
+                    "{}: output {index}: {a} vs {b}",
+                    board.name
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn other_format_version_is_refused_by_the_device() {
+    let board = board::info("qemu-an386").unwrap();
+    let (bundle, input) = small_model();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("bundle");
+    bundle.write(&out).unwrap();
+    let schedule = out.join(SCHEDULE_FILE);
+    let mut bytes = std::fs::read(&schedule).unwrap();
+    bytes[4] = 2;
+    std::fs::write(&schedule, bytes).unwrap();
+
+    let image = build(&board, &out);
+    match board::run(&board, &image, &[input], TIMEOUT) {
+        Err(BoardError::Refused { message, .. }) => {
+            assert!(
+                message.starts_with("schedule format version 2"),
+                "{message}"
+            );
+        }
+        other => panic!("expected the device to refuse the bundle, got {other:?}"),
+    }
+}
+
 #[test]
 fn too_big_for_the_microbit_is_refused_before_building() {
     let mut g = Graph::new();

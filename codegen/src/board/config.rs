@@ -18,7 +18,7 @@ impl CargoConfig {
     pub fn parse(text: &str) -> Self {
         let mut values = HashMap::new();
         let mut section = String::new();
-        for line in text.lines().map(str::trim) {
+        for line in text.lines().map(str::trim).filter(|l| !l.starts_with('#')) {
             if let Some(header) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
                 section = header.trim().to_string();
                 continue;
@@ -186,7 +186,7 @@ mod tests {
     #[test]
     fn reads_sections_of_the_cargo_config() {
         let config = CargoConfig::parse(
-            "[build]\ntarget = \"thumbv8m.main-none-eabihf\"\n\n\
+            "# runner = \"no\"\n[build]\ntarget = \"thumbv8m.main-none-eabihf\"\n\n\
              [target.thumbv8m.main-none-eabihf]\nrunner = \"qemu-system-arm -kernel\"\n\
              rustflags = [\"-C\", \"link-arg=-Tlink.x\"]\n",
         );
