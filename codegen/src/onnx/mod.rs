@@ -5,7 +5,9 @@
 
 mod attr;
 mod error;
+pub mod import;
 mod model;
+pub mod ops;
 pub mod proto;
 mod shape;
 mod sort;
@@ -13,6 +15,7 @@ mod tensor;
 
 pub use attr::{AttrValue, Attributes};
 pub use error::{AttrProblem, OnnxError, OPSET_RANGE};
+pub use import::{import, ImportError, Imported};
 pub use model::{load, load_bytes, Dim, OnnxGraph, OnnxModel, OnnxNode, ValueInfo};
 pub use shape::{parse_shape_override, pin_dims};
 pub use tensor::{decode_tensor, ElemType, TensorData};
