@@ -41,7 +41,7 @@ fn small_model() -> (Bundle, Vec<u8>) {
     let fc = weight(&mut g, &[64, 5], 3);
     let y = g.matmul(&m, &fc).unwrap();
     let s = g.softmax(&y, 1).unwrap();
-    let bundle = compile_graph("small", &g, &[s], &Target::c(), &mut |_, _| {}).unwrap();
+    let bundle = compile_graph("small", &g, &[s], &Target::c(), true, &mut |_, _| {}).unwrap();
     let input: Vec<u8> = (0..192)
         .map(|i| ((i * 37 % 101) as f32 / 50.0) - 1.0)
         .flat_map(|v: f32| v.to_le_bytes())
@@ -218,7 +218,7 @@ fn too_big_for_the_microbit_is_refused_before_building() {
     let x = g.input("x", DType::F32, &[1, 16, 32, 32]);
     let y = g.relu(&x).unwrap();
     let z = g.exp(&y).unwrap();
-    let bundle = compile_graph("big", &g, &[z], &Target::c(), &mut |_, _| {}).unwrap();
+    let bundle = compile_graph("big", &g, &[z], &Target::c(), true, &mut |_, _| {}).unwrap();
     let microbit = board::info("qemu-microbit").unwrap();
     let error = board::check_fits(&microbit, &bundle).unwrap_err();
     let text = error.to_string();

@@ -6,6 +6,7 @@
 //! the full (input) size.
 
 pub mod ast;
+pub mod heuristic;
 pub mod opt;
 
 use crate::dtype::DType;
