@@ -19,6 +19,9 @@ pub struct CompileArgs {
     /// The bundle folder to write (replaced whole).
     #[arg(short, long)]
     output: PathBuf,
+    /// Also write each kernel's process-replay record (AST, opts, name, source) into this folder.
+    #[arg(long)]
+    replay: Option<PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -56,6 +59,9 @@ fn target(name: &str) -> Result<Target> {
 pub fn compile_cmd(a: CompileArgs) -> Result<ExitCode> {
     let c = compile(&a.model, &target(&a.target)?)?;
     c.bundle.write(&a.output)?;
+    if let Some(dir) = &a.replay {
+        c.bundle.write_replay(dir)?;
+    }
     let r = &c.bundle.report;
     println!(
         "{}: {} steps ({} distinct kernels), arena {} B (lower bound {} B), weights {} B -> {}",
