@@ -11,6 +11,7 @@ mod index;
 mod logic;
 mod nn;
 mod pool;
+mod quant;
 mod reduce;
 mod shape;
 
@@ -20,7 +21,7 @@ pub use ctx::{checked_numel, dtype_of, invalid, materialize, Ctx, OpError, Value
 pub type Builder = fn(&mut Ctx) -> Result<Vec<Value>, OpError>;
 
 /// Every op family's table.
-const FAMILIES: [&[(&str, Builder)]; 9] = [
+const FAMILIES: [&[(&str, Builder)]; 10] = [
     constant::OPS,
     elementwise::OPS,
     logic::OPS,
@@ -30,6 +31,7 @@ const FAMILIES: [&[(&str, Builder)]; 9] = [
     nn::OPS,
     conv::OPS,
     pool::OPS,
+    quant::OPS,
 ];
 
 /// The builder of `op_type` in `domain` (`""` or `"ai.onnx"` is the default domain).
