@@ -4,8 +4,9 @@
 Each case folder holds model.onnx, its runtime inputs input_N.npy (fixed seed) and
 onnxruntime's outputs output_N.npy. Inputs marked as constants become initializers, so that
 ops whose arguments must be known at compile time (shapes, pads, axes) see them as such.
-tests/ops/invalid/ holds models that must fail to import: two unknown custom ops, and an
-input with a free non-batch dim.
+tests/ops/invalid/ holds models that must fail to import: two unknown custom ops, an input
+with a free non-batch dim, a bf16 input. tests/ops/mlperf_int8/<model>/ holds onnxruntime's
+outputs of the int8 QDQ MLPerf Tiny models (from --shared-models) on a TFLite test vector.
 
 Run from the repository root after scripts/setup-python.sh:
     .venv/bin/python scripts/make_op_models.py
@@ -308,8 +309,26 @@ def pool_cases():
     case("global_lp_pool", "GlobalLpPool", X(x))
 
 
+def quant_cases():
+    q8 = RNG.integers(-128, 128, (2, 3, 4), dtype=np.int8)
+    case("dequantize_linear", "DequantizeLinear", X(q8), C(np.array(0.05, F32)),
+         C(np.array(-3, np.int8)))
+    case("dequantize_linear_per_axis", "DequantizeLinear", X(q8), C(pos(3) / 10),
+         C(ints(1, -2, 0, dtype=np.int8)), axis=1)
+    case("dequantize_linear_int32", "DequantizeLinear", X(ints(-1000, 5, 70000, dtype=np.int32)),
+         C(np.array(0.001, F32)))
+    ties = np.arange(-40, 40, dtype=F32) * 0.25
+    case("quantize_linear", "QuantizeLinear", X(ties), C(np.array(0.5, F32)),
+         C(np.array(100, np.uint8)))
+    case("quantize_linear_saturate", "QuantizeLinear", X(rn(2, 3, 4) * 8),
+         C(np.array(0.05, F32)), C(np.array(-10, np.int8)))
+    case("quantize_linear_per_axis", "QuantizeLinear", X(rn(2, 3, 4)), C(pos(2) / 50),
+         C(ints(3, -4, dtype=np.int8)), axis=0)
+    case("quantize_linear_default_type", "QuantizeLinear", X(rn(5) * 3), C(np.array(0.1, F32)))
+
+
 for make in [elementwise_cases, logic_cases, shape_cases, index_cases, reduce_cases, nn_cases,
-             conv_cases, pool_cases]:
+             conv_cases, pool_cases, quant_cases]:
     make()
 
 
@@ -397,6 +416,28 @@ def shape_arithmetic(root):
     np.save(out / "output_0.npy", session(model).run(None, {"x": x})[0])
 
 
+# The int8 QDQ MLPerf Tiny models and the TFLite vectors whose first input they run on.
+INT8_MODELS = {
+    "ad_int8_qdq": "ad01_int8",
+    "ic_int8_qdq": "pretrainedResnet_quant",
+    "kws_int8_qdq": "kws_ref_model",
+    "str_ww_int8_qdq": "str_ww_ref_model",
+    "vww_int8_qdq": "vww_96_int8",
+}
+
+
+def int8_references(root, shared):
+    """onnxruntime's outputs of the int8 QDQ models on the first TFLite test vector."""
+    for name, vectors in INT8_MODELS.items():
+        model = onnx.load(shared / "mlperf-tiny/onnx" / f"{name}.onnx")
+        x = np.load(shared / "mlperf-tiny/vectors" / f"{vectors}.tflm.npz")["x"][0]
+        out = root / name
+        out.mkdir(parents=True)
+        np.save(out / "input_0.npy", x)
+        feed = {model.graph.input[0].name: x}
+        np.save(out / "output_0.npy", session(model).run(None, feed)[0])
+
+
 def invalid_models(root):
     """Models the importer must reject, each for one reason."""
     root.mkdir(parents=True)
@@ -437,6 +478,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="tests/ops", type=pathlib.Path)
     parser.add_argument("--only", help="build only cases whose name contains this")
+    parser.add_argument("--shared-models", default="../shared/models", type=pathlib.Path,
+                        help="the MLPerf Tiny models, for the int8 references")
     args = parser.parse_args()
     if args.out.exists() and not args.only:
         shutil.rmtree(args.out)
@@ -453,6 +496,7 @@ def main():
     if not args.only:
         shape_arithmetic(args.out)
         invalid_models(args.out / "invalid")
+        int8_references(args.out / "mlperf_int8", args.shared_models)
     total = sum(p.stat().st_size for p in args.out.rglob("*") if p.is_file())
     print(f"{len(CASES)} cases in {args.out}, {total / 1024:.0f} KiB")
 
