@@ -7,12 +7,14 @@ mod constant;
 mod conv;
 mod ctx;
 mod elementwise;
+mod gather;
 mod index;
 mod logic;
 mod nn;
 mod pool;
 mod quant;
 mod reduce;
+mod resize;
 mod shape;
 
 pub use ctx::{checked_numel, dtype_of, invalid, materialize, Ctx, OpError, Value, MAX_ELEMENTS};
@@ -21,17 +23,19 @@ pub use ctx::{checked_numel, dtype_of, invalid, materialize, Ctx, OpError, Value
 pub type Builder = fn(&mut Ctx) -> Result<Vec<Value>, OpError>;
 
 /// Every op family's table.
-const FAMILIES: [&[(&str, Builder)]; 10] = [
+const FAMILIES: [&[(&str, Builder)]; 12] = [
     constant::OPS,
     elementwise::OPS,
     logic::OPS,
     shape::OPS,
     index::OPS,
+    gather::OPS,
     reduce::OPS,
     nn::OPS,
     conv::OPS,
     pool::OPS,
     quant::OPS,
+    resize::OPS,
 ];
 
 /// The builder of `op_type` in `domain` (`""` or `"ai.onnx"` is the default domain).
