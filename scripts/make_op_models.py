@@ -201,6 +201,8 @@ def index_cases():
     case("gather_unordered", "Gather", X(x), C(ints([3, 0], [-1, 3])), axis=0)
     case("gather_repeated", "Gather", X(x), C(ints(1, 1, 1)), axis=2)
     case("gather_runtime", "Gather", X(x), X(ints([1, -1], [0, 2])), axis=1)
+    case("gather_long", "Gather", X(rn(3, 90)), C(RNG.integers(-90, 90, 70)), axis=1)
+    case("gather_repeats", "Gather", X(rn(3, 4)), C(ints(0, 0, 1, 1, 2, 2, 3, 3)), axis=1)
 
 
 def reduce_cases():
@@ -309,6 +311,30 @@ def pool_cases():
     case("global_lp_pool", "GlobalLpPool", X(x))
 
 
+def resize_cases():
+    x = rn(1, 2, 4, 5)
+    scales = C(np.array([1, 1, 2, 2], F32))
+    case("upsample_nearest", "Upsample", X(x), C(np.array([1, 1, 2, 3], F32)), opset=9)
+    case("upsample_linear", "Upsample", X(x), C(np.array([1, 1, 2, 1.5], F32)), opset=9,
+         mode="linear")
+    case("resize_opset10", "Resize", X(x), C(np.array([1, 1, 0.5, 2], F32)), opset=10)
+    case("resize_nearest", "Resize", X(x), None, scales)
+    case("resize_nearest_sizes", "Resize", X(x), None, None, C(ints(1, 2, 7, 3)))
+    for coord, nearest in [("asymmetric", "floor"), ("align_corners", "round_prefer_ceil"),
+                           ("half_pixel", "ceil"),
+                           ("pytorch_half_pixel", "round_prefer_floor")]:
+        case(f"resize_nearest_{coord}", "Resize", X(x), None, None, C(ints(1, 2, 7, 3)),
+             coordinate_transformation_mode=coord, nearest_mode=nearest)
+    case("resize_linear", "Resize", X(x), None, scales, mode="linear")
+    case("resize_linear_down", "Resize", X(x), None, C(np.array([1, 1, 0.6, 0.5], F32)),
+         mode="linear")
+    for coord in ["align_corners", "asymmetric", "pytorch_half_pixel", "half_pixel_symmetric"]:
+        case(f"resize_linear_{coord}", "Resize", X(x), None, None, C(ints(1, 2, 7, 3)),
+             opset=19, mode="linear", coordinate_transformation_mode=coord)
+    case("resize_axes", "Resize", X(x), None, None, C(ints(3, 8)), opset=18, axes=[2, 3])
+    case("resize_big", "Resize", X(rn(1, 1, 3, 40)), None, C(np.array([1, 1, 1, 2.5], F32)))
+
+
 def quant_cases():
     q8 = RNG.integers(-128, 128, (2, 3, 4), dtype=np.int8)
     case("dequantize_linear", "DequantizeLinear", X(q8), C(np.array(0.05, F32)),
@@ -328,7 +354,7 @@ def quant_cases():
 
 
 for make in [elementwise_cases, logic_cases, shape_cases, index_cases, reduce_cases, nn_cases,
-             conv_cases, pool_cases, quant_cases]:
+             conv_cases, pool_cases, quant_cases, resize_cases]:
     make()
 
 
