@@ -1,4 +1,5 @@
-//! `Gather` along an axis, and taking a known list of indices (`take`, also used by Resize):
+//! `Gather`, `GatherElements` and `OneHot`, and taking a known list of indices along an axis
+//! (`take`, also used by Resize):
 //! strided slices, repeats, concatenated slices, or a one-hot sum for long or runtime lists.
 
 use super::ctx::{invalid, norm_axis, Ctx, OpError, Value};
@@ -8,7 +9,11 @@ use crate::dtype::DType;
 use crate::graph::{Graph, Lazy};
 use crate::ops::ReduceOp;
 
-pub(super) const OPS: &[(&str, Builder)] = &[("Gather", gather)];
+pub(super) const OPS: &[(&str, Builder)] = &[
+    ("Gather", gather),
+    ("GatherElements", gather_elements),
+    ("OneHot", one_hot),
+];
 
 /// Index lists up to this long are concatenated slices; longer ones a one-hot sum.
 const SLICED: usize = 64;
@@ -97,11 +102,7 @@ fn gather_one_hot(g: &mut Graph, x: &Lazy, axis: usize, idx: &Lazy) -> Result<La
     let d = x.shape()[axis];
     let m = idx.numel();
     let rank = x.shape().len();
-    let idx = g.cast(idx, DType::I64).reshape(&[m])?;
-    let zero = g.constant(0.0, DType::I64, &[m]);
-    let neg = g.lt(&idx, &zero)?;
-    let wrapped = g.add_scalar(&idx, d as f64)?;
-    let idx = g.where_(&neg, &wrapped, &idx)?;
+    let idx = wrap_indices(g, &idx.reshape(&[m])?, d)?;
     let mut wide = x.shape().to_vec();
     wide.insert(axis, m);
     let mut xs = x.shape().to_vec();
@@ -119,4 +120,81 @@ fn gather_one_hot(g: &mut Graph, x: &Lazy, axis: usize, idx: &Lazy) -> Result<La
     let mut out = x.shape().to_vec();
     out[axis] = m;
     Ok(s.reshape(&out)?)
+}
+
+/// Indices as `i64`, negative ones counted from the end of an axis of `d`.
+fn wrap_indices(g: &mut Graph, idx: &Lazy, d: usize) -> Result<Lazy, OpError> {
+    let idx = g.cast(idx, DType::I64);
+    let zero = g.constant(0.0, DType::I64, &[]);
+    let neg = g.lt(&idx, &zero)?;
+    let wrapped = g.add_scalar(&idx, d as f64)?;
+    Ok(g.where_(&neg, &wrapped, &idx)?)
+}
+
+/// `out[p] = x[p with p[axis] = idx[p]]`, as a one-hot sum over the axis.
+fn gather_elements(ctx: &mut Ctx) -> Out {
+    let (x, idx) = (ctx.tensor(0)?, ctx.tensor(1)?);
+    let rank = x.shape().len();
+    let axis = norm_axis(ctx.attrs().int_or("axis", 0)?, rank, false)?;
+    let s = idx.shape().to_vec();
+    let fits = s.len() == rank && (0..rank).all(|a| a == axis || s[a] <= x.shape()[a]);
+    if !fits {
+        return Err(invalid(format!(
+            "indices {s:?} do not fit data {:?}",
+            x.shape()
+        )));
+    }
+    let d = x.shape()[axis];
+    let crop: Vec<(usize, usize)> = (0..rank)
+        .map(|a| (0, if a == axis { d } else { s[a] }))
+        .collect();
+    let mut to_last: Vec<usize> = (0..rank).filter(|&a| a != axis).collect();
+    to_last.push(axis);
+    let xl = x.shrink(&crop)?.permute(&to_last)?;
+    let mut split = xl.shape().to_vec();
+    split.insert(axis, 1);
+    let mut wide = s.clone();
+    wide.push(d);
+    let table = xl.reshape(&split)?.expand(&wide)?;
+    let g = &mut *ctx.graph;
+    let idx = wrap_indices(g, &idx, d)?;
+    let mut is = s.clone();
+    is.push(1);
+    let mut ars = vec![1; rank];
+    ars.push(d);
+    let ar = g.arange(d, DType::I64).reshape(&ars)?;
+    let hit = g.eq(&idx.reshape(&is)?, &ar)?;
+    let zero = g.scalar_like(&table, 0.0);
+    let picked = g.where_(&hit, &table, &zero)?;
+    let sum = g.reduce(ReduceOp::Sum, &picked, &[rank])?;
+    Ok(vec![Value::Tensor(sum.reshape(&s)?)])
+}
+
+/// `values[1]` where the index equals the position along the new axis, else `values[0]`.
+fn one_hot(ctx: &mut Ctx) -> Out {
+    let depth = ctx.scalar(1)?;
+    if !(0.0..=super::ctx::MAX_ELEMENTS as f64).contains(&depth) {
+        return Err(invalid(format!("depth {depth}")));
+    }
+    let depth = depth as usize;
+    let (idx, values) = (ctx.tensor(0)?, ctx.tensor(2)?);
+    if values.shape() != [2] {
+        return Err(invalid(format!("values of shape {:?}", values.shape())));
+    }
+    let rank = idx.shape().len() + 1;
+    let axis = norm_axis(ctx.attrs().int_or("axis", -1)?, rank, false)?;
+    let mut out = idx.shape().to_vec();
+    out.insert(axis, depth);
+    super::ctx::checked_numel(&out)?;
+    let mut is = idx.shape().to_vec();
+    is.insert(axis, 1);
+    let mut ars = vec![1; rank];
+    ars[axis] = depth;
+    let g = &mut *ctx.graph;
+    let idx = wrap_indices(g, &idx, depth)?.reshape(&is)?;
+    let ar = g.arange(depth, DType::I64).reshape(&ars)?;
+    let hit = g.eq(&idx, &ar)?;
+    let off = values.shrink(&[(0, 1)])?.reshape(&[])?;
+    let on = values.shrink(&[(1, 2)])?.reshape(&[])?;
+    Ok(vec![Value::Tensor(g.where_(&hit, &on, &off)?)])
 }

@@ -1,14 +1,17 @@
-//! Ops that cut or assemble tensors along axes: Concat, Split, Slice, Pad.
+//! Ops that cut, assemble or mask tensors along axes: Concat, Split, Slice, Pad, Trilu.
 
 use super::ctx::{checked_numel, invalid, norm_axes, norm_axis, to_usize, Ctx, OpError, Value};
 use super::Builder;
+use crate::dtype::DType;
 use crate::graph::{Graph, Lazy};
+use crate::ops::{BinaryOp, ConstValue};
 
 pub(super) const OPS: &[(&str, Builder)] = &[
     ("Concat", concat),
     ("Split", split),
     ("Slice", slice),
     ("Pad", pad),
+    ("Trilu", trilu),
 ];
 
 type Out = Result<Vec<Value>, OpError>;
@@ -249,4 +252,32 @@ fn pad_axis(
         parts.push(part(e, true)?);
     }
     Ok(g.concat(&parts, axis)?)
+}
+
+/// Keeps the upper (or lower) triangle of the last two axes from diagonal `k` on.
+fn trilu(ctx: &mut Ctx) -> Out {
+    let upper = ctx.attrs().int_or("upper", 1)? != 0;
+    let k = match ctx.opt_ints(1)?.as_deref() {
+        None => 0,
+        Some([k]) => *k,
+        Some(_) => return Err(invalid("k must be one integer")),
+    };
+    let x = ctx.tensor(0)?;
+    let rank = x.shape().len();
+    if rank < 2 {
+        return Err(invalid("Trilu needs a matrix"));
+    }
+    let (n, m) = (x.shape()[rank - 2], x.shape()[rank - 1]);
+    let g = &mut *ctx.graph;
+    let rows = g.arange(n, DType::I64).reshape(&[n, 1])?;
+    let cols = g.arange(m, DType::I64).reshape(&[1, m])?;
+    let diff = g.binary(BinaryOp::Sub, &cols, &rows)?;
+    let k = g.const_exact(ConstValue::Int(k), DType::I64, &[]);
+    let keep = if upper {
+        g.le(&k, &diff)?
+    } else {
+        g.le(&diff, &k)?
+    };
+    let zero = g.scalar_like(&x, 0.0);
+    Ok(vec![Value::Tensor(g.where_(&keep, &x, &zero)?)])
 }

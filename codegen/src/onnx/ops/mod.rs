@@ -3,6 +3,7 @@
 //! A builder reads its node's attributes and inputs through a [`Ctx`] and returns one
 //! [`Value`] per output: lazy graph tensors, or tensors known at compile time.
 
+mod activation;
 mod constant;
 mod conv;
 mod ctx;
@@ -23,9 +24,10 @@ pub use ctx::{checked_numel, dtype_of, invalid, materialize, Ctx, OpError, Value
 pub type Builder = fn(&mut Ctx) -> Result<Vec<Value>, OpError>;
 
 /// Every op family's table.
-const FAMILIES: [&[(&str, Builder)]; 12] = [
+const FAMILIES: [&[(&str, Builder)]; 13] = [
     constant::OPS,
     elementwise::OPS,
+    activation::OPS,
     logic::OPS,
     shape::OPS,
     index::OPS,
