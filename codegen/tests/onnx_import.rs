@@ -274,6 +274,35 @@ fn every_op_case_matches_onnxruntime() {
     );
 }
 
+#[test]
+fn every_supported_op_has_a_case() {
+    let mut tested = std::collections::BTreeSet::new();
+    for case in op_cases() {
+        let model = onnx::load(&case.join("model.onnx")).unwrap();
+        tested.extend(model.graph.nodes.iter().map(|n| n.op_type.clone()));
+    }
+    let untested: Vec<&str> = onnx::ops::supported_ops()
+        .into_iter()
+        .filter(|op| !tested.contains(*op))
+        .collect();
+    assert!(untested.is_empty(), "ops without a case: {untested:?}");
+}
+
+#[test]
+fn a_failing_node_names_itself_its_op_and_the_reason() {
+    let err = import(&invalid_model("bad_reshape.onnx"), &[]).unwrap_err();
+    assert!(matches!(err, ImportError::Node { .. }), "{err}");
+    assert_eq!(
+        err.to_string(),
+        "node bad_reshape (Reshape): cannot reshape [2, 12] to [5, -1]"
+    );
+    let err = import(&invalid_model("bad_attribute.onnx"), &[]).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "node flat (Flatten): attribute \"axis\": expected int, found float"
+    );
+}
+
 /// Every `.onnx` file of a folder tree.
 fn onnx_files(dir: &Path, out: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
