@@ -4,8 +4,10 @@
 Each case folder holds model.onnx, its runtime inputs input_N.npy (fixed seed) and
 onnxruntime's outputs output_N.npy. Inputs marked as constants become initializers, so that
 ops whose arguments must be known at compile time (shapes, pads, axes) see them as such.
-tests/ops/invalid/ holds models that must fail to import: two unknown custom ops, and an
-input with a free non-batch dim.
+tests/ops/invalid/ holds models that must fail to import: two unknown custom ops, an input
+with a free non-batch dim, a bf16 input. tests/ops/mlperf_int8/<model>/ holds onnxruntime's
+outputs of the int8 QDQ MLPerf Tiny models (from --shared-models) on a TFLite test vector,
+tests/ops/mlperf_float/str_ww_float/ those of str_ww_float on a realistic input.
 
 Run from the repository root after scripts/setup-python.sh:
     .venv/bin/python scripts/make_op_models.py
@@ -200,6 +202,8 @@ def index_cases():
     case("gather_unordered", "Gather", X(x), C(ints([3, 0], [-1, 3])), axis=0)
     case("gather_repeated", "Gather", X(x), C(ints(1, 1, 1)), axis=2)
     case("gather_runtime", "Gather", X(x), X(ints([1, -1], [0, 2])), axis=1)
+    case("gather_long", "Gather", X(rn(3, 90)), C(RNG.integers(-90, 90, 70)), axis=1)
+    case("gather_repeats", "Gather", X(rn(3, 4)), C(ints(0, 0, 1, 1, 2, 2, 3, 3)), axis=1)
 
 
 def reduce_cases():
@@ -308,8 +312,74 @@ def pool_cases():
     case("global_lp_pool", "GlobalLpPool", X(x))
 
 
+def resize_cases():
+    x = rn(1, 2, 4, 5)
+    scales = C(np.array([1, 1, 2, 2], F32))
+    case("upsample_nearest", "Upsample", X(x), C(np.array([1, 1, 2, 3], F32)), opset=9)
+    case("upsample_linear", "Upsample", X(x), C(np.array([1, 1, 2, 1.5], F32)), opset=9,
+         mode="linear")
+    case("resize_opset10", "Resize", X(x), C(np.array([1, 1, 0.5, 2], F32)), opset=10)
+    case("resize_nearest", "Resize", X(x), None, scales)
+    case("resize_nearest_sizes", "Resize", X(x), None, None, C(ints(1, 2, 7, 3)))
+    for coord, nearest in [("asymmetric", "floor"), ("align_corners", "round_prefer_ceil"),
+                           ("half_pixel", "ceil"),
+                           ("pytorch_half_pixel", "round_prefer_floor")]:
+        case(f"resize_nearest_{coord}", "Resize", X(x), None, None, C(ints(1, 2, 7, 3)),
+             coordinate_transformation_mode=coord, nearest_mode=nearest)
+    case("resize_linear", "Resize", X(x), None, scales, mode="linear")
+    case("resize_linear_down", "Resize", X(x), None, C(np.array([1, 1, 0.6, 0.5], F32)),
+         mode="linear")
+    for coord in ["align_corners", "asymmetric", "pytorch_half_pixel", "half_pixel_symmetric"]:
+        case(f"resize_linear_{coord}", "Resize", X(x), None, None, C(ints(1, 2, 7, 3)),
+             opset=19, mode="linear", coordinate_transformation_mode=coord)
+    case("resize_axes", "Resize", X(x), None, None, C(ints(3, 8)), opset=18, axes=[2, 3])
+    case("resize_big", "Resize", X(rn(1, 1, 3, 40)), None, C(np.array([1, 1, 1, 2.5], F32)))
+
+
+def more_cases():
+    case("mish", "Mish", X(rn(2, 5) * 3), opset=18)
+    case("shrink", "Shrink", X(rn(2, 5)), bias=0.2, lambd=0.4)
+    case("group_norm", "GroupNormalization", X(rn(2, 6, 3, 2)), C(rn(6)), C(rn(6)), opset=21,
+         num_groups=3)
+    case("group_norm_per_channel", "GroupNormalization", X(rn(2, 4, 5)), C(rn(4)), C(rn(4)),
+         opset=21, num_groups=2)
+    case("mean_variance_norm", "MeanVarianceNormalization", X(rn(2, 3, 4, 2)), axes=[0, 2, 3])
+    case("mean_variance_norm_axes", "MeanVarianceNormalization", X(rn(2, 3, 4)), axes=[1])
+    case("trilu_upper", "Trilu", X(rn(2, 4, 5)), C(np.array(1, np.int64)))
+    case("trilu_lower", "Trilu", X(rn(4, 3)), C(np.array(-1, np.int64)), upper=0)
+    case("trilu_default", "Trilu", X(rn(3, 3)))
+    case("cum_sum", "CumSum", X(rn(2, 5)), C(np.array(1, np.int64)))
+    case("cum_sum_exclusive_reverse", "CumSum", X(rn(3, 4)), C(np.array(0, np.int32)),
+         exclusive=1, reverse=1)
+    case("one_hot", "OneHot", X(ints([1, 0], [-1, 2])), C(np.array(3, np.int64)),
+         C(np.array([0.5, 2.0], F32)))
+    case("one_hot_axis0", "OneHot", X(ints(0, 3, 1)), C(np.array(4, np.int64)),
+         C(ints(-1, 1)), axis=0)
+    case("gather_elements", "GatherElements", X(rn(3, 4)), X(ints([0, 2], [1, -1], [3, 0])),
+         axis=1)
+    case("gather_elements_axis0", "GatherElements", X(rn(3, 4)), C(ints([2, 0, 1, 1])))
+
+
+def quant_cases():
+    q8 = RNG.integers(-128, 128, (2, 3, 4), dtype=np.int8)
+    case("dequantize_linear", "DequantizeLinear", X(q8), C(np.array(0.05, F32)),
+         C(np.array(-3, np.int8)))
+    case("dequantize_linear_per_axis", "DequantizeLinear", X(q8), C(pos(3) / 10),
+         C(ints(1, -2, 0, dtype=np.int8)), axis=1)
+    case("dequantize_linear_int32", "DequantizeLinear", X(ints(-1000, 5, 70000, dtype=np.int32)),
+         C(np.array(0.001, F32)))
+    ties = np.arange(-40, 40, dtype=F32) * 0.25
+    case("quantize_linear", "QuantizeLinear", X(ties), C(np.array(0.5, F32)),
+         C(np.array(100, np.uint8)))
+    case("quantize_linear_saturate", "QuantizeLinear", X(rn(2, 3, 4) * 8),
+         C(np.array(0.05, F32)), C(np.array(-10, np.int8)))
+    case("quantize_linear_per_axis", "QuantizeLinear", X(rn(2, 3, 4)), C(pos(2) / 50),
+         C(ints(3, -4, dtype=np.int8)), axis=0)
+    case("quantize_linear_default_type", "QuantizeLinear", X(rn(5) * 3), C(np.array(0.1, F32)))
+
+
 for make in [elementwise_cases, logic_cases, shape_cases, index_cases, reduce_cases, nn_cases,
-             conv_cases, pool_cases]:
+             conv_cases, pool_cases, quant_cases, resize_cases, more_cases]:
     make()
 
 
@@ -345,7 +415,11 @@ def build(case):
     opsets = [helper.make_opsetid("", case.opset)]
     model = helper.make_model(graph, producer_name="kiln-op-models", opset_imports=opsets)
     model.ir_version = helper.find_min_ir_version_for(opsets)
-    model = onnx.shape_inference.infer_shapes(model, strict_mode=True)
+    model = onnx.shape_inference.infer_shapes(model)
+    for out in model.graph.output:
+        if not out.type.HasField("tensor_type"):
+            # Inference does not see through some function ops; theirs keep the input's type.
+            out.type.CopyFrom(graph_inputs[0].type)
     onnx.checker.check_model(model, full_check=True)
     return model, [feeds[i.name] for i in graph_inputs]
 
@@ -397,6 +471,62 @@ def shape_arithmetic(root):
     np.save(out / "output_0.npy", session(model).run(None, {"x": x})[0])
 
 
+# The int8 QDQ MLPerf Tiny models and the TFLite vectors whose first input they run on.
+INT8_MODELS = {
+    "ad_int8_qdq": "ad01_int8",
+    "ic_int8_qdq": "pretrainedResnet_quant",
+    "kws_int8_qdq": "kws_ref_model",
+    "str_ww_int8_qdq": "str_ww_ref_model",
+    "vww_int8_qdq": "vww_96_int8",
+}
+
+
+def int8_references(root, shared):
+    """onnxruntime's outputs of the int8 QDQ models on the first TFLite test vector."""
+    for name, vectors in INT8_MODELS.items():
+        model = onnx.load(shared / "mlperf-tiny/onnx" / f"{name}.onnx")
+        x = np.load(shared / "mlperf-tiny/vectors" / f"{vectors}.tflm.npz")["x"][0]
+        out = root / name
+        out.mkdir(parents=True)
+        np.save(out / "input_0.npy", x)
+        feed = {model.graph.input[0].name: x}
+        np.save(out / "output_0.npy", session(model).run(None, feed)[0])
+
+
+def flatten_reshape(axis):
+    """Flatten (with `axis`, which must be an int) then a Reshape that cannot fit."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    nodes = [
+        helper.make_node("Flatten", ["x"], ["f"], name="flat", axis=axis),
+        helper.make_node("Reshape", ["f", "shape"], ["y"], name="bad_reshape"),
+    ]
+    shape = numpy_helper.from_array(ints(5, -1), "shape")
+    graph = helper.make_graph(nodes, "bad_nodes", [x], [y], [shape])
+    model = helper.make_model(graph, producer_name="kiln-op-models",
+                              opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
+def str_ww_reference(root, shared):
+    """str_ww_float on the first TFLite test vector, dequantized as the int8 QDQ model's input
+    is: a less saturated output than a random input gives."""
+    qdq = onnx.load(shared / "mlperf-tiny/onnx/str_ww_int8_qdq.onnx")
+    inits = {t.name: numpy_helper.to_array(t) for t in qdq.graph.initializer}
+    first = next(n for n in qdq.graph.node if qdq.graph.input[0].name in n.input)
+    dq = next(n for n in qdq.graph.node if n.op_type == "DequantizeLinear"
+              and n.input[0] in first.output)
+    scale, zero = inits[dq.input[1]], inits[dq.input[2]]
+    x = np.load(shared / "mlperf-tiny/vectors/str_ww_ref_model.tflm.npz")["x"][0]
+    x = ((x.astype(F32) - zero) * scale).astype(F32)
+    model = onnx.load(shared / "mlperf-tiny/onnx/str_ww_float.onnx")
+    out = root / "str_ww_float"
+    out.mkdir(parents=True)
+    np.save(out / "input_0.npy", x)
+    np.save(out / "output_0.npy", session(model).run(None, {model.graph.input[0].name: x})[0])
+
+
 def invalid_models(root):
     """Models the importer must reject, each for one reason."""
     root.mkdir(parents=True)
@@ -423,6 +553,9 @@ def invalid_models(root):
     onnx.checker.check_model(model, full_check=True)
     onnx.save(model, root / "free_dim.onnx")
 
+    for name, axis in [("bad_attribute", 1.5), ("bad_reshape", 1)]:
+        onnx.save(flatten_reshape(axis), root / f"{name}.onnx")
+
     x = helper.make_tensor_value_info("x", TensorProto.BFLOAT16, [2])
     y = helper.make_tensor_value_info("y", TensorProto.BFLOAT16, [2])
     graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "bf16", [x], [y])
@@ -437,6 +570,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="tests/ops", type=pathlib.Path)
     parser.add_argument("--only", help="build only cases whose name contains this")
+    parser.add_argument("--shared-models", default="../shared/models", type=pathlib.Path,
+                        help="the MLPerf Tiny models, for the int8 references")
     args = parser.parse_args()
     if args.out.exists() and not args.only:
         shutil.rmtree(args.out)
@@ -453,6 +588,8 @@ def main():
     if not args.only:
         shape_arithmetic(args.out)
         invalid_models(args.out / "invalid")
+        int8_references(args.out / "mlperf_int8", args.shared_models)
+        str_ww_reference(args.out / "mlperf_float", args.shared_models)
     total = sum(p.stat().st_size for p in args.out.rglob("*") if p.is_file())
     print(f"{len(CASES)} cases in {args.out}, {total / 1024:.0f} KiB")
 

@@ -1,7 +1,9 @@
-//! Reading ONNX models into Kiln's own plain representation.
+//! Reading ONNX models into Kiln's own plain representation, and lowering them to the lazy
+//! tensor graph.
 //!
 //! `load` decodes the protobuf (types generated from the vendored `onnx.proto`), reads tensors
 //! into dense little-endian bytes, attributes into typed values, and sorts the nodes.
+//! `import` lowers the loaded model node by node with the op builders of [`ops`].
 
 mod attr;
 mod error;

@@ -49,7 +49,7 @@ impl Value {
 pub enum OpError {
     #[error(transparent)]
     Graph(#[from] GraphError),
-    #[error(transparent)]
+    #[error("{}", onnx_reason(.0))]
     Onnx(#[from] OnnxError),
     #[error("input {index} is missing")]
     MissingInput { index: usize },
@@ -63,6 +63,14 @@ pub enum OpError {
     Unsupported(String),
     #[error("evaluating at compile time: {0}")]
     Eval(String),
+}
+
+/// An ONNX error without the node context the import error adds anyway.
+fn onnx_reason(e: &OnnxError) -> String {
+    match e {
+        OnnxError::Attribute { attr, problem, .. } => format!("attribute {attr:?}: {problem}"),
+        other => other.to_string(),
+    }
 }
 
 /// Shorthand for an `OpError::Invalid`.

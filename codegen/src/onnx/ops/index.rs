@@ -1,21 +1,18 @@
-//! Ops that select or assemble parts of tensors: Concat, Split, Slice, Pad, Gather.
+//! Ops that cut, assemble or mask tensors along axes: Concat, Split, Slice, Pad, Trilu.
 
 use super::ctx::{checked_numel, invalid, norm_axes, norm_axis, to_usize, Ctx, OpError, Value};
 use super::Builder;
 use crate::dtype::DType;
 use crate::graph::{Graph, Lazy};
-use crate::ops::ReduceOp;
+use crate::ops::{BinaryOp, ConstValue};
 
 pub(super) const OPS: &[(&str, Builder)] = &[
     ("Concat", concat),
     ("Split", split),
     ("Slice", slice),
     ("Pad", pad),
-    ("Gather", gather),
+    ("Trilu", trilu),
 ];
-
-/// Known indices up to this count gather by slicing; more (or runtime ones) by a one-hot sum.
-const SLICED_GATHER: usize = 64;
 
 type Out = Result<Vec<Value>, OpError>;
 
@@ -24,7 +21,7 @@ fn full(x: &Lazy) -> Vec<(usize, usize)> {
 }
 
 /// `x[begin..end]` along `axis`.
-fn range_on(x: &Lazy, axis: usize, begin: usize, end: usize) -> Result<Lazy, OpError> {
+pub(super) fn range_on(x: &Lazy, axis: usize, begin: usize, end: usize) -> Result<Lazy, OpError> {
     let mut arg = full(x);
     arg[axis] = (begin, end);
     Ok(x.shrink(&arg)?)
@@ -257,91 +254,30 @@ fn pad_axis(
     Ok(g.concat(&parts, axis)?)
 }
 
-fn gather(ctx: &mut Ctx) -> Out {
+/// Keeps the upper (or lower) triangle of the last two axes from diagonal `k` on.
+fn trilu(ctx: &mut Ctx) -> Out {
+    let upper = ctx.attrs().int_or("upper", 1)? != 0;
+    let k = match ctx.opt_ints(1)?.as_deref() {
+        None => 0,
+        Some([k]) => *k,
+        Some(_) => return Err(invalid("k must be one integer")),
+    };
     let x = ctx.tensor(0)?;
-    let axis = norm_axis(ctx.attrs().int_or("axis", 0)?, x.shape().len(), false)?;
-    let d = x.shape()[axis];
-    let idx_shape = ctx.shape(1)?;
-    let y = match ctx.known_ints(1)? {
-        Some(idx) if idx.len() <= SLICED_GATHER => {
-            let idx = idx
-                .iter()
-                .map(|&i| {
-                    let j = if i < 0 { i + d as i64 } else { i };
-                    usize::try_from(j)
-                        .ok()
-                        .filter(|&j| j < d)
-                        .ok_or_else(|| invalid(format!("index {i} is out of range for {d}")))
-                })
-                .collect::<Result<Vec<_>, _>>()?;
-            gather_known(ctx.graph, &x, axis, &idx)?
-        }
-        _ => {
-            let idx = ctx.tensor(1)?;
-            gather_one_hot(ctx.graph, &x, axis, &idx)?
-        }
-    };
-    let mut shape = x.shape()[..axis].to_vec();
-    shape.extend(&idx_shape);
-    shape.extend(&x.shape()[axis + 1..]);
-    Ok(vec![Value::Tensor(y.reshape(&shape)?)])
-}
-
-/// Known indices: one strided slice when they step evenly, else one slice per index.
-fn gather_known(g: &mut Graph, x: &Lazy, axis: usize, idx: &[usize]) -> Result<Lazy, OpError> {
-    let n = idx.len();
-    let step = if n > 1 {
-        idx[1] as i64 - idx[0] as i64
-    } else {
-        1
-    };
-    let even = idx.windows(2).all(|w| w[1] as i64 - w[0] as i64 == step);
-    if n == 0 {
-        return range_on(x, axis, 0, 0);
-    }
-    if even && step != 0 {
-        let (lo, hi) = (idx[0].min(idx[n - 1]), idx[0].max(idx[n - 1]));
-        let mut mul = vec![1; x.shape().len()];
-        mul[axis] = step;
-        return Ok(range_on(x, axis, lo, hi + 1)?.stride(&mul)?);
-    }
-    if even {
-        let mut shape = x.shape().to_vec();
-        shape[axis] = n;
-        return Ok(range_on(x, axis, idx[0], idx[0] + 1)?.expand(&shape)?);
-    }
-    let parts = idx
-        .iter()
-        .map(|&i| range_on(x, axis, i, i + 1))
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(g.concat(&parts, axis)?)
-}
-
-/// Runtime indices: `sum_j x[.., j, ..] * (idx == j)`, indices flattened onto `axis`.
-fn gather_one_hot(g: &mut Graph, x: &Lazy, axis: usize, idx: &Lazy) -> Result<Lazy, OpError> {
-    let d = x.shape()[axis];
-    let m = idx.numel();
     let rank = x.shape().len();
-    let idx = g.cast(idx, DType::I64).reshape(&[m])?;
-    let zero = g.constant(0.0, DType::I64, &[m]);
-    let neg = g.lt(&idx, &zero)?;
-    let wrapped = g.add_scalar(&idx, d as f64)?;
-    let idx = g.where_(&neg, &wrapped, &idx)?;
-    let mut wide = x.shape().to_vec();
-    wide.insert(axis, m);
-    let mut xs = x.shape().to_vec();
-    xs.insert(axis, 1);
-    let xv = x.reshape(&xs)?.expand(&wide)?;
-    let mut is = vec![1; rank + 1];
-    is[axis] = m;
-    let ar = g.arange(d, DType::I64);
-    let mut ars = vec![1; rank + 1];
-    ars[axis + 1] = d;
-    let hit = g.eq(&idx.reshape(&is)?, &ar.reshape(&ars)?)?;
-    let zero = g.scalar_like(&xv, 0.0);
-    let picked = g.where_(&hit, &xv, &zero)?;
-    let s = g.reduce(ReduceOp::Sum, &picked, &[axis + 1])?;
-    let mut out = x.shape().to_vec();
-    out[axis] = m;
-    Ok(s.reshape(&out)?)
+    if rank < 2 {
+        return Err(invalid("Trilu needs a matrix"));
+    }
+    let (n, m) = (x.shape()[rank - 2], x.shape()[rank - 1]);
+    let g = &mut *ctx.graph;
+    let rows = g.arange(n, DType::I64).reshape(&[n, 1])?;
+    let cols = g.arange(m, DType::I64).reshape(&[1, m])?;
+    let diff = g.binary(BinaryOp::Sub, &cols, &rows)?;
+    let k = g.const_exact(ConstValue::Int(k), DType::I64, &[]);
+    let keep = if upper {
+        g.le(&k, &diff)?
+    } else {
+        g.le(&diff, &k)?
+    };
+    let zero = g.scalar_like(&x, 0.0);
+    Ok(vec![Value::Tensor(g.where_(&keep, &x, &zero)?)])
 }

@@ -3,15 +3,19 @@
 //! A builder reads its node's attributes and inputs through a [`Ctx`] and returns one
 //! [`Value`] per output: lazy graph tensors, or tensors known at compile time.
 
+mod activation;
 mod constant;
 mod conv;
 mod ctx;
 mod elementwise;
+mod gather;
 mod index;
 mod logic;
 mod nn;
 mod pool;
+mod quant;
 mod reduce;
+mod resize;
 mod shape;
 
 pub use ctx::{checked_numel, dtype_of, invalid, materialize, Ctx, OpError, Value, MAX_ELEMENTS};
@@ -20,16 +24,20 @@ pub use ctx::{checked_numel, dtype_of, invalid, materialize, Ctx, OpError, Value
 pub type Builder = fn(&mut Ctx) -> Result<Vec<Value>, OpError>;
 
 /// Every op family's table.
-const FAMILIES: [&[(&str, Builder)]; 9] = [
+const FAMILIES: [&[(&str, Builder)]; 13] = [
     constant::OPS,
     elementwise::OPS,
+    activation::OPS,
     logic::OPS,
     shape::OPS,
     index::OPS,
+    gather::OPS,
     reduce::OPS,
     nn::OPS,
     conv::OPS,
     pool::OPS,
+    quant::OPS,
+    resize::OPS,
 ];
 
 /// The builder of `op_type` in `domain` (`""` or `"ai.onnx"` is the default domain).

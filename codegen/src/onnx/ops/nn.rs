@@ -13,6 +13,8 @@ pub(super) const OPS: &[(&str, Builder)] = &[
     ("BatchNormalization", batch_norm),
     ("InstanceNormalization", instance_norm),
     ("LayerNormalization", layer_norm),
+    ("GroupNormalization", group_norm),
+    ("MeanVarianceNormalization", mean_variance_norm),
     ("LRN", lrn),
     ("Softmax", softmax),
     ("LogSoftmax", log_softmax),
@@ -145,6 +147,49 @@ fn layer_norm(ctx: &mut Ctx) -> Out {
         y = g.binary(BinaryOp::Add, &y, &b)?;
     }
     one(y)
+}
+
+/// Normalizes each group of channels; scale and bias are per group (opset 18) or per
+/// channel (opset 21).
+fn group_norm(ctx: &mut Ctx) -> Out {
+    let eps = f64::from(ctx.attrs().float_or("epsilon", 1e-5)?);
+    let groups = super::ctx::to_usize(ctx.attrs().int("num_groups")?, "num_groups")?;
+    let x = ctx.tensor(0)?;
+    let (scale, bias) = (ctx.tensor(1)?, ctx.tensor(2)?);
+    let shape = x.shape().to_vec();
+    if shape.len() < 2 || groups == 0 || shape[1] % groups != 0 {
+        return Err(invalid(format!("{groups} groups for input {shape:?}")));
+    }
+    let (n, cg) = (shape[0], shape[1] / groups);
+    let rest: usize = shape[2..].iter().product();
+    let xg = x.reshape(&[n, groups, cg, rest])?;
+    let param_shape = match scale.numel() {
+        k if k == groups => [1, groups, 1, 1],
+        _ => [1, groups, cg, 1],
+    };
+    let g = &mut *ctx.graph;
+    let y = normalize(g, &xg, &[2, 3], eps)?;
+    let y = g.binary(BinaryOp::Mul, &y, &scale.reshape(&param_shape)?)?;
+    let y = g.binary(BinaryOp::Add, &y, &bias.reshape(&param_shape)?)?;
+    one(y.reshape(&shape)?)
+}
+
+/// `(x - mean) / (sqrt(mean(x²) - mean(x)²) + 1e-9)` over `axes` (default N, H, W).
+fn mean_variance_norm(ctx: &mut Ctx) -> Out {
+    let axes = ctx.attrs().ints_or("axes", vec![0, 2, 3])?;
+    let x = ctx.tensor(0)?;
+    let axes = super::ctx::norm_axes(&axes, x.shape().len())?;
+    let g = &mut *ctx.graph;
+    let m = g.mean(&x, &axes)?;
+    let sq = g.binary(BinaryOp::Mul, &x, &x)?;
+    let msq = g.mean(&sq, &axes)?;
+    let m2 = g.binary(BinaryOp::Mul, &m, &m)?;
+    let var = g.binary(BinaryOp::Sub, &msq, &m2)?;
+    let sd = g.unary(UnaryOp::Sqrt, &var)?;
+    let den = g.add_scalar(&sd, 1e-9)?;
+    let d = g.binary(BinaryOp::Sub, &x, &m)?;
+    let inv = g.unary(UnaryOp::Recip, &den)?;
+    one(g.binary(BinaryOp::Mul, &d, &inv)?)
 }
 
 /// Local response normalization across channels.

@@ -21,6 +21,7 @@ pub(super) const OPS: &[(&str, Builder)] = &[
     ("ReduceLogSumExp", reduce_log_sum_exp),
     ("ArgMax", arg_max),
     ("ArgMin", arg_min),
+    ("CumSum", cum_sum),
 ];
 
 type Out = Result<Vec<Value>, OpError>;
@@ -173,4 +174,47 @@ fn arg_extreme(ctx: &mut Ctx, min: bool) -> Out {
     };
     let idx = g.cast(&idx, DType::I64);
     Ok(vec![Value::Tensor(drop_axes(&idx, &[axis], keepdims)?)])
+}
+
+/// Running sums along an axis: each position sums a window reaching back over the whole
+/// axis (zeros padded in front), optionally exclusive and from the end.
+fn cum_sum(ctx: &mut Ctx) -> Out {
+    let exclusive = ctx.attrs().int_or("exclusive", 0)? != 0;
+    let reverse = ctx.attrs().int_or("reverse", 0)? != 0;
+    let x = ctx.tensor(0)?;
+    let rank = x.shape().len();
+    let axis = match ctx.ints(1)?.as_slice() {
+        [a] => norm_axis(*a, rank, false)?,
+        _ => return Err(super::ctx::invalid("axis must be one integer")),
+    };
+    let n = x.shape()[axis];
+    if n == 0 {
+        return Ok(vec![Value::Tensor(x)]);
+    }
+    let mut to_last: Vec<usize> = (0..rank).filter(|&a| a != axis).collect();
+    to_last.push(axis);
+    let mut back = vec![0; rank];
+    for (i, &a) in to_last.iter().enumerate() {
+        back[a] = i;
+    }
+    let mut flip = vec![1; rank];
+    flip[rank - 1] = -1;
+    let mut y = x.permute(&to_last)?;
+    if reverse {
+        y = y.stride(&flip)?;
+    }
+    let front = if exclusive { n } else { n - 1 };
+    let g = &mut *ctx.graph;
+    let p = g.pool(&y, &[n], &[1], &[1], &[(front, 0)])?;
+    let s = g.reduce(ReduceOp::Sum, &p, &[rank])?;
+    let mut s = s.reshape(&p.shape()[..rank])?;
+    if exclusive {
+        let mut keep: Vec<(usize, usize)> = s.shape().iter().map(|&d| (0, d)).collect();
+        keep[rank - 1] = (0, n);
+        s = s.shrink(&keep)?;
+    }
+    if reverse {
+        s = s.stride(&flip)?;
+    }
+    Ok(vec![Value::Tensor(s.permute(&back)?)])
 }
