@@ -289,3 +289,30 @@ fn unknown_and_real_boards_say_what_to_do() {
         other => panic!("{other:?}"),
     }
 }
+
+/// An image whose static arena is smaller than the bundle's plan (built with an arena size
+/// override): the device refuses to run it, naming both sizes.
+#[test]
+fn an_arena_too_small_for_the_bundle_is_refused_by_the_device() {
+    let board = board::info("qemu-an386").unwrap();
+    let (bundle, input) = small_model();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("bundle");
+    bundle.write(&out).unwrap();
+    let small = bundle.report.arena_bytes - 16;
+    let options = board::BuildOptions {
+        arena_bytes: Some(small),
+    };
+    let image = board::build_with_options(&board, &out, options, &mut |_| {}).unwrap();
+    assert_eq!(image.arena_bytes, small);
+    match board::run(&board, &image, &[input], TIMEOUT) {
+        Err(BoardError::Refused { message, .. }) => {
+            let (needed, has) = (bundle.report.arena_bytes.to_string(), small.to_string());
+            assert!(
+                message.contains(&needed) && message.contains(&has),
+                "{message}"
+            );
+        }
+        other => panic!("expected the device to refuse the bundle, got {other:?}"),
+    }
+}

@@ -19,6 +19,7 @@ const TAIL_LINES: usize = 30;
 /// Variables of the caller's environment that are about the host and would change or break a
 /// board build: flags and compilers for the host, and cargo settings that override the board's.
 const HOST_VARIABLES: &[&str] = &[
+    "KILN_ARENA_BYTES",
     "RUSTFLAGS",
     "CARGO_ENCODED_RUSTFLAGS",
     "CARGO_BUILD_RUSTFLAGS",
@@ -55,9 +56,26 @@ pub struct BuiltImage {
     pub arena_bytes: usize,
 }
 
+/// How to build a board image beyond the bundle itself.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BuildOptions {
+    /// Size the static arena to this many bytes instead of what the bundle's plan asks for
+    /// (to test that the device refuses a bundle its arena cannot hold).
+    pub arena_bytes: Option<usize>,
+}
+
 /// [`build_with_progress`] without progress.
 pub fn build(board: &BoardInfo, bundle_dir: &Path) -> Result<BuiltImage, BoardError> {
     build_with_progress(board, bundle_dir, &mut |_| {})
+}
+
+/// [`build_with_options`] with the default options.
+pub fn build_with_progress(
+    board: &BoardInfo,
+    bundle_dir: &Path,
+    progress: &mut dyn FnMut(&str),
+) -> Result<BuiltImage, BoardError> {
+    build_with_options(board, bundle_dir, BuildOptions::default(), progress)
 }
 
 /// Builds `board`'s binary with the bundle in `bundle_dir` (as [`Bundle::write`] leaves it)
@@ -65,14 +83,16 @@ pub fn build(board: &BoardInfo, bundle_dir: &Path) -> Result<BuiltImage, BoardEr
 /// build takes a minute or two, a rebuild for another bundle seconds.
 ///
 /// [`Bundle::write`]: crate::bundle::Bundle::write
-pub fn build_with_progress(
+pub fn build_with_options(
     board: &BoardInfo,
     bundle_dir: &Path,
+    options: BuildOptions,
     progress: &mut dyn FnMut(&str),
 ) -> Result<BuiltImage, BoardError> {
     let files = BoardFiles::read(&board.name)?;
     let bundle_dir = std::fs::canonicalize(bundle_dir).map_err(io_error(bundle_dir))?;
-    let bundle_key = bundle_key(&bundle_dir)?;
+    let bundle_key =
+        bundle_key(&bundle_dir)? ^ options.arena_bytes.map_or(0, |n| n as u32 ^ 0x5a5a_5a5a);
     check_toolchain(&files)?;
     let target_dir = files.target_dir();
     let built = target_dir
@@ -91,6 +111,9 @@ pub fn build_with_progress(
         .env("KILN_BUNDLE_DIR", &bundle_dir)
         .env("CARGO_TERM_PROGRESS_WHEN", "never")
         .env("CARGO_TERM_COLOR", "never");
+    if let Some(n) = options.arena_bytes {
+        cargo.env("KILN_ARENA_BYTES", n.to_string());
+    }
     let (status, tail) = run_streaming(&mut cargo, progress)?;
     if !status.success() {
         let tail = tail.into_iter().collect::<Vec<_>>().join("\n");

@@ -18,7 +18,7 @@ mod elf;
 mod fit;
 mod qemu;
 
-pub use build::{build, build_with_progress, BuiltImage};
+pub use build::{build, build_with_options, build_with_progress, BuildOptions, BuiltImage};
 pub use fit::{bytes_text, check_fits, Fit, Memory, Need};
 pub use qemu::{run, BoardRun};
 
