@@ -3,6 +3,7 @@
 
 use crate::bundle::{self, Bundle, BundleError};
 use crate::graph::{Graph, Lazy};
+use crate::kernel::heuristic::hand_coded_optimizations;
 use crate::kernel::Kernel;
 use crate::linearize::{to_program, LinearizeError, Program};
 use crate::plan::plan_arena;
@@ -20,19 +21,23 @@ pub enum CompileError {
     Bundle(#[from] BundleError),
 }
 
-/// Compiles a graph's `outputs` for `target` into a bundle named `name`. `progress` is called
-/// after each kernel with (done, total).
+/// Compiles a graph's `outputs` for `target` into a bundle named `name`, with the hand-coded
+/// optimizations when `optimize`. `progress` is called after each kernel with (done, total).
 pub fn compile_graph(
     name: &str,
     graph: &Graph,
     outputs: &[Lazy],
     target: &Target,
+    optimize: bool,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<Bundle, CompileError> {
     let schedule = create_schedule(graph, outputs)?;
     let mut programs: Vec<Program> = Vec::with_capacity(schedule.items.len());
     for item in &schedule.items {
-        let k = Kernel::new(item.ast.clone(), target.clone()).map_err(ScheduleError::from)?;
+        let mut k = Kernel::new(item.ast.clone(), target.clone()).map_err(ScheduleError::from)?;
+        if optimize {
+            hand_coded_optimizations(&mut k);
+        }
         programs.push(to_program(&k)?);
         progress(programs.len(), schedule.items.len());
     }

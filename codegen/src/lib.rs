@@ -3,6 +3,7 @@
 //! Data flows one way through the stages:
 //! import → graph → schedule → kernel → linearize → render → plan → bundle.
 
+pub mod board;
 pub mod bundle;
 pub mod cli;
 pub mod compile;

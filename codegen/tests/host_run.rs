@@ -53,6 +53,7 @@ fn conv_pool_gemm_softmax_runs_on_the_host_like_the_interpreter() {
         &g,
         std::slice::from_ref(&s),
         &Target::c(),
+        true,
         &mut |_, _| {},
     )
     .unwrap();

@@ -104,7 +104,12 @@ fn interp_case(case: &Case, want: &[Val], threaded: bool, stats: &mut Stats) -> 
     let name = target.name;
     let mut k = Kernel::new(case.ast.clone(), target).expect("a valid kernel");
     let mut rng = Rng::new(case.seed ^ if threaded { 0x7448 } else { 0x43 });
-    let opts = random_opts(&mut rng, &mut k, threaded);
+    let opts = if !threaded && rng.below(3) == 0 {
+        kiln_codegen::kernel::heuristic::hand_coded_optimizations(&mut k);
+        k.applied_opts.clone()
+    } else {
+        random_opts(&mut rng, &mut k, threaded)
+    };
     for o in &opts {
         *stats.opts.entry(format!("{:?}", o.op)).or_default() += 1;
     }

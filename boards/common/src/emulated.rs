@@ -4,7 +4,8 @@
 //!
 //! Model input `i` is read, raw little-endian, from `input_<i>.bin` in the host's working
 //! directory, and output `i` is written to `output_<i>.bin` there; a file that is missing or of
-//! the wrong size is an error. `scripts/qemu-run.sh` runs QEMU inside the I/O folder.
+//! the wrong size is an error. The host compiler (codegen's `board::run`) runs QEMU inside a
+//! fresh I/O folder.
 
 use crate::host::{self, File, FileName, IoError};
 use crate::{kernels, marker};

@@ -29,6 +29,8 @@ pub struct Bundle {
     pub report: Report,
     /// Name of each kernel in the table, in kernel-index order.
     pub kernel_names: Vec<String>,
+    /// The process-replay record of each step's kernel (AST, target, opts, name, source).
+    pub replay: Vec<String>,
 }
 
 /// Why a bundle could not be made or written.
@@ -164,6 +166,12 @@ pub fn build(
     programs: &[Program],
     plan: &ArenaPlan,
 ) -> Result<Bundle, BundleError> {
+    if let Some((a, b)) = plan.find_overlap() {
+        return Err(BundleError::SelfCheck(format!(
+            "buffers {} and {} overlap in the arena while both alive",
+            a.0, b.0
+        )));
+    }
     let (weights, wspans) = layout_weights(s);
     let (kernels_c, kernel_names, index_of) = kernel_table(programs);
     let mut steps = Vec::with_capacity(s.items.len());
@@ -209,16 +217,32 @@ pub fn build(
     fw::Bundle::parse(&schedule, plan.arena_bytes, kernel_names.len())
         .map_err(|e| BundleError::SelfCheck(e.to_string()))?;
     let report = Report::new(model, s, programs, plan, weights.len(), &kernel_names);
+    let replay = programs.iter().map(|p| p.replay_record("c")).collect();
     Ok(Bundle {
         kernels_c,
         schedule,
         weights,
         report,
         kernel_names,
+        replay,
     })
 }
 
 impl Bundle {
+    /// Writes one process-replay record per step into `dir` (`000_<kernel>.txt`, …), so the
+    /// kernels of two versions of the compiler can be diffed.
+    pub fn write_replay(&self, dir: &Path) -> Result<(), BundleError> {
+        let io = |source| BundleError::Io {
+            path: dir.display().to_string(),
+            source,
+        };
+        std::fs::create_dir_all(dir).map_err(io)?;
+        for (i, (rec, line)) in self.replay.iter().zip(&self.report.steps).enumerate() {
+            std::fs::write(dir.join(format!("{i:03}_{}.txt", line.name)), rec).map_err(io)?;
+        }
+        Ok(())
+    }
+
     /// Writes the bundle's files into `dir`, replacing it whole: the files are written to a
     /// temporary sibling folder first, so a failure leaves nothing half-written.
     pub fn write(&self, dir: &Path) -> Result<(), BundleError> {

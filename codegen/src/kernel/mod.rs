@@ -7,6 +7,7 @@
 
 pub mod ast;
 pub mod gpu_heuristic;
+pub mod heuristic;
 pub mod opt;
 
 use crate::dtype::DType;

@@ -27,7 +27,9 @@ pub fn fold_constants(g: &mut Graph, outputs: &[Lazy]) -> Result<(), ScheduleErr
             GOp::Input(_) => {}
             _ => {
                 const_only[i] = node.src.iter().all(|s| const_only[s.base.0 as usize]);
-                leaf_numel[i] = node.src.iter().map(|s| leaf_numel[s.base.0 as usize]).sum();
+                leaf_numel[i] = node.src.iter().fold(0usize, |n, s| {
+                    n.saturating_add(leaf_numel[s.base.0 as usize])
+                });
             }
         }
     }

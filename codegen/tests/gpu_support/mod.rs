@@ -63,7 +63,8 @@ pub fn run(gb: &GpuBundle, inputs: &[Vec<u8>], runs: usize) -> GpuRun {
 
 /// The model's outputs computed by the host C kernels.
 pub fn host_outputs(name: &str, g: &Graph, outs: &[Lazy], inputs: &[Vec<u8>]) -> Vec<Vec<u8>> {
-    let bundle = compile_graph(name, g, outs, &Target::c(), &mut |_, _| {}).expect("C bundle");
+    let bundle =
+        compile_graph(name, g, outs, &Target::c(), false, &mut |_, _| {}).expect("C bundle");
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("bundle");
     bundle.write(&path).expect("write bundle");

@@ -1,0 +1,126 @@
+//! Shared by the model commands: loading and compiling a model, reading and writing tensors.
+
+use crate::bundle::Bundle;
+use crate::compile::compile_graph;
+use crate::dtype::DType;
+use crate::onnx;
+use crate::render::Target;
+use crate::tensorio::{self, HostTensor};
+use anyhow::{bail, Context, Result};
+use indicatif::{ProgressBar, ProgressStyle};
+use std::path::Path;
+
+/// `--shape NAME=1x49x10x1` flags, and the model file.
+#[derive(clap::Args, Clone)]
+pub struct ModelArgs {
+    /// The ONNX model.
+    pub model: std::path::PathBuf,
+    /// Pins a free input dim: `NAME=1x49x10x1` (a free batch dim defaults to 1).
+    #[arg(long = "shape", value_name = "NAME=DIMS")]
+    pub shapes: Vec<String>,
+}
+
+/// A compiled model with the names and types of its inputs and outputs.
+pub struct Compiled {
+    pub bundle: Bundle,
+    pub inputs: Vec<(String, DType, Vec<usize>)>,
+    pub outputs: Vec<(String, DType, Vec<usize>)>,
+}
+
+fn progress(len: usize, what: &str) -> ProgressBar {
+    let bar = ProgressBar::new(len as u64);
+    let style =
+        ProgressStyle::with_template("{msg:>12} [{bar:30}] {pos}/{len}").expect("a valid template");
+    bar.set_style(style.progress_chars("=> "));
+    bar.set_message(what.to_string());
+    bar
+}
+
+/// Imports, schedules, linearizes, renders and bundles the model.
+pub fn compile(args: &ModelArgs, target: &Target) -> Result<Compiled> {
+    let shapes = args
+        .shapes
+        .iter()
+        .map(|s| onnx::parse_shape_override(s))
+        .collect::<Result<Vec<_>, _>>()?;
+    let model = onnx::load(&args.model)?;
+    let imported = onnx::import::import(&model, &shapes)
+        .with_context(|| format!("importing {}", args.model.display()))?;
+    let name = args
+        .model
+        .file_stem()
+        .map(|s| s.to_string_lossy().to_string())
+        .unwrap_or_default();
+    let bar = progress(0, "kernels");
+    let bundle = compile_graph(
+        &name,
+        &imported.graph,
+        &imported.outputs,
+        target,
+        true,
+        &mut |done, total| {
+            bar.set_length(total as u64);
+            bar.set_position(done as u64);
+        },
+    )
+    .with_context(|| format!("compiling {}", args.model.display()))?;
+    bar.finish_and_clear();
+    let inputs = imported
+        .graph
+        .inputs
+        .iter()
+        .map(|i| (i.name.clone(), i.dtype, i.shape.clone()))
+        .collect();
+    let outputs = imported
+        .output_names
+        .iter()
+        .zip(&imported.outputs)
+        .map(|(n, o)| (n.clone(), o.dtype, o.shape().to_vec()))
+        .collect();
+    Ok(Compiled {
+        bundle,
+        inputs,
+        outputs,
+    })
+}
+
+/// Reads `input_N.npy`/`.pb` from `dir` and checks them against the model's inputs.
+pub fn read_inputs(dir: &Path, c: &Compiled) -> Result<Vec<Vec<u8>>> {
+    let tensors = tensorio::read_dir_tensors(dir, "input")
+        .with_context(|| format!("reading inputs from {}", dir.display()))?;
+    if tensors.len() != c.inputs.len() {
+        bail!(
+            "the model has {} inputs, {} has {}",
+            c.inputs.len(),
+            dir.display(),
+            tensors.len()
+        );
+    }
+    let mut out = Vec::new();
+    for (i, (t, (name, dtype, shape))) in tensors.iter().zip(&c.inputs).enumerate() {
+        let elem = onnx::ElemType::from(dtype.scalar);
+        if t.elem != elem || t.dims.iter().product::<usize>() != shape.iter().product::<usize>() {
+            bail!(
+                "input {i} ({name}): the model wants {elem} {shape:?}, input_{i} is {} {:?}",
+                t.elem,
+                t.dims
+            );
+        }
+        out.push(t.bytes.clone());
+    }
+    Ok(out)
+}
+
+/// Writes outputs as `output_N.npy` into `dir`.
+pub fn write_outputs(dir: &Path, c: &Compiled, outputs: &[Vec<u8>]) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    for (i, (bytes, (_, dtype, shape))) in outputs.iter().zip(&c.outputs).enumerate() {
+        let t = HostTensor {
+            elem: onnx::ElemType::from(dtype.scalar),
+            dims: shape.clone(),
+            bytes: bytes.clone(),
+        };
+        tensorio::write_npy(&dir.join(format!("output_{i}.npy")), &t)?;
+    }
+    Ok(())
+}

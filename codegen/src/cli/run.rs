@@ -1,0 +1,221 @@
+//! `kiln compile` and `kiln run`.
+
+use super::model::{compile, read_inputs, write_outputs, Compiled, ModelArgs};
+use crate::board;
+use crate::render::Target;
+use crate::tensorio;
+use crate::uop::interp::HostBuffer;
+use anyhow::{bail, Context, Result};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+#[derive(clap::Args)]
+pub struct CompileArgs {
+    #[command(flatten)]
+    model: ModelArgs,
+    /// What to generate code for: `host` (C for this machine or any C compiler).
+    #[arg(long, default_value = "host")]
+    target: String,
+    /// The bundle folder to write (replaced whole).
+    #[arg(short, long)]
+    output: PathBuf,
+    /// Also write each kernel's process-replay record (AST, opts, name, source) into this folder.
+    #[arg(long)]
+    replay: Option<PathBuf>,
+}
+
+#[derive(clap::Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    model: ModelArgs,
+    /// Where to run: `host`, or a board (`qemu-an386`, `qemu-an505`, `qemu-rv32`,
+    /// `qemu-microbit`, `qemu-an385-m0`; real boards print their probe-rs command).
+    #[arg(long, default_value = "qemu-an386")]
+    board: String,
+    /// Folder with `input_0.npy` (or `.pb`), `input_1.npy`, … in the model's input order.
+    #[arg(long)]
+    inputs: PathBuf,
+    /// Folder to write `output_0.npy`, … into.
+    #[arg(long)]
+    outputs: PathBuf,
+    /// Folder with the expected `output_N.npy`/`.pb`: compare, and fail on a mismatch.
+    #[arg(long)]
+    expect: Option<PathBuf>,
+    /// Relative tolerance of the comparison.
+    #[arg(long, default_value_t = 1e-4)]
+    rtol: f64,
+    /// Absolute tolerance of the comparison.
+    #[arg(long, default_value_t = 1e-5)]
+    atol: f64,
+}
+
+fn target(name: &str) -> Result<Target> {
+    match name {
+        "host" | "c" => Ok(Target::c()),
+        other => bail!("unknown target `{other}` (known: host)"),
+    }
+}
+
+pub fn compile_cmd(a: CompileArgs) -> Result<ExitCode> {
+    let c = compile(&a.model, &target(&a.target)?)?;
+    c.bundle.write(&a.output)?;
+    if let Some(dir) = &a.replay {
+        c.bundle.write_replay(dir)?;
+    }
+    let r = &c.bundle.report;
+    println!(
+        "{}: {} steps ({} distinct kernels), arena {} B (lower bound {} B), weights {} B -> {}",
+        a.model.model.display(),
+        r.steps.len(),
+        r.kernels,
+        r.arena_bytes,
+        r.arena_lower_bound,
+        r.weight_bytes,
+        a.output.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The per-output comparison with `expect`; true when every output matches.
+pub fn compare(
+    c: &Compiled,
+    outputs: &[Vec<u8>],
+    expect: &Path,
+    rtol: f64,
+    atol: f64,
+) -> Result<bool> {
+    let want = tensorio::read_dir_tensors(expect, "output")
+        .with_context(|| format!("reading expected outputs from {}", expect.display()))?;
+    if want.len() != outputs.len() {
+        bail!(
+            "the model has {} outputs, {} has {}",
+            outputs.len(),
+            expect.display(),
+            want.len()
+        );
+    }
+    let mut all_ok = true;
+    for (i, ((got, w), (name, dtype, _))) in outputs.iter().zip(&want).zip(&c.outputs).enumerate() {
+        let g = HostBuffer::from_bytes(dtype.scalar, got).to_f64();
+        let wd = w.elem.to_scalar(name)?;
+        let e = HostBuffer::from_bytes(wd, &w.bytes).to_f64();
+        if g.len() != e.len() {
+            bail!(
+                "output {i} ({name}): {} elements, expected {}",
+                g.len(),
+                e.len()
+            );
+        }
+        let (mut max_abs, mut max_rel, mut bad) = (0f64, 0f64, 0usize);
+        for (a, b) in g.iter().zip(&e) {
+            let d = (a - b).abs();
+            max_abs = max_abs.max(d);
+            max_rel = max_rel.max(d / b.abs().max(f64::MIN_POSITIVE));
+            if d > atol + rtol * b.abs() || a.is_nan() != b.is_nan() {
+                bad += 1;
+            }
+        }
+        let verdict = if bad == 0 {
+            "ok".to_string()
+        } else {
+            format!("MISMATCH in {bad} of {} elements", g.len())
+        };
+        println!("output {i} ({name}): max abs error {max_abs:.3e}, max rel error {max_rel:.3e}: {verdict}");
+        all_ok &= bad == 0;
+    }
+    Ok(all_ok)
+}
+
+/// The result of running a compiled model somewhere: outputs and per-step cost.
+pub struct Ran {
+    pub outputs: Vec<Vec<u8>>,
+    /// Per step: a cost and its unit (`us` on the host, `instructions` on an emulated board).
+    pub step_cost: Vec<f64>,
+    pub unit: &'static str,
+    /// Flash and RAM of the board image, when there is one.
+    pub image: Option<(usize, usize)>,
+}
+
+/// Runs a compiled model on `board` (`host` or a board folder's name).
+pub fn run_on(board: &str, c: &Compiled, inputs: &[Vec<u8>]) -> Result<Ran> {
+    let dir = tempfile::tempdir().context("a temporary folder for the bundle")?;
+    let bundle_dir = dir.path().join("bundle");
+    if board == "host" {
+        c.bundle.write(&bundle_dir)?;
+        let lib = crate::host::compile(&bundle_dir)?;
+        let run = crate::host::run(&c.bundle, &lib, inputs)?;
+        let step_cost = run
+            .step_times
+            .iter()
+            .map(|d| d.as_secs_f64() * 1e6)
+            .collect();
+        return Ok(Ran {
+            outputs: run.outputs,
+            step_cost,
+            unit: "us",
+            image: None,
+        });
+    }
+    let info = board::info(board)?;
+    let fit = board::check_fits(&info, &c.bundle)?;
+    c.bundle.write(&bundle_dir)?;
+    let spinner = indicatif::ProgressBar::new_spinner();
+    spinner.enable_steady_tick(std::time::Duration::from_millis(200));
+    let image = board::build_with_progress(&info, &bundle_dir, &mut |m| {
+        spinner.set_message(format!("{board}: {m}"))
+    })?;
+    spinner.set_message(format!("{board}: running under QEMU"));
+    let run = board::run(&info, &image, inputs, std::time::Duration::from_secs(600))?;
+    spinner.finish_and_clear();
+    println!("{fit}");
+    let step_cost = run.step_instructions.iter().map(|&n| n as f64).collect();
+    Ok(Ran {
+        outputs: run.outputs,
+        step_cost,
+        unit: "instructions",
+        image: Some((image.flash_used, image.ram_used)),
+    })
+}
+
+/// Prints the per-kernel cost table and the memory use.
+pub fn print_costs(c: &Compiled, ran: &Ran) {
+    println!(
+        "{:>4}  {:<40} {:>12} {:>14}",
+        "step", "kernel", "FLOPs", ran.unit
+    );
+    for (k, cost) in c.bundle.report.steps.iter().zip(&ran.step_cost) {
+        println!(
+            "{:>4}  {:<40} {:>12} {:>14.0}",
+            k.step, k.name, k.flops, cost
+        );
+    }
+    let total: f64 = ran.step_cost.iter().sum();
+    println!(
+        "{:>4}  {:<40} {:>12} {:>14.0}",
+        "",
+        "total",
+        c.bundle.report.total_flops(),
+        total
+    );
+    let r = &c.bundle.report;
+    print!(
+        "arena {} B (liveness lower bound {} B), weights {} B",
+        r.arena_bytes, r.arena_lower_bound, r.weight_bytes
+    );
+    match ran.image {
+        Some((flash, ram)) => println!(", image flash {flash} B, static RAM {ram} B"),
+        None => println!(),
+    }
+}
+
+pub fn run_cmd(a: RunArgs) -> Result<ExitCode> {
+    let c = compile(&a.model, &Target::c())?;
+    let inputs = read_inputs(&a.inputs, &c)?;
+    let ran = run_on(&a.board, &c, &inputs)?;
+    write_outputs(&a.outputs, &c, &ran.outputs)?;
+    print_costs(&c, &ran);
+    match &a.expect {
+        Some(e) if !compare(&c, &ran.outputs, e, a.rtol, a.atol)? => Ok(ExitCode::from(1)),
+        _ => Ok(ExitCode::SUCCESS),
+    }
+}

@@ -1,0 +1,287 @@
+//! More tensor-level ops for importers: comparisons, rounding, `erf`, `pow`, concatenation and
+//! the reductions the graph lacks (min, product), all built from the graph's primitives.
+
+use super::tensor::{broadcast_shape, broadcast_to};
+use super::{GOp, Graph, GraphError, Lazy};
+use crate::dtype::{DType, Scalar};
+use crate::ops::{AluOp, BinaryOp, ConstValue, ReduceOp, UnaryOp};
+use crate::uop::interp::HostBuffer;
+
+/// Abramowitz & Stegun 7.1.26: `erf(x) ≈ 1 - t·P(t)·exp(-x²)`, `t = 1 / (1 + p·x)`, x ≥ 0;
+/// absolute error below 1.5e-7.
+const ERF_P: f64 = 0.327_591_1;
+const ERF_A: [f64; 5] = [
+    0.254_829_592,
+    -0.284_496_736,
+    1.421_413_741,
+    -1.453_152_027,
+    1.061_405_429,
+];
+
+impl Graph {
+    /// The exact constant `v` (of `dtype`) broadcast to `shape`.
+    pub fn const_exact(&mut self, v: ConstValue, dtype: DType, shape: &[usize]) -> Lazy {
+        let base = self.push(GOp::Const(v), dtype, vec![], vec![]);
+        let ones = vec![1; shape.len()];
+        let st = base
+            .st
+            .reshape(&ones)
+            .and_then(|s| s.expand(shape))
+            .expect("a scalar broadcasts to any shape");
+        Lazy { st, ..base }
+    }
+
+    /// `0, 1, …, n - 1` as a weight of `dtype`.
+    pub fn arange(&mut self, n: usize, dtype: DType) -> Lazy {
+        let values: Vec<f64> = (0..n).map(|i| i as f64).collect();
+        let bytes = HostBuffer::from_f64(dtype.scalar, &values).to_bytes();
+        self.weight(&format!("arange_{n}"), dtype, &[n], bytes)
+    }
+
+    /// `a == b` with broadcasting (bool).
+    pub fn eq(&mut self, a: &Lazy, b: &Lazy) -> Result<Lazy, GraphError> {
+        let ne = self.binary(BinaryOp::CmpNe, a, b)?;
+        self.not(&ne)
+    }
+
+    /// `a < b` with broadcasting (bool).
+    pub fn lt(&mut self, a: &Lazy, b: &Lazy) -> Result<Lazy, GraphError> {
+        self.binary(BinaryOp::CmpLt, a, b)
+    }
+
+    /// `a <= b` with broadcasting (bool).
+    pub fn le(&mut self, a: &Lazy, b: &Lazy) -> Result<Lazy, GraphError> {
+        let gt = self.binary(BinaryOp::CmpLt, b, a)?;
+        self.not(&gt)
+    }
+
+    /// Logical not of a bool tensor (any other type is first compared with zero).
+    pub fn not(&mut self, x: &Lazy) -> Result<Lazy, GraphError> {
+        let x = self.to_bool(x)?;
+        let t = self.const_exact(ConstValue::Int(1), DType::BOOL, x.shape());
+        self.alu(AluOp::Binary(BinaryOp::CmpNe), &[x, t])
+    }
+
+    /// `x != 0` as bool; bools pass through.
+    pub fn to_bool(&mut self, x: &Lazy) -> Result<Lazy, GraphError> {
+        if x.dtype == DType::BOOL {
+            return Ok(x.clone());
+        }
+        let z = self.constant(0.0, x.dtype, x.shape());
+        self.alu(AluOp::Binary(BinaryOp::CmpNe), &[x.clone(), z])
+    }
+
+    pub fn abs(&mut self, x: &Lazy) -> Result<Lazy, GraphError> {
+        let n = self.neg(x)?;
+        self.binary(BinaryOp::Max, x, &n)
+    }
+
+    /// -1, 0 or 1 by the sign of `x`.
+    pub fn sign(&mut self, x: &Lazy) -> Result<Lazy, GraphError> {
+        let zero = self.scalar_like(x, 0.0);
+        let pos = self.lt(&zero, x)?;
+        let neg = self.lt(x, &zero)?;
+        let one = self.scalar_like(x, 1.0);
+        let minus = self.scalar_like(x, -1.0);
+        let s = self.where_(&neg, &minus, &zero)?;
+        self.where_(&pos, &one, &s)
+    }
+
+    /// The largest magnitude below which a float of `x`'s type may have a fraction.
+    fn exact_int_limit(x: &Lazy) -> f64 {
+        match x.dtype.scalar {
+            Scalar::F16 => 1024.0,
+            Scalar::F64 => 4_503_599_627_370_496.0,
+            _ => 8_388_608.0,
+        }
+    }
+
+    /// Rounds toward zero (floats only; ints pass through).
+    pub fn trunc(&mut self, x: &Lazy) -> Result<Lazy, GraphError> {
+        if !x.dtype.scalar.is_float() {
+            return Ok(x.clone());
+        }
+        let i = self.cast(x, DType::I64);
+        let t = self.cast(&i, x.dtype);
+        let a = self.abs(x)?;
+        let lim = self.scalar_like(x, Self::exact_int_limit(x));
+        let small = self.lt(&a, &lim)?;
+        self.where_(&small, &t, x)
+    }
+
+    pub fn floor(&mut self, x: &Lazy) -> Result<Lazy, GraphError> {
+        if !x.dtype.scalar.is_float() {
+            return Ok(x.clone());
+        }
+        let t = self.trunc(x)?;
+        let above = self.lt(x, &t)?;
+        let one = self.scalar_like(x, 1.0);
+        let t1 = self.binary(BinaryOp::Sub, &t, &one)?;
+        self.where_(&above, &t1, &t)
+    }
+
+    pub fn ceil(&mut self, x: &Lazy) -> Result<Lazy, GraphError> {
+        let n = self.neg(x)?;
+        let f = self.floor(&n)?;
+        self.neg(&f)
+    }
+
+    /// Rounds to the nearest integer, ties to even.
+    pub fn round_even(&mut self, x: &Lazy) -> Result<Lazy, GraphError> {
+        if !x.dtype.scalar.is_float() {
+            return Ok(x.clone());
+        }
+        let h = self.add_scalar(x, 0.5)?;
+        let r = self.floor(&h)?;
+        let tie = self.eq(&h, &r)?;
+        let half = self.mul_scalar(&r, 0.5)?;
+        let fh = self.floor(&half)?;
+        let even = self.eq(&half, &fh)?;
+        let one = self.scalar_like(x, 1.0);
+        let down = self.binary(BinaryOp::Sub, &r, &one)?;
+        let odd_tie = self.where_(&even, &r, &down)?;
+        self.where_(&tie, &odd_tie, &r)
+    }
+
+    /// The error function (A&S 7.1.26 on |x|, made odd).
+    pub fn erf(&mut self, x: &Lazy) -> Result<Lazy, GraphError> {
+        let a = self.abs(x)?;
+        let pa = self.mul_scalar(&a, ERF_P)?;
+        let d = self.add_scalar(&pa, 1.0)?;
+        let t = self.unary(UnaryOp::Recip, &d)?;
+        let mut poly = self.scalar_like(x, ERF_A[4]);
+        for &c in ERF_A[..4].iter().rev() {
+            let m = self.binary(BinaryOp::Mul, &poly, &t)?;
+            poly = self.add_scalar(&m, c)?;
+        }
+        let poly = self.binary(BinaryOp::Mul, &poly, &t)?;
+        let sq = self.binary(BinaryOp::Mul, &a, &a)?;
+        let nsq = self.neg(&sq)?;
+        let e = self.exp(&nsq)?;
+        let pe = self.binary(BinaryOp::Mul, &poly, &e)?;
+        let npe = self.neg(&pe)?;
+        let y = self.add_scalar(&npe, 1.0)?;
+        let zero = self.scalar_like(x, 0.0);
+        let neg = self.lt(x, &zero)?;
+        let ny = self.neg(&y)?;
+        self.where_(&neg, &ny, &y)
+    }
+
+    /// `x ** y` with broadcasting: `exp2(y·log2|x|)`, negated for a negative base and an odd
+    /// integer exponent; `x ** 0 = 1`.
+    pub fn pow(&mut self, x: &Lazy, y: &Lazy) -> Result<Lazy, GraphError> {
+        let shape = broadcast_shape("pow", x.shape(), y.shape())?;
+        let (x, y) = (broadcast_to(x, &shape)?, broadcast_to(y, &shape)?);
+        let a = self.abs(&x)?;
+        let l = self.unary(UnaryOp::Log2, &a)?;
+        let yl = self.binary(BinaryOp::Mul, &y, &l)?;
+        let mag = self.unary(UnaryOp::Exp2, &yl)?;
+        let half = self.mul_scalar(&y, 0.5)?;
+        let fh = self.floor(&half)?;
+        let odd_frac = self.binary(BinaryOp::Sub, &half, &fh)?;
+        let quarter = self.scalar_like(&y, 0.5);
+        let odd = self.eq(&odd_frac, &quarter)?;
+        let zero = self.scalar_like(&x, 0.0);
+        let neg = self.lt(&x, &zero)?;
+        let flip = self.binary(BinaryOp::And, &neg, &odd)?;
+        let nmag = self.neg(&mag)?;
+        let signed = self.where_(&flip, &nmag, &mag)?;
+        let fy = self.floor(&y)?;
+        let int = self.eq(&fy, &y)?;
+        let frac = self.not(&int)?;
+        let bad = self.binary(BinaryOp::And, &neg, &frac)?;
+        let nan = self.scalar_like(&x, f64::NAN);
+        let signed = self.where_(&bad, &nan, &signed)?;
+        let yzero = self.scalar_like(&y, 0.0);
+        let y0 = self.eq(&y, &yzero)?;
+        let one = self.scalar_like(&x, 1.0);
+        self.where_(&y0, &one, &signed)
+    }
+
+    /// Concatenates `parts` along `axis`: each is padded to the full size and the padded
+    /// parts are summed (or or-ed, for bools).
+    pub fn concat(&mut self, parts: &[Lazy], axis: usize) -> Result<Lazy, GraphError> {
+        let first = parts.first().ok_or(GraphError::Invalid {
+            op: "concat",
+            reason: "no inputs".into(),
+        })?;
+        let rank = first.shape().len();
+        if axis >= rank {
+            let axis = axis as i64;
+            return Err(GraphError::Axis {
+                op: "concat",
+                axis,
+                rank,
+            });
+        }
+        for p in parts {
+            let same = p.shape().len() == rank
+                && (0..rank).all(|a| a == axis || p.shape()[a] == first.shape()[a]);
+            if !same || p.dtype != first.dtype {
+                let (a, b) = (first.shape().to_vec(), p.shape().to_vec());
+                return Err(GraphError::Broadcast { op: "concat", a, b });
+            }
+        }
+        let parts: Vec<&Lazy> = parts.iter().filter(|p| p.shape()[axis] > 0).collect();
+        let total: usize = parts.iter().map(|p| p.shape()[axis]).sum();
+        if parts.len() == 1 {
+            return Ok(parts[0].clone());
+        }
+        let op = if first.dtype == DType::BOOL {
+            BinaryOp::Or
+        } else {
+            BinaryOp::Add
+        };
+        let mut acc: Option<Lazy> = None;
+        let mut offset = 0;
+        for p in parts {
+            let n = p.shape()[axis];
+            let mut arg = vec![(0, 0); rank];
+            arg[axis] = (offset, total - offset - n);
+            offset += n;
+            let padded = p.pad(&arg)?;
+            acc = Some(match acc {
+                None => padded,
+                Some(a) => self.alu(AluOp::Binary(op), &[a, padded])?,
+            });
+        }
+        Ok(acc.unwrap_or_else(|| first.clone()))
+    }
+
+    /// Minimum over `axes` (kept as size 1).
+    pub fn reduce_min(&mut self, x: &Lazy, axes: &[usize]) -> Result<Lazy, GraphError> {
+        let n = self.neg(x)?;
+        let m = self.reduce(ReduceOp::Max, &n, axes)?;
+        self.neg(&m)
+    }
+
+    /// Product over `axes` (kept as size 1), by multiplying halves (exact for ints).
+    pub fn reduce_prod(&mut self, x: &Lazy, axes: &[usize]) -> Result<Lazy, GraphError> {
+        let mut y = x.clone();
+        for &ax in axes {
+            let rank = y.shape().len();
+            if ax >= rank {
+                let axis = ax as i64;
+                return Err(GraphError::Axis {
+                    op: "reduce_prod",
+                    axis,
+                    rank,
+                });
+            }
+            while y.shape()[ax] > 1 {
+                if y.shape()[ax] % 2 == 1 {
+                    let mut arg = vec![(0, 0); rank];
+                    arg[ax] = (0, 1);
+                    y = self.pad_value(&y, &arg, 1.0)?;
+                }
+                let half = y.shape()[ax] / 2;
+                let mut lo: Vec<(usize, usize)> = y.shape().iter().map(|&d| (0, d)).collect();
+                let mut hi = lo.clone();
+                lo[ax] = (0, half);
+                hi[ax] = (half, 2 * half);
+                y = self.binary(BinaryOp::Mul, &y.shrink(&lo)?, &y.shrink(&hi)?)?;
+            }
+        }
+        Ok(y)
+    }
+}

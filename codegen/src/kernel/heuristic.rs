@@ -1,0 +1,69 @@
+//! Hand-coded optimizations for targets without threads (CPUs and microcontrollers), in the
+//! spirit of tinygrad's: upcast the output axes along which some input is broadcast (so each
+//! loaded value is reused from a register), unroll short reduces, and upcast something when
+//! nothing else applies. Every opt goes through [`Kernel::apply_opt`], so an opt that does not
+//! apply is simply skipped.
+
+use super::{Kernel, Opt, OptOp};
+
+/// The most values one thread computes at once (accumulators live in registers).
+const MAX_UPCAST: usize = 16;
+/// Reduces up to this long are unrolled completely.
+const FULL_UNROLL: usize = 8;
+
+fn upcast_size(k: &Kernel) -> usize {
+    let n = k.shape_len();
+    k.full_shape()[n - k.upcasted..].iter().product()
+}
+
+/// Applies the heuristics to `k` (which must be fresh: no opts applied).
+pub fn hand_coded_optimizations(k: &mut Kernel) {
+    if k.target.has_local {
+        return;
+    }
+    // Upcast broadcast axes: the buffers with stride 0 there are loaded once per upcast group.
+    while upcast_size(k) < MAX_UPCAST && k.upcasted < 2 {
+        let mut best: Option<(usize, usize, usize)> = None;
+        for axis in 0..k.first_reduce() {
+            let reuse = k
+                .sts
+                .iter()
+                .filter(|st| st.real_strides(false)[axis] == Some(0))
+                .count();
+            if reuse == 0 {
+                continue;
+            }
+            for amt in [4, 3, 2] {
+                if k.full_shape()[axis].is_multiple_of(amt) && upcast_size(k) * amt <= MAX_UPCAST {
+                    if best.is_none_or(|b| (reuse, amt) > (b.1, b.2)) {
+                        best = Some((axis, reuse, amt));
+                    }
+                    break;
+                }
+            }
+        }
+        match best {
+            Some((axis, _, amt)) if k.apply_opt(Opt::new(OptOp::Upcast, axis, amt)).is_ok() => {}
+            _ => break,
+        }
+    }
+    // Unroll the innermost reduce axis: fully when short, else by 4.
+    let last = k.shape_len() - k.upcasted;
+    if !k.reduceops.is_empty() && last > k.first_reduce() {
+        let axis = last - 1;
+        let size = k.full_shape()[axis];
+        let rel = axis - k.first_reduce();
+        if size <= FULL_UNROLL && upcast_size(k) * size <= 4 * MAX_UPCAST {
+            let _ = k.apply_opt(Opt::new(OptOp::Unroll, rel, 0));
+        } else if size.is_multiple_of(4) && upcast_size(k) * 4 <= 4 * MAX_UPCAST {
+            let _ = k.apply_opt(Opt::new(OptOp::Unroll, rel, 4));
+        }
+    }
+    // Elementwise kernels: four outputs per iteration of the innermost loop.
+    if k.upcasted == 0 && k.first_reduce() > 0 {
+        let axis = k.first_reduce() - 1;
+        if k.full_shape()[axis].is_multiple_of(4) {
+            let _ = k.apply_opt(Opt::new(OptOp::Upcast, axis, 4));
+        }
+    }
+}

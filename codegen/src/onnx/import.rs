@@ -1,0 +1,250 @@
+//! Lowering a loaded ONNX model to Kiln's lazy tensor graph.
+//!
+//! Inputs become graph inputs (free dims pinned), initializers and `Constant` outputs are
+//! values known at compile time, and each node is built by its op's builder (`ops`). A node
+//! whose inputs are all known and small is evaluated right away in the UOp interpreter, so
+//! shape arithmetic (`Shape → Gather → Concat → Reshape`) folds to known values on the host.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+
+use thiserror::Error;
+
+use super::ops::{self, checked_numel, dtype_of, materialize, Builder, Ctx, OpError, Value};
+use super::{pin_dims, ElemType, OnnxError, OnnxModel, OnnxNode, TensorData};
+use crate::graph::{Graph, Lazy};
+use crate::schedule::{eval::run_interpreted, schedule_unfolded};
+
+/// Known inputs up to this many elements (each) are computed on at compile time.
+const HOST_LIMIT: usize = 1 << 14;
+
+/// A model lowered to a graph: the graph, its output values and the model's value names.
+#[derive(Clone, Debug)]
+pub struct Imported {
+    pub graph: Graph,
+    pub outputs: Vec<Lazy>,
+    pub output_names: Vec<String>,
+    pub input_names: Vec<String>,
+}
+
+/// Why a model could not be imported.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum ImportError {
+    /// The model's inputs or values: a free dim without override, a type Kiln lacks, ….
+    #[error(transparent)]
+    Onnx(#[from] OnnxError),
+    /// Every node whose op Kiln cannot import, as `(op type, node name)`.
+    #[error("{}", describe_unsupported(.ops))]
+    UnsupportedOps { ops: Vec<(String, String)> },
+    #[error("node {node} ({op}): {source}")]
+    Node {
+        node: String,
+        op: String,
+        #[source]
+        source: Box<OpError>,
+    },
+    #[error("input {input:?}: shape {dims:?} has too many elements")]
+    InputTooLarge { input: String, dims: Vec<usize> },
+    #[error("graph output {name:?} is not computed by any node")]
+    MissingOutput { name: String },
+}
+
+/// `3 unsupported ops in 4 nodes: Foo ×2 (a, b), Bar ×1 (c), …`.
+fn describe_unsupported(ops: &[(String, String)]) -> String {
+    let mut kinds: Vec<(&str, Vec<&str>)> = Vec::new();
+    for (op, node) in ops {
+        match kinds.iter_mut().find(|(o, _)| o == op) {
+            Some((_, nodes)) => nodes.push(node),
+            None => kinds.push((op, vec![node])),
+        }
+    }
+    let mut s = format!(
+        "{} unsupported op type(s) in {} node(s):",
+        kinds.len(),
+        ops.len()
+    );
+    for (i, (op, nodes)) in kinds.iter().enumerate() {
+        let sep = if i == 0 { " " } else { "; " };
+        let names = nodes[..nodes.len().min(3)].join(", ");
+        let more = if nodes.len() > 3 { ", …" } else { "" };
+        let _ = write!(s, "{sep}{op} ×{} ({names}{more})", nodes.len());
+    }
+    s
+}
+
+/// The op type as reports show it: qualified by its domain outside the default one.
+fn qualified_op(node: &OnnxNode) -> String {
+    match node.domain.as_str() {
+        "" | "ai.onnx" => node.op_type.clone(),
+        domain => format!("{domain}:{}", node.op_type),
+    }
+}
+
+/// Lowers `model`, with `shapes` pinning free input dims (as `--shape NAME=…` gives them).
+pub fn import(model: &OnnxModel, shapes: &[(String, Vec<usize>)]) -> Result<Imported, ImportError> {
+    let unsupported: Vec<(String, String)> = model
+        .graph
+        .nodes
+        .iter()
+        .filter(|n| ops::builder(&n.domain, &n.op_type).is_none())
+        .map(|n| (qualified_op(n), n.name.clone()))
+        .collect();
+    if !unsupported.is_empty() {
+        return Err(ImportError::UnsupportedOps { ops: unsupported });
+    }
+    let dims = pin_dims(&model.graph.inputs, shapes)?;
+    let mut imp = Importer {
+        graph: Graph::new(),
+        values: HashMap::new(),
+        cache: HashMap::new(),
+        opset: model.opset,
+    };
+    let mut input_names = Vec::with_capacity(dims.len());
+    for (info, (name, d)) in model.graph.inputs.iter().zip(dims) {
+        if checked_numel(&d).is_err() {
+            return Err(ImportError::InputTooLarge {
+                input: name,
+                dims: d,
+            });
+        }
+        let l = imp.graph.input(&name, dtype_of(info.elem, &name)?, &d);
+        imp.values.insert(name.clone(), Value::Tensor(l));
+        input_names.push(name);
+    }
+    for (name, t) in &model.graph.initializers {
+        imp.values.insert(name.clone(), Value::known(t.clone()));
+    }
+    for node in &model.graph.nodes {
+        imp.node(node)?;
+    }
+    let mut outputs = Vec::with_capacity(model.graph.outputs.len());
+    let mut output_names = Vec::with_capacity(outputs.capacity());
+    for o in &model.graph.outputs {
+        outputs.push(imp.output(&o.name)?);
+        output_names.push(o.name.clone());
+    }
+    Ok(Imported {
+        graph: imp.graph,
+        outputs,
+        output_names,
+        input_names,
+    })
+}
+
+struct Importer {
+    graph: Graph,
+    values: HashMap<String, Value>,
+    /// Known values already added to the graph, by name.
+    cache: HashMap<String, Lazy>,
+    opset: i64,
+}
+
+impl Importer {
+    fn node(&mut self, node: &OnnxNode) -> Result<(), ImportError> {
+        let fail = |source| ImportError::Node {
+            node: node.name.clone(),
+            op: node.op_type.clone(),
+            source: Box::new(source),
+        };
+        let build = ops::builder(&node.domain, &node.op_type)
+            .ok_or_else(|| fail(OpError::Unsupported("no builder".into())))?;
+        let inputs: Vec<Option<Value>> = node
+            .inputs
+            .iter()
+            .map(|n| self.values.get(n).cloned())
+            .collect();
+        let foldable = inputs.iter().flatten().all(|v| match v {
+            Value::Known(t) => t.elem_count() <= HOST_LIMIT,
+            Value::Tensor(_) => false,
+        });
+        let folded = match foldable {
+            true => eval_on_host(node, &inputs, self.opset, build).map_err(fail)?,
+            false => None,
+        };
+        let outs = match folded {
+            Some(outs) => outs,
+            None => {
+                let mut ctx = Ctx::new(node, self.opset, &mut self.graph, &inputs, &mut self.cache);
+                build(&mut ctx).map_err(fail)?
+            }
+        };
+        for (k, name) in node.outputs.iter().enumerate() {
+            if name.is_empty() {
+                continue;
+            }
+            let v = outs.get(k).cloned().ok_or_else(|| {
+                let name = name.clone();
+                fail(OpError::Output { index: k, name })
+            })?;
+            self.values.insert(name.clone(), v);
+        }
+        Ok(())
+    }
+
+    fn output(&mut self, name: &str) -> Result<Lazy, ImportError> {
+        let missing = || ImportError::MissingOutput {
+            name: name.to_string(),
+        };
+        match self.values.get(name).ok_or_else(missing)? {
+            Value::Tensor(l) => Ok(l.clone()),
+            Value::Known(t) => {
+                let t = t.clone();
+                materialize(&mut self.graph, name, &t).map_err(|source| ImportError::Node {
+                    node: name.to_string(),
+                    op: "output".into(),
+                    source: Box::new(source),
+                })
+            }
+        }
+    }
+}
+
+/// Builds `node` on a scratch graph of its known inputs and runs it in the UOp interpreter:
+/// its outputs as known values, or `None` when one is too large to keep on the host.
+fn eval_on_host(
+    node: &OnnxNode,
+    inputs: &[Option<Value>],
+    opset: i64,
+    build: Builder,
+) -> Result<Option<Vec<Value>>, OpError> {
+    let mut g = Graph::new();
+    let mut cache = HashMap::new();
+    let outs = build(&mut Ctx::new(node, opset, &mut g, inputs, &mut cache))?;
+    let computed: Vec<Lazy> = outs
+        .iter()
+        .filter_map(|v| match v {
+            Value::Tensor(l) if l.numel() > 0 => Some(l.clone()),
+            _ => None,
+        })
+        .collect();
+    if computed.iter().any(|l| l.numel() > HOST_LIMIT) {
+        return Ok(None);
+    }
+    let mut results = if computed.is_empty() {
+        Vec::new()
+    } else {
+        let eval = |e: &dyn std::fmt::Display| OpError::Eval(e.to_string());
+        let sched = schedule_unfolded(&g, &computed).map_err(|e| eval(&e))?;
+        run_interpreted(&sched, &[]).map_err(|e| eval(&e))?
+    }
+    .into_iter();
+    let known = outs
+        .into_iter()
+        .map(|v| match v {
+            Value::Tensor(l) => {
+                let bytes = match l.numel() {
+                    0 => Vec::new(),
+                    _ => results.next().map(|b| b.to_bytes()).unwrap_or_default(),
+                };
+                Value::known(TensorData {
+                    elem: ElemType::from(l.dtype.scalar),
+                    dims: l.shape().to_vec(),
+                    bytes,
+                })
+            }
+            known => known,
+        })
+        .collect();
+    Ok(Some(known))
+}

@@ -1,0 +1,10 @@
+//! `Constant`: a tensor known at compile time, from whichever `value*` attribute it has.
+
+use super::ctx::{Ctx, OpError, Value};
+use super::Builder;
+
+pub(super) const OPS: &[(&str, Builder)] = &[("Constant", constant)];
+
+fn constant(ctx: &mut Ctx) -> Result<Vec<Value>, OpError> {
+    Ok(vec![Value::known(ctx.attrs().constant()?)])
+}

@@ -1,0 +1,200 @@
+//! `Gather`, `GatherElements` and `OneHot`, and taking a known list of indices along an axis
+//! (`take`, also used by Resize):
+//! strided slices, repeats, concatenated slices, or a one-hot sum for long or runtime lists.
+
+use super::ctx::{invalid, norm_axis, Ctx, OpError, Value};
+use super::index::range_on;
+use super::Builder;
+use crate::dtype::DType;
+use crate::graph::{Graph, Lazy};
+use crate::ops::ReduceOp;
+
+pub(super) const OPS: &[(&str, Builder)] = &[
+    ("Gather", gather),
+    ("GatherElements", gather_elements),
+    ("OneHot", one_hot),
+];
+
+/// Index lists up to this long are concatenated slices; longer ones a one-hot sum.
+const SLICED: usize = 64;
+
+type Out = Result<Vec<Value>, OpError>;
+
+fn gather(ctx: &mut Ctx) -> Out {
+    let x = ctx.tensor(0)?;
+    let axis = norm_axis(ctx.attrs().int_or("axis", 0)?, x.shape().len(), false)?;
+    let d = x.shape()[axis];
+    let idx_shape = ctx.shape(1)?;
+    let y = match ctx.known_ints(1)? {
+        Some(idx) => {
+            let idx = idx
+                .iter()
+                .map(|&i| {
+                    let j = if i < 0 { i + d as i64 } else { i };
+                    usize::try_from(j)
+                        .ok()
+                        .filter(|&j| j < d)
+                        .ok_or_else(|| invalid(format!("index {i} is out of range for {d}")))
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            take(ctx.graph, &x, axis, &idx)?
+        }
+        None => {
+            let idx = ctx.tensor(1)?;
+            gather_one_hot(ctx.graph, &x, axis, &idx)?
+        }
+    };
+    let mut shape = x.shape()[..axis].to_vec();
+    shape.extend(&idx_shape);
+    shape.extend(&x.shape()[axis + 1..]);
+    Ok(vec![Value::Tensor(y.reshape(&shape)?)])
+}
+
+/// `x` at the known indices `idx` (in range) along `axis`.
+pub(super) fn take(g: &mut Graph, x: &Lazy, axis: usize, idx: &[usize]) -> Result<Lazy, OpError> {
+    if let Some(y) = take_regular(x, axis, idx)? {
+        return Ok(y);
+    }
+    if idx.len() <= SLICED {
+        let parts = idx
+            .iter()
+            .map(|&i| range_on(x, axis, i, i + 1))
+            .collect::<Result<Vec<_>, _>>()?;
+        return Ok(g.concat(&parts, axis)?);
+    }
+    let values: Vec<f64> = idx.iter().map(|&i| i as f64).collect();
+    let bytes = crate::uop::interp::HostBuffer::from_f64(DType::I64.scalar, &values).to_bytes();
+    let w = g.weight("gather_indices", DType::I64, &[idx.len()], bytes);
+    gather_one_hot(g, x, axis, &w)
+}
+
+/// Index lists that are views: empty, constant, evenly stepping, or each index repeated.
+fn take_regular(x: &Lazy, axis: usize, idx: &[usize]) -> Result<Option<Lazy>, OpError> {
+    let (n, d) = (idx.len(), x.shape()[axis]);
+    let mut shape = x.shape().to_vec();
+    shape[axis] = n;
+    let Some(&first) = idx.first() else {
+        return Ok(Some(range_on(x, axis, 0, 0)?));
+    };
+    let step = idx.get(1).map_or(1, |&i| i as i64 - first as i64);
+    if idx.windows(2).all(|w| w[1] as i64 - w[0] as i64 == step) {
+        if step == 0 {
+            return Ok(Some(range_on(x, axis, first, first + 1)?.expand(&shape)?));
+        }
+        let (lo, hi) = (first.min(idx[n - 1]), first.max(idx[n - 1]));
+        let mut mul = vec![1; x.shape().len()];
+        mul[axis] = step;
+        return Ok(Some(range_on(x, axis, lo, hi + 1)?.stride(&mul)?));
+    }
+    let r = n / d.max(1);
+    if d > 0 && r > 1 && n == r * d && idx.iter().enumerate().all(|(o, &i)| i == o / r) {
+        let mut split = x.shape().to_vec();
+        split.insert(axis + 1, 1);
+        let mut wide = split.clone();
+        wide[axis + 1] = r;
+        return Ok(Some(x.reshape(&split)?.expand(&wide)?.reshape(&shape)?));
+    }
+    Ok(None)
+}
+
+/// Runtime indices: `sum_j x[.., j, ..] * (idx == j)`, indices flattened onto `axis`.
+fn gather_one_hot(g: &mut Graph, x: &Lazy, axis: usize, idx: &Lazy) -> Result<Lazy, OpError> {
+    let d = x.shape()[axis];
+    let m = idx.numel();
+    let rank = x.shape().len();
+    let idx = wrap_indices(g, &idx.reshape(&[m])?, d)?;
+    let mut wide = x.shape().to_vec();
+    wide.insert(axis, m);
+    let mut xs = x.shape().to_vec();
+    xs.insert(axis, 1);
+    let xv = x.reshape(&xs)?.expand(&wide)?;
+    let mut is = vec![1; rank + 1];
+    is[axis] = m;
+    let ar = g.arange(d, DType::I64);
+    let mut ars = vec![1; rank + 1];
+    ars[axis + 1] = d;
+    let hit = g.eq(&idx.reshape(&is)?, &ar.reshape(&ars)?)?;
+    let zero = g.scalar_like(&xv, 0.0);
+    let picked = g.where_(&hit, &xv, &zero)?;
+    let s = g.reduce(ReduceOp::Sum, &picked, &[axis + 1])?;
+    let mut out = x.shape().to_vec();
+    out[axis] = m;
+    Ok(s.reshape(&out)?)
+}
+
+/// Indices as `i64`, negative ones counted from the end of an axis of `d`.
+fn wrap_indices(g: &mut Graph, idx: &Lazy, d: usize) -> Result<Lazy, OpError> {
+    let idx = g.cast(idx, DType::I64);
+    let zero = g.constant(0.0, DType::I64, &[]);
+    let neg = g.lt(&idx, &zero)?;
+    let wrapped = g.add_scalar(&idx, d as f64)?;
+    Ok(g.where_(&neg, &wrapped, &idx)?)
+}
+
+/// `out[p] = x[p with p[axis] = idx[p]]`, as a one-hot sum over the axis.
+fn gather_elements(ctx: &mut Ctx) -> Out {
+    let (x, idx) = (ctx.tensor(0)?, ctx.tensor(1)?);
+    let rank = x.shape().len();
+    let axis = norm_axis(ctx.attrs().int_or("axis", 0)?, rank, false)?;
+    let s = idx.shape().to_vec();
+    let fits = s.len() == rank && (0..rank).all(|a| a == axis || s[a] <= x.shape()[a]);
+    if !fits {
+        return Err(invalid(format!(
+            "indices {s:?} do not fit data {:?}",
+            x.shape()
+        )));
+    }
+    let d = x.shape()[axis];
+    let crop: Vec<(usize, usize)> = (0..rank)
+        .map(|a| (0, if a == axis { d } else { s[a] }))
+        .collect();
+    let mut to_last: Vec<usize> = (0..rank).filter(|&a| a != axis).collect();
+    to_last.push(axis);
+    let xl = x.shrink(&crop)?.permute(&to_last)?;
+    let mut split = xl.shape().to_vec();
+    split.insert(axis, 1);
+    let mut wide = s.clone();
+    wide.push(d);
+    let table = xl.reshape(&split)?.expand(&wide)?;
+    let g = &mut *ctx.graph;
+    let idx = wrap_indices(g, &idx, d)?;
+    let mut is = s.clone();
+    is.push(1);
+    let mut ars = vec![1; rank];
+    ars.push(d);
+    let ar = g.arange(d, DType::I64).reshape(&ars)?;
+    let hit = g.eq(&idx.reshape(&is)?, &ar)?;
+    let zero = g.scalar_like(&table, 0.0);
+    let picked = g.where_(&hit, &table, &zero)?;
+    let sum = g.reduce(ReduceOp::Sum, &picked, &[rank])?;
+    Ok(vec![Value::Tensor(sum.reshape(&s)?)])
+}
+
+/// `values[1]` where the index equals the position along the new axis, else `values[0]`.
+fn one_hot(ctx: &mut Ctx) -> Out {
+    let depth = ctx.scalar(1)?;
+    if !(0.0..=super::ctx::MAX_ELEMENTS as f64).contains(&depth) {
+        return Err(invalid(format!("depth {depth}")));
+    }
+    let depth = depth as usize;
+    let (idx, values) = (ctx.tensor(0)?, ctx.tensor(2)?);
+    if values.shape() != [2] {
+        return Err(invalid(format!("values of shape {:?}", values.shape())));
+    }
+    let rank = idx.shape().len() + 1;
+    let axis = norm_axis(ctx.attrs().int_or("axis", -1)?, rank, false)?;
+    let mut out = idx.shape().to_vec();
+    out.insert(axis, depth);
+    super::ctx::checked_numel(&out)?;
+    let mut is = idx.shape().to_vec();
+    is.insert(axis, 1);
+    let mut ars = vec![1; rank];
+    ars[axis] = depth;
+    let g = &mut *ctx.graph;
+    let idx = wrap_indices(g, &idx, depth)?.reshape(&is)?;
+    let ar = g.arange(depth, DType::I64).reshape(&ars)?;
+    let hit = g.eq(&idx, &ar)?;
+    let off = values.shrink(&[(0, 1)])?.reshape(&[])?;
+    let on = values.shrink(&[(1, 2)])?.reshape(&[])?;
+    Ok(vec![Value::Tensor(g.where_(&hit, &on, &off)?)])
+}

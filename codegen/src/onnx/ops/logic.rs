@@ -1,0 +1,128 @@
+//! Comparisons, logic, selection and type conversion.
+
+use super::ctx::{dtype_of, output_name, Ctx, OpError, Value};
+use super::Builder;
+use crate::dtype::DType;
+use crate::graph::{Graph, GraphError, Lazy};
+use crate::onnx::ElemType;
+use crate::ops::BinaryOp;
+
+pub(super) const OPS: &[(&str, Builder)] = &[
+    ("Equal", equal),
+    ("Less", less),
+    ("Greater", greater),
+    ("LessOrEqual", less_or_equal),
+    ("GreaterOrEqual", greater_or_equal),
+    ("Not", not),
+    ("And", and),
+    ("Or", or),
+    ("Xor", xor),
+    ("Where", where_),
+    ("IsNaN", is_nan),
+    ("IsInf", is_inf),
+    ("Cast", cast),
+    ("CastLike", cast_like),
+    ("Identity", identity),
+];
+
+type Out = Result<Vec<Value>, OpError>;
+
+fn compare(ctx: &mut Ctx, f: fn(&mut Graph, &Lazy, &Lazy) -> Result<Lazy, GraphError>) -> Out {
+    let (a, b) = (ctx.tensor(0)?, ctx.tensor(1)?);
+    Ok(vec![Value::Tensor(f(ctx.graph, &a, &b)?)])
+}
+
+fn equal(ctx: &mut Ctx) -> Out {
+    compare(ctx, Graph::eq)
+}
+
+fn less(ctx: &mut Ctx) -> Out {
+    compare(ctx, Graph::lt)
+}
+
+fn greater(ctx: &mut Ctx) -> Out {
+    compare(ctx, |g, a, b| g.lt(b, a))
+}
+
+fn less_or_equal(ctx: &mut Ctx) -> Out {
+    compare(ctx, Graph::le)
+}
+
+fn greater_or_equal(ctx: &mut Ctx) -> Out {
+    compare(ctx, |g, a, b| g.le(b, a))
+}
+
+fn and(ctx: &mut Ctx) -> Out {
+    compare(ctx, |g, a, b| g.binary(BinaryOp::And, a, b))
+}
+
+fn or(ctx: &mut Ctx) -> Out {
+    compare(ctx, |g, a, b| g.binary(BinaryOp::Or, a, b))
+}
+
+fn xor(ctx: &mut Ctx) -> Out {
+    compare(ctx, |g, a, b| g.binary(BinaryOp::CmpNe, a, b))
+}
+
+fn not(ctx: &mut Ctx) -> Out {
+    let x = ctx.tensor(0)?;
+    Ok(vec![Value::Tensor(ctx.graph.not(&x)?)])
+}
+
+fn where_(ctx: &mut Ctx) -> Out {
+    let (c, a, b) = (ctx.tensor(0)?, ctx.tensor(1)?, ctx.tensor(2)?);
+    Ok(vec![Value::Tensor(ctx.graph.where_(&c, &a, &b)?)])
+}
+
+fn is_nan(ctx: &mut Ctx) -> Out {
+    let x = ctx.tensor(0)?;
+    Ok(vec![Value::Tensor(ctx.graph.binary(
+        BinaryOp::CmpNe,
+        &x,
+        &x,
+    )?)])
+}
+
+fn is_inf(ctx: &mut Ctx) -> Out {
+    let pos = ctx.attrs().int_or("detect_positive", 1)? != 0;
+    let neg = ctx.attrs().int_or("detect_negative", 1)? != 0;
+    let x = ctx.tensor(0)?;
+    let g = &mut *ctx.graph;
+    let mut y = g.constant(0.0, DType::BOOL, x.shape());
+    for (on, v) in [(pos, f64::INFINITY), (neg, f64::NEG_INFINITY)] {
+        if on {
+            let c = g.scalar_like(&x, v);
+            let hit = g.eq(&x, &c)?;
+            y = g.binary(BinaryOp::Or, &y, &hit)?;
+        }
+    }
+    Ok(vec![Value::Tensor(y)])
+}
+
+/// Converts with C semantics (floats truncate toward zero); to bool compares with zero.
+fn convert(g: &mut Graph, x: &Lazy, to: DType) -> Result<Lazy, GraphError> {
+    if to == DType::BOOL {
+        g.to_bool(x)
+    } else {
+        Ok(g.cast(x, to))
+    }
+}
+
+fn cast(ctx: &mut Ctx) -> Out {
+    let code = ctx.attrs().int("to")?;
+    let elem = ElemType::from_code(i32::try_from(code).unwrap_or(-1));
+    let to = dtype_of(elem, output_name(ctx.node, 0))?;
+    let x = ctx.tensor(0)?;
+    Ok(vec![Value::Tensor(convert(ctx.graph, &x, to)?)])
+}
+
+fn cast_like(ctx: &mut Ctx) -> Out {
+    let to = ctx.dtype(1)?;
+    let x = ctx.tensor(0)?;
+    Ok(vec![Value::Tensor(convert(ctx.graph, &x, to)?)])
+}
+
+/// Passes its input through, known values staying known.
+fn identity(ctx: &mut Ctx) -> Out {
+    Ok(vec![ctx.value(0)?.clone()])
+}

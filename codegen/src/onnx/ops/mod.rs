@@ -1,0 +1,64 @@
+//! The op registry: one small builder per ONNX op, in tables grouped by op family.
+//!
+//! A builder reads its node's attributes and inputs through a [`Ctx`] and returns one
+//! [`Value`] per output: lazy graph tensors, or tensors known at compile time.
+
+mod activation;
+mod constant;
+mod conv;
+mod ctx;
+mod elementwise;
+mod gather;
+mod index;
+mod logic;
+mod nn;
+mod pool;
+mod quant;
+mod reduce;
+mod resize;
+mod shape;
+
+pub use ctx::{checked_numel, dtype_of, invalid, materialize, Ctx, OpError, Value, MAX_ELEMENTS};
+
+/// Builds one node: its outputs, in order.
+pub type Builder = fn(&mut Ctx) -> Result<Vec<Value>, OpError>;
+
+/// Every op family's table.
+const FAMILIES: [&[(&str, Builder)]; 13] = [
+    constant::OPS,
+    elementwise::OPS,
+    activation::OPS,
+    logic::OPS,
+    shape::OPS,
+    index::OPS,
+    gather::OPS,
+    reduce::OPS,
+    nn::OPS,
+    conv::OPS,
+    pool::OPS,
+    quant::OPS,
+    resize::OPS,
+];
+
+/// The builder of `op_type` in `domain` (`""` or `"ai.onnx"` is the default domain).
+pub fn builder(domain: &str, op_type: &str) -> Option<Builder> {
+    if !matches!(domain, "" | "ai.onnx") {
+        return None;
+    }
+    FAMILIES
+        .iter()
+        .flat_map(|f| f.iter())
+        .find(|(name, _)| *name == op_type)
+        .map(|&(_, b)| b)
+}
+
+/// The op types Kiln imports, sorted.
+pub fn supported_ops() -> Vec<&'static str> {
+    let mut ops: Vec<&str> = FAMILIES
+        .iter()
+        .flat_map(|f| f.iter())
+        .map(|(name, _)| *name)
+        .collect();
+    ops.sort_unstable();
+    ops
+}

@@ -1,0 +1,188 @@
+//! Pooling: average, max and Lp over sliding windows, and their global forms.
+
+use super::conv::{window, Window};
+use super::ctx::{invalid, materialize, to_usize, Ctx, OpError, Value};
+use super::Builder;
+use crate::graph::{Graph, GraphError, Lazy};
+use crate::onnx::{ElemType, TensorData};
+use crate::ops::{BinaryOp, ReduceOp, UnaryOp};
+use crate::uop::interp::HostBuffer;
+
+pub(super) const OPS: &[(&str, Builder)] = &[
+    ("AveragePool", average_pool),
+    ("MaxPool", max_pool),
+    ("LpPool", lp_pool),
+    ("GlobalAveragePool", global_average_pool),
+    ("GlobalMaxPool", global_max_pool),
+    ("GlobalLpPool", global_lp_pool),
+];
+
+type Out = Result<Vec<Value>, OpError>;
+
+fn spatial_input(ctx: &mut Ctx) -> Result<Lazy, OpError> {
+    let x = ctx.tensor(0)?;
+    if x.shape().len() < 3 {
+        return Err(invalid(format!(
+            "input {:?} has no spatial axes",
+            x.shape()
+        )));
+    }
+    Ok(x)
+}
+
+fn pool_window(ctx: &Ctx, x: &Lazy) -> Result<Window, OpError> {
+    let kernel = ctx
+        .attrs()
+        .ints("kernel_shape")?
+        .into_iter()
+        .map(|k| to_usize(k, "kernel dim"))
+        .collect::<Result<Vec<_>, _>>()?;
+    let ceil = ctx.attrs().int_or("ceil_mode", 0)? != 0;
+    window(ctx, &x.shape()[2..], kernel, ceil)
+}
+
+/// Reduces the windows of `xp` (already padded) with `op`: `(N, C, *out)`.
+fn reduce_windows(
+    g: &mut Graph,
+    xp: &Lazy,
+    win: &Window,
+    op: ReduceOp,
+) -> Result<Lazy, GraphError> {
+    let n = win.kernel.len();
+    let zero = vec![(0, 0); n];
+    let p = g.pool(xp, &win.kernel, &win.strides, &win.dilations, &zero)?;
+    let rank = p.shape().len();
+    let axes: Vec<usize> = (rank - n..rank).collect();
+    let s = g.reduce(op, &p, &axes)?;
+    s.reshape(&p.shape()[..rank - n])
+}
+
+/// Per output position of spatial axis `i`: how many window taps fall in the counted range
+/// (the input, or with `include_pad` the input and its explicit padding).
+fn tap_counts(win: &Window, i: usize, input: usize, include_pad: bool) -> Vec<usize> {
+    let (b, e) = win.pads[i];
+    let (lo, hi) = if include_pad {
+        (0, b + input + e)
+    } else {
+        (b, b + input)
+    };
+    let padded = b + input + e + win.extra[i];
+    let out = (padded - win.span(i)) / win.strides[i] + 1;
+    (0..out)
+        .map(|o| {
+            (0..win.kernel[i])
+                .map(|t| o * win.strides[i] + t * win.dilations[i])
+                .filter(|&p| p >= lo && p < hi)
+                .count()
+        })
+        .collect()
+}
+
+fn average_pool(ctx: &mut Ctx) -> Out {
+    let x = spatial_input(ctx)?;
+    let win = pool_window(ctx, &x)?;
+    let include_pad = ctx.attrs().int_or("count_include_pad", 0)? != 0;
+    let xp = x.pad(&win.full_pads(2))?;
+    let mut y = reduce_windows(ctx.graph, &xp, &win, ReduceOp::Sum)?;
+    let rank = y.shape().len();
+    for i in 0..win.kernel.len() {
+        let counts = tap_counts(&win, i, x.shape()[2 + i], include_pad);
+        let inv: Vec<f64> = counts.iter().map(|&c| 1.0 / c.max(1) as f64).collect();
+        let mut shape = vec![1; rank];
+        shape[2 + i] = inv.len();
+        let t = TensorData {
+            elem: ElemType::from(x.dtype.scalar),
+            dims: shape,
+            bytes: HostBuffer::from_f64(x.dtype.scalar, &inv).to_bytes(),
+        };
+        let name = format!("{}.count{i}", ctx.node.name);
+        let w = materialize(ctx.graph, &name, &t)?;
+        y = ctx.graph.binary(BinaryOp::Mul, &y, &w)?;
+    }
+    Ok(vec![Value::Tensor(y)])
+}
+
+fn max_pool(ctx: &mut Ctx) -> Out {
+    ctx.only_outputs(1)?;
+    if ctx.attrs().int_or("storage_order", 0)? != 0 {
+        return Err(OpError::Unsupported("storage_order 1".into()));
+    }
+    let x = spatial_input(ctx)?;
+    let win = pool_window(ctx, &x)?;
+    let pads = win.full_pads(2);
+    let xp = if pads.iter().any(|&(b, e)| b + e > 0) {
+        let low = x.dtype.scalar.min_value();
+        ctx.graph.pad_value(&x, &pads, low)?
+    } else {
+        x
+    };
+    let y = reduce_windows(ctx.graph, &xp, &win, ReduceOp::Max)?;
+    Ok(vec![Value::Tensor(y)])
+}
+
+/// `(sum |x|^p)^(1/p)` over `axes`.
+fn lp_norm(
+    g: &mut Graph,
+    x: &Lazy,
+    p: f64,
+    reduce: impl Fn(&mut Graph, &Lazy) -> GResult,
+) -> GResult {
+    let a = g.abs(x)?;
+    if p == 1.0 {
+        return reduce(g, &a);
+    }
+    if p == 2.0 {
+        let sq = g.binary(BinaryOp::Mul, &a, &a)?;
+        let s = reduce(g, &sq)?;
+        return g.unary(UnaryOp::Sqrt, &s);
+    }
+    let pe = g.scalar_like(&a, p);
+    let ap = g.pow(&a, &pe)?;
+    let s = reduce(g, &ap)?;
+    let inv = g.scalar_like(&s, 1.0 / p);
+    g.pow(&s, &inv)
+}
+
+type GResult = Result<Lazy, GraphError>;
+
+fn lp_order(ctx: &Ctx) -> Result<f64, OpError> {
+    let p = ctx.attrs().int_or("p", 2)?;
+    if p < 1 {
+        return Err(invalid(format!("p = {p}")));
+    }
+    Ok(p as f64)
+}
+
+fn lp_pool(ctx: &mut Ctx) -> Out {
+    let x = spatial_input(ctx)?;
+    let win = pool_window(ctx, &x)?;
+    let p = lp_order(ctx)?;
+    let xp = x.pad(&win.full_pads(2))?;
+    let y = lp_norm(ctx.graph, &xp, p, |g, v| {
+        reduce_windows(g, v, &win, ReduceOp::Sum)
+    })?;
+    Ok(vec![Value::Tensor(y)])
+}
+
+fn spatial_axes(x: &Lazy) -> Vec<usize> {
+    (2..x.shape().len()).collect()
+}
+
+fn global_average_pool(ctx: &mut Ctx) -> Out {
+    let x = spatial_input(ctx)?;
+    Ok(vec![Value::Tensor(ctx.graph.mean(&x, &spatial_axes(&x))?)])
+}
+
+fn global_max_pool(ctx: &mut Ctx) -> Out {
+    let x = spatial_input(ctx)?;
+    let y = ctx.graph.reduce(ReduceOp::Max, &x, &spatial_axes(&x))?;
+    Ok(vec![Value::Tensor(y)])
+}
+
+fn global_lp_pool(ctx: &mut Ctx) -> Out {
+    let x = spatial_input(ctx)?;
+    let p = lp_order(ctx)?;
+    let axes = spatial_axes(&x);
+    let y = lp_norm(ctx.graph, &x, p, |g, v| g.reduce(ReduceOp::Sum, v, &axes))?;
+    Ok(vec![Value::Tensor(y)])
+}

@@ -1,0 +1,318 @@
+//! Bundles built into board binaries and run under QEMU, against the same bundle run on the
+//! host. These need the board toolchain (`scripts/setup-toolchain.sh`); without it they fail,
+//! saying so.
+
+use kiln_codegen::board::{self, BoardError, BoardInfo, BuiltImage};
+use kiln_codegen::bundle::{Bundle, SCHEDULE_FILE};
+use kiln_codegen::compile::compile_graph;
+use kiln_codegen::dtype::DType;
+use kiln_codegen::graph::{Graph, Lazy};
+use kiln_codegen::host;
+use kiln_codegen::render::Target;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+const TIMEOUT: Duration = Duration::from_secs(120);
+
+fn weight(g: &mut Graph, shape: &[usize], seed: u32) -> Lazy {
+    let n: usize = shape.iter().product();
+    let v: Vec<f32> = (0..n)
+        .map(|i| ((((i as u32).wrapping_mul(2654435761) ^ seed) % 1000) as f32 / 500.0) - 1.0)
+        .collect();
+    let bytes = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+    g.weight("w", DType::F32, shape, bytes)
+}
+
+/// conv 3→4 (3×3, padded) + relu + 2×2 average pool + matmul to 5 + softmax on a 3×8×8
+/// image: every kind of kernel, in a few KiB of arena (a micro:bit has 16 KiB of RAM).
+fn small_model() -> (Bundle, Vec<u8>) {
+    let mut g = Graph::new();
+    let x = g.input("x", DType::F32, &[1, 3, 8, 8]);
+    let w = weight(&mut g, &[4, 3, 3, 3], 1);
+    let b = weight(&mut g, &[4], 2);
+    let c = g
+        .conv(&x, &w, Some(&b), &[1, 1], &[1, 1], &[(1, 1), (1, 1)], 1)
+        .unwrap();
+    let r = g.relu(&c).unwrap();
+    let p = g
+        .pool(&r, &[2, 2], &[2, 2], &[1, 1], &[(0, 0), (0, 0)])
+        .unwrap();
+    let m = g.mean(&p, &[4, 5]).unwrap().reshape(&[1, 64]).unwrap();
+    let fc = weight(&mut g, &[64, 5], 3);
+    let y = g.matmul(&m, &fc).unwrap();
+    let s = g.softmax(&y, 1).unwrap();
+    let bundle = compile_graph("small", &g, &[s], &Target::c(), true, &mut |_, _| {}).unwrap();
+    let input: Vec<u8> = (0..192)
+        .map(|i| ((i * 37 % 101) as f32 / 50.0) - 1.0)
+        .flat_map(|v: f32| v.to_le_bytes())
+        .collect();
+    (bundle, input)
+}
+
+fn step_count(bundle: &Bundle) -> usize {
+    let plan = kiln_firmware::schedule::read_plan(&bundle.schedule).unwrap();
+    let arena = plan.arena_bytes as usize;
+    let parsed =
+        kiln_firmware::schedule::Bundle::parse(&bundle.schedule, arena, bundle.kernel_names.len());
+    parsed.unwrap().step_count() as usize
+}
+
+fn floats(bytes: &[u8]) -> Vec<f32> {
+    bytes
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+        .collect()
+}
+
+/// Builds `board` with the bundle in `dir`; a missing toolchain fails here, saying what to run.
+fn build(board: &BoardInfo, dir: &Path) -> BuiltImage {
+    let started = Instant::now();
+    let image = board::build(board, dir).unwrap_or_else(|e| panic!("building {}: {e}", board.name));
+    eprintln!(
+        "{}: built in {:.1} s: flash {} B, static RAM {} B (arena {} B)",
+        board.name,
+        started.elapsed().as_secs_f64(),
+        image.flash_used,
+        image.ram_used,
+        image.arena_bytes
+    );
+    image
+}
+
+/// The small model on `board` twice: outputs as on the host, per-step counts there and equal.
+fn runs_like_the_host(name: &str) {
+    let board = board::info(name).unwrap();
+    let (bundle, input) = small_model();
+    let fit = board::check_fits(&board, &bundle).unwrap();
+    eprintln!("{name}: fits: {fit}");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("bundle");
+    bundle.write(&out).unwrap();
+    let lib = host::compile(&out).unwrap();
+    let want = floats(
+        &host::run(&bundle, &lib, std::slice::from_ref(&input))
+            .unwrap()
+            .outputs[0],
+    );
+
+    let image = build(&board, &out);
+    assert!(image.arena_bytes >= bundle.report.arena_bytes);
+    assert!(image.ram_used >= image.arena_bytes && image.flash_used > bundle.weights.len());
+    let inputs = [input];
+    let first = board::run(&board, &image, &inputs, TIMEOUT).unwrap_or_else(|e| panic!("{e}"));
+    let second = board::run(&board, &image, &inputs, TIMEOUT).unwrap_or_else(|e| panic!("{e}"));
+    eprintln!(
+        "{name}: ran in {:.2} s: {} instructions, per step {:?}",
+        first.wall_time.as_secs_f64(),
+        first.total_instructions,
+        first.step_instructions
+    );
+
+    assert_eq!(first.outputs.len(), 1);
+    let got = floats(&first.outputs[0]);
+    assert_eq!(got.len(), want.len());
+    let relative = |(a, b): (&f32, &f32)| (a - b).abs() / b.abs().max(f32::MIN_POSITIVE);
+    let worst = got.iter().zip(&want).map(relative).fold(0.0, f32::max);
+    eprintln!("{name}: outputs {got:?}, largest relative difference to the host {worst:e}");
+    assert!(worst <= 1e-5, "{name}: {got:?}, host {want:?}");
+    assert_eq!(first.step_instructions.len(), step_count(&bundle));
+    assert!(first.step_instructions.iter().all(|&n| n > 0));
+    let in_steps: u64 = first.step_instructions.iter().sum();
+    assert!(in_steps < first.total_instructions);
+    assert_eq!(first.step_instructions, second.step_instructions);
+    assert_eq!(first.total_instructions, second.total_instructions);
+    assert_eq!(first.outputs, second.outputs);
+}
+
+#[test]
+fn small_model_on_an386_runs_like_the_host() {
+    runs_like_the_host("qemu-an386");
+}
+
+#[test]
+fn small_model_on_rv32_runs_like_the_host() {
+    runs_like_the_host("qemu-rv32");
+}
+
+#[test]
+fn small_model_on_microbit_runs_like_the_host() {
+    runs_like_the_host("qemu-microbit");
+}
+
+#[test]
+fn damaged_schedule_is_refused_by_the_device() {
+    let board = board::info("qemu-an386").unwrap();
+    let (bundle, input) = small_model();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("bundle");
+    bundle.write(&out).unwrap();
+    let schedule = out.join(SCHEDULE_FILE);
+    let mut bytes = std::fs::read(&schedule).unwrap();
+    *bytes.last_mut().unwrap() ^= 1;
+    std::fs::write(&schedule, bytes).unwrap();
+
+    let image = build(&board, &out);
+    match board::run(&board, &image, &[input], TIMEOUT) {
+        Err(BoardError::Refused { board, message }) => {
+            assert_eq!(board, "qemu-an386");
+            assert!(message.starts_with("schedule is damaged"), "{message}");
+        }
+        other => panic!("expected the device to refuse the bundle, got {other:?}"),
+    }
+}
+
+/// The hand-written add-relu bundle of `boards/testdata` (C kernels, two outputs, `expf`) on
+/// every board that runs under QEMU: the outputs the firmware crate computed for it.
+#[test]
+fn test_bundle_runs_on_every_emulated_board() {
+    let testdata = board::root().join("boards/testdata/add-relu");
+    let input = std::fs::read(testdata.join("io/input_0.bin")).unwrap();
+    let emulated: Vec<BoardInfo> = board::list().into_iter().filter(|b| b.emulated).collect();
+    assert!(emulated.len() >= 5, "{emulated:?}");
+    for board in &emulated {
+        let image = build(board, &testdata);
+        let run = board::run(board, &image, std::slice::from_ref(&input), TIMEOUT)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(run.outputs.len(), 2, "{}", board.name);
+        assert_eq!(run.step_instructions.len(), 3, "{}", board.name);
+        for (index, got) in run.outputs.iter().enumerate() {
+            let want = std::fs::read(testdata.join(format!("io/expected_{index}.bin"))).unwrap();
+            for (a, b) in floats(got).iter().zip(floats(&want)) {
+                assert!(
+                    (a - b).abs() <= 1e-6,
+                    "{}: output {index}: {a} vs {b}",
+                    board.name
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn other_format_version_is_refused_by_the_device() {
+    let board = board::info("qemu-an386").unwrap();
+    let (bundle, input) = small_model();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("bundle");
+    bundle.write(&out).unwrap();
+    let schedule = out.join(SCHEDULE_FILE);
+    let mut bytes = std::fs::read(&schedule).unwrap();
+    bytes[4] = 2;
+    std::fs::write(&schedule, bytes).unwrap();
+
+    let image = build(&board, &out);
+    match board::run(&board, &image, &[input], TIMEOUT) {
+        Err(BoardError::Refused { message, .. }) => {
+            assert!(
+                message.starts_with("schedule format version 2"),
+                "{message}"
+            );
+        }
+        other => panic!("expected the device to refuse the bundle, got {other:?}"),
+    }
+}
+
+#[test]
+fn too_big_for_the_microbit_is_refused_before_building() {
+    let mut g = Graph::new();
+    let x = g.input("x", DType::F32, &[1, 16, 32, 32]);
+    let y = g.relu(&x).unwrap();
+    let z = g.exp(&y).unwrap();
+    let bundle = compile_graph("big", &g, &[z], &Target::c(), true, &mut |_, _| {}).unwrap();
+    let microbit = board::info("qemu-microbit").unwrap();
+    let error = board::check_fits(&microbit, &bundle).unwrap_err();
+    let text = error.to_string();
+    let arena = board::bytes_text(bundle.report.arena_bytes);
+    assert!(matches!(error, BoardError::TooBig { .. }), "{text}");
+    assert!(text.contains(&format!("its arena {arena}")), "{text}");
+    assert!(text.contains("stack 4,096 B"), "{text}");
+    assert!(text.contains("qemu-microbit has 16,384 B"), "{text}");
+    let an386 = board::info("qemu-an386").unwrap();
+    assert!(board::check_fits(&an386, &bundle).is_ok());
+}
+
+#[test]
+fn boards_are_read_from_their_folders() {
+    let boards = board::list();
+    let names: Vec<&str> = boards.iter().map(|b| b.name.as_str()).collect();
+    for name in [
+        "qemu-an386",
+        "qemu-microbit",
+        "qemu-rv32",
+        "nrf52840-dk",
+        "rp2040-pico",
+    ] {
+        assert!(names.contains(&name), "{names:?}");
+    }
+    let an386 = board::info("qemu-an386").unwrap();
+    assert_eq!(an386.target, "thumbv7em-none-eabihf");
+    assert!(an386.emulated && !an386.code_in_ram);
+    assert_eq!((an386.flash_bytes, an386.ram_bytes), (4 << 20, 4 << 20));
+    let qemu = an386.qemu.unwrap();
+    assert_eq!(qemu[0], "qemu-system-arm");
+    assert_eq!(qemu.last().map(String::as_str), Some("-kernel"));
+    let microbit = board::info("qemu-microbit").unwrap();
+    assert_eq!(
+        (microbit.flash_bytes, microbit.ram_bytes),
+        (256 << 10, 16 << 10)
+    );
+    assert!(board::info("qemu-rv32").unwrap().code_in_ram);
+    let pico = board::info("rp2040-pico").unwrap();
+    assert!(!pico.emulated && pico.qemu.is_none());
+    assert_eq!(pico.probe_chip.as_deref(), Some("RP2040"));
+    assert_eq!(pico.flash_bytes, (2 << 20) - 256);
+}
+
+#[test]
+fn unknown_and_real_boards_say_what_to_do() {
+    let error = board::info("qemu-nope").unwrap_err().to_string();
+    assert!(
+        error.contains("qemu-nope") && error.contains("qemu-an386"),
+        "{error}"
+    );
+    let nrf = board::info("nrf52840-dk").unwrap();
+    let image = BuiltImage {
+        board: nrf.name.clone(),
+        elf: "nrf52840-dk.elf".into(),
+        flash_used: 0,
+        ram_used: 0,
+        arena_bytes: 0,
+    };
+    match board::run(&nrf, &image, &[], TIMEOUT) {
+        Err(e @ BoardError::NotEmulated { .. }) => {
+            let text = e.to_string();
+            assert!(
+                text.contains("probe-rs run --chip nRF52840_xxAA nrf52840-dk.elf"),
+                "{text}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+/// An image whose static arena is smaller than the bundle's plan (built with an arena size
+/// override): the device refuses to run it, naming both sizes.
+#[test]
+fn an_arena_too_small_for_the_bundle_is_refused_by_the_device() {
+    let board = board::info("qemu-an386").unwrap();
+    let (bundle, input) = small_model();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("bundle");
+    bundle.write(&out).unwrap();
+    let small = bundle.report.arena_bytes - 16;
+    let options = board::BuildOptions {
+        arena_bytes: Some(small),
+    };
+    let image = board::build_with_options(&board, &out, options, &mut |_| {}).unwrap();
+    assert_eq!(image.arena_bytes, small);
+    match board::run(&board, &image, &[input], TIMEOUT) {
+        Err(BoardError::Refused { message, .. }) => {
+            let (needed, has) = (bundle.report.arena_bytes.to_string(), small.to_string());
+            assert!(
+                message.contains(&needed) && message.contains(&has),
+                "{message}"
+            );
+        }
+        other => panic!("expected the device to refuse the bundle, got {other:?}"),
+    }
+}

@@ -1,0 +1,76 @@
+//! The end-to-end models on the emulated boards: every model on the default board
+//! (qemu-an386), keyword spotting and anomaly detection on every emulated board they fit on,
+//! each compared with onnxruntime like on the host; a board too small refuses them with the
+//! numbers before anything is built. Needs `scripts/setup-toolchain.sh` (run by the test script).
+
+use kiln_codegen::board::{self, BoardError};
+use kiln_tests::{compare, compile, references, MLPERF, SMALL};
+use std::time::Duration;
+
+fn run_on(board_name: &str, model: &str) {
+    let bundle = compile(model).unwrap_or_else(|e| panic!("{model}: {e:#}"));
+    let info = board::info(board_name).unwrap();
+    board::check_fits(&info, &bundle).unwrap_or_else(|e| panic!("{model} on {board_name}: {e}"));
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("board_models/{board_name}/{model}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    bundle.write(&dir).unwrap();
+    let image = board::build(&info, &dir)
+        .unwrap_or_else(|e| panic!("building {model} for {board_name}: {e}"));
+    let (inputs, want) = references(model).unwrap();
+    let inputs: Vec<Vec<u8>> = inputs.into_iter().map(|t| t.bytes).collect();
+    let run = board::run(&info, &image, &inputs, Duration::from_secs(600))
+        .unwrap_or_else(|e| panic!("{model} on {board_name}: {e}"));
+    let (abs, rel) = compare(model, &run.outputs, &want, 1e-4, 1e-5)
+        .unwrap_or_else(|e| panic!("{board_name}: {e:#}"));
+    println!(
+        "{model} on {board_name}: max abs {abs:.2e}, max rel {rel:.2e}; {} instructions; flash {} B, RAM {} B",
+        run.total_instructions, image.flash_used, image.ram_used
+    );
+    assert_eq!(run.step_instructions.len(), bundle.report.steps.len());
+}
+
+macro_rules! board_tests {
+    ($($t:ident: $board:expr, $model:expr;)*) => { $( #[test] fn $t() { run_on($board, $model); } )* };
+}
+
+board_tests! {
+    an386_kws: "qemu-an386", MLPERF[0];
+    an386_ic: "qemu-an386", MLPERF[1];
+    an386_vww: "qemu-an386", MLPERF[2];
+    an386_ad: "qemu-an386", MLPERF[3];
+    an386_str_ww: "qemu-an386", MLPERF[4];
+    an386_mlp: "qemu-an386", SMALL[0];
+    an386_dw_separable: "qemu-an386", SMALL[1];
+    an386_residual: "qemu-an386", SMALL[2];
+    an386_softmax_head: "qemu-an386", SMALL[3];
+    an386_concat_transpose: "qemu-an386", SMALL[4];
+    an505_kws: "qemu-an505", MLPERF[0];
+    an505_ad: "qemu-an505", MLPERF[3];
+    rv32_kws: "qemu-rv32", MLPERF[0];
+    rv32_ad: "qemu-rv32", MLPERF[3];
+    an385_m0_kws: "qemu-an385-m0", MLPERF[0];
+    an385_m0_ad: "qemu-an385-m0", MLPERF[3];
+}
+
+/// KWS and AD do not fit a micro:bit (16 KiB of RAM, 256 KiB of flash): refused before any
+/// build, with what they need and what the board has.
+#[test]
+fn microbit_refuses_models_too_big_with_the_numbers() {
+    let info = board::info("qemu-microbit").unwrap();
+    for model in [MLPERF[0], MLPERF[3]] {
+        let bundle = compile(model).unwrap();
+        match board::check_fits(&info, &bundle) {
+            Err(e @ BoardError::TooBig { .. }) => {
+                let msg = e.to_string();
+                println!("{model}: {msg}");
+                assert!(
+                    msg.contains("qemu-microbit")
+                        && (msg.contains("16,384 B") || msg.contains("262,144 B")),
+                    "{msg}"
+                );
+            }
+            other => panic!("{model} on qemu-microbit: expected TooBig, got {other:?}"),
+        }
+    }
+}

@@ -1,0 +1,51 @@
+//! Every test model compiled to C, built by the system C compiler, run by the firmware executor
+//! on the host, and compared with onnxruntime (rtol 1e-4, atol 1e-5).
+
+use kiln_codegen::host;
+use kiln_tests::{compare, compile, references, MLPERF, SMALL};
+
+fn run_model(name: &str) {
+    let bundle = compile(name).unwrap_or_else(|e| panic!("{name}: {e:#}"));
+    let dir = tempfile_dir(name);
+    bundle.write(&dir).unwrap();
+    let lib = host::compile(&dir).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let (inputs, want) = references(name).unwrap();
+    let inputs: Vec<Vec<u8>> = inputs.into_iter().map(|t| t.bytes).collect();
+    let run = host::run(&bundle, &lib, &inputs).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let (abs, rel) =
+        compare(name, &run.outputs, &want, 1e-4, 1e-5).unwrap_or_else(|e| panic!("{e:#}"));
+    let r = &bundle.report;
+    println!(
+        "{name}: max abs {abs:.2e}, max rel {rel:.2e}; {} steps, arena {} B (bound {} B), weights {} B",
+        r.steps.len(),
+        r.arena_bytes,
+        r.arena_lower_bound,
+        r.weight_bytes
+    );
+    assert!(r.arena_bytes >= r.arena_lower_bound && r.arena_bytes > 0);
+}
+
+fn tempfile_dir(name: &str) -> std::path::PathBuf {
+    let d = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("host_models")
+        .join(name);
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+macro_rules! model_tests {
+    ($($t:ident: $name:expr,)*) => { $( #[test] fn $t() { run_model($name); } )* };
+}
+
+model_tests! {
+    kws_float: MLPERF[0],
+    ic_float: MLPERF[1],
+    vww_float: MLPERF[2],
+    ad_float: MLPERF[3],
+    str_ww_float: MLPERF[4],
+    mlp: SMALL[0],
+    dw_separable: SMALL[1],
+    residual: SMALL[2],
+    softmax_head: SMALL[3],
+    concat_transpose: SMALL[4],
+}
