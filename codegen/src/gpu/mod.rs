@@ -198,6 +198,10 @@ pub fn from_programs(
         .enumerate()
         .map(|(k, g)| g.ok_or_else(|| GpuError::Refused(format!("kernel {k} is never launched"))))
         .collect::<Result<Vec<_>, _>>()?;
+    bundle.replay = programs
+        .iter()
+        .map(|p| p.replay_record(api.name()))
+        .collect();
     bundle.kernels_c = format!(
         "/* Kiln {} bundle: the kernels are in {}, their launch sizes in {}. */\n",
         api.name(),

@@ -39,6 +39,9 @@ pub struct Vk {
     pub timestamp_ns: Option<f64>,
     /// Storage buffers of 8-bit values (Kiln's booleans) are enabled.
     pub bytes_storage: bool,
+    /// Most storage buffers one shader may bind, and most bytes one binding may span.
+    pub bindings_max: usize,
+    pub binding_bytes_max: usize,
 }
 
 impl Vk {
@@ -78,6 +81,8 @@ impl Vk {
             align: p.align,
             timestamp_ns: p.timestamp_ns,
             bytes_storage: p.bytes_storage,
+            bindings_max: p.bindings_max,
+            binding_bytes_max: p.binding_bytes_max,
         }
     }
 
@@ -189,6 +194,8 @@ struct Parts {
     align: usize,
     timestamp_ns: Option<f64>,
     bytes_storage: bool,
+    bindings_max: usize,
+    binding_bytes_max: usize,
 }
 
 fn open_device(
@@ -249,5 +256,7 @@ fn open_device(
         align: l.min_storage_buffer_offset_alignment.max(4) as usize,
         timestamp_ns: (stamp_bits > 0).then_some(l.timestamp_period as f64),
         bytes_storage,
+        bindings_max: l.max_per_stage_descriptor_storage_buffers as usize,
+        binding_bytes_max: l.max_storage_buffer_range as usize,
     })
 }

@@ -56,6 +56,7 @@ pub fn run_repeated(
     }
     check(vk, &gb.kernels)?;
     let prep = prepare(gb, inputs, vk.align)?;
+    check_ranges(vk, &gb.kernels, &prep)?;
     let (outputs, step_times) = execute(vk, &gb.kernels, &prep, runs)?;
     Ok(GpuRun {
         outputs,
@@ -73,6 +74,7 @@ pub fn run_calls(
 ) -> Result<CallsRun, GpuError> {
     check(vk, kernels)?;
     let prep = prepare_calls(calls, kernels.len(), vk.align)?;
+    check_ranges(vk, kernels, &prep)?;
     let (flat, times) = execute(vk, kernels, &prep, 1)?;
     Ok(CallsRun {
         buffers: regroup(calls, flat),
@@ -84,10 +86,33 @@ pub fn run_calls(
 fn check(vk: &Vk, kernels: &[GpuKernel]) -> Result<(), GpuError> {
     for k in kernels {
         k.check(&vk.limits)?;
+        if k.buffers > vk.bindings_max {
+            return Err(GpuError::OverLimit {
+                kernel: k.name.clone(),
+                what: "the number of storage buffers",
+                needed: k.buffers.to_string(),
+                limit: format!("{} (maxPerStageDescriptorStorageBuffers)", vk.bindings_max),
+            });
+        }
         if k.src.contains("GL_EXT_shader_8bit_storage") && !vk.bytes_storage {
             return Err(GpuError::MissingFeature {
                 kernel: k.name.clone(),
                 feature: "8-bit storage buffers (for booleans)",
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Every buffer a launch binds within the device's largest storage-buffer range.
+fn check_ranges(vk: &Vk, kernels: &[GpuKernel], prep: &Prepared) -> Result<(), GpuError> {
+    for l in &prep.launches {
+        if let Some(s) = l.args.iter().find(|s| s.bytes > vk.binding_bytes_max) {
+            return Err(GpuError::OverLimit {
+                kernel: kernels[l.kernel].name.clone(),
+                what: "a buffer argument",
+                needed: format!("{} bytes", s.bytes),
+                limit: format!("{} bytes (maxStorageBufferRange)", vk.binding_bytes_max),
             });
         }
     }
