@@ -111,10 +111,7 @@ fn mlp_matches_the_host_with_device_and_portable_limits() {
         let gb = check("mlp", api, &l, mlp);
         let first = &gb.kernels[0];
         assert!(first.threads_per_group() > 1, "{first:?}");
-        let portable = match api {
-            Api::OpenCl => DeviceLimits::opencl_default(),
-            Api::Vulkan => DeviceLimits::vulkan_default(),
-        };
+        let portable = api.default_limits();
         let gb = check("mlp-portable", api, &portable, mlp);
         assert!(gb
             .kernels

@@ -40,6 +40,30 @@ impl Api {
         }
     }
 
+    /// `opencl` or `vulkan`.
+    pub fn from_name(name: &str) -> Option<Api> {
+        [Api::OpenCl, Api::Vulkan]
+            .into_iter()
+            .find(|a| a.name() == name)
+    }
+
+    /// Portable limits for ahead-of-time builds, when the device is not at hand.
+    pub fn default_limits(self) -> DeviceLimits {
+        match self {
+            Api::OpenCl => DeviceLimits::opencl_default(),
+            Api::Vulkan => DeviceLimits::vulkan_default(),
+        }
+    }
+
+    /// The limits of this interface's device on this machine (see [`opencl::device`] and
+    /// [`vulkan::device`] for which device that is).
+    pub fn device_limits(self) -> Result<DeviceLimits, GpuError> {
+        match self {
+            Api::OpenCl => opencl::device_limits(),
+            Api::Vulkan => vulkan::device_limits(),
+        }
+    }
+
     /// The target of this interface for a device with `limits`.
     pub fn target(self, limits: &DeviceLimits) -> Target {
         match self {
@@ -176,6 +200,16 @@ pub fn compile(
     let plan = plan_arena(&schedule);
     let bundle = bundle::build(name, &schedule, &programs, &plan).map_err(CompileError::from)?;
     from_programs(api, bundle, &programs)
+}
+
+/// Runs `gb` `runs` times (at least once) on its interface's device on this machine; the step
+/// times are each step's fastest run (the first run includes the driver's compilation on some
+/// drivers), the outputs the last run's.
+pub fn run(gb: &GpuBundle, inputs: &[Vec<u8>], runs: usize) -> Result<GpuRun, GpuError> {
+    match gb.api {
+        Api::OpenCl => opencl::run_repeated(&opencl::device()?, gb, inputs, runs),
+        Api::Vulkan => vulkan::run_repeated(&vulkan::device()?, gb, inputs, runs),
+    }
 }
 
 /// The GPU bundle of `bundle`, built from the programs it was built from (one per schedule

@@ -34,11 +34,7 @@ pub fn env() {
 /// `KILN_REQUIRE_GPU=1` a missing device fails the test instead.
 pub fn limits(api: Api) -> Option<DeviceLimits> {
     env();
-    let found = match api {
-        Api::OpenCl => gpu::opencl::device_limits(),
-        Api::Vulkan => gpu::vulkan::device_limits(),
-    };
-    match found {
+    match api.device_limits() {
         Ok(l) => Some(l),
         Err(e) if std::env::var("KILN_REQUIRE_GPU").as_deref() != Ok("1") => {
             eprintln!("skipped on {}: {e} (run scripts/setup-gpu.sh)", api.name());
@@ -50,15 +46,7 @@ pub fn limits(api: Api) -> Option<DeviceLimits> {
 
 /// Runs a GPU bundle `runs` times on its interface's device (step times: the fastest).
 pub fn run(gb: &GpuBundle, inputs: &[Vec<u8>], runs: usize) -> GpuRun {
-    let r = match gb.api {
-        Api::OpenCl => {
-            gpu::opencl::device().and_then(|d| gpu::opencl::run_repeated(&d, gb, inputs, runs))
-        }
-        Api::Vulkan => {
-            gpu::vulkan::device().and_then(|d| gpu::vulkan::run_repeated(&d, gb, inputs, runs))
-        }
-    };
-    r.unwrap_or_else(|e| panic!("{} run: {e}", gb.api.name()))
+    gpu::run(gb, inputs, runs).unwrap_or_else(|e| panic!("{} run: {e}", gb.api.name()))
 }
 
 /// The model's outputs computed by the host C kernels.
