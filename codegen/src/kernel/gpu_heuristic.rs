@@ -4,9 +4,10 @@
 //! 1. A reduce with few outputs and a long reduce axis is split across the threads of a
 //!    work-group (`GROUP` when the axis is contiguous in memory, so that neighbouring threads
 //!    read neighbouring elements, `GROUPTOP` otherwise) and finished in local memory.
-//! 2. Otherwise, outputs that share inputs (an axis some buffer broadcasts, as in a matmul or a
-//!    convolution) are computed several per thread (`UPCAST`), which also lets contiguous
-//!    loads and stores become vectors; elementwise kernels upcast their contiguous axis.
+//! 2. Otherwise, outputs that share inputs (axes some buffer broadcasts, as in a matmul or a
+//!    convolution) are computed several per thread (`UPCAST`, up to two different axes: a tile),
+//!    which also lets contiguous loads and stores become vectors; elementwise kernels upcast
+//!    their contiguous axis.
 //! 3. A short innermost reduce loop is unrolled (`UNROLL`).
 //! 4. The remaining global axes get local dims (`LOCAL`), innermost axis first, up to the
 //!    device's threads per work-group.
@@ -110,9 +111,11 @@ fn group_reduce(k: &mut Kernel, budget: usize) -> bool {
 fn upcast(k: &mut Kernel) -> bool {
     let reduce = !k.reduceops.is_empty();
     let mut product = 1;
+    // Different axes each time: a 4 × 4 tile of a matmul loads 4 + 4 vectors, not 1 + 16.
+    let mut taken: Vec<usize> = Vec::new();
     for _ in 0..2 {
         let gd = k.global_dims();
-        let pick = (0..gd).rev().find(|&a| {
+        let pick = (0..gd).rev().filter(|a| !taken.contains(a)).find(|&a| {
             let size = k.full_shape()[a];
             size.is_multiple_of(4)
                 && size > 4
@@ -125,6 +128,7 @@ fn upcast(k: &mut Kernel) -> bool {
         match pick {
             Some(a) if product * 4 <= UPCAST_MAX && try_opt(k, OptOp::Upcast, a, 4) => {
                 product *= 4;
+                taken.push(a);
             }
             _ => break,
         }
