@@ -277,3 +277,50 @@ fn device_limits_and_missing_features_are_named() {
         assert!(e.contains("16-bit floats (fp16)"), "{e}");
     }
 }
+
+#[test]
+fn booleans_are_stored_as_bytes() {
+    let n = 64;
+    let (a, b) = (data(n, 9), data(n, 10));
+    let cmp = LazyOp::alu(
+        AluOp::Binary(BinaryOp::CmpLt),
+        vec![load(1, &[n]), load(2, &[n])],
+    );
+    let ast = vec![LazyOp::store(0, ShapeTracker::from_shape(&[n]), cmp)];
+    let want: Vec<u8> = a.iter().zip(&b).map(|(x, y)| (x < y) as u8).collect();
+    for api in APIS {
+        let Some(l) = limits(api) else { continue };
+        let p = program(api, &l, &ast, &[Opt::new(OptOp::Local, 0, 16)]);
+        let k = GpuKernel::from_program(api, &p, &p.name);
+        let call = KernelCall {
+            kernel: 0,
+            buffers: vec![vec![7u8; n], bytes(&a), bytes(&b)],
+        };
+        let run = match api {
+            Api::OpenCl => opencl::run_calls(&opencl::device().unwrap(), &[k], &[call]),
+            Api::Vulkan => vulkan::run_calls(&vulkan::device().unwrap(), &[k], &[call]),
+        }
+        .unwrap_or_else(|e| panic!("{}: {e}\n{}", api.name(), p.src));
+        assert_eq!(run.buffers[0][0], want, "{}\n{}", api.name(), p.src);
+        // And read back: out = where(c, a, b).
+        let c = LazyOp::load(1, DType::BOOL, ShapeTracker::from_shape(&[n]));
+        let sel = LazyOp::alu(
+            AluOp::Ternary(kiln_codegen::ops::TernaryOp::Where),
+            vec![c, load(2, &[n]), load(3, &[n])],
+        );
+        let ast = vec![LazyOp::store(0, ShapeTracker::from_shape(&[n]), sel)];
+        let p = program(api, &l, &ast, &[Opt::new(OptOp::Local, 0, 16)]);
+        let k = GpuKernel::from_program(api, &p, &p.name);
+        let call = KernelCall {
+            kernel: 0,
+            buffers: vec![vec![0u8; 4 * n], want.clone(), bytes(&a), bytes(&b)],
+        };
+        let run = match api {
+            Api::OpenCl => opencl::run_calls(&opencl::device().unwrap(), &[k], &[call]),
+            Api::Vulkan => vulkan::run_calls(&vulkan::device().unwrap(), &[k], &[call]),
+        }
+        .unwrap_or_else(|e| panic!("{}: {e}\n{}", api.name(), p.src));
+        let min: Vec<f32> = a.iter().zip(&b).map(|(x, y)| x.min(*y)).collect();
+        assert_eq!(f32s(&run.buffers[0][0]), min, "{}\n{}", api.name(), p.src);
+    }
+}
