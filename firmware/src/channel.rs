@@ -230,7 +230,7 @@ impl Write for Text {
 pub fn serve<T: Transport>(
     link: &mut Link<T>,
     executor: &mut Executor,
-    hook: &mut dyn FnMut(KernelEvent) -> Option<u32>,
+    mut hook: impl FnMut(KernelEvent) -> Option<u32>,
 ) -> Result<u32, LinkError<T::Error>> {
     let bundle = executor.bundle();
     let sizes = |tensors: &[crate::schedule::TensorDesc]| {

@@ -63,7 +63,7 @@ fn session(messages: &[ToDevice], step: usize) -> (Result<u32, LinkError<()>>, V
     let mut script = Script::new(messages, step);
     let mut link = Link::new(&mut script);
     let mut cycles = 100;
-    let result = serve(&mut link, &mut executor, &mut |event| match event {
+    let result = serve(&mut link, &mut executor, |event| match event {
         KernelEvent::Before { .. } => None,
         KernelEvent::After { .. } => {
             cycles += 1;
