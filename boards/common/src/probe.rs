@@ -1,14 +1,25 @@
 //! Running a bundle on a real board under a debug probe: logs go through defmt on RTT up channel
-//! 0, panics through panic-probe, each kernel's cost is read from a cycle counter, and the
-//! inputs and outputs travel on the test-vector channel ([`kiln_firmware::channel`]) over RTT up
-//! channel 1 and down channel 0, both named `kiln`.
+//! 0 (`defmt`), panics through panic-probe, each kernel's cost is read from a cycle counter, and
+//! the inputs and outputs travel on the test-vector channel ([`kiln_firmware::channel`]) over
+//! RTT up channel 1 and down channel 0, both named `kiln`. After checking its bundle the device
+//! waits on the down channel for the host's inputs.
 //!
-//! The device waits on the down channel for the host's inputs. A host attaches through the
-//! probe (the `probe-rs` library: attach to the core, find the RTT control block, open up
-//! channel `kiln` for reading and down channel `kiln` for writing), and runs codegen's
-//! `board::channel::exchange` over those two streams, while decoding defmt from up channel 0.
-//! `probe-rs run` alone flashes the board and shows the logs; the run then waits for that host.
-//! The run ends with a semihosting exit, which `probe-rs run` turns into its own exit status.
+//! # The host's side (not testable without a probe)
+//!
+//! 1. Build: `KILN_BUNDLE_DIR=… cargo build --release` in the board's folder (CI builds every
+//!    real board with `scripts/toolchain-check-boards.sh`).
+//! 2. Flash and start: `probe-rs download --chip <chip> <elf>`, then `probe-rs reset --chip
+//!    <chip>` (the chip is the one in the board's `.cargo/config.toml` runner).
+//! 3. Attach with the `probe-rs` library (the CLI has no binary RTT pipe): open the session, attach
+//!    RTT at the ELF's `_SEGGER_RTT` symbol, take up channel `kiln` as a `Read` (poll it) and
+//!    down channel `kiln` as a `Write`, and run codegen's `board::channel::exchange` over them;
+//!    decode up channel `defmt` with `defmt-decoder` for the log. `exchange` returns the outputs
+//!    and each step's cycles (`StepCycles`, from the board's DWT or SysTick counter).
+//! 4. The device ends with a semihosting exit, which the probe sees as a halt.
+//!
+//! `probe-rs run` alone (the board's `cargo run`) flashes the board and shows the log, but it
+//! also drains every up channel, the channel's included, and sends no inputs: the device then
+//! waits for a host that never comes. Only one program may read the board's RTT at a time.
 
 use crate::{host, kernels};
 use kiln_firmware::channel::{self, Link, LinkError, Transport};
