@@ -2,7 +2,7 @@
 //! host. These need the board toolchain (`scripts/setup-toolchain.sh`); without it they fail,
 //! saying so.
 
-use kiln_codegen::board::{self, BoardError, BoardInfo, BuiltImage};
+use kiln_codegen::board::{self, BoardError, BoardInfo, BuiltImage, Io, RunOptions};
 use kiln_codegen::bundle::{Bundle, SCHEDULE_FILE};
 use kiln_codegen::compile::compile_graph;
 use kiln_codegen::dtype::DType;
@@ -79,8 +79,10 @@ fn build(board: &BoardInfo, dir: &Path) -> BuiltImage {
     image
 }
 
-/// The small model on `board` twice: outputs as on the host, per-step counts there and equal.
-fn runs_like_the_host(name: &str) {
+/// The small model on `board` twice, its inputs and outputs through `io`: outputs as on the
+/// host, per-step counts there and equal. Over the channel, also once through files: the same
+/// outputs and the same count for every step.
+fn runs_like_the_host(name: &str, io: Io) {
     let board = board::info(name).unwrap();
     let (bundle, input) = small_model();
     let fit = board::check_fits(&board, &bundle).unwrap();
@@ -99,10 +101,22 @@ fn runs_like_the_host(name: &str) {
     assert!(image.arena_bytes >= bundle.report.arena_bytes);
     assert!(image.ram_used >= image.arena_bytes && image.flash_used > bundle.weights.len());
     let inputs = [input];
-    let first = board::run(&board, &image, &inputs, TIMEOUT).unwrap_or_else(|e| panic!("{e}"));
-    let second = board::run(&board, &image, &inputs, TIMEOUT).unwrap_or_else(|e| panic!("{e}"));
+    let run = |io| {
+        board::run_with_options(&board, &image, &inputs, TIMEOUT, RunOptions { io })
+            .unwrap_or_else(|e| panic!("{name} ({io:?}): {e}"))
+    };
+    let (first, second) = (run(io), run(io));
+    if io == Io::Channel {
+        let files = run(Io::Files);
+        assert_eq!(first.outputs, files.outputs);
+        assert_eq!(first.step_instructions, files.step_instructions);
+        eprintln!(
+            "{name}: {} instructions through the channel, {} through files",
+            first.total_instructions, files.total_instructions
+        );
+    }
     eprintln!(
-        "{name}: ran in {:.2} s: {} instructions, per step {:?}",
+        "{name} ({io:?}): ran in {:.2} s: {} instructions, per step {:?}",
         first.wall_time.as_secs_f64(),
         first.total_instructions,
         first.step_instructions
@@ -126,17 +140,65 @@ fn runs_like_the_host(name: &str) {
 
 #[test]
 fn small_model_on_an386_runs_like_the_host() {
-    runs_like_the_host("qemu-an386");
+    runs_like_the_host("qemu-an386", Io::Files);
+}
+
+#[test]
+fn small_model_on_an386_runs_like_the_host_over_the_channel() {
+    runs_like_the_host("qemu-an386", Io::Channel);
 }
 
 #[test]
 fn small_model_on_rv32_runs_like_the_host() {
-    runs_like_the_host("qemu-rv32");
+    runs_like_the_host("qemu-rv32", Io::Files);
+}
+
+#[test]
+fn small_model_on_rv32_runs_like_the_host_over_the_channel() {
+    runs_like_the_host("qemu-rv32", Io::Channel);
 }
 
 #[test]
 fn small_model_on_microbit_runs_like_the_host() {
-    runs_like_the_host("qemu-microbit");
+    runs_like_the_host("qemu-microbit", Io::Files);
+}
+
+#[test]
+fn small_model_on_microbit_runs_like_the_host_over_the_channel() {
+    runs_like_the_host("qemu-microbit", Io::Channel);
+}
+
+/// Over the channel, a damaged bundle is the device's `Error`, and inputs of the wrong size
+/// are refused by the host before they are sent.
+#[test]
+fn the_channel_carries_refusals() {
+    let board = board::info("qemu-an386").unwrap();
+    let (bundle, input) = small_model();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("bundle");
+    bundle.write(&out).unwrap();
+    let channel = RunOptions { io: Io::Channel };
+    let image = build(&board, &out);
+    let short = vec![input[..input.len() - 4].to_vec()];
+    match board::run_with_options(&board, &image, &short, TIMEOUT, channel) {
+        Err(BoardError::Channel { message, .. }) => {
+            assert!(message.contains("[768] bytes, given [764]"), "{message}")
+        }
+        other => panic!("expected the host to refuse the inputs, got {other:?}"),
+    }
+
+    let schedule = out.join(SCHEDULE_FILE);
+    let mut bytes = std::fs::read(&schedule).unwrap();
+    *bytes.last_mut().unwrap() ^= 1;
+    std::fs::write(&schedule, bytes).unwrap();
+    let image = build(&board, &out);
+    match board::run_with_options(&board, &image, &[input], TIMEOUT, channel) {
+        Err(BoardError::Refused { board, message }) => {
+            assert_eq!(board, "qemu-an386");
+            assert!(message.starts_with("schedule is damaged"), "{message}");
+        }
+        other => panic!("expected the device to refuse the bundle, got {other:?}"),
+    }
 }
 
 #[test]

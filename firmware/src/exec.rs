@@ -214,4 +214,4 @@ fn check_aligned(region: Region, bytes: &[u8]) -> Result<(), BundleError> {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -10,6 +10,7 @@
 #[cfg(any(feature = "std", test))]
 extern crate std;
 
+pub mod channel;
 pub mod error;
 pub mod exec;
 #[cfg(feature = "c-math")]

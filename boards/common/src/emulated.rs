@@ -6,10 +6,16 @@
 //! directory, and output `i` is written to `output_<i>.bin` there; a file that is missing or of
 //! the wrong size is an error. The host compiler (codegen's `board::run`) runs QEMU inside a
 //! fresh I/O folder.
+//!
+//! When the semihosting command line holds the word [`host::CHANNEL_WORD`] (QEMU's `-append`),
+//! the inputs and outputs go through the test-vector channel instead
+//! ([`kiln_firmware::channel`]) on the semihosting console, QEMU's standard input and output:
+//! the same protocol a real board speaks over RTT. Messages for people go to standard error.
 
-use crate::host::{self, File, FileName, IoError};
+use crate::host::{self, Console, File, FileName, IoError};
 use crate::{kernels, marker};
 use core::fmt;
+use kiln_firmware::channel::{self, Link, LinkError};
 use kiln_firmware::exec::Executor;
 use kiln_firmware::schedule::Bundle;
 use kiln_firmware::BundleError;
@@ -42,8 +48,12 @@ impl fmt::Display for RunError {
 }
 
 /// Checks the bundle, reads its inputs, runs it with the marker around each kernel, writes its
-/// outputs, and exits: status 0 on success, 1 with a message on stderr on any error.
+/// outputs, and exits: status 0 on success, 1 with a message on stderr on any error. The inputs
+/// and outputs are files, or the test-vector channel when the host asks for it.
 pub fn run(schedule: &'static [u8], weights: &'static [u8], arena: &'static mut [u8]) -> ! {
+    if host::channel_requested() {
+        run_channel(schedule, weights, arena)
+    }
     match run_bundle(schedule, weights, arena) {
         Ok(steps) => {
             host::print(format_args!("kiln: ran {steps} steps\n"));
@@ -77,6 +87,46 @@ fn run_bundle(
         File::create(FileName::output(index))?.write_all(bytes)?;
     }
     Ok(executor.bundle().step_count())
+}
+
+/// [`run`] over the test-vector channel: a refused bundle is the session's `Error`.
+fn run_channel(schedule: &'static [u8], weights: &'static [u8], arena: &'static mut [u8]) -> ! {
+    let Ok(console) = Console::open() else {
+        host::eprint(format_args!("kiln: cannot open the semihosting console\n"));
+        host::exit(false)
+    };
+    let mut link = Link::new(console);
+    let executor = Bundle::parse(schedule, arena.len(), kernels().len())
+        .and_then(|bundle| Executor::new(bundle, kernels(), arena, weights));
+    let mut executor = match executor {
+        Ok(executor) => executor,
+        Err(error) => {
+            host::eprint(format_args!("kiln: bundle refused: {error}\n"));
+            let _ = link.send_error(format_args!("bundle refused: {error}"));
+            host::exit(false)
+        }
+    };
+    let served = channel::serve(&mut link, &mut executor, |event| {
+        marker::mark(event);
+        None
+    });
+    match served {
+        Ok(steps) => {
+            host::eprint(format_args!("kiln: ran {steps} steps\n"));
+            host::exit(true)
+        }
+        Err(error) => {
+            let why = match error {
+                LinkError::Transport(_) => "the console failed",
+                LinkError::Closed => "the host closed the console",
+                LinkError::BadFrame => "a frame from the host did not decode",
+                LinkError::Protocol => "the host broke the protocol",
+                LinkError::Run => "a step failed",
+            };
+            host::eprint(format_args!("kiln: channel: {why}\n"));
+            host::exit(false)
+        }
+    }
 }
 
 #[panic_handler]

@@ -185,3 +185,73 @@ impl Drop for File {
         unsafe { semihosting::syscall(nr::CLOSE, &[self.handle]) };
     }
 }
+
+/// The word on the semihosting command line (QEMU's `-append`) that asks for the test-vector
+/// channel on the console instead of files.
+pub const CHANNEL_WORD: &str = "kiln-channel";
+
+/// Whether the host asked for the test-vector channel: [`CHANNEL_WORD`] is a word of the
+/// semihosting command line.
+pub fn channel_requested() -> bool {
+    let mut buffer = [0u8; 256];
+    let mut args = [buffer.as_mut_ptr() as usize, buffer.len()];
+    // SAFETY: GET_CMDLINE writes at most `len` bytes into the buffer and the length it wrote
+    // into the second word of the block; both outlive the call.
+    let status = unsafe { semihosting::syscall1(nr::GET_CMDLINE, args.as_mut_ptr() as usize) };
+    if status != 0 {
+        return false;
+    }
+    let len = args[1].min(buffer.len());
+    core::str::from_utf8(&buffer[..len])
+        .is_ok_and(|line| line.split_whitespace().any(|word| word == CHANNEL_WORD))
+}
+
+/// The host's console as a byte stream for the test-vector channel: the semihosting `:tt`
+/// handles, which QEMU (`target=native`) maps to its own standard input and output.
+pub struct Console {
+    input: usize,
+    output: usize,
+}
+
+/// A console read or write that failed, or a console that would not open.
+#[derive(Clone, Copy, Debug)]
+pub struct ConsoleError;
+
+impl Console {
+    pub fn open() -> Result<Self, ConsoleError> {
+        let open = |mode| {
+            let name = FileName::format(format_args!(":tt"));
+            let args = [name.bytes.as_ptr() as usize, mode, name.len];
+            // SAFETY: OPEN reads `len` bytes of the NUL-terminated name.
+            match unsafe { semihosting::syscall(nr::OPEN, &args) } as isize {
+                -1 => Err(ConsoleError),
+                handle => Ok(handle as usize),
+            }
+        };
+        Ok(Console {
+            input: open(nr::open::R)?,
+            output: open(nr::open::W_TRUNC)?,
+        })
+    }
+}
+
+impl kiln_firmware::channel::Transport for Console {
+    type Error = ConsoleError;
+
+    fn read(&mut self, buffer: &mut [u8]) -> Result<usize, ConsoleError> {
+        let args = [self.input, buffer.as_mut_ptr() as usize, buffer.len()];
+        // SAFETY: READ writes at most `len` bytes into the buffer; it returns how many it did not
+        // (all of them at the end of the stream), waiting for at least one.
+        let missing = unsafe { semihosting::syscall(nr::READ, &args) };
+        buffer.len().checked_sub(missing).ok_or(ConsoleError)
+    }
+
+    fn write(&mut self, bytes: &[u8]) -> Result<(), ConsoleError> {
+        let args = [self.output, bytes.as_ptr() as usize, bytes.len()];
+        // SAFETY: WRITE reads `len` bytes; it returns how many it did not write.
+        match unsafe { semihosting::syscall(nr::WRITE, &args) } {
+            0 => Ok(()),
+            _ => Err(ConsoleError),
+        }
+    }
+}

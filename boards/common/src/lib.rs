@@ -2,9 +2,11 @@
 //! table linked in from the bundle's C code, and a `run` for each way a board is driven:
 //!
 //! - feature `semihosting` (emulated boards): [`run`] reads inputs from and writes outputs to
-//!   host files ([`host`]), stores to the instruction-count marker around each kernel
+//!   host files ([`host`]), or speaks the test-vector channel on the semihosting console when
+//!   the host asks for it, stores to the instruction-count marker around each kernel
 //!   ([`marker`]), and exits QEMU with status 0 or 1;
-//! - feature `rtt` (boards under a debug probe): [`probe::run`] logs through defmt over RTT and
+//! - feature `rtt` (boards under a debug probe): [`probe::run`] logs through defmt over RTT,
+//!   takes inputs and sends outputs on the test-vector channel over an RTT channel pair, and
 //!   measures each kernel with a cycle counter the board picks ([`clock`]: features `dwt`,
 //!   `systick`).
 //!

@@ -1,71 +1,138 @@
-//! Running a bundle on a real board under a debug probe (`probe-rs run`): logs go through defmt
-//! over RTT, panics through panic-probe, and each kernel's cost is read from a cycle counter.
+//! Running a bundle on a real board under a debug probe: logs go through defmt on RTT up channel
+//! 0 (`defmt`), panics through panic-probe, each kernel's cost is read from a cycle counter, and
+//! the inputs and outputs travel on the test-vector channel ([`kiln_firmware::channel`]) over
+//! RTT up channel 1 and down channel 0, both named `kiln`. After checking its bundle the device
+//! waits on the down channel for the host's inputs.
 //!
-//! Inputs are zeros for now: the test-vector channel over RTT is still to come. Each output is
-//! logged with its CRC-32, and the run ends with a semihosting exit, which `probe-rs run`
-//! turns into its own exit status.
+//! # The host's side (not testable without a probe)
+//!
+//! 1. Build: `KILN_BUNDLE_DIR=… cargo build --release` in the board's folder (CI builds every
+//!    real board with `scripts/toolchain-check-boards.sh`).
+//! 2. Flash and start: `probe-rs download --chip <chip> <elf>`, then `probe-rs reset --chip
+//!    <chip>` (the chip is the one in the board's `.cargo/config.toml` runner).
+//! 3. Attach with the `probe-rs` library (the CLI has no binary RTT pipe): open the session, attach
+//!    RTT at the ELF's `_SEGGER_RTT` symbol, take up channel `kiln` as a `Read` (poll it) and
+//!    down channel `kiln` as a `Write`, and run codegen's `board::channel::exchange` over them;
+//!    decode up channel `defmt` with `defmt-decoder` for the log. `exchange` returns the outputs
+//!    and each step's cycles (`StepCycles`, from the board's DWT or SysTick counter).
+//! 4. The device ends with a semihosting exit, which the probe sees as a halt.
+//!
+//! `probe-rs run` alone (the board's `cargo run`) flashes the board and shows the log, but it
+//! also drains every up channel, the channel's included, and sends no inputs: the device then
+//! waits for a host that never comes. Only one program may read the board's RTT at a time.
 
 use crate::{host, kernels};
-use defmt_rtt as _;
+use kiln_firmware::channel::{self, Link, LinkError, Transport};
 use kiln_firmware::exec::{Executor, KernelEvent};
 use kiln_firmware::schedule::{checksum, Bundle};
-use kiln_firmware::BundleError;
 use panic_probe as _;
+use rtt_target::{rtt_init, ChannelMode, DownChannel, UpChannel};
 
 /// A free-running cycle counter; differences of two readings are cycles, modulo 2^32.
 pub trait CycleCounter {
     fn cycles(&mut self) -> u32;
 }
 
-/// Checks the bundle, runs it, logs each kernel's cycles and each output's CRC-32, and exits.
+/// The test-vector channel's RTT pair: bytes to the host on an up channel, from it on a down
+/// channel. Reads wait for the host, writes wait for room.
+pub struct Rtt {
+    up: UpChannel,
+    down: DownChannel,
+}
+
+impl Transport for Rtt {
+    type Error = core::convert::Infallible;
+
+    fn read(&mut self, buffer: &mut [u8]) -> Result<usize, Self::Error> {
+        loop {
+            match self.down.read(buffer) {
+                0 => core::hint::spin_loop(),
+                n => return Ok(n),
+            }
+        }
+    }
+
+    fn write(&mut self, bytes: &[u8]) -> Result<(), Self::Error> {
+        // The channel blocks while it is full: everything is written.
+        self.up.write(bytes);
+        Ok(())
+    }
+}
+
+/// Sets up RTT (defmt's channel and the test-vector channel's pair), checks the bundle, serves
+/// one session (each kernel's cycles go to the host and to the log), logs each output's CRC-32,
+/// and exits.
 pub fn run(
     schedule: &'static [u8],
     weights: &'static [u8],
     arena: &'static mut [u8],
     counter: &mut dyn CycleCounter,
 ) -> ! {
-    match run_bundle(schedule, weights, arena, counter) {
-        Ok(()) => host::exit(true),
+    let channels = rtt_init! {
+        up: {
+            0: { size: 1024, mode: ChannelMode::NoBlockSkip, name: "defmt" }
+            1: { size: 1024, mode: ChannelMode::BlockIfFull, name: "kiln" }
+        }
+        down: {
+            0: { size: 512, mode: ChannelMode::BlockIfFull, name: "kiln" }
+        }
+    };
+    rtt_target::set_defmt_channel(channels.up.0);
+    let mut link = Link::new(Rtt {
+        up: channels.up.1,
+        down: channels.down.0,
+    });
+    let executor = Bundle::parse(schedule, arena.len(), kernels().len())
+        .and_then(|bundle| Executor::new(bundle, kernels(), arena, weights));
+    let mut executor = match executor {
+        Ok(executor) => executor,
         Err(error) => {
             defmt::error!("kiln: bundle refused: {}", error);
+            let _ = link.send_error(format_args!("bundle refused: {error}"));
             host::exit(false)
         }
-    }
-}
-
-fn run_bundle(
-    schedule: &'static [u8],
-    weights: &'static [u8],
-    arena: &'static mut [u8],
-    counter: &mut dyn CycleCounter,
-) -> Result<(), BundleError> {
-    let bundle = Bundle::parse(schedule, arena.len(), kernels().len())?;
-    let mut executor = Executor::new(bundle, kernels(), arena, weights)?;
+    };
+    defmt::info!("kiln: waiting for the host on RTT channel `kiln`");
     let mut start = 0;
     let mut total = 0u64;
-    executor.run(&mut |event| match event {
-        KernelEvent::Before { .. } => start = counter.cycles(),
+    let served = channel::serve(&mut link, &mut executor, |event| match event {
+        KernelEvent::Before { .. } => {
+            start = counter.cycles();
+            None
+        }
         KernelEvent::After { step, kernel } => {
             let cycles = counter.cycles().wrapping_sub(start);
             total += u64::from(cycles);
             defmt::info!("kiln: step {} kernel {}: {} cycles", step, kernel.0, cycles);
+            Some(cycles)
         }
-    })?;
-    defmt::info!(
-        "kiln: ran {} steps in {} cycles",
-        executor.bundle().step_count(),
-        total
-    );
-    for index in 0..executor.bundle().outputs().len() {
-        if let Some(bytes) = executor.output(index) {
-            let crc = checksum(bytes);
-            defmt::info!(
-                "kiln: output {}: {} bytes, CRC-32 {=u32:#010x}",
-                index,
-                bytes.len(),
-                crc
-            );
+    });
+    match served {
+        Ok(steps) => {
+            defmt::info!("kiln: ran {} steps in {} cycles", steps, total);
+            for index in 0..executor.bundle().outputs().len() {
+                if let Some(bytes) = executor.output(index) {
+                    let crc = checksum(bytes);
+                    defmt::info!(
+                        "kiln: output {}: {} bytes, CRC-32 {=u32:#010x}",
+                        index,
+                        bytes.len(),
+                        crc
+                    );
+                }
+            }
+            host::exit(true)
+        }
+        Err(error) => {
+            let why = match error {
+                LinkError::Transport(never) => match never {},
+                LinkError::Closed => "the host closed the channel",
+                LinkError::BadFrame => "a frame from the host did not decode",
+                LinkError::Protocol => "the host broke the protocol",
+                LinkError::Run => "a step failed",
+            };
+            defmt::error!("kiln: channel: {=str}", why);
+            host::exit(false)
         }
     }
-    Ok(())
 }

@@ -6,13 +6,15 @@
 //! The steps, each a function, so that a caller can report between them:
 //! [`info`] → [`check_fits`] (before building: does the bundle fit the board's memory?) →
 //! [`build`] (the board binary with the bundle linked in, measured) → [`run`] (under QEMU,
-//! inputs and outputs through semihosting files, instructions counted per step).
+//! inputs and outputs through semihosting files or, with [`run_with_options`], the test-vector
+//! channel of [`channel`]; instructions counted per step).
 //!
 //! The tools come from `scripts/`: `toolchain-cargo.sh` picks the Rust toolchain for a target
 //! and `qemu-plugin.sh` builds the instruction counter; `setup-toolchain.sh` installs both
 //! what they need and the emulators.
 
 mod build;
+pub mod channel;
 mod config;
 mod elf;
 mod fit;
@@ -20,7 +22,7 @@ mod qemu;
 
 pub use build::{build, build_with_options, build_with_progress, BuildOptions, BuiltImage};
 pub use fit::{bytes_text, check_fits, Fit, Memory, Need};
-pub use qemu::{run, BoardRun};
+pub use qemu::{run, run_with_options, BoardRun, Io, RunOptions};
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -80,6 +82,8 @@ pub enum BoardError {
     Refused { board: String, message: String },
     #[error("the firmware on {board} failed: {message}")]
     DeviceFailed { board: String, message: String },
+    #[error("the test-vector channel to {board} failed: {message}")]
+    Channel { board: String, message: String },
     #[error("{board} did not finish within {} s; it was stopped", timeout.as_secs_f64())]
     Timeout { board: String, timeout: Duration },
     #[error("QEMU failed on {board} ({status}):\n{output}")]

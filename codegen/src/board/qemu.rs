@@ -1,11 +1,15 @@
 //! Running an image on an emulated board: QEMU, with the board's command line, in a fresh I/O
-//! folder (inputs in, outputs out, through semihosting files: see `boards/common`), with the
-//! instruction-count plugin (`boards/qemu-plugin/insn.c`, built by `scripts/qemu-plugin.sh`)
-//! watching the firmware's marker, which it stores to before and after each step.
+//! folder, with the instruction-count plugin (`boards/qemu-plugin/insn.c`, built by
+//! `scripts/qemu-plugin.sh`) watching the firmware's marker, which it stores to before and after
+//! each step. Inputs go in and outputs come out ([`Io`]) through semihosting files in that
+//! folder, or through the test-vector channel on QEMU's standard input and output (see
+//! [`channel`](super::channel)): the protocol real boards speak over RTT.
 
 use super::build::{on_path, BuiltImage};
+use super::channel::{self, ChannelError};
 use super::elf::Elf;
 use super::{io_error, root, BoardError, BoardInfo};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -24,14 +28,42 @@ pub struct BoardRun {
     pub wall_time: Duration,
 }
 
-/// Runs `image` on the emulated `board` with `inputs` (raw little-endian, one per model input),
-/// stopping QEMU after `timeout`. A bundle the firmware refuses is [`BoardError::Refused`] with
-/// the firmware's own message.
+/// How inputs reach the firmware and outputs come back.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Io {
+    /// Semihosting files `input_<i>.bin` / `output_<i>.bin` in the run's folder.
+    #[default]
+    Files,
+    /// The test-vector channel over the semihosting console (QEMU's standard input and
+    /// output), asked for on the semihosting command line.
+    Channel,
+}
+
+/// How to run an image beyond its inputs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RunOptions {
+    pub io: Io,
+}
+
+/// [`run_with_options`] with the default options: semihosting files.
 pub fn run(
     board: &BoardInfo,
     image: &BuiltImage,
     inputs: &[Vec<u8>],
     timeout: Duration,
+) -> Result<BoardRun, BoardError> {
+    run_with_options(board, image, inputs, timeout, RunOptions::default())
+}
+
+/// Runs `image` on the emulated `board` with `inputs` (raw little-endian, one per model input),
+/// stopping QEMU after `timeout`. A bundle the firmware refuses is [`BoardError::Refused`] with
+/// the firmware's own message.
+pub fn run_with_options(
+    board: &BoardInfo,
+    image: &BuiltImage,
+    inputs: &[Vec<u8>],
+    timeout: Duration,
+    options: RunOptions,
 ) -> Result<BoardRun, BoardError> {
     let qemu = emulator(board, image)?;
     let elf_bytes = std::fs::read(&image.elf).map_err(io_error(&image.elf))?;
@@ -40,13 +72,21 @@ pub fn run(
         reason,
     })?;
     let io = IoDir::new()?;
-    for (index, bytes) in inputs.iter().enumerate() {
-        let path = io.path.join(format!("input_{index}.bin"));
-        std::fs::write(&path, bytes).map_err(io_error(&path))?;
+    if options.io == Io::Files {
+        for (index, bytes) in inputs.iter().enumerate() {
+            let path = io.path.join(format!("input_{index}.bin"));
+            std::fs::write(&path, bytes).map_err(io_error(&path))?;
+        }
     }
     let log = io.path.join("insn.log");
     let mut command = Command::new(&qemu[0]);
-    command.args(&qemu[1..]).arg(&image.elf);
+    match options.io {
+        Io::Files => command.args(&qemu[1..]).arg(&image.elf),
+        Io::Channel => command
+            .args(channel_command_line(&qemu[1..]))
+            .arg(&image.elf)
+            .args(["-append", CHANNEL_WORD]),
+    };
     // A firmware that can never run a kernel has no marker, and nothing to count.
     let marker = elf.symbol("KILN_MARKER").map(|(address, _)| address);
     if let Some(address) = marker {
@@ -58,11 +98,23 @@ pub fn run(
             .arg(&log);
     }
     let started = Instant::now();
-    let (status, output) = run_with_timeout(&mut command, &io.path, &board.name, timeout)?;
+    let (status, output, session) = match options.io {
+        Io::Files => {
+            let (status, output) = run_with_timeout(&mut command, &io.path, &board.name, timeout)?;
+            (status, output, None)
+        }
+        Io::Channel => {
+            let (status, output, session) =
+                run_channel(&mut command, &io.path, &board.name, inputs, timeout)?;
+            (status, output, Some(session))
+        }
+    };
     let wall_time = started.elapsed();
-    if !status.success() {
-        return Err(failure(&board.name, status, output));
-    }
+    let outputs = match session {
+        None if !status.success() => return Err(failure(&board.name, status, output)),
+        None => read_outputs(&io.path)?,
+        Some(session) => channel_outputs(&board.name, status, output.clone(), session)?,
+    };
     let (step_instructions, total_instructions) = match marker {
         Some(_) => read_counts(&log, &board.name)?,
         None => (Vec::new(), 0),
@@ -79,7 +131,7 @@ pub fn run(
         });
     }
     Ok(BoardRun {
-        outputs: read_outputs(&io.path)?,
+        outputs,
         step_instructions,
         total_instructions,
         wall_time,
@@ -111,6 +163,135 @@ fn emulator<'a>(board: &'a BoardInfo, image: &BuiltImage) -> Result<&'a [String]
         });
     }
     Ok(qemu)
+}
+
+/// The word on the semihosting command line that asks the firmware for the channel; the
+/// board crates' `host::CHANNEL_WORD`.
+const CHANNEL_WORD: &str = "kiln-channel";
+
+/// The board's QEMU arguments for a run over the channel: standard input and output are the
+/// semihosting console's alone (`-nographic` would put the serial port and monitor there).
+fn channel_command_line(args: &[String]) -> Vec<String> {
+    let mut out = Vec::with_capacity(args.len() + 6);
+    for arg in args {
+        match arg.as_str() {
+            "-nographic" => out.extend(
+                ["-display", "none", "-monitor", "none", "-serial", "null"].map(String::from),
+            ),
+            _ => out.push(arg.clone()),
+        }
+    }
+    out
+}
+
+/// Runs `command` in `dir` with its standard input and output as the channel, on which a thread
+/// runs the session; its standard error is captured. Kills QEMU after `timeout`.
+fn run_channel(
+    command: &mut Command,
+    dir: &Path,
+    board: &str,
+    inputs: &[Vec<u8>],
+    timeout: Duration,
+) -> Result<
+    (
+        std::process::ExitStatus,
+        String,
+        Result<channel::ChannelRun, ChannelError>,
+    ),
+    BoardError,
+> {
+    let err = dir.join("qemu.stderr");
+    let file = std::fs::File::create(&err).map_err(io_error(&err))?;
+    let mut child = command
+        .current_dir(dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(file)
+        .spawn()
+        .map_err(io_error(Path::new(command.get_program())))?;
+    let (Some(to_device), Some(from_device)) = (child.stdin.take(), child.stdout.take()) else {
+        unreachable!("both were asked to be piped")
+    };
+    let inputs = inputs.to_vec();
+    let session = std::thread::spawn(move || {
+        let mut from_device = from_device;
+        let result = channel::exchange(&mut from_device, to_device, &inputs);
+        // Whatever else the device writes, so that it never blocks on a full pipe.
+        let _ = std::io::copy(&mut from_device, &mut std::io::sink());
+        result
+    });
+    let deadline = Instant::now() + timeout;
+    let status = loop {
+        if let Some(status) = child.try_wait().map_err(io_error(dir))? {
+            break status;
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            let _ = session.join();
+            return Err(BoardError::Timeout {
+                board: board.to_string(),
+                timeout,
+            });
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let session = session
+        .join()
+        .unwrap_or_else(|_| Err(ChannelError::Protocol("the session thread panicked".into())));
+    let mut output = String::new();
+    std::fs::File::open(&err)
+        .and_then(|mut f| f.read_to_string(&mut output))
+        .map_err(io_error(&err))?;
+    Ok((status, output, session))
+}
+
+/// The outputs of a session, or the error it ended in: the firmware's own message when it sent
+/// one.
+fn channel_outputs(
+    board: &str,
+    status: std::process::ExitStatus,
+    output: String,
+    session: Result<channel::ChannelRun, ChannelError>,
+) -> Result<Vec<Vec<u8>>, BoardError> {
+    let board = board.to_string();
+    match session {
+        Ok(run) if status.success() => Ok(run.outputs),
+        Ok(_) => Err(BoardError::Qemu {
+            board,
+            status: format!("{status} after the session ended well"),
+            output,
+        }),
+        Err(ChannelError::Device(message)) => match message.strip_prefix("bundle refused: ") {
+            Some(reason) => Err(BoardError::Refused {
+                board,
+                message: reason.to_string(),
+            }),
+            None => Err(BoardError::DeviceFailed { board, message }),
+        },
+        // The host gave up first (inputs that do not fit, another version, a frame it could
+        // not read): its reason, not the device's reaction to the closed channel.
+        Err(
+            error @ (ChannelError::Inputs(_)
+            | ChannelError::Version { .. }
+            | ChannelError::Protocol(_)),
+        ) => Err(BoardError::Channel {
+            board,
+            message: error.to_string(),
+        }),
+        Err(error) => Err(match failure(&board, status, output) {
+            BoardError::Qemu {
+                board,
+                status,
+                output,
+            } => BoardError::Qemu {
+                board,
+                status: format!("{status}; {error}"),
+                output,
+            },
+            other => other,
+        }),
+    }
 }
 
 /// The instruction-count plugin, built by `scripts/qemu-plugin.sh` if it is not up to date.
@@ -301,5 +482,38 @@ mod tests {
             BoardError::Qemu { .. }
         ));
         assert_eq!(ran_steps("x\nkiln: ran 12 steps\n"), Some(12));
+    }
+
+    #[test]
+    fn the_channel_has_stdio_to_itself() {
+        let args = ["-machine", "microbit", "-nographic", "-kernel"].map(String::from);
+        let line = channel_command_line(&args).join(" ");
+        assert_eq!(
+            line,
+            "-machine microbit -display none -monitor none -serial null -kernel"
+        );
+    }
+
+    #[test]
+    fn the_channel_error_decides_the_error() {
+        let failed = Command::new("false").status().unwrap();
+        let ok = Command::new("true").status().unwrap();
+        let device = |m: &str| Err(ChannelError::Device(m.into()));
+        let refused = channel_outputs("b", failed, String::new(), device("bundle refused: x"));
+        assert!(matches!(refused, Err(BoardError::Refused { message, .. }) if message == "x"));
+        let failed_run = channel_outputs("b", failed, String::new(), device("run failed: y"));
+        assert!(matches!(failed_run, Err(BoardError::DeviceFailed { .. })));
+        let stderr = "kiln: channel: the host closed the console\n".to_string();
+        let inputs = Err(ChannelError::Inputs("sizes".into()));
+        let host = channel_outputs("b", failed, stderr.clone(), inputs);
+        assert!(matches!(host, Err(BoardError::Channel { .. })), "{host:?}");
+        let closed = Err(ChannelError::Closed(String::new()));
+        let device = channel_outputs("b", failed, stderr, closed);
+        assert!(
+            matches!(device, Err(BoardError::DeviceFailed { .. })),
+            "{device:?}"
+        );
+        let early = channel_outputs("b", ok, String::new(), Err(ChannelError::Closed("".into())));
+        assert!(early.is_err());
     }
 }

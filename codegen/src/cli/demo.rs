@@ -35,7 +35,7 @@ pub fn run(_: Args) -> Result<ExitCode> {
     };
     let c = compile(&args, &Target::c())?;
     let inputs = super::model::read_inputs(&p.join("in"), &c)?;
-    let ran = run_on(BOARD, &c, &inputs)?;
+    let ran = run_on(BOARD, &c, &inputs, crate::board::Io::Files)?;
     let probs: Vec<f32> = ran.outputs[0]
         .chunks_exact(4)
         .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))

@@ -47,6 +47,10 @@ pub struct RunArgs {
     /// Absolute tolerance of the comparison.
     #[arg(long, default_value_t = 1e-5)]
     atol: f64,
+    /// How tensors move in and out of a board: `files` (semihosting files) or `channel` (the
+    /// framed test-vector channel, the protocol real boards speak over RTT).
+    #[arg(long, default_value = "files")]
+    io: String,
 }
 
 fn target(name: &str) -> Result<Target> {
@@ -137,7 +141,7 @@ pub struct Ran {
 }
 
 /// Runs a compiled model on `board` (`host` or a board folder's name).
-pub fn run_on(board: &str, c: &Compiled, inputs: &[Vec<u8>]) -> Result<Ran> {
+pub fn run_on(board: &str, c: &Compiled, inputs: &[Vec<u8>], io: board::Io) -> Result<Ran> {
     let dir = tempfile::tempdir().context("a temporary folder for the bundle")?;
     let bundle_dir = dir.path().join("bundle");
     if board == "host" {
@@ -165,7 +169,8 @@ pub fn run_on(board: &str, c: &Compiled, inputs: &[Vec<u8>]) -> Result<Ran> {
         spinner.set_message(format!("{board}: {m}"))
     })?;
     spinner.set_message(format!("{board}: running under QEMU"));
-    let run = board::run(&info, &image, inputs, std::time::Duration::from_secs(600))?;
+    let timeout = std::time::Duration::from_secs(600);
+    let run = board::run_with_options(&info, &image, inputs, timeout, board::RunOptions { io })?;
     spinner.finish_and_clear();
     println!("{fit}");
     let step_cost = run.step_instructions.iter().map(|&n| n as f64).collect();
@@ -209,9 +214,14 @@ pub fn print_costs(c: &Compiled, ran: &Ran) {
 }
 
 pub fn run_cmd(a: RunArgs) -> Result<ExitCode> {
+    let io = match a.io.as_str() {
+        "files" => board::Io::Files,
+        "channel" => board::Io::Channel,
+        other => bail!("unknown --io `{other}` (files or channel)"),
+    };
     let c = compile(&a.model, &Target::c())?;
     let inputs = read_inputs(&a.inputs, &c)?;
-    let ran = run_on(&a.board, &c, &inputs)?;
+    let ran = run_on(&a.board, &c, &inputs, io)?;
     write_outputs(&a.outputs, &c, &ran.outputs)?;
     print_costs(&c, &ran);
     match &a.expect {

@@ -30,13 +30,13 @@ unsafe fn arg<'a>(args: *const *mut c_void, index: usize) -> &'a mut [f32; ELEME
     unsafe { &mut *(*args.add(index)).cast::<[f32; ELEMENTS]>() }
 }
 
-static KERNELS: [KernelFn; 3] = [add, relu, sigmoid];
+pub(crate) static KERNELS: [KernelFn; 3] = [add, relu, sigmoid];
 
 /// 16-byte aligned bytes, as a board's statics are.
-struct AlignedBytes(Vec<Aligned<[u8; 16]>>);
+pub(crate) struct AlignedBytes(Vec<Aligned<[u8; 16]>>);
 
 impl AlignedBytes {
-    fn new(bytes: &[u8]) -> Self {
+    pub(crate) fn new(bytes: &[u8]) -> Self {
         let block = |chunk: &[u8]| {
             let mut block = [0; 16];
             block[..chunk.len()].copy_from_slice(chunk);
@@ -46,7 +46,7 @@ impl AlignedBytes {
     }
 
     /// The first `len` bytes.
-    fn get(&mut self, len: usize) -> &mut [u8] {
+    pub(crate) fn get(&mut self, len: usize) -> &mut [u8] {
         let blocks = self.0.as_mut_ptr().cast();
         // SAFETY: the blocks are contiguous plain bytes.
         let all = unsafe { core::slice::from_raw_parts_mut(blocks, self.0.len() * 16) };

@@ -1,0 +1,371 @@
+//! The test-vector channel: how a host hands a board a model's inputs and gets its outputs and
+//! per-step costs back, over any byte stream: the semihosting console under QEMU, RTT under a
+//! debug probe. The messages are shared by both ends; the device's side ([`Link`], [`serve`])
+//! is heap-free, with fixed buffers, behind a [`Transport`] a board supplies.
+//!
+//! # Protocol (version [`CHANNEL_VERSION`])
+//!
+//! Every message is one postcard-encoded [`ToHost`] or [`ToDevice`], COBS-framed: the frame
+//! holds no zero byte and ends with one, so a reader that lost its place resynchronises at the
+//! next zero. A frame is at most [`MAX_FRAME`] bytes; tensor bytes travel in chunks of at most
+//! [`MAX_CHUNK`].
+//!
+//! ```text
+//! device                                   host
+//!   Hello { version, arena_bytes, steps,
+//!           inputs: [bytes..], outputs: [bytes..] }  ─▶
+//!                                     ◀─  Input { index, offset, chunk }   (each input, in order)
+//!                                     ◀─  Run
+//!   StepCycles { step, count }  ─▶        (each step, when the board has a cycle counter)
+//!   Output { index, offset, chunk }  ─▶   (each output, in order)
+//!   Done { steps }  ─▶
+//! ```
+//!
+//! A device that refuses its bundle sends `Error { message }` instead of `Hello`; one that gets
+//! a message it cannot use sends `Error` and stops. `Hello`'s first field is the version, and
+//! `Hello` is variant 0 of [`ToHost`] in every version: a host reads those two before the rest,
+//! and refuses a device of another version by name instead of misreading it.
+
+use crate::exec::{Executor, KernelEvent};
+use crate::schedule::MAX_MODEL_TENSORS;
+use core::fmt::{self, Write};
+use serde::{Deserialize, Serialize};
+
+/// The protocol's version, the first field of [`Hello`].
+pub const CHANNEL_VERSION: u16 = 1;
+
+/// Most tensor bytes in one `Input` or `Output` message.
+pub const MAX_CHUNK: usize = 256;
+
+/// Most bytes of an `Error` message's text; longer ones are cut.
+pub const MAX_ERROR: usize = 160;
+
+/// Most bytes of an encoded message, before framing: a chunk message (variant, index, offset
+/// and length varints, the chunk) or a `Hello` with every input and output, whichever is
+/// larger; the tests check each against it.
+pub const MAX_MESSAGE: usize = MAX_CHUNK + 16;
+
+/// Most bytes of a frame: COBS adds one byte per 254 and one at the start, and the frame ends
+/// with its zero.
+pub const MAX_FRAME: usize = MAX_MESSAGE + MAX_MESSAGE / 254 + 2;
+
+/// What the device tells the host on boot.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Hello {
+    /// [`CHANNEL_VERSION`] of the device's runtime.
+    pub version: u16,
+    /// Bytes of the device's arena.
+    pub arena_bytes: u32,
+    /// Steps of its bundle.
+    pub steps: u32,
+    /// Bytes of each model input, which the host must send in full.
+    pub inputs: heapless::Vec<u32, MAX_MODEL_TENSORS>,
+    /// Bytes of each model output, which the device sends back.
+    pub outputs: heapless::Vec<u32, MAX_MODEL_TENSORS>,
+}
+
+/// A message from the device.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ToHost<'a> {
+    /// Always variant 0: see the module documentation.
+    Hello(Hello),
+    /// Cycles step `step`'s kernel took, from the board's cycle counter.
+    StepCycles { step: u32, count: u32 },
+    /// Bytes `offset..offset + chunk.len()` of output `index`.
+    Output {
+        index: u8,
+        offset: u32,
+        chunk: &'a [u8],
+    },
+    /// Every output was sent.
+    Done { steps: u32 },
+    /// The device refused the bundle or the host's message, and stopped.
+    Error { message: &'a str },
+}
+
+/// A message from the host.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ToDevice<'a> {
+    /// Bytes `offset..offset + chunk.len()` of input `index`; chunks of an input come in order.
+    Input {
+        index: u8,
+        offset: u32,
+        chunk: &'a [u8],
+    },
+    /// Every input was sent: run the model.
+    Run,
+}
+
+/// Encodes `message` as one frame (ending with its zero) at the start of `buffer`.
+pub fn encode<'b, T: Serialize>(message: &T, buffer: &'b mut [u8]) -> Option<&'b [u8]> {
+    postcard::to_slice_cobs(message, buffer).ok().map(|f| &*f)
+}
+
+/// Decodes one frame (with or without its ending zero), in place.
+pub fn decode<'a, T: Deserialize<'a>>(frame: &'a mut [u8]) -> Option<T> {
+    postcard::from_bytes_cobs(frame).ok()
+}
+
+/// The version a `Hello` frame's device speaks, read before the rest of it: `None` for a frame
+/// that is not a `Hello`.
+pub fn hello_version(frame: &mut [u8]) -> Option<u16> {
+    // The variant is a varint, the version the first field after it; the rest is left unread.
+    let (variant, version): (u32, u16) = postcard::from_bytes_cobs(frame).ok()?;
+    (variant == 0).then_some(version)
+}
+
+/// A byte stream to the host: the semihosting console, an RTT channel pair, a UART.
+pub trait Transport {
+    type Error;
+    /// Reads at least one byte into `buffer`, waiting for it; returns how many it read.
+    fn read(&mut self, buffer: &mut [u8]) -> Result<usize, Self::Error>;
+    /// Writes all of `bytes`.
+    fn write(&mut self, bytes: &[u8]) -> Result<(), Self::Error>;
+}
+
+/// Why the channel stopped.
+#[derive(Debug, PartialEq, Eq)]
+pub enum LinkError<E> {
+    /// The transport failed.
+    Transport(E),
+    /// The stream ended (a read of no bytes).
+    Closed,
+    /// A frame was longer than [`MAX_FRAME`], or did not decode.
+    BadFrame,
+    /// The host sent something the protocol does not allow there; the device said so.
+    Protocol,
+    /// A step failed while running.
+    Run,
+}
+
+impl<E> From<E> for LinkError<E> {
+    fn from(error: E) -> Self {
+        LinkError::Transport(error)
+    }
+}
+
+/// The device's end of the channel: a transport and one frame buffer each way.
+pub struct Link<T> {
+    transport: T,
+    rx: [u8; MAX_FRAME],
+    /// Bytes of `rx` read so far.
+    filled: usize,
+    /// Bytes at the start of `rx` that the last message came from, to drop before the next.
+    used: usize,
+    tx: [u8; MAX_FRAME],
+}
+
+impl<T: Transport> Link<T> {
+    pub fn new(transport: T) -> Self {
+        Link {
+            transport,
+            rx: [0; MAX_FRAME],
+            filled: 0,
+            used: 0,
+            tx: [0; MAX_FRAME],
+        }
+    }
+
+    /// Sends one message.
+    pub fn send(&mut self, message: &ToHost) -> Result<(), LinkError<T::Error>> {
+        let frame = encode(message, &mut self.tx).ok_or(LinkError::BadFrame)?;
+        self.transport.write(frame)?;
+        Ok(())
+    }
+
+    /// Sends `Error` with the text of `args`, cut to [`MAX_ERROR`] bytes.
+    pub fn send_error(&mut self, args: fmt::Arguments) -> Result<(), LinkError<T::Error>> {
+        let mut text = Text::default();
+        let _ = text.write_fmt(args);
+        self.send(&ToHost::Error {
+            message: text.as_str(),
+        })
+    }
+
+    /// Waits for the host's next message.
+    pub fn receive(&mut self) -> Result<ToDevice<'_>, LinkError<T::Error>> {
+        self.rx.copy_within(self.used..self.filled, 0);
+        self.filled -= self.used;
+        self.used = 0;
+        let end = loop {
+            if let Some(zero) = self.rx[..self.filled].iter().position(|&b| b == 0) {
+                break zero;
+            }
+            if self.filled == self.rx.len() {
+                return Err(LinkError::BadFrame);
+            }
+            match self.transport.read(&mut self.rx[self.filled..])? {
+                0 => return Err(LinkError::Closed),
+                n => self.filled += n,
+            }
+        };
+        self.used = end + 1;
+        decode(&mut self.rx[..end]).ok_or(LinkError::BadFrame)
+    }
+}
+
+/// Up to [`MAX_ERROR`] bytes of text, cut at a character boundary.
+#[derive(Default)]
+struct Text(heapless::String<MAX_ERROR>);
+
+impl Text {
+    fn as_str(&self) -> &str {
+        self.0.as_str()
+    }
+}
+
+impl Write for Text {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        for c in s.chars() {
+            self.0.push(c).map_err(|_| fmt::Error)?;
+        }
+        Ok(())
+    }
+}
+
+/// One session on the device: sends `Hello`, takes the inputs, runs the model (`hook` sees each
+/// kernel call; what it returns on `After` is sent as that step's `StepCycles`), sends the
+/// outputs and `Done`. Returns the number of steps run. A message the protocol does not allow
+/// is answered with `Error` and ends the session.
+pub fn serve<T: Transport>(
+    link: &mut Link<T>,
+    executor: &mut Executor,
+    mut hook: impl FnMut(KernelEvent) -> Option<u32>,
+) -> Result<u32, LinkError<T::Error>> {
+    let bundle = executor.bundle();
+    let sizes = |tensors: &[crate::schedule::TensorDesc]| {
+        tensors
+            .iter()
+            .map(|t| t.span.bytes)
+            .collect::<heapless::Vec<u32, MAX_MODEL_TENSORS>>()
+    };
+    let hello = Hello {
+        version: CHANNEL_VERSION,
+        arena_bytes: bundle.plan().arena_bytes,
+        steps: bundle.step_count(),
+        inputs: sizes(bundle.inputs()),
+        outputs: sizes(bundle.outputs()),
+    };
+    link.send(&ToHost::Hello(hello.clone()))?;
+
+    let mut received = [0u32; MAX_MODEL_TENSORS];
+    loop {
+        let refusal = match link.receive()? {
+            ToDevice::Run => {
+                match (0..hello.inputs.len()).find(|&i| received[i] != hello.inputs[i]) {
+                    None => break,
+                    Some(i) => Refusal::Incomplete {
+                        index: i,
+                        got: received[i],
+                        size: hello.inputs[i],
+                    },
+                }
+            }
+            ToDevice::Input {
+                index,
+                offset,
+                chunk,
+            } => {
+                let index = usize::from(index);
+                match executor.input_mut(index) {
+                    None => Refusal::NoInput { index },
+                    Some(_) if offset != received[index] => Refusal::OutOfOrder {
+                        index,
+                        offset,
+                        expected: received[index],
+                    },
+                    Some(bytes) => {
+                        match bytes.get_mut(offset as usize..offset as usize + chunk.len()) {
+                            None => Refusal::TooLong {
+                                index,
+                                size: hello.inputs[index],
+                            },
+                            Some(target) => {
+                                target.copy_from_slice(chunk);
+                                received[index] += chunk.len() as u32;
+                                continue;
+                            }
+                        }
+                    }
+                }
+            }
+        };
+        link.send_error(format_args!("{refusal}"))?;
+        return Err(LinkError::Protocol);
+    }
+
+    let mut sent = Ok(());
+    let ran = executor.run(&mut |event| {
+        if let (Some(count), KernelEvent::After { step, .. }) = (hook(event), event) {
+            if sent.is_ok() {
+                sent = link.send(&ToHost::StepCycles { step, count });
+            }
+        }
+    });
+    sent?;
+    if let Err(error) = ran {
+        link.send_error(format_args!("run failed: {error}"))?;
+        return Err(LinkError::Run);
+    }
+    for index in 0..hello.outputs.len() {
+        let bytes = executor.output(index).unwrap_or(&[]);
+        for (n, chunk) in bytes.chunks(MAX_CHUNK).enumerate() {
+            link.send(&ToHost::Output {
+                index: index as u8,
+                offset: (n * MAX_CHUNK) as u32,
+                chunk,
+            })?;
+        }
+    }
+    link.send(&ToHost::Done { steps: hello.steps })?;
+    Ok(hello.steps)
+}
+
+/// Why the device refused a host message.
+enum Refusal {
+    NoInput {
+        index: usize,
+    },
+    OutOfOrder {
+        index: usize,
+        offset: u32,
+        expected: u32,
+    },
+    TooLong {
+        index: usize,
+        size: u32,
+    },
+    Incomplete {
+        index: usize,
+        got: u32,
+        size: u32,
+    },
+}
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Refusal::NoInput { index } => write!(f, "the model has no input {index}"),
+            Refusal::OutOfOrder {
+                index,
+                offset,
+                expected,
+            } => write!(
+                f,
+                "input {index}: chunk at byte {offset}, expected byte {expected}"
+            ),
+            Refusal::TooLong { index, size } => {
+                write!(f, "input {index}: chunk past its end ({size} bytes)")
+            }
+            Refusal::Incomplete { index, got, size } => {
+                write!(
+                    f,
+                    "Run before input {index} was complete ({got} of {size} bytes)"
+                )
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
