@@ -36,8 +36,8 @@ fn progress(len: usize, what: &str) -> ProgressBar {
     bar
 }
 
-/// Imports, schedules, linearizes, renders and bundles the model.
-pub fn compile(args: &ModelArgs, target: &Target) -> Result<Compiled> {
+/// Loads and imports the model; returns its name and the graph.
+fn import(args: &ModelArgs) -> Result<(String, onnx::import::Imported)> {
     let shapes = args
         .shapes
         .iter()
@@ -51,20 +51,11 @@ pub fn compile(args: &ModelArgs, target: &Target) -> Result<Compiled> {
         .file_stem()
         .map(|s| s.to_string_lossy().to_string())
         .unwrap_or_default();
-    let bar = progress(0, "kernels");
-    let bundle = compile_graph(
-        &name,
-        &imported.graph,
-        &imported.outputs,
-        target,
-        true,
-        &mut |done, total| {
-            bar.set_length(total as u64);
-            bar.set_position(done as u64);
-        },
-    )
-    .with_context(|| format!("compiling {}", args.model.display()))?;
-    bar.finish_and_clear();
+    Ok((name, imported))
+}
+
+/// The bundle with the names, types and shapes of the model's inputs and outputs.
+fn io_of(imported: &onnx::import::Imported, bundle: Bundle) -> Compiled {
     let inputs = imported
         .graph
         .inputs
@@ -77,11 +68,58 @@ pub fn compile(args: &ModelArgs, target: &Target) -> Result<Compiled> {
         .zip(&imported.outputs)
         .map(|(n, o)| (n.clone(), o.dtype, o.shape().to_vec()))
         .collect();
-    Ok(Compiled {
+    Compiled {
         bundle,
         inputs,
         outputs,
-    })
+    }
+}
+
+/// Imports, schedules, linearizes, renders and bundles the model.
+pub fn compile(args: &ModelArgs, target: &Target) -> Result<Compiled> {
+    let (name, imported) = import(args)?;
+    let bar = progress(0, "kernels");
+    let mut tick = |done: usize, total: usize| {
+        bar.set_length(total as u64);
+        bar.set_position(done as u64);
+    };
+    let bundle = compile_graph(
+        &name,
+        &imported.graph,
+        &imported.outputs,
+        target,
+        true,
+        &mut tick,
+    )
+    .with_context(|| format!("compiling {}", args.model.display()))?;
+    bar.finish_and_clear();
+    Ok(io_of(&imported, bundle))
+}
+
+/// The same for an edge GPU with `limits`; also returns the GPU bundle (sources and launch
+/// sizes).
+pub fn compile_gpu(
+    args: &ModelArgs,
+    api: crate::gpu::Api,
+    limits: &crate::render::DeviceLimits,
+) -> Result<(Compiled, crate::gpu::GpuBundle)> {
+    let (name, imported) = import(args)?;
+    let bar = progress(0, "kernels");
+    let mut tick = |done: usize, total: usize| {
+        bar.set_length(total as u64);
+        bar.set_position(done as u64);
+    };
+    let gb = crate::gpu::compile(
+        &name,
+        &imported.graph,
+        &imported.outputs,
+        api,
+        limits,
+        &mut tick,
+    )
+    .with_context(|| format!("compiling {}", args.model.display()))?;
+    bar.finish_and_clear();
+    Ok((io_of(&imported, gb.bundle.clone()), gb))
 }
 
 /// Reads `input_N.npy`/`.pb` from `dir` and checks them against the model's inputs.

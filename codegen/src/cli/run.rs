@@ -1,6 +1,6 @@
 //! `kiln compile` and `kiln run`.
 
-use super::model::{compile, read_inputs, write_outputs, Compiled, ModelArgs};
+use super::model::{compile, compile_gpu, read_inputs, write_outputs, Compiled, ModelArgs};
 use crate::board;
 use crate::render::Target;
 use crate::tensorio;
@@ -13,7 +13,8 @@ use std::process::ExitCode;
 pub struct CompileArgs {
     #[command(flatten)]
     model: ModelArgs,
-    /// What to generate code for: `host` (C for this machine or any C compiler).
+    /// What to generate code for: `host` (C for this machine, any C compiler or a board),
+    /// `opencl` (OpenCL C) or `vulkan` (GLSL compute and SPIR-V), for the API's portable limits.
     #[arg(long, default_value = "host")]
     target: String,
     /// The bundle folder to write (replaced whole).
@@ -28,8 +29,9 @@ pub struct CompileArgs {
 pub struct RunArgs {
     #[command(flatten)]
     model: ModelArgs,
-    /// Where to run: `host`, or a board (`qemu-an386`, `qemu-an505`, `qemu-rv32`,
-    /// `qemu-microbit`, `qemu-an385-m0`; real boards print their probe-rs command).
+    /// Where to run: `host`, an edge GPU API (`opencl`, `vulkan`: this machine's device), or a
+    /// board (`qemu-an386`, `qemu-an505`, `qemu-rv32`, `qemu-microbit`, `qemu-an385-m0`; real
+    /// boards print their probe-rs command).
     #[arg(long, default_value = "qemu-an386")]
     board: String,
     /// Folder with `input_0.npy` (or `.pb`), `input_1.npy`, … in the model's input order.
@@ -53,16 +55,20 @@ pub struct RunArgs {
     io: String,
 }
 
-fn target(name: &str) -> Result<Target> {
-    match name {
-        "host" | "c" => Ok(Target::c()),
-        other => bail!("unknown target `{other}` (known: host)"),
-    }
-}
-
 pub fn compile_cmd(a: CompileArgs) -> Result<ExitCode> {
-    let c = compile(&a.model, &target(&a.target)?)?;
-    c.bundle.write(&a.output)?;
+    let c = match (a.target.as_str(), crate::gpu::Api::from_name(&a.target)) {
+        ("host" | "c", _) => {
+            let c = compile(&a.model, &Target::c())?;
+            c.bundle.write(&a.output)?;
+            c
+        }
+        (_, Some(api)) => {
+            let (c, gb) = compile_gpu(&a.model, api, &api.default_limits())?;
+            gb.write(&a.output)?;
+            c
+        }
+        (other, None) => bail!("unknown target `{other}` (known: host, opencl, vulkan)"),
+    };
     if let Some(dir) = &a.replay {
         c.bundle.write_replay(dir)?;
     }
@@ -219,9 +225,32 @@ pub fn run_cmd(a: RunArgs) -> Result<ExitCode> {
         "channel" => board::Io::Channel,
         other => bail!("unknown --io `{other}` (files or channel)"),
     };
-    let c = compile(&a.model, &Target::c())?;
-    let inputs = read_inputs(&a.inputs, &c)?;
-    let ran = run_on(&a.board, &c, &inputs, io)?;
+    let (c, ran) = match crate::gpu::Api::from_name(&a.board) {
+        Some(api) => {
+            let (c, gb) = compile_gpu(&a.model, api, &api.device_limits()?)?;
+            let inputs = read_inputs(&a.inputs, &c)?;
+            let run = crate::gpu::run(&gb, &inputs, 3)?;
+            println!("device: {}", run.device);
+            let step_cost = run
+                .step_times
+                .iter()
+                .map(|d| d.as_secs_f64() * 1e6)
+                .collect();
+            let ran = Ran {
+                outputs: run.outputs,
+                step_cost,
+                unit: "us (device)",
+                image: None,
+            };
+            (c, ran)
+        }
+        None => {
+            let c = compile(&a.model, &Target::c())?;
+            let inputs = read_inputs(&a.inputs, &c)?;
+            let ran = run_on(&a.board, &c, &inputs, io)?;
+            (c, ran)
+        }
+    };
     write_outputs(&a.outputs, &c, &ran.outputs)?;
     print_costs(&c, &ran);
     match &a.expect {
