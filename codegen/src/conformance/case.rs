@@ -8,7 +8,7 @@ use crate::compile::compile_graph;
 use crate::dtype::Scalar;
 use crate::onnx::{self, ops::OpError, AttrProblem, ElemType, ImportError, OnnxError};
 use crate::render::Target;
-use crate::tensorio::{self, HostTensor};
+use crate::tensorio::{self, HostTensor, TensorIoError};
 use crate::uop::interp::HostBuffer;
 
 /// Relative tolerance of float outputs.
@@ -44,6 +44,15 @@ fn unsupported_type(e: &OnnxError) -> Option<Outcome> {
         OnnxError::ExternalData { .. } => Some(skip("external tensor data")),
         _ => None,
     }
+}
+
+/// A test data file Kiln cannot read: a skip when its element type is one Kiln lacks.
+fn classify_read(what: &str, e: &TensorIoError) -> Outcome {
+    match e {
+        TensorIoError::BadPb { source, .. } => unsupported_type(source),
+        _ => None,
+    }
+    .unwrap_or_else(|| fail(what, e.to_string()))
 }
 
 /// Sorts an import error into a skip (an op, type or mode the importer says it lacks) or a
@@ -83,6 +92,7 @@ pub fn run_case(dir: &Path) -> Outcome {
         Err(e) => {
             return match &e {
                 OnnxError::UnsupportedOpset { opset } => skip(format!("opset {opset}")),
+                OnnxError::NoDefaultOpset => skip("only other domains than the default one"),
                 other => unsupported_type(other).unwrap_or_else(|| fail("load", e.to_string())),
             }
         }
@@ -93,12 +103,12 @@ pub fn run_case(dir: &Path) -> Outcome {
     } else {
         match tensorio::read_dir_tensors(&data, "input") {
             Ok(t) => t,
-            Err(e) => return fail("reading inputs", e.to_string()),
+            Err(e) => return classify_read("reading inputs", &e),
         }
     };
     let expected = match tensorio::read_dir_tensors(&data, "output") {
         Ok(t) => t,
-        Err(e) => return fail("reading outputs", e.to_string()),
+        Err(e) => return classify_read("reading outputs", &e),
     };
     if inputs.len() != model.graph.inputs.len() {
         let detail = format!(
@@ -108,16 +118,33 @@ pub fn run_case(dir: &Path) -> Outcome {
         );
         return fail("input count", detail);
     }
-    let shapes: Vec<(String, Vec<usize>)> = model
+    let mut model = model;
+    let mut inputs: Vec<(String, HostTensor)> = model
         .graph
         .inputs
         .iter()
-        .zip(&inputs)
-        .map(|(v, t)| (v.name.clone(), t.dims.clone()))
+        .map(|v| v.name.clone())
+        .zip(inputs)
         .collect();
-    let imported = match onnx::import(&model, &shapes) {
-        Ok(i) => i,
-        Err(e) => return classify_import(&e),
+    let imported = loop {
+        let shapes: Vec<(String, Vec<usize>)> = inputs
+            .iter()
+            .map(|(n, t)| (n.clone(), t.dims.clone()))
+            .collect();
+        let e = match onnx::import(&model, &shapes) {
+            Ok(i) => break i,
+            Err(e) => e,
+        };
+        let wanted = match &e {
+            ImportError::Node { source, .. } => match source.as_ref() {
+                OpError::NotKnown { name, .. } => Some(name.clone()),
+                _ => None,
+            },
+            _ => None,
+        };
+        if !wanted.is_some_and(|name| freeze(&mut model, &mut inputs, &name)) {
+            return classify_import(&e);
+        }
     };
     let bundle = match compile_graph(
         "case",
@@ -131,7 +158,7 @@ pub fn run_case(dir: &Path) -> Outcome {
         Err(e) => return fail("compile", e.to_string()),
     };
     let mut raw = Vec::new();
-    for (i, (t, v)) in inputs.iter().zip(&imported.graph.inputs).enumerate() {
+    for (i, ((_, t), v)) in inputs.iter().zip(&imported.graph.inputs).enumerate() {
         if t.elem != ElemType::from(v.dtype.scalar) {
             let detail = format!("input {i}: file is {}, model wants {:?}", t.elem, v.dtype);
             return fail("input type", detail);
@@ -166,6 +193,31 @@ pub fn run_case(dir: &Path) -> Outcome {
         }
     }
     Outcome::Pass
+}
+
+/// An op needs the value `name` at compile time (an axes, pads or shape input): the test's
+/// data for that graph input, or else for every non-float input, becomes an initializer, as
+/// it would be in a model compiled ahead of time. False when there is nothing left to fix.
+fn freeze(model: &mut onnx::OnnxModel, inputs: &mut Vec<(String, HostTensor)>, name: &str) -> bool {
+    let direct = inputs.iter().any(|(n, _)| n == name);
+    let fixed = |n: &str, t: &HostTensor| {
+        if direct {
+            n == name
+        } else {
+            !t.elem.to_scalar(n).is_ok_and(|s| s.is_float())
+        }
+    };
+    let (frozen, kept): (Vec<_>, Vec<_>) = inputs.drain(..).partition(|(n, t)| fixed(n, t));
+    *inputs = kept;
+    if frozen.is_empty() {
+        return false;
+    }
+    model
+        .graph
+        .inputs
+        .retain(|v| !frozen.iter().any(|(n, _)| *n == v.name));
+    model.graph.initializers.extend(frozen);
+    true
 }
 
 /// Compiles the kernels at `-O1` (the cases are small: compile time dominates) into a library.
