@@ -358,6 +358,25 @@ def more_cases():
     case("gather_elements", "GatherElements", X(rn(3, 4)), X(ints([0, 2], [1, -1], [3, 0])),
          axis=1)
     case("gather_elements_axis0", "GatherElements", X(rn(3, 4)), C(ints([2, 0, 1, 1])))
+    math_cases()
+
+
+def math_cases():
+    # Its own generator, so that these cases leave the others' inputs as they were.
+    rng = np.random.default_rng(7)
+    u = rng.uniform(-0.95, 0.95, (2, 5)).astype(F32)
+    wide = (rng.standard_normal((2, 5)) * 3).astype(F32)
+    for op, x in {"Tan": u, "Sinh": wide, "Cosh": wide, "Asinh": wide, "Atan": wide * 10,
+                  "Asin": u, "Acos": u, "Atanh": u,
+                  "Acosh": rng.uniform(1.0, 9.0, (2, 5)).astype(F32)}.items():
+        case(f"math_{op.lower()}", op, X(x), opset=18)
+    a = rng.integers(0, 255, (2, 4), dtype=np.uint8)
+    b = rng.integers(0, 255, (4,), dtype=np.uint8)
+    for op in ["BitwiseAnd", "BitwiseOr", "BitwiseXor"]:
+        case(f"math_{op.lower()}", op, X(a), X(b), opset=18)
+    case("math_bitwisenot", "BitwiseNot", X(ints(0, 5, -7, dtype=np.int32)), opset=18)
+    case("math_bitshift", "BitShift", X(a), C(np.array([1, 2, 3, 0], np.uint8)), opset=18,
+         direction="LEFT")
 
 
 def quant_cases():

@@ -11,6 +11,7 @@ mod elementwise;
 mod gather;
 mod index;
 mod logic;
+mod math;
 mod nn;
 mod pool;
 mod quant;
@@ -24,7 +25,7 @@ pub use ctx::{checked_numel, dtype_of, invalid, materialize, Ctx, OpError, Value
 pub type Builder = fn(&mut Ctx) -> Result<Vec<Value>, OpError>;
 
 /// Every op family's table.
-const FAMILIES: [&[(&str, Builder)]; 13] = [
+const FAMILIES: [&[(&str, Builder)]; 14] = [
     constant::OPS,
     elementwise::OPS,
     activation::OPS,
@@ -38,6 +39,7 @@ const FAMILIES: [&[(&str, Builder)]; 13] = [
     pool::OPS,
     quant::OPS,
     resize::OPS,
+    math::OPS,
 ];
 
 /// The builder of `op_type` in `domain` (`""` or `"ai.onnx"` is the default domain).
