@@ -29,15 +29,35 @@ fn skip(reason: impl Into<String>) -> Outcome {
     }
 }
 
+/// The name of an ONNX element type code Kiln does not know.
+fn elem_name(code: i32) -> String {
+    let name = match code {
+        16 => "bfloat16",
+        17 => "float8e4m3fn",
+        18 => "float8e4m3fnuz",
+        19 => "float8e5m2",
+        20 => "float8e5m2fnuz",
+        21 => "uint4",
+        22 => "int4",
+        23 => "float4e2m1",
+        24 => "float8e8m0",
+        25 => "uint2",
+        26 => "int2",
+        _ => return format!("code {code}"),
+    };
+    name.to_string()
+}
+
 /// A skip for an element type or value type Kiln does not have, else `None`.
 fn unsupported_type(e: &OnnxError) -> Option<Outcome> {
     match e {
         OnnxError::UnsupportedElemType { elem, .. } => {
             Some(skip(format!("unsupported element type {elem}")))
         }
-        OnnxError::UnknownElemType { code, .. } => {
-            Some(skip(format!("unknown element type {code}")))
-        }
+        OnnxError::UnknownElemType { code, .. } => Some(skip(format!(
+            "unsupported element type {}",
+            elem_name(*code)
+        ))),
         OnnxError::UnsupportedValueType { what, .. } => {
             Some(skip(format!("unsupported value type ({what})")))
         }

@@ -53,24 +53,44 @@ fn failure(reason: &str, detail: String) -> Outcome {
     }
 }
 
-/// Waits for `child` up to `timeout`, killing it after; its stdout goes to `out`.
-fn wait(mut child: Child, timeout: Duration) -> Outcome {
-    let started = Instant::now();
-    let mut stdout = child.stdout.take();
-    let reader = std::thread::spawn(move || {
+/// Reads a pipe to its end on a thread of its own.
+fn drain<R: Read + Send + 'static>(pipe: Option<R>) -> std::thread::JoinHandle<String> {
+    std::thread::spawn(move || {
         let mut s = String::new();
-        if let Some(o) = stdout.as_mut() {
-            let _ = o.read_to_string(&mut s);
+        if let Some(mut p) = pipe {
+            let _ = p.read_to_string(&mut s);
         }
         s
-    });
+    })
+}
+
+/// The gist of a child's stderr: a panic's place and message, else its last line; shortened.
+fn last_line(stderr: &str) -> String {
+    let lines: Vec<&str> = stderr.lines().filter(|l| !l.starts_with("note:")).collect();
+    let text = match lines.iter().position(|l| l.contains("panicked at")) {
+        Some(i) => lines[i..]
+            .iter()
+            .take(2)
+            .copied()
+            .collect::<Vec<_>>()
+            .join(" "),
+        None => lines.last().copied().unwrap_or_default().to_string(),
+    };
+    text.chars().take(300).collect()
+}
+
+/// Waits for `child` up to `timeout`, killing it after, and reads its outcome line.
+fn wait(mut child: Child, timeout: Duration) -> Outcome {
+    let started = Instant::now();
+    let reader = drain(child.stdout.take());
+    let errors = drain(child.stderr.take());
     let status = loop {
         match child.try_wait() {
             Ok(Some(status)) => break status,
             Ok(None) if started.elapsed() > timeout => {
                 let _ = child.kill();
                 let _ = child.wait();
-                let _ = reader.join();
+                let _ = (reader.join(), errors.join());
                 let secs = timeout.as_secs();
                 return failure("timeout", format!("no answer within {secs} s"));
             }
@@ -79,6 +99,7 @@ fn wait(mut child: Child, timeout: Duration) -> Outcome {
         }
     };
     let out = reader.join().unwrap_or_default();
+    let err = errors.join().unwrap_or_default();
     if let Some(outcome) = out.lines().rev().find_map(decode) {
         return outcome;
     }
@@ -86,10 +107,16 @@ fn wait(mut child: Child, timeout: Duration) -> Outcome {
     {
         use std::os::unix::process::ExitStatusExt;
         if let Some(sig) = status.signal() {
-            return failure(&format!("crash (signal {sig})"), status.to_string());
+            let detail = format!("{status}: {}", last_line(&err));
+            return failure(&format!("crash (signal {sig})"), detail);
         }
     }
-    failure("crash", format!("no outcome; {status}"))
+    let reason = if err.contains("panicked") {
+        "panic"
+    } else {
+        "crash"
+    };
+    failure(reason, format!("{status}: {}", last_line(&err)))
 }
 
 impl Runner {
@@ -100,7 +127,8 @@ impl Runner {
             .arg(dir)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(Stdio::piped())
+            .env("RUST_BACKTRACE", "0")
             .spawn();
         match child {
             Ok(c) => wait(c, self.timeout),
