@@ -375,6 +375,8 @@ def math_cases():
     for op in ["BitwiseAnd", "BitwiseOr", "BitwiseXor"]:
         case(f"math_{op.lower()}", op, X(a), X(b), opset=18)
     case("math_bitwisenot", "BitwiseNot", X(ints(0, 5, -7, dtype=np.int32)), opset=18)
+    case("math_cum_prod", "CumProd", X(rng.uniform(0.5, 1.5, (3, 4)).astype(F32)),
+         C(np.array(1, np.int64)), opset=26, exclusive=1, reverse=1)
     case("math_bitshift", "BitShift", X(a), C(np.array([1, 2, 3, 0], np.uint8)), opset=18,
          direction="LEFT")
 
