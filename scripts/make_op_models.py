@@ -377,6 +377,9 @@ def math_cases():
     case("math_bitwisenot", "BitwiseNot", X(ints(0, 5, -7, dtype=np.int32)), opset=18)
     case("math_cum_prod", "CumProd", X(rng.uniform(0.5, 1.5, (3, 4)).astype(F32)),
          C(np.array(1, np.int64)), opset=26, exclusive=1, reverse=1)
+    case("math_rms_norm", "RMSNormalization", X(rng.standard_normal((2, 3, 4)).astype(F32)),
+         C(rng.standard_normal((3, 4)).astype(F32)), opset=23, axis=1)
+    case("math_lp_norm", "LpNormalization", X(wide), axis=0, p=1)
     case("math_bitshift", "BitShift", X(a), C(np.array([1, 2, 3, 0], np.uint8)), opset=18,
          direction="LEFT")
 

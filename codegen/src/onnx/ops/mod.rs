@@ -13,6 +13,7 @@ mod index;
 mod logic;
 mod math;
 mod nn;
+mod norm;
 mod pool;
 mod quant;
 mod reduce;
@@ -25,7 +26,7 @@ pub use ctx::{checked_numel, dtype_of, invalid, materialize, Ctx, OpError, Value
 pub type Builder = fn(&mut Ctx) -> Result<Vec<Value>, OpError>;
 
 /// Every op family's table.
-const FAMILIES: [&[(&str, Builder)]; 14] = [
+const FAMILIES: [&[(&str, Builder)]; 15] = [
     constant::OPS,
     elementwise::OPS,
     activation::OPS,
@@ -40,6 +41,7 @@ const FAMILIES: [&[(&str, Builder)]; 14] = [
     quant::OPS,
     resize::OPS,
     math::OPS,
+    norm::OPS,
 ];
 
 /// The builder of `op_type` in `domain` (`""` or `"ai.onnx"` is the default domain).
