@@ -380,6 +380,9 @@ def math_cases():
     case("math_rms_norm", "RMSNormalization", X(rng.standard_normal((2, 3, 4)).astype(F32)),
          C(rng.standard_normal((3, 4)).astype(F32)), opset=23, axis=1)
     case("math_lp_norm", "LpNormalization", X(wide), axis=0, p=1)
+    case("math_nll_loss", "NegativeLogLikelihoodLoss",
+         X(rng.standard_normal((3, 5, 2)).astype(F32)), X(ints([0, 4], [2, 1], [4, 4])),
+         C(rng.uniform(0.5, 1.5, 5).astype(F32)), opset=13, ignore_index=1)
     case("math_bitshift", "BitShift", X(a), C(np.array([1, 2, 3, 0], np.uint8)), opset=18,
          direction="LEFT")
 

@@ -11,6 +11,7 @@ mod elementwise;
 mod gather;
 mod index;
 mod logic;
+mod loss;
 mod math;
 mod nn;
 mod norm;
@@ -26,7 +27,7 @@ pub use ctx::{checked_numel, dtype_of, invalid, materialize, Ctx, OpError, Value
 pub type Builder = fn(&mut Ctx) -> Result<Vec<Value>, OpError>;
 
 /// Every op family's table.
-const FAMILIES: [&[(&str, Builder)]; 15] = [
+const FAMILIES: [&[(&str, Builder)]; 16] = [
     constant::OPS,
     elementwise::OPS,
     activation::OPS,
@@ -42,6 +43,7 @@ const FAMILIES: [&[(&str, Builder)]; 15] = [
     resize::OPS,
     math::OPS,
     norm::OPS,
+    loss::OPS,
 ];
 
 /// The builder of `op_type` in `domain` (`""` or `"ai.onnx"` is the default domain).
