@@ -358,6 +358,33 @@ def more_cases():
     case("gather_elements", "GatherElements", X(rn(3, 4)), X(ints([0, 2], [1, -1], [3, 0])),
          axis=1)
     case("gather_elements_axis0", "GatherElements", X(rn(3, 4)), C(ints([2, 0, 1, 1])))
+    math_cases()
+
+
+def math_cases():
+    # Its own generator, so that these cases leave the others' inputs as they were.
+    rng = np.random.default_rng(7)
+    u = rng.uniform(-0.95, 0.95, (2, 5)).astype(F32)
+    wide = (rng.standard_normal((2, 5)) * 3).astype(F32)
+    for op, x in {"Tan": u, "Sinh": wide, "Cosh": wide, "Asinh": wide, "Atan": wide * 10,
+                  "Asin": u, "Acos": u, "Atanh": u,
+                  "Acosh": rng.uniform(1.0, 9.0, (2, 5)).astype(F32)}.items():
+        case(f"math_{op.lower()}", op, X(x), opset=18)
+    a = rng.integers(0, 255, (2, 4), dtype=np.uint8)
+    b = rng.integers(0, 255, (4,), dtype=np.uint8)
+    for op in ["BitwiseAnd", "BitwiseOr", "BitwiseXor"]:
+        case(f"math_{op.lower()}", op, X(a), X(b), opset=18)
+    case("math_bitwisenot", "BitwiseNot", X(ints(0, 5, -7, dtype=np.int32)), opset=18)
+    case("math_cum_prod", "CumProd", X(rng.uniform(0.5, 1.5, (3, 4)).astype(F32)),
+         C(np.array(1, np.int64)), opset=26, exclusive=1, reverse=1)
+    case("math_rms_norm", "RMSNormalization", X(rng.standard_normal((2, 3, 4)).astype(F32)),
+         C(rng.standard_normal((3, 4)).astype(F32)), opset=23, axis=1)
+    case("math_lp_norm", "LpNormalization", X(wide), axis=0, p=1)
+    case("math_nll_loss", "NegativeLogLikelihoodLoss",
+         X(rng.standard_normal((3, 5, 2)).astype(F32)), X(ints([0, 4], [2, 1], [4, 4])),
+         C(rng.uniform(0.5, 1.5, 5).astype(F32)), opset=13, ignore_index=1)
+    case("math_bitshift", "BitShift", X(a), C(np.array([1, 2, 3, 0], np.uint8)), opset=18,
+         direction="LEFT")
 
 
 def quant_cases():

@@ -7,6 +7,7 @@ pub mod board;
 pub mod bundle;
 pub mod cli;
 pub mod compile;
+pub mod conformance;
 pub mod dtype;
 pub mod gpu;
 pub mod graph;

@@ -1,5 +1,6 @@
 //! The `kiln` command line.
 
+mod conformance;
 mod demo;
 mod explain;
 mod model;
@@ -29,6 +30,11 @@ enum Command {
     Run(run::RunArgs),
     /// Show one kernel at every stage: AST, optimized axes, UOps and rendered source.
     Explain(explain::Args),
+    /// Runs the ONNX backend node tests through the whole pipeline and tabulates the results.
+    Conformance(conformance::Args),
+    /// Runs one conformance case (used by `conformance`, one child process a case).
+    #[command(hide = true)]
+    ConformanceCase(conformance::CaseArgs),
 }
 
 /// Runs the CLI; errors are printed with their causes and give exit code 2.
@@ -39,6 +45,8 @@ pub fn main() -> ExitCode {
         Command::Compile(a) => run::compile_cmd(a),
         Command::Run(a) => run::run_cmd(a),
         Command::Explain(a) => explain::run(a),
+        Command::Conformance(a) => conformance::run(a),
+        Command::ConformanceCase(a) => conformance::run_case(a),
     };
     match result {
         Ok(code) => code,

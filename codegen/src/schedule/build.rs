@@ -79,7 +79,14 @@ pub(super) fn build_schedule(
     inputs.sort();
     let mut outs = Vec::new();
     for (i, o) in outputs.iter().enumerate() {
-        outs.push(b.buffer(o.base, BufKind::Output(i)));
+        let buf = b.buffer(o.base, BufKind::Output(i));
+        // An output stored in its node's buffer through a plain reshape has the output's
+        // shape, not the node's (a convolution's node has eight dims, its output four).
+        let info = &mut b.buffers[buf.0 as usize];
+        if info.shape.iter().product::<usize>() == o.shape().iter().product::<usize>() {
+            info.shape = o.shape().to_vec();
+        }
+        outs.push(buf);
     }
     let mut items = Vec::new();
     for &id in &plan.order {

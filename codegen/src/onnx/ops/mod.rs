@@ -11,7 +11,10 @@ mod elementwise;
 mod gather;
 mod index;
 mod logic;
+mod loss;
+mod math;
 mod nn;
+mod norm;
 mod pool;
 mod quant;
 mod reduce;
@@ -24,7 +27,7 @@ pub use ctx::{checked_numel, dtype_of, invalid, materialize, Ctx, OpError, Value
 pub type Builder = fn(&mut Ctx) -> Result<Vec<Value>, OpError>;
 
 /// Every op family's table.
-const FAMILIES: [&[(&str, Builder)]; 13] = [
+const FAMILIES: [&[(&str, Builder)]; 16] = [
     constant::OPS,
     elementwise::OPS,
     activation::OPS,
@@ -38,6 +41,9 @@ const FAMILIES: [&[(&str, Builder)]; 13] = [
     pool::OPS,
     quant::OPS,
     resize::OPS,
+    math::OPS,
+    norm::OPS,
+    loss::OPS,
 ];
 
 /// The builder of `op_type` in `domain` (`""` or `"ai.onnx"` is the default domain).

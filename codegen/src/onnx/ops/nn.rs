@@ -131,8 +131,9 @@ fn instance_norm(ctx: &mut Ctx) -> Out {
     one(g.binary(BinaryOp::Add, &y, &bias)?)
 }
 
+/// LayerNormalization, with its optional outputs Mean and InvStdDev (reduced dims kept).
 fn layer_norm(ctx: &mut Ctx) -> Out {
-    ctx.only_outputs(1)?;
+    ctx.only_outputs(3)?;
     let eps = f64::from(ctx.attrs().float_or("epsilon", 1e-5)?);
     let x = ctx.tensor(0)?;
     let rank = x.shape().len();
@@ -140,13 +141,26 @@ fn layer_norm(ctx: &mut Ctx) -> Out {
     let scale = ctx.tensor(1)?;
     let bias = ctx.opt_tensor(2)?;
     let axes: Vec<usize> = (axis..rank).collect();
+    let wants_stats = ctx.wants(1) || ctx.wants(2);
     let g = &mut *ctx.graph;
-    let n = normalize(g, &x, &axes, eps)?;
+    let m = g.mean(&x, &axes)?;
+    let d = g.binary(BinaryOp::Sub, &x, &m)?;
+    let sq = g.binary(BinaryOp::Mul, &d, &d)?;
+    let var = g.mean(&sq, &axes)?;
+    let ve = g.add_scalar(&var, eps)?;
+    let sd = g.unary(UnaryOp::Sqrt, &ve)?;
+    let inv = g.unary(UnaryOp::Recip, &sd)?;
+    let n = g.binary(BinaryOp::Mul, &d, &inv)?;
     let mut y = g.binary(BinaryOp::Mul, &n, &scale)?;
     if let Some(b) = bias {
         y = g.binary(BinaryOp::Add, &y, &b)?;
     }
-    one(y)
+    let mut out = vec![Value::Tensor(y)];
+    if wants_stats {
+        out.push(Value::Tensor(m));
+        out.push(Value::Tensor(inv));
+    }
+    Ok(out)
 }
 
 /// Normalizes each group of channels; scale and bias are per group (opset 18) or per
@@ -275,7 +289,18 @@ fn hardmax(ctx: &mut Ctx) -> Out {
 }
 
 /// Inference dropout: the input unchanged, and an all-true mask if one is asked for.
+/// Inference-mode Dropout: the identity, with an all-true mask. Training mode with a nonzero
+/// ratio draws random numbers, which Kiln does not.
 fn dropout(ctx: &mut Ctx) -> Out {
+    if ctx.has(2) && ctx.known(2)?.bytes.iter().any(|&b| b != 0) {
+        let ratio = match ctx.has(1) {
+            true => ctx.known(1)?.to_f64().unwrap_or_default(),
+            false => vec![0.5],
+        };
+        if ratio.iter().any(|&r| r != 0.0) {
+            return Err(OpError::Unsupported("training mode (random masks)".into()));
+        }
+    }
     let x = ctx.value(0)?.clone();
     let mut out = vec![x.clone()];
     if ctx.wants(1) {

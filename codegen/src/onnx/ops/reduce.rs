@@ -22,6 +22,7 @@ pub(super) const OPS: &[(&str, Builder)] = &[
     ("ArgMax", arg_max),
     ("ArgMin", arg_min),
     ("CumSum", cum_sum),
+    ("CumProd", cum_prod),
 ];
 
 type Out = Result<Vec<Value>, OpError>;
@@ -179,6 +180,16 @@ fn arg_extreme(ctx: &mut Ctx, min: bool) -> Out {
 /// Running sums along an axis: each position sums a window reaching back over the whole
 /// axis (zeros padded in front), optionally exclusive and from the end.
 fn cum_sum(ctx: &mut Ctx) -> Out {
+    cumulative(ctx, false)
+}
+
+fn cum_prod(ctx: &mut Ctx) -> Out {
+    cumulative(ctx, true)
+}
+
+/// Running sums (or products) along an axis: each position reduces a window of the `n`
+/// values up to it, the axis padded in front with the identity (0 or 1).
+fn cumulative(ctx: &mut Ctx, product: bool) -> Out {
     let exclusive = ctx.attrs().int_or("exclusive", 0)? != 0;
     let reverse = ctx.attrs().int_or("reverse", 0)? != 0;
     let x = ctx.tensor(0)?;
@@ -205,8 +216,15 @@ fn cum_sum(ctx: &mut Ctx) -> Out {
     }
     let front = if exclusive { n } else { n - 1 };
     let g = &mut *ctx.graph;
-    let p = g.pool(&y, &[n], &[1], &[1], &[(front, 0)])?;
-    let s = g.reduce(ReduceOp::Sum, &p, &[rank])?;
+    let mut pads = vec![(0, 0); rank];
+    pads[rank - 1] = (front, 0);
+    let identity = if product { 1.0 } else { 0.0 };
+    let y = g.pad_value(&y, &pads, identity)?;
+    let p = g.pool(&y, &[n], &[1], &[1], &[(0, 0)])?;
+    let s = match product {
+        true => g.reduce_prod(&p, &[rank])?,
+        false => g.reduce(ReduceOp::Sum, &p, &[rank])?,
+    };
     let mut s = s.reshape(&p.shape()[..rank])?;
     if exclusive {
         let mut keep: Vec<(usize, usize)> = s.shape().iter().map(|&d| (0, d)).collect();
