@@ -21,7 +21,5 @@ apt_install() {
 
 apt_install build-essential python3-venv
 bash "$root/scripts/setup-python.sh"
-if [ -f "$root/scripts/setup-toolchain.sh" ]; then
-    bash "$root/scripts/setup-toolchain.sh"
-fi
+bash "$root/scripts/setup-toolchain.sh"
 bash "$root/scripts/setup-gpu.sh"

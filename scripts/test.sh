@@ -4,4 +4,6 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 bash scripts/setup.sh
+# The set-up installed the OpenCL and Vulkan drivers: a missing device is a failure here.
+export KILN_REQUIRE_GPU=1
 cargo test --workspace --all-targets 2>&1
