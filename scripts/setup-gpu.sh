@@ -17,21 +17,4 @@ packages=(
   spirv-tools
 )
 
-installed() {
-  dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'
-}
-
-missing=()
-for package in "${packages[@]}"; do
-  installed "$package" || missing+=("$package")
-done
-
-if ((${#missing[@]} > 0)); then
-  echo "setup-gpu: installing ${missing[*]}"
-  sudo=()
-  [[ $(id -u) == 0 ]] || sudo=(sudo)
-  "${sudo[@]}" apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq "${missing[@]}" >/dev/null
-else
-  echo "setup-gpu: all packages present"
-fi
+bash "$(dirname "${BASH_SOURCE[0]}")/apt-install.sh" setup-gpu "${packages[@]}"

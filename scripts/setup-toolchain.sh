@@ -24,24 +24,6 @@ packages=(
   rust-web-clippy
 )
 
-installed() {
-  dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'
-}
-
-missing=()
-for package in "${packages[@]}"; do
-  installed "$package" || missing+=("$package")
-done
-
-if ((${#missing[@]} > 0)); then
-  echo "setup-toolchain: installing ${missing[*]}"
-  sudo=()
-  [[ $(id -u) == 0 ]] || sudo=(sudo)
-  "${sudo[@]}" apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends \
-    "${missing[@]}"
-else
-  echo "setup-toolchain: packages already installed"
-fi
+bash "$root/scripts/apt-install.sh" setup-toolchain --no-install-recommends "${packages[@]}"
 
 "$root/scripts/qemu-plugin.sh"
