@@ -40,18 +40,17 @@ pub fn host_cc() -> String {
 
 /// Compiles `dir/kernels.c` into `dir/libkernels.so`.
 pub fn compile(dir: &Path) -> Result<PathBuf, HostError> {
+    compile_at(dir, "-O2")
+}
+
+/// [`compile`] at optimization level `opt` (`-O1`, `-O2`, …).
+pub fn compile_at(dir: &Path, opt: &str) -> Result<PathBuf, HostError> {
     let cc = host_cc();
     let src = dir.join(KERNELS_FILE);
     let lib = dir.join("libkernels.so");
     let out = Command::new(&cc)
-        .args([
-            "-O2",
-            "-std=gnu11",
-            "-fPIC",
-            "-shared",
-            "-fno-math-errno",
-            "-o",
-        ])
+        .arg(opt)
+        .args(["-std=gnu11", "-fPIC", "-shared", "-fno-math-errno", "-o"])
         .arg(&lib)
         .arg(&src)
         .arg("-lm")

@@ -1,7 +1,6 @@
 //! One case, in this process: import, compile, run on the host and compare.
 
 use std::path::Path;
-use std::process::Command;
 
 use super::Outcome;
 use crate::compile::compile_graph;
@@ -243,27 +242,13 @@ fn freeze(model: &mut onnx::OnnxModel, inputs: &mut Vec<(String, HostTensor)>, n
 /// Compiles the kernels at `-O1` (the cases are small: compile time dominates) into a library.
 fn compile_c(dir: &Path, source: &str) -> Result<std::path::PathBuf, String> {
     let src = dir.join(crate::bundle::KERNELS_FILE);
-    let lib = dir.join("libkernels.so");
     std::fs::write(&src, source).map_err(|e| e.to_string())?;
-    let out = Command::new(crate::host::host_cc())
-        .args([
-            "-O1",
-            "-std=gnu11",
-            "-fPIC",
-            "-shared",
-            "-fno-math-errno",
-            "-o",
-        ])
-        .arg(&lib)
-        .arg(&src)
-        .arg("-lm")
-        .output()
-        .map_err(|e| e.to_string())?;
-    if !out.status.success() {
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        return Err(stderr.lines().take(5).collect::<Vec<_>>().join("\n"));
-    }
-    Ok(lib)
+    crate::host::compile_at(dir, "-O1").map_err(|e| match e {
+        crate::host::HostError::Compile { stderr, .. } => {
+            stderr.lines().take(5).collect::<Vec<_>>().join("\n")
+        }
+        other => other.to_string(),
+    })
 }
 
 /// Compares one output with its expected tensor: same type and shape; floats within
