@@ -1,6 +1,7 @@
 //! Why a bundle is refused. Every check of [`Bundle::parse`](crate::schedule::Bundle::parse) and
 //! [`Executor::new`](crate::exec::Executor::new) ends in one of these, never in a panic.
 
+use crate::schedule::DType;
 use core::fmt;
 
 /// The memory a slice of a schedule points into.
@@ -77,6 +78,17 @@ pub enum BundleError {
     WeightsSizeMismatch { found: usize, expected: usize },
     /// The weights linked in are not the bundle's.
     WeightsChecksumMismatch { found: u32, expected: u32 },
+    /// The model has no such input or output.
+    NoSuchTensor { place: Place },
+    /// A typed view asked for other elements than the tensor holds: code generated for
+    /// another bundle.
+    TensorTypeMismatch {
+        place: Place,
+        dtype: DType,
+        elements: u64,
+        asked_dtype: DType,
+        asked_elements: usize,
+    },
 }
 
 /// A list longer than the schedule format holds: the host compiler's error when it builds a
@@ -204,6 +216,18 @@ impl fmt::Display for BundleError {
             WeightsChecksumMismatch { found, expected } => write!(
                 f,
                 "weights are not the bundle's: CRC-32 {found:#010x}, expected {expected:#010x}"
+            ),
+            NoSuchTensor { place } => write!(f, "the model has no {place}"),
+            TensorTypeMismatch {
+                place,
+                dtype,
+                elements,
+                asked_dtype,
+                asked_elements,
+            } => write!(
+                f,
+                "{place} holds {elements} {dtype:?} elements, asked for {asked_elements} \
+                 {asked_dtype:?}"
             ),
         }
     }

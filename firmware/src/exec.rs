@@ -29,8 +29,9 @@
 //! The arena and the weights both start on an [`ALIGN`]-byte boundary; each argument is as
 //! aligned as the planner placed it within them.
 
-use crate::error::{BundleError, Region};
-use crate::schedule::{checksum, Arg, Bundle, KernelIndex, Step, MAX_STEP_ARGS};
+use crate::element::Element;
+use crate::error::{BundleError, Place, Region};
+use crate::schedule::{checksum, Arg, Bundle, KernelIndex, Step, TensorDesc, MAX_STEP_ARGS};
 use core::cell::UnsafeCell;
 use core::ffi::c_void;
 
@@ -52,6 +53,14 @@ pub enum KernelEvent {
 /// Bytes aligned for the executor: weights in flash, `Aligned(*include_bytes!(…))`.
 #[repr(C, align(16))]
 pub struct Aligned<T: ?Sized>(pub T);
+
+impl<const N: usize> Aligned<[u8; N]> {
+    /// `N` zero bytes: an arena to run a model in, wherever it is placed (a `static`, the
+    /// stack, a `Box`).
+    pub const fn zeroed() -> Self {
+        Aligned([0; N])
+    }
+}
 
 /// A statically allocated arena of `N` bytes, aligned for the executor.
 #[repr(C, align(16))]
@@ -159,6 +168,36 @@ impl<'a> Executor<'a> {
         self.arena.get(range)
     }
 
+    /// Model input `index` as `N` elements of `T`, to fill before [`run`](Self::run).
+    pub fn input_array_mut<T: Element, const N: usize>(
+        &mut self,
+        index: usize,
+    ) -> Result<&mut [T; N], BundleError> {
+        let place = Place::Input { index: index as u8 };
+        let desc = self.bundle.inputs().get(index);
+        let range = typed_range::<T, N>(place, desc, self.arena.len())?;
+        let bytes = &mut self.arena[range];
+        let address = bytes.as_ptr() as usize;
+        crate::element::cast_mut(bytes).ok_or(BundleError::Misaligned {
+            region: Region::Arena,
+            address,
+        })
+    }
+
+    /// Model output `index` as `N` elements of `T`, valid after [`run`](Self::run).
+    pub fn output_array<T: Element, const N: usize>(
+        &self,
+        index: usize,
+    ) -> Result<&[T; N], BundleError> {
+        let place = Place::Output { index: index as u8 };
+        let desc = self.bundle.outputs().get(index);
+        let bytes = &self.arena[typed_range::<T, N>(place, desc, self.arena.len())?];
+        crate::element::cast(bytes).ok_or(BundleError::Misaligned {
+            region: Region::Arena,
+            address: bytes.as_ptr() as usize,
+        })
+    }
+
     /// Runs every step in order; `hook` sees each kernel call before and after it.
     pub fn run(&mut self, hook: &mut dyn FnMut(KernelEvent)) -> Result<(), BundleError> {
         let mut ran = 0;
@@ -202,6 +241,36 @@ impl<'a> Executor<'a> {
         }
         pointers
     }
+}
+
+/// The arena bytes of a model tensor, if it holds `N` elements of `T`.
+fn typed_range<T: Element, const N: usize>(
+    place: Place,
+    desc: Option<&TensorDesc>,
+    arena_bytes: usize,
+) -> Result<core::ops::Range<usize>, BundleError> {
+    let desc = desc.ok_or(BundleError::NoSuchTensor { place })?;
+    let elements = desc.shape.iter().map(|&d| u64::from(d)).product::<u64>();
+    if desc.dtype != T::DTYPE || elements != N as u64 {
+        return Err(BundleError::TensorTypeMismatch {
+            place,
+            dtype: desc.dtype,
+            elements,
+            asked_dtype: T::DTYPE,
+            asked_elements: N,
+        });
+    }
+    // `Bundle::parse` checked the span against the plan's arena, `Executor::new` the arena
+    // against the plan.
+    desc.span
+        .within(arena_bytes as u32)
+        .ok_or(BundleError::SliceOutOfRange {
+            place,
+            region: Region::Arena,
+            offset: desc.span.offset,
+            bytes: desc.span.bytes,
+            region_bytes: arena_bytes as u32,
+        })
 }
 
 /// Empty regions are never read, so their (dangling) address does not matter.

@@ -1,5 +1,5 @@
 use super::*;
-use crate::schedule::Bundle;
+use crate::schedule::{Bundle, DType};
 use crate::testdata::{add_relu, from_le_bytes, ELEMENTS};
 use std::vec::Vec;
 
@@ -136,4 +136,60 @@ fn mismatched_runtime_is_refused() {
         error,
         Some(BundleError::WeightsChecksumMismatch { .. })
     ));
+}
+
+/// Runs `f` on an executor of the test bundle over a 128-byte arena.
+fn with_test_executor(f: impl FnOnce(&mut Executor<'_>, &crate::testdata::TestBundle)) {
+    let test = add_relu();
+    let bundle = Bundle::parse(&test.schedule, 128, 3).unwrap();
+    let mut arena = Aligned::<[u8; 128]>::zeroed();
+    let mut weights = AlignedBytes::new(&test.weights);
+    let weights = weights.get(test.weights.len());
+    let mut executor = Executor::new(bundle, &KERNELS, &mut arena.0, weights).unwrap();
+    f(&mut executor, &test);
+}
+
+#[test]
+fn typed_views_run_the_test_bundle() {
+    with_test_executor(|executor, test| {
+        let x: [f32; ELEMENTS] = core::array::from_fn(|i| from_le_bytes(&test.inputs[0])[i]);
+        *executor.input_array_mut::<f32, ELEMENTS>(0).unwrap() = x;
+        executor.run(&mut |_| {}).unwrap();
+        for (index, expected) in test.outputs.iter().enumerate() {
+            let output = executor.output_array::<f32, ELEMENTS>(index).unwrap();
+            assert_eq!(output.as_slice(), from_le_bytes(expected), "output {index}");
+        }
+    });
+}
+
+#[test]
+fn typed_views_refuse_other_types_and_lengths() {
+    with_test_executor(|executor, _| {
+        let input = Place::Input { index: 0 };
+        let wrong_type = BundleError::TensorTypeMismatch {
+            place: input,
+            dtype: DType::F32,
+            elements: ELEMENTS as u64,
+            asked_dtype: DType::I32,
+            asked_elements: ELEMENTS,
+        };
+        assert_eq!(
+            executor.input_array_mut::<i32, ELEMENTS>(0).unwrap_err(),
+            wrong_type
+        );
+        let wrong_len = executor.output_array::<f32, 4>(1).unwrap_err();
+        assert!(matches!(
+            wrong_len,
+            BundleError::TensorTypeMismatch {
+                asked_elements: 4,
+                ..
+            }
+        ));
+        assert_eq!(
+            executor.output_array::<f32, ELEMENTS>(2).unwrap_err(),
+            BundleError::NoSuchTensor {
+                place: Place::Output { index: 2 }
+            }
+        );
+    });
 }
