@@ -2,10 +2,12 @@
 //! bundle.
 
 use crate::bundle::{self, Bundle, BundleError};
+use crate::dtype::DType;
 use crate::graph::{Graph, Lazy};
 use crate::kernel::heuristic::hand_coded_optimizations;
 use crate::kernel::Kernel;
 use crate::linearize::{to_program, LinearizeError, Program};
+use crate::onnx::import::Imported;
 use crate::plan::plan_arena;
 use crate::render::Target;
 use crate::schedule::{create_schedule, ScheduleError};
@@ -43,4 +45,32 @@ pub fn compile_graph(
     }
     let plan = plan_arena(&schedule);
     Ok(bundle::build(name, &schedule, &programs, &plan)?)
+}
+
+/// A compiled model with the names, types and shapes of its inputs and outputs.
+pub struct Compiled {
+    pub bundle: Bundle,
+    pub inputs: Vec<(String, DType, Vec<usize>)>,
+    pub outputs: Vec<(String, DType, Vec<usize>)>,
+}
+
+/// The bundle of an imported model, with the model's inputs and outputs.
+pub fn io_of(imported: &Imported, bundle: Bundle) -> Compiled {
+    let inputs = imported
+        .graph
+        .inputs
+        .iter()
+        .map(|i| (i.name.clone(), i.dtype, i.shape.clone()))
+        .collect();
+    let outputs = imported
+        .output_names
+        .iter()
+        .zip(&imported.outputs)
+        .map(|(n, o)| (n.clone(), o.dtype, o.shape().to_vec()))
+        .collect();
+    Compiled {
+        bundle,
+        inputs,
+        outputs,
+    }
 }

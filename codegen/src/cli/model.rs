@@ -1,8 +1,7 @@
 //! Shared by the model commands: loading and compiling a model, reading and writing tensors.
 
-use crate::bundle::Bundle;
-use crate::compile::compile_graph;
-use crate::dtype::DType;
+pub use crate::compile::Compiled;
+use crate::compile::{compile_graph, io_of};
 use crate::onnx;
 use crate::render::Target;
 use crate::tensorio::{self, HostTensor};
@@ -18,13 +17,6 @@ pub struct ModelArgs {
     /// Pins a free input dim: `NAME=1x49x10x1` (a free batch dim defaults to 1).
     #[arg(long = "shape", value_name = "NAME=DIMS")]
     pub shapes: Vec<String>,
-}
-
-/// A compiled model with the names and types of its inputs and outputs.
-pub struct Compiled {
-    pub bundle: Bundle,
-    pub inputs: Vec<(String, DType, Vec<usize>)>,
-    pub outputs: Vec<(String, DType, Vec<usize>)>,
 }
 
 fn progress(len: usize, what: &str) -> ProgressBar {
@@ -52,27 +44,6 @@ fn import(args: &ModelArgs) -> Result<(String, onnx::import::Imported)> {
         .map(|s| s.to_string_lossy().to_string())
         .unwrap_or_default();
     Ok((name, imported))
-}
-
-/// The bundle with the names, types and shapes of the model's inputs and outputs.
-fn io_of(imported: &onnx::import::Imported, bundle: Bundle) -> Compiled {
-    let inputs = imported
-        .graph
-        .inputs
-        .iter()
-        .map(|i| (i.name.clone(), i.dtype, i.shape.clone()))
-        .collect();
-    let outputs = imported
-        .output_names
-        .iter()
-        .zip(&imported.outputs)
-        .map(|(n, o)| (n.clone(), o.dtype, o.shape().to_vec()))
-        .collect();
-    Compiled {
-        bundle,
-        inputs,
-        outputs,
-    }
 }
 
 /// Imports, schedules, linearizes, renders and bundles the model.

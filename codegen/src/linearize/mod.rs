@@ -1,7 +1,7 @@
 //! The linearizer: a [`Kernel`] → a UOp graph built from its final stores → a linear program.
 //!
 //! The semantics follow tinygrad 0.9.1's Linearizer: global and local dims are mapped with
-//! [`grouped_dims`] (or become loops when the target has no threads), each reduce gets its own
+//! [`grouped_dims`](mod@grouped_dims) (or become loops when the target has no threads), each reduce gets its own
 //! loop and accumulators, grouped reduces go through local memory with a barrier and a
 //! first-thread `IF`, and upcast axes are expanded into several values per index.
 

@@ -1,0 +1,593 @@
+//! Kiln as a build-time dependency: a model compiled from a user's `build.rs`, the way
+//! `prost-build` or `bindgen` work.
+//!
+//! In `build.rs`:
+//!
+//! ```no_run
+//! fn main() -> Result<(), kiln_codegen::BuildError> {
+//!     kiln_codegen::Builder::new("models/kws.onnx")
+//!         .name("kws")
+//!         .shape("input_1", [1, 49, 10, 1])
+//!         .build()?;
+//!     Ok(())
+//! }
+//! ```
+//!
+//! [`Builder::build`] compiles the model for the crate's target (its CPU from cargo's `TARGET`,
+//! or the one [`Builder::cpu`] names), writes the bundle to `$OUT_DIR/kiln/<name>/`, compiles
+//! the kernels with the `cc` crate into a static library whose only symbols are prefixed with
+//! the model's name, prints `cargo:rerun-if-changed` for the model, and writes a Rust module,
+//! `$OUT_DIR/kiln/<name>.rs`. The crate includes it with
+//! `kiln_firmware::include_model!(kws);` and gets a typed, allocation-free API over the
+//! `kiln-firmware` runtime:
+//!
+//! ```ignore
+//! kiln_firmware::include_model!(kws);
+//!
+//! let mut arena = kws::Arena::zeroed(); // or a `static` in a RAM region of your choice
+//! let mut model = kws::Model::new(&mut arena)?;
+//! let scores: &[f32; 12] = model.run(&features)?.identity;
+//! ```
+//!
+//! The module holds `ARENA_BYTES`, `WEIGHTS_BYTES`, `KERNEL_NAMES`, one `*_SHAPE` per input and
+//! output, the `Arena` type, `Model` (`new`, `run`, `run_with` for a per-kernel hook) and
+//! `Outputs`. Nothing in it is global but the model's own read-only data, so two models live
+//! in one firmware side by side. Firmware for a microcontroller enables the `c-math` feature of
+//! `kiln-firmware`, which provides the math functions the kernels call.
+
+use std::fmt::{self, Write as _};
+use std::path::{Path, PathBuf};
+
+use crate::bundle::{Bundle, BundleError};
+use crate::compile::{compile_graph, io_of, CompileError, Compiled};
+use crate::dtype::{DType, Scalar};
+use crate::onnx::{self, ImportError, OnnxError};
+use crate::render::Target;
+
+/// The CPU a model's kernels are compiled for: it picks the C compiler's flags.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Cpu {
+    /// The machine the build runs on (unit tests of firmware code, simulators).
+    Host,
+    /// Cortex-M0 (`thumbv6m-none-eabi`), no FPU.
+    CortexM0,
+    /// Cortex-M0+ (`thumbv6m-none-eabi`: RP2040), no FPU.
+    CortexM0Plus,
+    /// Cortex-M3 (`thumbv7m-none-eabi`), no FPU.
+    CortexM3,
+    /// Cortex-M4 without its FPU (`thumbv7em-none-eabi`).
+    CortexM4,
+    /// Cortex-M4F (`thumbv7em-none-eabihf`: nRF52840, STM32F4).
+    CortexM4F,
+    /// Cortex-M7 with a single-precision FPU (`thumbv7em-none-eabihf`).
+    CortexM7F,
+    /// Cortex-M33 without its FPU (`thumbv8m.main-none-eabi`).
+    CortexM33,
+    /// Cortex-M33 with its FPU (`thumbv8m.main-none-eabihf`).
+    CortexM33F,
+    /// RISC-V rv32imc (`riscv32imc-unknown-none-elf`: ESP32-C3).
+    Rv32imc,
+    /// RISC-V rv32imac (`riscv32imac-unknown-none-elf`).
+    Rv32imac,
+}
+
+impl Cpu {
+    /// The CPU a Rust target triple implies, for the triples Kiln knows; `host` is the triple
+    /// of the machine the build runs on.
+    pub fn from_triple(triple: &str, host: &str) -> Option<Cpu> {
+        Some(match triple {
+            t if t == host => Cpu::Host,
+            "thumbv6m-none-eabi" => Cpu::CortexM0,
+            "thumbv7m-none-eabi" => Cpu::CortexM3,
+            "thumbv7em-none-eabi" => Cpu::CortexM4,
+            "thumbv7em-none-eabihf" => Cpu::CortexM4F,
+            "thumbv8m.main-none-eabi" => Cpu::CortexM33,
+            "thumbv8m.main-none-eabihf" => Cpu::CortexM33F,
+            "riscv32imc-unknown-none-elf" => Cpu::Rv32imc,
+            "riscv32imac-unknown-none-elf" => Cpu::Rv32imac,
+            _ => return None,
+        })
+    }
+
+    /// The C compiler's flags for this CPU, beside the ones `cc` picks for the target.
+    pub fn cflags(self) -> &'static [&'static str] {
+        match self {
+            Cpu::Host => &[],
+            Cpu::CortexM0 => &["-mcpu=cortex-m0", "-mfloat-abi=soft"],
+            Cpu::CortexM0Plus => &["-mcpu=cortex-m0plus", "-mfloat-abi=soft"],
+            Cpu::CortexM3 => &["-mcpu=cortex-m3", "-mfloat-abi=soft"],
+            Cpu::CortexM4 => &["-mcpu=cortex-m4", "-mfloat-abi=soft"],
+            Cpu::CortexM4F => &["-mcpu=cortex-m4", "-mfloat-abi=hard", "-mfpu=fpv4-sp-d16"],
+            Cpu::CortexM7F => &["-mcpu=cortex-m7", "-mfloat-abi=hard", "-mfpu=fpv5-sp-d16"],
+            Cpu::CortexM33 => &["-mcpu=cortex-m33", "-mfloat-abi=soft"],
+            Cpu::CortexM33F => &["-mcpu=cortex-m33", "-mfloat-abi=hard", "-mfpu=fpv5-sp-d16"],
+            Cpu::Rv32imc => &["-march=rv32imc", "-mabi=ilp32"],
+            Cpu::Rv32imac => &["-march=rv32imac", "-mabi=ilp32"],
+        }
+    }
+}
+
+/// Why a model could not be built into a crate. Its `Debug` form is its message with its
+/// causes, so that a build script's `main() -> Result<(), BuildError>` prints a clear error,
+/// not a structure.
+#[derive(thiserror::Error)]
+#[non_exhaustive]
+pub enum BuildError {
+    #[error("{model}: {source}")]
+    Load {
+        model: PathBuf,
+        #[source]
+        source: Box<OnnxError>,
+    },
+    #[error("{model}: {source}")]
+    Import {
+        model: PathBuf,
+        #[source]
+        source: Box<ImportError>,
+    },
+    #[error("{model}: {source}")]
+    Compile {
+        model: PathBuf,
+        #[source]
+        source: Box<CompileError>,
+    },
+    #[error("{model}: {source}")]
+    Bundle {
+        model: PathBuf,
+        #[source]
+        source: BundleError,
+    },
+    #[error("shape for input {input:?}: {reason}")]
+    Shape { input: String, reason: String },
+    #[error(
+        "model name {name:?} is not a Rust identifier: name it with `Builder::name` \
+         (letters, digits and `_`, not starting with a digit)"
+    )]
+    Name { name: String },
+    #[error("{model}: {tensor} is {dtype}, which the generated Rust API has no element type for")]
+    Dtype {
+        model: PathBuf,
+        tensor: String,
+        dtype: String,
+    },
+    #[error("no CPU is known for target {triple}: name one with `Builder::cpu`")]
+    UnknownTarget { triple: String },
+    #[error(
+        "{var} is not set: call `build` from a build script, or set it with `Builder::{setter}`"
+    )]
+    NotInBuildScript {
+        var: &'static str,
+        setter: &'static str,
+    },
+    #[error("writing {path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("compiling the kernels of {model} with the C compiler: {message}")]
+    CCompiler { model: PathBuf, message: String },
+}
+
+impl fmt::Debug for BuildError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{self}")?;
+        let mut cause = std::error::Error::source(self);
+        while let Some(c) = cause {
+            // The messages above already include their direct cause; show deeper ones.
+            if !self.to_string().contains(&c.to_string()) {
+                write!(f, "\n  caused by: {c}")?;
+            }
+            cause = c.source();
+        }
+        Ok(())
+    }
+}
+
+/// Compiles one model from a build script; see the [module documentation](self).
+#[derive(Clone, Debug)]
+pub struct Builder {
+    model: PathBuf,
+    name: Option<String>,
+    cpu: Option<Cpu>,
+    shapes: Vec<(String, Vec<usize>)>,
+    out_dir: Option<PathBuf>,
+    optimize: bool,
+}
+
+/// What [`Builder::build`] made.
+#[derive(Clone, Debug)]
+pub struct Built {
+    /// The model's name: the generated module's and the symbols' prefix.
+    pub name: String,
+    /// The generated Rust module.
+    pub module: PathBuf,
+    /// The bundle's folder: kernels, weights, schedule and `report.txt`.
+    pub bundle_dir: PathBuf,
+    /// The CPU the kernels were compiled for.
+    pub cpu: Cpu,
+    pub arena_bytes: usize,
+    pub weight_bytes: usize,
+    /// The kernels' C source, as compiled.
+    pub kernels_c: String,
+}
+
+impl Builder {
+    /// A builder for the ONNX model at `model` (relative paths are taken from the current
+    /// folder, which in a build script is the crate's root).
+    pub fn new(model: impl AsRef<Path>) -> Self {
+        Builder {
+            model: model.as_ref().to_path_buf(),
+            name: None,
+            cpu: None,
+            shapes: Vec::new(),
+            out_dir: None,
+            optimize: true,
+        }
+    }
+
+    /// The generated module's name (default: the model file's name, made an identifier).
+    pub fn name(mut self, name: &str) -> Self {
+        self.name = Some(name.to_string());
+        self
+    }
+
+    /// The CPU to compile for (default: from cargo's `TARGET`).
+    pub fn cpu(mut self, cpu: Cpu) -> Self {
+        self.cpu = Some(cpu);
+        self
+    }
+
+    /// Pins the shape of input `input` (needed where the model leaves dims free; a free batch
+    /// dim is 1 without it).
+    pub fn shape<const R: usize>(mut self, input: &str, dims: [usize; R]) -> Self {
+        self.shapes.push((input.to_string(), dims.to_vec()));
+        self
+    }
+
+    /// Where to write (default: cargo's `OUT_DIR`).
+    pub fn out_dir(mut self, dir: impl AsRef<Path>) -> Self {
+        self.out_dir = Some(dir.as_ref().to_path_buf());
+        self
+    }
+
+    /// Whether to apply the kernel optimizations (default: yes).
+    pub fn optimize(mut self, optimize: bool) -> Self {
+        self.optimize = optimize;
+        self
+    }
+
+    /// Compiles the model, writes the bundle and the Rust module, and compiles the kernels
+    /// for the crate being built. Call it from a build script.
+    pub fn build(self) -> Result<Built, BuildError> {
+        println!("cargo:rerun-if-changed={}", self.model.display());
+        let cpu = match self.cpu {
+            Some(cpu) => cpu,
+            None => {
+                let target = build_var("TARGET", "cpu")?;
+                let host = build_var("HOST", "cpu")?;
+                Cpu::from_triple(&target, &host)
+                    .ok_or(BuildError::UnknownTarget { triple: target })?
+            }
+        };
+        let built = self.generate(cpu)?;
+        let library = format!("kiln_{}", built.name);
+        let c_file = built.bundle_dir.join(crate::bundle::KERNELS_FILE);
+        cc::Build::new()
+            .file(&c_file)
+            .opt_level(2)
+            .flag("-fno-math-errno")
+            .flags(cpu.cflags())
+            .warnings(false)
+            .try_compile(&library)
+            .map_err(|e| BuildError::CCompiler {
+                model: self.model.clone(),
+                message: e.to_string(),
+            })?;
+        Ok(built)
+    }
+
+    /// Compiles the model and writes the bundle and the Rust module, without compiling the C:
+    /// what [`build`](Self::build) does before the C compiler runs.
+    pub fn generate(&self, cpu: Cpu) -> Result<Built, BuildError> {
+        let name = match &self.name {
+            Some(n) => n.clone(),
+            None => identifier(
+                &self
+                    .model
+                    .file_stem()
+                    .map(|s| s.to_string_lossy().to_string())
+                    .unwrap_or_default(),
+            ),
+        };
+        if !is_identifier(&name) {
+            return Err(BuildError::Name { name });
+        }
+        let out_dir = match &self.out_dir {
+            Some(d) => d.clone(),
+            None => PathBuf::from(build_var("OUT_DIR", "out_dir")?),
+        };
+        let compiled = self.compile(&name)?;
+        let kiln_dir = out_dir.join("kiln");
+        let bundle_dir = kiln_dir.join(&name);
+        let bundle_err = |source| BuildError::Bundle {
+            model: self.model.clone(),
+            source,
+        };
+        let mut bundle = compiled.bundle.clone();
+        bundle.kernels_c = bundle.kernels_c_with_prefix(&format!("kiln_{name}"));
+        bundle.write(&bundle_dir).map_err(bundle_err)?;
+        let module = kiln_dir.join(format!("{name}.rs"));
+        let source = self.module_source(&name, &bundle_dir, &compiled)?;
+        write_atomically(&module, &source)?;
+        Ok(Built {
+            name,
+            module,
+            bundle_dir,
+            cpu,
+            arena_bytes: bundle.report.arena_bytes,
+            weight_bytes: bundle.weights.len(),
+            kernels_c: bundle.kernels_c,
+        })
+    }
+
+    fn compile(&self, name: &str) -> Result<Compiled, BuildError> {
+        let model = onnx::load(&self.model).map_err(|source| BuildError::Load {
+            model: self.model.clone(),
+            source: Box::new(source),
+        })?;
+        let imported = onnx::import(&model, &self.shapes).map_err(|source| BuildError::Import {
+            model: self.model.clone(),
+            source: Box::new(source),
+        })?;
+        let bundle = compile_graph(
+            name,
+            &imported.graph,
+            &imported.outputs,
+            &Target::c(),
+            self.optimize,
+            &mut |_, _| {},
+        )
+        .map_err(|source| BuildError::Compile {
+            model: self.model.clone(),
+            source: Box::new(source),
+        })?;
+        Ok(io_of(&imported, bundle))
+    }
+
+    /// The Rust module over the bundle in `dir`.
+    fn module_source(&self, name: &str, dir: &Path, c: &Compiled) -> Result<String, BuildError> {
+        let b: &Bundle = &c.bundle;
+        let inputs = self.tensors(&c.inputs, "input")?;
+        let outputs = self.tensors(&c.outputs, "output")?;
+        let path = |file: &str| format!("{:?}", dir.join(file).display().to_string());
+        let mut s = String::new();
+        let w = &mut s;
+        let _ = writeln!(
+            w,
+            "// @generated by Kiln from {}. Do not edit.\n",
+            self.model.display()
+        );
+        let _ = writeln!(
+            w,
+            "#[allow(unused_imports)]\nuse kiln_firmware::exec::{{Aligned, Executor, KernelFn}};\n\
+             /// Why a model refuses to start or run: see `kiln_firmware::BundleError`.\n\
+             pub use kiln_firmware::BundleError as Error;\n\
+             /// What the hook of [`Model::run_with`] sees around each kernel.\n\
+             pub use kiln_firmware::exec::KernelEvent;\n"
+        );
+        let _ = writeln!(
+            w,
+            "/// Bytes of RAM the model runs in: the size of [`Arena`].\n\
+             pub const ARENA_BYTES: usize = {};\n\
+             /// Bytes of weights, kept in flash.\n\
+             pub const WEIGHTS_BYTES: usize = {};\n\
+             /// Kernel calls per inference.\n\
+             pub const STEPS: usize = {};\n\
+             /// The kernels, by the index a [`KernelEvent`] names.\n\
+             pub const KERNEL_NAMES: [&str; {}] = [{}];",
+            b.report.arena_bytes,
+            b.weights.len(),
+            b.report.steps.len(),
+            b.kernel_names.len(),
+            b.kernel_names
+                .iter()
+                .map(|n| format!("{n:?}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+        );
+        for t in inputs.iter().chain(&outputs) {
+            let _ = writeln!(
+                w,
+                "/// Shape of {} {:?} ({}).\npub const {}_SHAPE: [usize; {}] = {:?};",
+                t.role,
+                t.onnx_name,
+                t.rust_type,
+                t.ident.to_uppercase(),
+                t.shape.len(),
+                t.shape
+            );
+        }
+        let _ = writeln!(
+            w,
+            "\n/// The memory a [`Model`] runs in, aligned for the runtime. Put it where you like:\n\
+             /// on the stack, in a `Box`, or in a `static` placed in a RAM region of your \
+             choice\n/// with `#[link_section]`.\n\
+             pub type Arena = Aligned<[u8; ARENA_BYTES]>;\n\n\
+             static SCHEDULE: &[u8] = include_bytes!({});\n\
+             static WEIGHTS: Aligned<[u8; WEIGHTS_BYTES]> = Aligned(*include_bytes!({}));\n\n\
+             unsafe extern \"C\" {{\n    \
+             /// The kernel table of the model's C code, compiled by its build script.\n    \
+             #[link_name = \"kiln_{name}_kernels\"]\n    \
+             static KERNELS: [KernelFn; {}];\n}}\n",
+            path(crate::bundle::SCHEDULE_FILE),
+            path(crate::bundle::WEIGHTS_FILE),
+            b.kernel_names.len(),
+        );
+        let fields = |ts: &[IoTensor], mutable: bool| -> Vec<String> {
+            let m = if mutable { "mut " } else { "" };
+            ts.iter()
+                .map(|t| format!("{}: &'m {m}[{}; {}]", t.ident, t.rust_type, t.elements))
+                .collect()
+        };
+        let _ = writeln!(
+            w,
+            "/// The model's outputs after a run, borrowed from the arena until the next one.\n\
+             #[derive(Debug)]\npub struct Outputs<'m> {{\n{}}}\n",
+            fields(&outputs, false)
+                .iter()
+                .map(|f| format!("    pub {f},\n"))
+                .collect::<String>()
+        );
+        let params: Vec<String> = inputs
+            .iter()
+            .map(|t| format!("{}: &[{}; {}]", t.ident, t.rust_type, t.elements))
+            .collect();
+        let param_lines: String = params.iter().map(|p| format!("        {p},\n")).collect();
+        let params = params.join(", ");
+        let args: String = inputs.iter().map(|t| format!("{}, ", t.ident)).collect();
+        let mut fill = String::new();
+        for (i, t) in inputs.iter().enumerate() {
+            let _ = writeln!(
+                fill,
+                "        *self.exec.input_array_mut::<{}, {}>({i})? = *{};",
+                t.rust_type, t.elements, t.ident
+            );
+        }
+        let mut read = String::new();
+        for (i, t) in outputs.iter().enumerate() {
+            let _ = writeln!(
+                read,
+                "            {}: self.exec.output_array::<{}, {}>({i})?,",
+                t.ident, t.rust_type, t.elements
+            );
+        }
+        let _ = write!(
+            w,
+            "/// The model, running in an [`Arena`] it borrows. No heap, no global state.\n\
+             pub struct Model<'a> {{\n    exec: Executor<'a>,\n}}\n\n\
+             impl<'a> Model<'a> {{\n    \
+             /// Checks the bundle (format version, checksums, kernel count, arena size) and \
+             readies\n    /// the model to run in `arena`.\n    \
+             pub fn new(arena: &'a mut Arena) -> Result<Self, Error> {{\n        \
+             let bundle =\n            \
+             kiln_firmware::schedule::Bundle::parse(SCHEDULE, ARENA_BYTES, KERNEL_NAMES.len())?;\n        \
+             // SAFETY: the build script compiled the model's C code, which defines this table\n        \
+             // of KERNEL_NAMES.len() kernels of the runtime's kernel ABI, never written.\n        \
+             let kernels: &'static [KernelFn] = unsafe {{ &*core::ptr::addr_of!(KERNELS) }};\n        \
+             let exec = Executor::new(bundle, kernels, &mut arena.0, &WEIGHTS.0)?;\n        \
+             Ok(Model {{ exec }})\n    }}\n\n    \
+             /// Runs one inference on the inputs.\n    \
+             pub fn run(&mut self, {params}) -> Result<Outputs<'_>, Error> {{\n        \
+             self.run_with({args}&mut |_| {{}})\n    }}\n\n    \
+             /// Runs one inference; `hook` sees each kernel call before and after it \
+             (for cycle\n    /// counts or a trace; [`KERNEL_NAMES`] names the kernels).\n    \
+             pub fn run_with(\n        &mut self,\n{param_lines}        \
+             hook: &mut dyn FnMut(KernelEvent),\n    ) -> Result<Outputs<'_>, Error> {{\n\
+             {fill}        self.exec.run(hook)?;\n        \
+             Ok(Outputs {{\n{read}        }})\n    }}\n}}\n"
+        );
+        Ok(s)
+    }
+
+    /// The model's inputs or outputs as the module names and types them.
+    fn tensors(
+        &self,
+        io: &[(String, DType, Vec<usize>)],
+        role: &'static str,
+    ) -> Result<Vec<IoTensor>, BuildError> {
+        let mut out: Vec<IoTensor> = Vec::with_capacity(io.len());
+        for (name, dtype, shape) in io {
+            let rust_type = rust_type(dtype.scalar).ok_or_else(|| BuildError::Dtype {
+                model: self.model.clone(),
+                tensor: format!("{role} {name:?}"),
+                dtype: format!("{:?}", dtype.scalar),
+            })?;
+            let mut ident = identifier(name);
+            while out.iter().any(|t| t.ident == ident) || ident == "hook" {
+                ident.push('_');
+            }
+            out.push(IoTensor {
+                role,
+                onnx_name: name.clone(),
+                ident,
+                rust_type,
+                elements: shape.iter().product(),
+                shape: shape.clone(),
+            });
+        }
+        Ok(out)
+    }
+}
+
+/// An input or output of the model, as the generated module presents it.
+struct IoTensor {
+    role: &'static str,
+    onnx_name: String,
+    ident: String,
+    rust_type: &'static str,
+    elements: usize,
+    shape: Vec<usize>,
+}
+
+/// The Rust element type of a scalar type: its short name, but for `f16`, which has none.
+fn rust_type(s: Scalar) -> Option<&'static str> {
+    (s != Scalar::F16).then(|| s.name())
+}
+
+const KEYWORDS: &[&str] = &[
+    "as", "async", "await", "break", "const", "continue", "crate", "dyn", "else", "enum", "extern",
+    "false", "fn", "for", "gen", "if", "impl", "in", "let", "loop", "match", "mod", "move", "mut",
+    "pub", "ref", "return", "self", "static", "struct", "super", "trait", "true", "try", "type",
+    "unsafe", "use", "where", "while", "abstract", "become", "box", "do", "final", "macro",
+    "override", "priv", "typeof", "unsized", "virtual", "yield",
+];
+
+/// `name` as a snake-case Rust identifier: other characters become `_`, a leading digit or a
+/// keyword gets a `_` more.
+fn identifier(name: &str) -> String {
+    let mut s: String = name
+        .chars()
+        .map(|c| match c {
+            'A'..='Z' => c.to_ascii_lowercase(),
+            'a'..='z' | '0'..='9' | '_' => c,
+            _ => '_',
+        })
+        .collect();
+    if s.is_empty() || s.starts_with(|c: char| c.is_ascii_digit()) {
+        s.insert(0, '_');
+    }
+    if KEYWORDS.contains(&s.as_str()) || s == "_" {
+        s.push('_');
+    }
+    s
+}
+
+fn is_identifier(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && name != "_"
+        && !KEYWORDS.contains(&name)
+}
+
+fn build_var(var: &'static str, setter: &'static str) -> Result<String, BuildError> {
+    std::env::var(var).map_err(|_| BuildError::NotInBuildScript { var, setter })
+}
+
+/// Writes `text` to a sibling temporary file, then renames it over `path`.
+fn write_atomically(path: &Path, text: &str) -> Result<(), BuildError> {
+    let io = |source| BuildError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let tmp = path.with_extension(format!("rs.kiln-tmp-{}", std::process::id()));
+    std::fs::write(&tmp, text).map_err(io)?;
+    std::fs::rename(&tmp, path).map_err(io)
+}
+
+#[cfg(test)]
+mod tests;
