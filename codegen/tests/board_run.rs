@@ -306,6 +306,9 @@ fn boards_are_read_from_their_folders() {
     ] {
         assert!(names.contains(&name), "{names:?}");
     }
+    // The example of a user's firmware is no board of Kiln's.
+    assert_eq!(board::names().len(), names.len(), "{names:?}");
+    assert!(!names.contains(&"user-firmware"), "{names:?}");
     let an386 = board::info("qemu-an386").unwrap();
     assert_eq!(an386.target, "thumbv7em-none-eabihf");
     assert!(an386.emulated && !an386.code_in_ram);

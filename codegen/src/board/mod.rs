@@ -132,7 +132,8 @@ pub fn boards_dir() -> PathBuf {
     root().join("boards")
 }
 
-/// Names of the board folders (those with a `.cargo/config.toml`), sorted.
+/// Names of the board folders (those with a `.cargo/config.toml` and a `memory.x`; the
+/// examples of users' own crates there pick their memory map in their build scripts), sorted.
 pub fn names() -> Vec<String> {
     let Ok(entries) = std::fs::read_dir(boards_dir()) else {
         return Vec::new();
@@ -140,6 +141,7 @@ pub fn names() -> Vec<String> {
     let mut names: Vec<String> = entries
         .flatten()
         .filter(|e| e.path().join(".cargo/config.toml").is_file())
+        .filter(|e| e.path().join("memory.x").is_file())
         .filter_map(|e| e.file_name().into_string().ok())
         .collect();
     names.sort();
