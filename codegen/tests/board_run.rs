@@ -381,3 +381,80 @@ fn an_arena_too_small_for_the_bundle_is_refused_by_the_device() {
         other => panic!("expected the device to refuse the bundle, got {other:?}"),
     }
 }
+
+/// A second model for batches: 2×3 matmul + tanh, its own kernels and shapes.
+fn tiny_model() -> (Bundle, Vec<u8>) {
+    let mut g = Graph::new();
+    let x = g.input("x", DType::F32, &[2, 4]);
+    let w = weight(&mut g, &[4, 3], 7);
+    let y = g.matmul(&x, &w).unwrap();
+    let t = g.tanh(&y).unwrap();
+    let bundle = compile_graph("tiny", &g, &[t], &Target::c(), true, &mut |_, _| {}).unwrap();
+    let input = (0..8)
+        .flat_map(|i| (i as f32 * 0.25 - 1.0).to_le_bytes())
+        .collect();
+    (bundle, input)
+}
+
+/// The host's outputs of `bundle` on `input`.
+fn host_outputs(bundle: &Bundle, input: &[u8]) -> Vec<Vec<u8>> {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("bundle");
+    bundle.write(&out).unwrap();
+    let lib = host::compile(&out).unwrap();
+    host::run(bundle, &lib, &[input.to_vec()]).unwrap().outputs
+}
+
+#[test]
+fn many_models_run_in_one_image_and_a_bad_one_fails_alone() {
+    let board = board::info("qemu-an386").unwrap();
+    let (small, small_input) = small_model();
+    let (tiny, tiny_input) = tiny_model();
+    let mut damaged = tiny.clone();
+    let last = damaged.schedule.len() - 1;
+    damaged.schedule[last] ^= 0x40;
+    let small_inputs = [small_input.clone()];
+    let tiny_inputs = [tiny_input.clone()];
+    let cases = [
+        board::BatchCase {
+            bundle: &small,
+            inputs: &small_inputs,
+        },
+        board::BatchCase {
+            bundle: &damaged,
+            inputs: &tiny_inputs,
+        },
+        board::BatchCase {
+            bundle: &tiny,
+            inputs: &tiny_inputs,
+        },
+        board::BatchCase {
+            bundle: &small,
+            inputs: &small_inputs,
+        },
+    ];
+    let mut seen = Vec::new();
+    let outcomes = board::run_batches(&board, &cases, &mut |done, all| seen.push((done, all)))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(seen.last(), Some(&(4, 4)));
+    let close = |got: &[Vec<u8>], want: &[Vec<u8>]| {
+        let (got, want) = (floats(&got[0]), floats(&want[0]));
+        got.len() == want.len() && got.iter().zip(&want).all(|(g, w)| (g - w).abs() <= 1e-6)
+    };
+    let small_want = host_outputs(&small, &small_input);
+    let tiny_want = host_outputs(&tiny, &tiny_input);
+    assert!(
+        close(outcomes[0].as_ref().unwrap(), &small_want),
+        "{outcomes:?}"
+    );
+    let refused = outcomes[1].as_ref().unwrap_err().to_string();
+    assert!(refused.contains("damaged"), "{refused}");
+    assert!(
+        close(outcomes[2].as_ref().unwrap(), &tiny_want),
+        "{outcomes:?}"
+    );
+    assert!(
+        close(outcomes[3].as_ref().unwrap(), &small_want),
+        "{outcomes:?}"
+    );
+}

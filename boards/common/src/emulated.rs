@@ -89,6 +89,40 @@ fn run_bundle(
     Ok(executor.bundle().step_count())
 }
 
+/// Runs every case of a batch image in turn in one arena: case `c`'s input `i` is read from
+/// `c<c>_input_<i>.bin`, its output `i` written to `c<c>_output_<i>.bin`. Each case ends with a
+/// line on standard output, `kiln: case <c> ok` or `kiln: case <c> failed: <why>`; a failed
+/// case does not stop the others. Exits with status 0 once every case has been tried.
+pub fn run_batch(cases: &[crate::BatchCase], arena: &'static mut [u8]) -> ! {
+    for (index, case) in cases.iter().enumerate() {
+        match run_case(index, case, arena) {
+            Ok(()) => host::print(format_args!("kiln: case {index} ok\n")),
+            Err(error) => host::print(format_args!("kiln: case {index} failed: {error}\n")),
+        }
+    }
+    host::exit(true)
+}
+
+fn run_case(index: usize, case: &crate::BatchCase, arena: &mut [u8]) -> Result<(), RunError> {
+    let kernels = (case.kernels)();
+    let bundle = Bundle::parse(case.schedule, arena.len(), kernels.len())?;
+    let mut executor = Executor::new(bundle, kernels, arena, case.weights)?;
+    for input in 0..executor.bundle().inputs().len() {
+        let Some(bytes) = executor.input_mut(input) else {
+            break;
+        };
+        File::open_read(FileName::case_input(index, input))?.read_exact(bytes)?;
+    }
+    executor.run(&mut |_| {})?;
+    for output in 0..executor.bundle().outputs().len() {
+        let Some(bytes) = executor.output(output) else {
+            break;
+        };
+        File::create(FileName::case_output(index, output))?.write_all(bytes)?;
+    }
+    Ok(())
+}
+
 /// [`run`] over the test-vector channel: a refused bundle is the session's `Error`.
 fn run_channel(schedule: &'static [u8], weights: &'static [u8], arena: &'static mut [u8]) -> ! {
     let Ok(console) = Console::open() else {

@@ -36,7 +36,8 @@ pub fn exit(success: bool) -> ! {
     loop {}
 }
 
-/// `input_<i>.bin` or `output_<i>.bin`, NUL-terminated for semihosting.
+/// A file name on the host (`input_<i>.bin`, `output_<i>.bin`, …), NUL-terminated for
+/// semihosting.
 #[derive(Clone, Copy)]
 pub struct FileName {
     bytes: [u8; 24],
@@ -52,12 +53,23 @@ impl FileName {
         Self::format(format_args!("output_{index}.bin"))
     }
 
+    /// `c<case>_input_<index>.bin`: an input of one case of a batch image.
+    pub fn case_input(case: usize, index: usize) -> Self {
+        Self::format(format_args!("c{case}_input_{index}.bin"))
+    }
+
+    /// `c<case>_output_<index>.bin`.
+    pub fn case_output(case: usize, index: usize) -> Self {
+        Self::format(format_args!("c{case}_output_{index}.bin"))
+    }
+
     fn format(args: fmt::Arguments) -> Self {
         let mut name = FileName {
             bytes: [0; 24],
             len: 0,
         };
-        // Indices are below 256: the names fit, and one byte stays for the NUL.
+        // Cases are below 10,000 and indices below 256: the names fit, and one byte stays
+        // for the NUL.
         let _ = name.write_fmt(args);
         name
     }

@@ -27,7 +27,15 @@ pub mod marker;
 pub mod probe;
 
 #[cfg(feature = "semihosting")]
-pub use emulated::run;
+pub use emulated::{run, run_batch};
+
+/// One model of a batch image (see `kiln-board-build`'s `KILN_BATCH_DIR`): its schedule, its
+/// weights and its own kernel table (a function: the table's length is a linked symbol).
+pub struct BatchCase {
+    pub schedule: &'static [u8],
+    pub weights: &'static [u8],
+    pub kernels: fn() -> &'static [KernelFn],
+}
 
 use core::ffi::c_uint;
 use kiln_firmware::exec::KernelFn;

@@ -20,6 +20,7 @@ const TAIL_LINES: usize = 30;
 /// board build: flags and compilers for the host, and cargo settings that override the board's.
 const HOST_VARIABLES: &[&str] = &[
     "KILN_ARENA_BYTES",
+    "KILN_BATCH_DIR",
     "RUSTFLAGS",
     "CARGO_ENCODED_RUSTFLAGS",
     "CARGO_BUILD_RUSTFLAGS",
@@ -89,23 +90,45 @@ pub fn build_with_options(
     options: BuildOptions,
     progress: &mut dyn FnMut(&str),
 ) -> Result<BuiltImage, BoardError> {
+    build_image(board, bundle_dir, options, None, progress)
+}
+
+/// Builds `board`'s binary with the bundle in `bundle_dir`, or, given `batch_dir` (a folder of
+/// `case_NNN/` bundles, see `kiln-board-build`), its batch binary with those bundles.
+pub(super) fn build_image(
+    board: &BoardInfo,
+    bundle_dir: &Path,
+    options: BuildOptions,
+    batch_dir: Option<&Path>,
+    progress: &mut dyn FnMut(&str),
+) -> Result<BuiltImage, BoardError> {
     let files = BoardFiles::read(&board.name)?;
     let bundle_dir = std::fs::canonicalize(bundle_dir).map_err(io_error(bundle_dir))?;
-    let bundle_key =
+    let mut bundle_key =
         bundle_key(&bundle_dir)? ^ options.arena_bytes.map_or(0, |n| n as u32 ^ 0x5a5a_5a5a);
+    let binary = match batch_dir {
+        None => files.name.clone(),
+        Some(dir) => {
+            bundle_key ^= batch_key(dir)?;
+            format!("{}-batch", files.name)
+        }
+    };
     check_toolchain(&files)?;
     let target_dir = files.target_dir();
-    let built = target_dir
-        .join(&files.target)
-        .join("release")
-        .join(&files.name);
+    let built = target_dir.join(&files.target).join("release").join(&binary);
     let images = target_dir.join("images");
-    let elf = images.join(format!("{}-{bundle_key:08x}.elf", files.name));
+    let elf = images.join(format!("{binary}-{bundle_key:08x}.elf"));
 
     let _one_at_a_time = BUILDING.lock().unwrap_or_else(|e| e.into_inner());
     let mut cargo = toolchain_cargo(&files.target);
     cargo
-        .args(["build", "--release", "--target-dir"])
+        .args([
+            "build",
+            "--release",
+            "--bin",
+            binary.as_str(),
+            "--target-dir",
+        ])
         .arg(&target_dir)
         .current_dir(&files.dir)
         .env("KILN_BUNDLE_DIR", &bundle_dir)
@@ -114,6 +137,9 @@ pub fn build_with_options(
     if let Some(n) = options.arena_bytes {
         cargo.env("KILN_ARENA_BYTES", n.to_string());
     }
+    if let Some(dir) = batch_dir {
+        cargo.env("KILN_BATCH_DIR", dir);
+    }
     let (status, tail) = run_streaming(&mut cargo, progress)?;
     if !status.success() {
         let tail = tail.into_iter().collect::<Vec<_>>().join("\n");
@@ -121,7 +147,7 @@ pub fn build_with_options(
     }
     // Copied, then renamed over an older copy: a run still reading that one keeps its file.
     std::fs::create_dir_all(&images).map_err(io_error(&images))?;
-    let partial = images.join(format!(".{}-{}.partial", files.name, std::process::id()));
+    let partial = images.join(format!(".{binary}-{}.partial", std::process::id()));
     std::fs::copy(&built, &partial).map_err(io_error(&built))?;
     std::fs::rename(&partial, &elf).map_err(io_error(&elf))?;
     drop(_one_at_a_time);
@@ -260,6 +286,21 @@ fn bundle_key(dir: &Path) -> Result<u32, BoardError> {
         let bytes = std::fs::read(&path).map_err(io_error(&path))?;
         all.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
         all.extend_from_slice(&bytes);
+    }
+    Ok(kiln_firmware::schedule::checksum(&all))
+}
+
+/// The checksum of every case bundle in a batch folder, in case order.
+fn batch_key(dir: &Path) -> Result<u32, BoardError> {
+    let mut cases: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(io_error(dir))?
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    cases.sort();
+    let mut all = Vec::new();
+    for case in cases {
+        all.extend_from_slice(&bundle_key(&case)?.to_le_bytes());
     }
     Ok(kiln_firmware::schedule::checksum(&all))
 }

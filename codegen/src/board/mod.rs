@@ -13,6 +13,7 @@
 //! and `qemu-plugin.sh` builds the instruction counter; `setup-toolchain.sh` installs both
 //! what they need and the emulators.
 
+pub mod batch;
 mod build;
 pub mod channel;
 mod config;
@@ -20,6 +21,7 @@ mod elf;
 mod fit;
 mod qemu;
 
+pub use batch::{run_batches, BatchCase, CaseError, CaseOutcome};
 pub use build::{build, build_with_options, build_with_progress, BuildOptions, BuiltImage};
 pub use fit::{bytes_text, check_fits, Fit, Memory, Need};
 pub use qemu::{run, run_with_options, BoardRun, Io, RunOptions};

@@ -139,7 +139,10 @@ pub fn run_with_options(
 }
 
 /// The board's QEMU command line, once the image and the emulator are known to fit it.
-fn emulator<'a>(board: &'a BoardInfo, image: &BuiltImage) -> Result<&'a [String], BoardError> {
+pub(super) fn emulator<'a>(
+    board: &'a BoardInfo,
+    image: &BuiltImage,
+) -> Result<&'a [String], BoardError> {
     if image.board != board.name {
         return Err(BoardError::Image {
             path: image.elf.clone(),
@@ -310,7 +313,7 @@ fn plugin() -> Result<PathBuf, BoardError> {
 }
 
 /// Runs `command` in `dir`, its output captured in files there; kills it after `timeout`.
-fn run_with_timeout(
+pub(super) fn run_with_timeout(
     command: &mut Command,
     dir: &Path,
     board: &str,
@@ -421,12 +424,12 @@ fn read_outputs(dir: &Path) -> Result<Vec<Vec<u8>>, BoardError> {
 }
 
 /// A fresh folder under the system's temporary folder, removed when dropped.
-struct IoDir {
-    path: PathBuf,
+pub(super) struct IoDir {
+    pub(super) path: PathBuf,
 }
 
 impl IoDir {
-    fn new() -> Result<IoDir, BoardError> {
+    pub(super) fn new() -> Result<IoDir, BoardError> {
         static NEXT: AtomicU32 = AtomicU32::new(0);
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
         let path = std::env::temp_dir().join(format!("kiln-run-{}-{n}", std::process::id()));

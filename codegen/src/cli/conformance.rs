@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Where to run: only `host` (the system C compiler) for now.
+    /// Where to run: `host` (the system C compiler), or an emulated board with a batch
+    /// binary (`qemu-an386`): the cases that pass on the host run there again, many to an
+    /// image, and count as the board gives them.
     #[arg(long, default_value = "host")]
     board: String,
     /// Runs only the cases whose name matches this regular expression.
@@ -61,10 +63,66 @@ pub fn run_case(a: CaseArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn run(a: Args) -> Result<ExitCode> {
-    if a.board != "host" {
-        bail!("unknown board `{}` for conformance (known: host)", a.board);
+/// Runs the cases that passed on the host again on `board`, in batches, and replaces their
+/// outcomes with the board's.
+fn run_on_board(
+    board: &crate::board::BoardInfo,
+    cases: &std::path::Path,
+    results: &mut [CaseResult],
+) -> Result<()> {
+    let mut prepared = Vec::new();
+    for (index, r) in results.iter().enumerate() {
+        if r.outcome != Outcome::Pass {
+            continue;
+        }
+        // The case compiled in a child process already: it compiles here too.
+        match case::prepare(&cases.join(&r.name)) {
+            Ok(p) => prepared.push((index, p)),
+            Err(outcome) => bail!("{} passed on the host but now gives {outcome:?}", r.name),
+        }
     }
+    let batch: Vec<crate::board::BatchCase> = prepared
+        .iter()
+        .map(|(_, p)| crate::board::BatchCase {
+            bundle: &p.bundle,
+            inputs: &p.inputs,
+        })
+        .collect();
+    let bar = indicatif::ProgressBar::new(batch.len() as u64);
+    let started = Instant::now();
+    let outcomes =
+        crate::board::run_batches(board, &batch, &mut |done, _| bar.set_position(done as u64))?;
+    bar.finish_and_clear();
+    eprintln!(
+        "{} cases on {} in {:.1} s",
+        batch.len(),
+        board.name,
+        started.elapsed().as_secs_f64()
+    );
+    for ((index, p), outcome) in prepared.iter().zip(outcomes) {
+        results[*index].outcome = match outcome {
+            Ok(outputs) => case::check_outputs(p, &outputs),
+            Err(crate::board::CaseError::Unsupported(why)) => Outcome::Skip {
+                reason: format!("{}: {why}", board.name),
+            },
+            Err(e) => Outcome::Fail {
+                reason: format!(
+                    "{}: {}",
+                    board.name,
+                    e.to_string().lines().next().unwrap_or("")
+                ),
+                detail: e.to_string(),
+            },
+        };
+    }
+    Ok(())
+}
+
+pub fn run(a: Args) -> Result<ExitCode> {
+    let board = match a.board.as_str() {
+        "host" => None,
+        name => Some(crate::board::info(name)?),
+    };
     let root = conformance::repo_root();
     let cases = match &a.cases {
         Some(c) => c.clone(),
@@ -104,8 +162,11 @@ pub fn run(a: Args) -> Result<ExitCode> {
     };
     let started = Instant::now();
     let bar = indicatif::ProgressBar::new(names.len() as u64);
-    let results = runner.run_all(&cases, &names, &|_r: &CaseResult| bar.inc(1));
+    let mut results = runner.run_all(&cases, &names, &|_r: &CaseResult| bar.inc(1));
     bar.finish_and_clear();
+    if let Some(board) = &board {
+        run_on_board(board, &cases, &mut results)?;
+    }
     let elapsed = started.elapsed();
 
     if a.markdown {
@@ -166,17 +227,36 @@ pub fn run(a: Args) -> Result<ExitCode> {
     if a.readme {
         let path = root.join("README.md");
         let text = std::fs::read_to_string(&path)?;
-        let body = format!(
-            "{}\n{}\n",
-            report::markdown(&results),
-            report::totals(&results).line()
-        );
-        let Some(new_text) = report::replace_section(&text, &body) else {
+        let totals = report::totals(&results).line();
+        let new_text = match &board {
+            None => {
+                let body = format!("{}\n{totals}\n", report::markdown(&results));
+                report::replace_section(&text, &body)
+            }
+            Some(b) => {
+                let mut body = format!(
+                    "On {}: `{totals}` (the cases that pass on the host run on the board; the \
+                     others keep their host outcome).",
+                    b.name
+                );
+                let own = format!("{}: ", b.name);
+                for (title, skips) in [("Skipped there", true), ("Failed there", false)] {
+                    let mut reasons = report::reasons(&results, skips);
+                    reasons.retain(|(r, _)| r.starts_with(&own));
+                    if !reasons.is_empty() {
+                        let list: Vec<String> =
+                            reasons.iter().map(|(r, n)| format!("{r} ({n})")).collect();
+                        body += &format!(" {title}: {}.", list.join("; "));
+                    }
+                }
+                report::replace_board_section(&text, &b.name, &format!("{body}\n"))
+            }
+        };
+        let Some(new_text) = new_text else {
             bail!(
-                "{} has no `{}` … `{}` section",
+                "{} has no conformance section for {}",
                 path.display(),
-                report::START,
-                report::END
+                a.board
             );
         };
         std::fs::write(&path, new_text)?;

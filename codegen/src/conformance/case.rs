@@ -104,16 +104,65 @@ fn classify_import(e: &ImportError) -> Outcome {
     }
 }
 
-/// Runs the case in folder `dir` and says what became of it.
+/// A case compiled to a bundle, with its inputs and what its outputs must be.
+pub struct Prepared {
+    pub bundle: crate::bundle::Bundle,
+    /// Each model input, raw little-endian.
+    pub inputs: Vec<Vec<u8>>,
+    pub expected: Vec<HostTensor>,
+    /// Each output's type and shape, as compiled.
+    pub outputs: Vec<(Scalar, Vec<usize>)>,
+}
+
+/// Runs the case in folder `dir` on the host and says what became of it.
 pub fn run_case(dir: &Path) -> Outcome {
+    let case = match prepare(dir) {
+        Ok(c) => c,
+        Err(outcome) => return outcome,
+    };
+    let tmp = match tempfile::tempdir() {
+        Ok(t) => t,
+        Err(e) => return fail("temporary folder", e.to_string()),
+    };
+    let lib = match compile_c(tmp.path(), &case.bundle.kernels_c) {
+        Ok(l) => l,
+        Err(e) => return fail("C compiler", e),
+    };
+    match crate::host::run(&case.bundle, &lib, &case.inputs) {
+        Ok(ran) => check_outputs(&case, &ran.outputs),
+        Err(e) => fail("host run", e.to_string()),
+    }
+}
+
+/// Compares outputs with the case's expected ones.
+pub fn check_outputs(case: &Prepared, got: &[Vec<u8>]) -> Outcome {
+    if got.len() != case.expected.len() {
+        let detail = format!("{} outputs, expected {}", got.len(), case.expected.len());
+        return fail("output count", detail);
+    }
+    for (i, ((got, want), (scalar, shape))) in got
+        .iter()
+        .zip(&case.expected)
+        .zip(&case.outputs)
+        .enumerate()
+    {
+        if let Err(detail) = compare(got, *scalar, shape, want) {
+            return fail("wrong answer", format!("output {i}: {detail}"));
+        }
+    }
+    Outcome::Pass
+}
+
+/// Loads, imports and compiles the case in folder `dir`; the outcome when it gets no further.
+pub fn prepare(dir: &Path) -> Result<Prepared, Outcome> {
     let model = match onnx::load(&dir.join("model.onnx")) {
         Ok(m) => m,
         Err(e) => {
-            return match &e {
+            return Err(match &e {
                 OnnxError::UnsupportedOpset { opset } => skip(format!("opset {opset}")),
                 OnnxError::NoDefaultOpset => skip("only other domains than the default one"),
                 other => unsupported_type(other).unwrap_or_else(|| fail("load", e.to_string())),
-            }
+            })
         }
     };
     let data = dir.join("test_data_set_0");
@@ -122,12 +171,12 @@ pub fn run_case(dir: &Path) -> Outcome {
     } else {
         match tensorio::read_dir_tensors(&data, "input") {
             Ok(t) => t,
-            Err(e) => return classify_read("reading inputs", &e),
+            Err(e) => return Err(classify_read("reading inputs", &e)),
         }
     };
     let expected = match tensorio::read_dir_tensors(&data, "output") {
         Ok(t) => t,
-        Err(e) => return classify_read("reading outputs", &e),
+        Err(e) => return Err(classify_read("reading outputs", &e)),
     };
     if inputs.len() != model.graph.inputs.len() {
         let detail = format!(
@@ -135,7 +184,7 @@ pub fn run_case(dir: &Path) -> Outcome {
             model.graph.inputs.len(),
             inputs.len()
         );
-        return fail("input count", detail);
+        return Err(fail("input count", detail));
     }
     let mut model = model;
     let mut inputs: Vec<(String, HostTensor)> = model
@@ -162,7 +211,7 @@ pub fn run_case(dir: &Path) -> Outcome {
             _ => None,
         };
         if !wanted.is_some_and(|name| freeze(&mut model, &mut inputs, &name)) {
-            return classify_import(&e);
+            return Err(classify_import(&e));
         }
     };
     let bundle = match compile_graph(
@@ -174,44 +223,27 @@ pub fn run_case(dir: &Path) -> Outcome {
         &mut |_, _| {},
     ) {
         Ok(b) => b,
-        Err(e) => return fail("compile", e.to_string()),
+        Err(e) => return Err(fail("compile", e.to_string())),
     };
     let mut raw = Vec::new();
     for (i, ((_, t), v)) in inputs.iter().zip(&imported.graph.inputs).enumerate() {
         if t.elem != ElemType::from(v.dtype.scalar) {
             let detail = format!("input {i}: file is {}, model wants {:?}", t.elem, v.dtype);
-            return fail("input type", detail);
+            return Err(fail("input type", detail));
         }
         raw.push(t.bytes.clone());
     }
-    let tmp = match tempfile::tempdir() {
-        Ok(t) => t,
-        Err(e) => return fail("temporary folder", e.to_string()),
-    };
-    let lib = match compile_c(tmp.path(), &bundle.kernels_c) {
-        Ok(l) => l,
-        Err(e) => return fail("C compiler", e),
-    };
-    let ran = match crate::host::run(&bundle, &lib, &raw) {
-        Ok(r) => r,
-        Err(e) => return fail("host run", e.to_string()),
-    };
-    if ran.outputs.len() != expected.len() {
-        let detail = format!("{} outputs, expected {}", ran.outputs.len(), expected.len());
-        return fail("output count", detail);
-    }
-    for (i, ((got, want), out)) in ran
+    let outputs = imported
         .outputs
         .iter()
-        .zip(&expected)
-        .zip(&imported.outputs)
-        .enumerate()
-    {
-        if let Err(detail) = compare(got, out.dtype.scalar, out.shape(), want) {
-            return fail("wrong answer", format!("output {i}: {detail}"));
-        }
-    }
-    Outcome::Pass
+        .map(|o| (o.dtype.scalar, o.shape().to_vec()))
+        .collect();
+    Ok(Prepared {
+        bundle,
+        inputs: raw,
+        expected,
+        outputs,
+    })
 }
 
 /// An op needs the value `name` at compile time (an axes, pads or shape input): the test's

@@ -122,8 +122,24 @@ pub const END: &str = "<!-- conformance:end -->";
 
 /// `readme` with the text between the markers replaced by `body`; `None` without markers.
 pub fn replace_section(readme: &str, body: &str) -> Option<String> {
-    let start = readme.find(START)? + START.len();
-    let end = start + readme[start..].find(END)?;
+    replace_between(readme, START, END, body)
+}
+
+/// The same for a board's section, between `<!-- conformance-<board>:start -->` and its end.
+pub fn replace_board_section(readme: &str, board: &str, body: &str) -> Option<String> {
+    let start = format!("<!-- conformance-{board}:start -->");
+    let end = format!("<!-- conformance-{board}:end -->");
+    replace_between(readme, &start, &end, body)
+}
+
+fn replace_between(
+    readme: &str,
+    start_marker: &str,
+    end_marker: &str,
+    body: &str,
+) -> Option<String> {
+    let start = readme.find(start_marker)? + start_marker.len();
+    let end = start + readme[start..].find(end_marker)?;
     Some(format!("{}\n{}{}", &readme[..start], body, &readme[end..]))
 }
 
@@ -159,6 +175,12 @@ mod tests {
         let readme = format!("a\n{START}\nold\n{END}\nb\n");
         let new = replace_section(&readme, "new\n").unwrap();
         assert_eq!(new, format!("a\n{START}\nnew\n{END}\nb\n"));
+        let board = "<!-- conformance-b:start -->\nold\n<!-- conformance-b:end -->\n";
+        assert_eq!(
+            replace_board_section(board, "b", "new\n").unwrap(),
+            "<!-- conformance-b:start -->\nnew\n<!-- conformance-b:end -->\n"
+        );
+        assert!(replace_board_section(board, "c", "new\n").is_none());
         assert_eq!(
             parse_pass_list("# c\n\ntest_x\n"),
             vec!["test_x".to_string()]
