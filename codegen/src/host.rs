@@ -73,6 +73,8 @@ pub fn compile_at(dir: &Path, opt: &str) -> Result<PathBuf, HostError> {
 pub struct HostRun {
     pub outputs: Vec<Vec<u8>>,
     pub step_times: Vec<Duration>,
+    /// Wall time of each whole repeated inference ([`run_repeated`]), without per-step timing.
+    pub run_times: Vec<Duration>,
 }
 
 /// 16-byte aligned zeroed bytes.
@@ -87,6 +89,17 @@ fn bytes_mut(v: &mut [u128], len: usize) -> &mut [u8] {
 
 /// Runs the bundle's schedule once with the kernels of `lib` on `inputs` (raw little-endian).
 pub fn run(bundle: &Bundle, lib: &Path, inputs: &[Vec<u8>]) -> Result<HostRun, HostError> {
+    run_repeated(bundle, lib, inputs, 0)
+}
+
+/// [`run`], then `repeats` more whole inferences on the same inputs (copied in again before
+/// each, outside the timed part), each timed as one piece into [`HostRun::run_times`].
+pub fn run_repeated(
+    bundle: &Bundle,
+    lib: &Path,
+    inputs: &[Vec<u8>],
+    repeats: usize,
+) -> Result<HostRun, HostError> {
     let load = |reason: String| HostError::Load {
         path: lib.display().to_string(),
         reason,
@@ -149,8 +162,21 @@ pub fn run(bundle: &Bundle, lib: &Path, inputs: &[Vec<u8>]) -> Result<HostRun, H
     let outputs = (0..plan.outputs.len())
         .map(|i| ex.output(i).unwrap_or_default().to_vec())
         .collect();
+    let mut run_times = Vec::with_capacity(repeats);
+    for _ in 0..repeats {
+        for (i, data) in inputs.iter().enumerate() {
+            if let Some(slot) = ex.input_mut(i) {
+                slot.copy_from_slice(data);
+            }
+        }
+        let started = Instant::now();
+        ex.run(&mut |_| {})
+            .map_err(|e| HostError::Refused(e.to_string()))?;
+        run_times.push(started.elapsed());
+    }
     Ok(HostRun {
         outputs,
         step_times: times,
+        run_times,
     })
 }
