@@ -6,7 +6,7 @@ use crate::graph::{Graph, Lazy};
 use crate::kernel::heuristic::hand_coded_optimizations;
 use crate::kernel::Kernel;
 use crate::linearize::{to_program, LinearizeError, Program};
-use crate::plan::plan_arena;
+use crate::plan::{in_place_pairs, plan_arena_with};
 use crate::render::Target;
 use crate::schedule::{create_schedule, ScheduleError};
 
@@ -41,6 +41,16 @@ pub fn compile_graph(
         programs.push(to_program(&k)?);
         progress(programs.len(), schedule.items.len());
     }
-    let plan = plan_arena(&schedule);
+    // Kernels that write over one of their inputs lose `restrict` on those two pointers.
+    let in_place = in_place_pairs(&schedule);
+    for p in &in_place {
+        let item = &schedule.items[p.step];
+        for (j, b) in item.bufs.iter().enumerate() {
+            if *b == p.out || *b == p.src {
+                programs[p.step].drop_restrict(j as u32);
+            }
+        }
+    }
+    let plan = plan_arena_with(&schedule, &in_place);
     Ok(bundle::build(name, &schedule, &programs, &plan)?)
 }
