@@ -51,6 +51,9 @@ pub struct Args {
     /// Skip the references (onnxruntime, tinygrad, TFLM) and their Python environment.
     #[arg(long)]
     no_refs: bool,
+    /// BEAM search width for Kiln's kernels (0: the hand-coded opts); searches are cached.
+    #[arg(long, default_value_t = 0)]
+    beam: usize,
     /// Replace the table between the `bench` markers of this README with the new one.
     #[arg(long)]
     readme: Option<PathBuf>,
@@ -165,14 +168,20 @@ fn best_and_median(mut v: Vec<Duration>) -> (Duration, Duration) {
     }
 }
 
-fn measure_kiln(m: &BenchModel, runs: usize, board: bool) -> Result<KilnNumbers> {
-    let args = ModelArgs {
+fn measure_kiln(m: &BenchModel, runs: usize, board: bool, beam: usize) -> Result<KilnNumbers> {
+    let mut args = ModelArgs {
         model: m.onnx.clone(),
         shapes: vec![],
+        beam: 0,
     };
+    // The compile time is without search; with --beam the searched bundle is measured.
     let started = Instant::now();
-    let c = compile(&args, &Target::c())?;
+    let mut c = compile(&args, &Target::c())?;
     let compile_time = started.elapsed();
+    if beam > 0 {
+        args.beam = beam;
+        c = compile(&args, &Target::c())?;
+    }
     let inputs = inputs_for(&c);
     let dir = tempfile::tempdir().context("a temporary folder for the bundle")?;
     c.bundle.write(dir.path())?;
@@ -323,7 +332,7 @@ impl Row<'_> {
     }
 }
 
-fn markdown(rows: &[Row], refs: &Refs, runs: usize) -> String {
+fn markdown(rows: &[Row], refs: &Refs, runs: usize, beam: usize) -> String {
     let mut s = String::new();
     let v = |k: &str| {
         refs.get("-")
@@ -333,12 +342,18 @@ fn markdown(rows: &[Row], refs: &Refs, runs: usize) -> String {
     };
     let _ = writeln!(
         s,
-        "Host latency: best of {runs} whole inferences, one thread (Kiln: its C at -O2 through the \
-         firmware executor; onnxruntime {}: 1 intra-op thread; tinygrad {}: CLANG, JIT, best of \
+        "Host latency: best of {runs} whole inferences, one thread (Kiln: its C at `{}` through \
+         the firmware executor, kernel opts {}; onnxruntime {}: 1 intra-op thread; tinygrad {}: CLANG, JIT, best of \
          max(5, {runs}/10)). Ratios: Kiln ÷ onnxruntime (target ≤ {TARGET_VS_ORT}), tinygrad ÷ \
          Kiln (target ≥ {TARGET_VS_TINYGRAD}), arena ÷ TFLM's smallest (tflite-micro {}; target \
          ≤ {TARGET_VS_TFLM}). Board: {BOARD} (Cortex-M4F under QEMU), instructions in the \
          kernels per inference, image flash (text + rodata) and static RAM.\n",
+        crate::host::HOST_OPT,
+        if beam > 0 {
+            format!("from a BEAM search of width {beam}")
+        } else {
+            "hand-coded".to_string()
+        },
         v("onnxruntime_version"),
         v("tinygrad_version"),
         v("tflite-micro_version"),
@@ -579,7 +594,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
     let mut rows = Vec::new();
     for m in list {
         eprintln!("kiln: {}", m.name);
-        let k = measure_kiln(m, a.runs, !a.no_board)
+        let k = measure_kiln(m, a.runs, !a.no_board, a.beam)
             .with_context(|| format!("benchmarking {}", m.name))?;
         let measured = num(&refs, m.name, "tflm_arena").map(|t| (t as usize, ""));
         let tflm = measured.or(m.published_tflm.map(|t| (t, "*")));
@@ -591,7 +606,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
             tflm,
         });
     }
-    let table = markdown(&rows, &refs, a.runs);
+    let table = markdown(&rows, &refs, a.runs, a.beam);
     let md = a.out.join("bench.md");
     std::fs::write(&md, &table).with_context(|| format!("writing {}", md.display()))?;
     std::fs::write(a.out.join("bench.svg"), svg(&rows))?;
