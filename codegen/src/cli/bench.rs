@@ -218,7 +218,7 @@ fn measure_kiln(m: &BenchModel, runs: usize, board: bool, beam: usize) -> Result
 /// The references' numbers: model → key → value.
 type Refs = BTreeMap<String, BTreeMap<String, String>>;
 
-fn run_refs(list: &[&BenchModel], runs: usize, out: &Path) -> Result<Refs> {
+fn run_refs(list: &[&BenchModel], runs: usize) -> Result<Refs> {
     let root = repo_root();
     let setup = root.join("scripts/setup-bench.sh");
     let status = Command::new("bash")
@@ -228,7 +228,8 @@ fn run_refs(list: &[&BenchModel], runs: usize, out: &Path) -> Result<Refs> {
     if !status.success() {
         bail!("{} failed ({status})", setup.display());
     }
-    let spec = out.join("refs-spec.tsv");
+    let scratch = tempfile::tempdir().context("a temporary folder")?;
+    let spec = scratch.path().join("refs-spec.tsv");
     let mut text = String::new();
     for m in list {
         let tflite = m
@@ -246,7 +247,7 @@ fn run_refs(list: &[&BenchModel], runs: usize, out: &Path) -> Result<Refs> {
         )?;
     }
     std::fs::write(&spec, text).with_context(|| format!("writing {}", spec.display()))?;
-    let result = out.join("refs.tsv");
+    let result = scratch.path().join("refs.tsv");
     let py = root.join(".venv-bench/bin/python");
     let script = root.join("scripts/bench_refs.py");
     let status = Command::new(&py)
@@ -589,7 +590,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
     let refs = if a.no_refs {
         Refs::new()
     } else {
-        run_refs(&list, a.runs, &a.out)?
+        run_refs(&list, a.runs)?
     };
     let mut rows = Vec::new();
     for m in list {

@@ -333,7 +333,10 @@ mod tests {
         let programs = [to_program(&fresh).unwrap(), to_program(&up).unwrap()];
         let t = crate::host::time_kernels(&programs, &[16 * 4, 128 * 4, 8 * 4]).unwrap();
         assert_eq!(t.len(), 2);
-        assert!(t.iter().all(|c| c.is_some_and(|c| c > 0.0 && c < 1e-2)), "{t:?}");
+        assert!(
+            t.iter().all(|c| c.is_some_and(|c| c > 0.0 && c < 1e-2)),
+            "{t:?}"
+        );
     }
 
     #[test]
