@@ -400,12 +400,22 @@ fn markdown(rows: &[Row], refs: &Refs, runs: usize, beam: usize) -> String {
             opt(k.board.as_ref(), |b| thousands(b.ram as u64)),
         );
     }
+    if rows
+        .iter()
+        .any(|r| r.tflm.is_some_and(|(_, src)| !src.is_empty()))
+    {
+        let _ = writeln!(
+            s,
+            "\nTFLM arenas marked * are the published measurements (the Python package could \
+             not be run here)."
+        );
+    }
     let _ = writeln!(
         s,
-        "\nTFLM arenas marked * are the published measurements (the Python package could not be \
-         run); kws and str_ww have no float TFLite model TFLM runs. resnet_block is \
-         `tests/models/residual.onnx` (conv-BN-ReLU-conv-BN + skip, pools). TFLM's own image \
-         for the board is not built; its flash and RAM are not compared."
+        "\nkws and str_ww have no float TFLite model that TFLM runs. resnet_block is \
+         `tests/models/residual.onnx` (conv-BN-ReLU-conv-BN + skip, pools). The board runs the \
+         same kernels as the host column. TFLM's own image for the board is not built; its \
+         flash and RAM are not compared."
     );
     for r in rows {
         if let Some(e) = &r.k.board_error {

@@ -491,6 +491,34 @@ mod tests {
         }
 
         #[test]
+        fn the_bundle_refuses_an_in_place_pair_the_schedule_does_not_allow() {
+            use crate::kernel::Kernel;
+            use crate::linearize::to_program;
+            use crate::render::Target;
+            let s = chain(plain());
+            let programs: Vec<_> = s
+                .items
+                .iter()
+                .map(|it| to_program(&Kernel::new(it.ast.clone(), Target::c()).unwrap()).unwrap())
+                .collect();
+            let legal = plan_arena_with(&s, &in_place_pairs(&s));
+            assert!(crate::bundle::build("chain", &s, &programs, &legal).is_ok());
+            // Step 0 writing t1 over the model input: not legal, whatever the placements say.
+            let mut forged = legal.clone();
+            forged.in_place.push(InPlace {
+                step: 0,
+                out: BufId(1),
+                src: BufId(0),
+            });
+            let err = crate::bundle::build("chain", &s, &programs, &forged).unwrap_err();
+            assert!(
+                err.to_string()
+                    .contains("may not write buffer 1 over buffer 0"),
+                "{err}"
+            );
+        }
+
+        #[test]
         fn the_overlap_check_allows_exactly_the_in_place_pairs() {
             let at = |buf: u32, first: usize, last: usize| Placement {
                 buf: BufId(buf),
