@@ -16,6 +16,9 @@ const MAX_UPCAST: usize = 64;
 const MAX_ROUNDS: usize = 5;
 /// A candidate must be this much cheaper to count as progress.
 const MIN_GAIN: f64 = 0.01;
+/// Part of every cache key: bumped when the actions, the search or the hand-coded opts it
+/// starts from change, so that older results are searched again.
+const SEARCH_VERSION: u32 = 2;
 
 /// Errors of the search.
 #[derive(Debug, thiserror::Error)]
@@ -38,7 +41,7 @@ pub type CostFn<'a> = dyn FnMut(&[Program]) -> Result<Vec<Option<f64>>, SearchEr
 pub fn actions(k: &Kernel) -> Vec<Opt> {
     let mut out = Vec::new();
     for axis in 0..k.first_reduce() {
-        for amt in [2, 3, 4, 8] {
+        for amt in [2, 3, 4, 5, 8] {
             out.push(Opt::new(OptOp::Upcast, axis, amt));
         }
     }
@@ -233,7 +236,10 @@ pub fn cached_beam_search(
     cost: &mut CostFn<'_>,
 ) -> Result<(Vec<Opt>, bool), SearchError> {
     let ast: String = fresh.ast.iter().map(|s| s.to_string()).collect();
-    let context = format!("{context} width={width} target={}", fresh.target.name);
+    let context = format!(
+        "{context} width={width} target={} search=v{SEARCH_VERSION}",
+        fresh.target.name
+    );
     if let Some(opts) = cache.get(&ast, &context) {
         if apply_all(fresh, &opts).is_some() {
             return Ok((opts, true));
