@@ -4,7 +4,7 @@
 use crate::bundle::{self, Bundle, BundleError};
 use crate::graph::{Graph, Lazy};
 use crate::kernel::heuristic::hand_coded_optimizations;
-use crate::kernel::search::{apply_all, cached_beam_search, Cache, SearchError};
+use crate::kernel::search::{apply_all, cached_beam_search, searchable, Cache, SearchError};
 use crate::kernel::Kernel;
 use crate::linearize::{to_program, LinearizeError, Program};
 use crate::plan::{in_place_pairs, plan_arena_with};
@@ -68,7 +68,7 @@ pub fn compile_graph_beam(
     for item in &schedule.items {
         let mut k = Kernel::new(item.ast.clone(), target.clone()).map_err(ScheduleError::from)?;
         match beam {
-            Some(b) if optimize && !target.has_local => {
+            Some(b) if optimize && !target.has_local && searchable(&k) => {
                 let sizes: Vec<usize> = item
                     .bufs
                     .iter()

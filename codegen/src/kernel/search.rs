@@ -37,6 +37,25 @@ pub enum SearchError {
 /// for one that could not be measured.
 pub type CostFn<'a> = dyn FnMut(&[Program]) -> Result<Vec<Option<f64>>, SearchError> + 'a;
 
+/// Whether the search may run `k`: candidates run on zero-filled buffers, which is safe when
+/// every buffer holds floats and no integer division or remainder could meet a zero.
+pub fn searchable(k: &Kernel) -> bool {
+    use super::ast::Op;
+    use super::KernelBuffer;
+    use crate::ops::{AluOp, BinaryOp};
+    let float_buffers = k.bufs.iter().all(|b| match b {
+        KernelBuffer::Mem(m) => m.dtype.is_float(),
+        _ => true,
+    });
+    let int_division = k.ast.iter().flat_map(|s| s.lazyops()).any(|n| {
+        matches!(
+            n.op(),
+            Op::Alu(AluOp::Binary(BinaryOp::Div | BinaryOp::Mod))
+        ) && !n.dtype().is_float()
+    });
+    float_buffers && !int_division
+}
+
 /// The actions tried on every kernel of the beam.
 pub fn actions(k: &Kernel) -> Vec<Opt> {
     let mut out = Vec::new();
@@ -343,6 +362,21 @@ mod tests {
             t.iter().all(|c| c.is_some_and(|c| c > 0.0 && c < 1e-2)),
             "{t:?}"
         );
+    }
+
+    #[test]
+    fn only_float_kernels_are_searched() {
+        assert!(searchable(&matvec()));
+        let st = ShapeTracker::from_shape(&[8]);
+        let div = LazyOp::alu(
+            AluOp::Binary(BinaryOp::Div),
+            vec![
+                LazyOp::load(1, DType::I32, st.clone()),
+                LazyOp::load(2, DType::I32, st.clone()),
+            ],
+        );
+        let k = Kernel::new(vec![LazyOp::store(0, st, div)], Target::c()).unwrap();
+        assert!(!searchable(&k));
     }
 
     #[test]
