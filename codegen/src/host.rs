@@ -38,18 +38,100 @@ pub fn host_cc() -> String {
     std::env::var("CC").unwrap_or_else(|_| "cc".to_string())
 }
 
+/// The optimization flags host kernels are compiled with: the host's own vector units.
+pub const HOST_OPT: &str = "-O2 -march=native";
+
 /// Compiles `dir/kernels.c` into `dir/libkernels.so`.
 pub fn compile(dir: &Path) -> Result<PathBuf, HostError> {
-    compile_at(dir, "-O2")
+    compile_at(dir, HOST_OPT)
 }
 
-/// [`compile`] at optimization level `opt` (`-O1`, `-O2`, …).
+/// Wall time of one call of each program (seconds), all compiled into one library with
+/// [`HOST_OPT`] and run on zeroed buffers of `buf_bytes` (by AST buffer index): best of three
+/// timings of enough repeated calls to last about a millisecond.
+pub fn time_kernels(
+    programs: &[crate::linearize::Program],
+    buf_bytes: &[usize],
+) -> Result<Vec<Option<f64>>, HostError> {
+    use std::fmt::Write as _;
+    let dir = tempfile::tempdir().map_err(|e| HostError::Load {
+        path: "a temporary folder".into(),
+        reason: e.to_string(),
+    })?;
+    let mut c = String::from("#include <time.h>\n");
+    for (i, p) in programs.iter().enumerate() {
+        let src = p.src.replacen(
+            &format!("void {}(", p.name),
+            &format!("static void kiln_cand{i}("),
+            1,
+        );
+        let args: Vec<String> = p
+            .buffers
+            .iter()
+            .map(|b| {
+                let t = crate::render::c_type_name(b.dtype);
+                let q = if b.mutable { "" } else { "const " };
+                format!("({q}{t}*)b[{}]", b.id.0)
+            })
+            .collect();
+        let _ = writeln!(
+            c,
+            "{src}\ndouble kiln_time{i}(void *const *b, int reps) {{\n  struct timespec t0, t1;\n  \
+             clock_gettime(CLOCK_MONOTONIC, &t0);\n  for (int r = 0; r < reps; r++) {{ \
+             kiln_cand{i}({}); __asm__ volatile(\"\" ::: \"memory\"); }}\n  \
+             clock_gettime(CLOCK_MONOTONIC, &t1);\n  \
+             return (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);\n}}",
+            args.join(", ")
+        );
+    }
+    let file = dir.path().join(KERNELS_FILE);
+    std::fs::write(&file, c).map_err(|e| HostError::Load {
+        path: file.display().to_string(),
+        reason: e.to_string(),
+    })?;
+    let lib = compile(dir.path())?;
+    let load = |reason: String| HostError::Load {
+        path: lib.display().to_string(),
+        reason,
+    };
+    // SAFETY: the library was generated and compiled just now from the programs above.
+    let library = unsafe { libloading::Library::new(&lib) }.map_err(|e| load(e.to_string()))?;
+    let mut storage: Vec<Vec<u128>> = buf_bytes.iter().map(|&n| aligned(n)).collect();
+    let pointers: Vec<*mut std::ffi::c_void> =
+        storage.iter_mut().map(|v| v.as_mut_ptr().cast()).collect();
+    type TimeFn = unsafe extern "C" fn(*const *mut std::ffi::c_void, i32) -> f64;
+    let mut out = Vec::with_capacity(programs.len());
+    for (i, p) in programs.iter().enumerate() {
+        if p.buffers.iter().any(|b| b.id.0 as usize >= pointers.len()) {
+            out.push(None);
+            continue;
+        }
+        // SAFETY: `kiln_time{i}` has this type; every buffer it touches has the size the
+        // schedule gave it.
+        let f: TimeFn = unsafe {
+            *library
+                .get::<TimeFn>(format!("kiln_time{i}\0").as_bytes())
+                .map_err(|e| load(e.to_string()))?
+        };
+        // SAFETY: as above.
+        let once = unsafe { f(pointers.as_ptr(), 1) }.max(1e-9);
+        let reps = (1e-3 / once).clamp(1.0, 10_000.0) as i32;
+        let best = (0..3)
+            // SAFETY: as above.
+            .map(|_| unsafe { f(pointers.as_ptr(), reps) } / f64::from(reps))
+            .fold(f64::INFINITY, f64::min);
+        out.push(Some(best));
+    }
+    Ok(out)
+}
+
+/// [`compile`] with the optimization flags `opt` (`-O1`, `-O2 -march=native`, …).
 pub fn compile_at(dir: &Path, opt: &str) -> Result<PathBuf, HostError> {
     let cc = host_cc();
     let src = dir.join(KERNELS_FILE);
     let lib = dir.join("libkernels.so");
     let out = Command::new(&cc)
-        .arg(opt)
+        .args(opt.split_whitespace())
         .args(["-std=gnu11", "-fPIC", "-shared", "-fno-math-errno", "-o"])
         .arg(&lib)
         .arg(&src)
@@ -73,6 +155,8 @@ pub fn compile_at(dir: &Path, opt: &str) -> Result<PathBuf, HostError> {
 pub struct HostRun {
     pub outputs: Vec<Vec<u8>>,
     pub step_times: Vec<Duration>,
+    /// Wall time of each whole repeated inference ([`run_repeated`]), without per-step timing.
+    pub run_times: Vec<Duration>,
 }
 
 /// 16-byte aligned zeroed bytes.
@@ -87,6 +171,17 @@ fn bytes_mut(v: &mut [u128], len: usize) -> &mut [u8] {
 
 /// Runs the bundle's schedule once with the kernels of `lib` on `inputs` (raw little-endian).
 pub fn run(bundle: &Bundle, lib: &Path, inputs: &[Vec<u8>]) -> Result<HostRun, HostError> {
+    run_repeated(bundle, lib, inputs, 0)
+}
+
+/// [`run`], then `repeats` more whole inferences on the same inputs (copied in again before
+/// each, outside the timed part), each timed as one piece into [`HostRun::run_times`].
+pub fn run_repeated(
+    bundle: &Bundle,
+    lib: &Path,
+    inputs: &[Vec<u8>],
+    repeats: usize,
+) -> Result<HostRun, HostError> {
     let load = |reason: String| HostError::Load {
         path: lib.display().to_string(),
         reason,
@@ -149,8 +244,21 @@ pub fn run(bundle: &Bundle, lib: &Path, inputs: &[Vec<u8>]) -> Result<HostRun, H
     let outputs = (0..plan.outputs.len())
         .map(|i| ex.output(i).unwrap_or_default().to_vec())
         .collect();
+    let mut run_times = Vec::with_capacity(repeats);
+    for _ in 0..repeats {
+        for (i, data) in inputs.iter().enumerate() {
+            if let Some(slot) = ex.input_mut(i) {
+                slot.copy_from_slice(data);
+            }
+        }
+        let started = Instant::now();
+        ex.run(&mut |_| {})
+            .map_err(|e| HostError::Refused(e.to_string()))?;
+        run_times.push(started.elapsed());
+    }
     Ok(HostRun {
         outputs,
         step_times: times,
+        run_times,
     })
 }

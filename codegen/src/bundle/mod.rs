@@ -175,6 +175,13 @@ pub fn build(
     programs: &[Program],
     plan: &ArenaPlan,
 ) -> Result<Bundle, BundleError> {
+    let legal = crate::plan::in_place_pairs(s);
+    if let Some(p) = plan.in_place.iter().find(|p| !legal.contains(p)) {
+        return Err(BundleError::SelfCheck(format!(
+            "step {} may not write buffer {} over buffer {}",
+            p.step, p.out.0, p.src.0
+        )));
+    }
     if let Some((a, b)) = plan.find_overlap() {
         return Err(BundleError::SelfCheck(format!(
             "buffers {} and {} overlap in the arena while both alive",

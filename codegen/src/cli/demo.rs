@@ -32,6 +32,7 @@ pub fn run(_: Args) -> Result<ExitCode> {
     let args = ModelArgs {
         model: p.join("kws_float.onnx"),
         shapes: vec![],
+        beam: 0,
     };
     let c = compile(&args, &Target::c())?;
     let inputs = super::model::read_inputs(&p.join("in"), &c)?;

@@ -1,5 +1,6 @@
 //! The `kiln` command line.
 
+mod bench;
 mod conformance;
 mod demo;
 mod explain;
@@ -30,6 +31,8 @@ enum Command {
     Run(run::RunArgs),
     /// Show one kernel at every stage: AST, optimized axes, UOps and rendered source.
     Explain(explain::Args),
+    /// Benchmarks Kiln on the MLPerf Tiny float models against onnxruntime, tinygrad and TFLM.
+    Bench(bench::Args),
     /// Runs the ONNX backend node tests through the whole pipeline and tabulates the results.
     Conformance(conformance::Args),
     /// Runs one conformance case (used by `conformance`, one child process a case).
@@ -45,6 +48,7 @@ pub fn main() -> ExitCode {
         Command::Compile(a) => run::compile_cmd(a),
         Command::Run(a) => run::run_cmd(a),
         Command::Explain(a) => explain::run(a),
+        Command::Bench(a) => bench::run(a),
         Command::Conformance(a) => conformance::run(a),
         Command::ConformanceCase(a) => conformance::run_case(a),
     };

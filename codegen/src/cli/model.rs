@@ -1,7 +1,8 @@
 //! Shared by the model commands: loading and compiling a model, reading and writing tensors.
 
 pub use crate::compile::Compiled;
-use crate::compile::{compile_graph, io_of};
+use crate::compile::{compile_graph_beam, io_of, Beam};
+use crate::kernel::search::Cache;
 use crate::onnx;
 use crate::render::Target;
 use crate::tensorio::{self, HostTensor};
@@ -17,6 +18,10 @@ pub struct ModelArgs {
     /// Pins a free input dim: `NAME=1x49x10x1` (a free batch dim defaults to 1).
     #[arg(long = "shape", value_name = "NAME=DIMS")]
     pub shapes: Vec<String>,
+    /// BEAM search of width N over each kernel's opts, measured on this host (C targets); the
+    /// results are cached (`$KILN_BEAM_CACHE`, else `~/.cache/kiln/beam`). 0: hand-coded opts.
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub beam: usize,
 }
 
 fn progress(len: usize, what: &str) -> ProgressBar {
@@ -54,15 +59,28 @@ pub fn compile(args: &ModelArgs, target: &Target) -> Result<Compiled> {
         bar.set_length(total as u64);
         bar.set_position(done as u64);
     };
-    let bundle = compile_graph(
+    let beam = (args.beam > 0).then(|| Beam {
+        width: args.beam,
+        cache: Cache {
+            dir: Cache::default_dir(),
+        },
+    });
+    let (bundle, stats) = compile_graph_beam(
         &name,
         &imported.graph,
         &imported.outputs,
         target,
         true,
+        beam.as_ref(),
         &mut tick,
     )
     .with_context(|| format!("compiling {}", args.model.display()))?;
+    if beam.is_some() {
+        eprintln!(
+            "beam search: {} kernels searched, {} from the cache",
+            stats.searched, stats.cached
+        );
+    }
     bar.finish_and_clear();
     Ok(io_of(&imported, bundle))
 }

@@ -33,7 +33,8 @@ pub fn hand_coded_optimizations(k: &mut Kernel) {
             if reuse == 0 {
                 continue;
             }
-            for amt in [4, 3, 2] {
+            // 5 before 3: audio models have axes of 25 and 125.
+            for amt in [4, 5, 3, 2] {
                 if k.full_shape()[axis].is_multiple_of(amt) && upcast_size(k) * amt <= MAX_UPCAST {
                     if best.is_none_or(|b| (reuse, amt) > (b.1, b.2)) {
                         best = Some((axis, reuse, amt));
@@ -65,5 +66,48 @@ pub fn hand_coded_optimizations(k: &mut Kernel) {
         if k.full_shape()[axis].is_multiple_of(4) {
             let _ = k.apply_opt(Opt::new(OptOp::Upcast, axis, 4));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dtype::DType;
+    use crate::kernel::ast::LazyOp;
+    use crate::ops::{AluOp, BinaryOp, ReduceOp};
+    use crate::render::Target;
+    use crate::shape::ShapeTracker;
+
+    /// out[i] = sum_j a[i, j] * b[j] for an `n`×8 matrix `a`.
+    fn matvec(n: usize) -> Kernel {
+        let a = ShapeTracker::from_shape(&[n, 8]);
+        let b = ShapeTracker::from_shape(&[1, 8]).expand(&[n, 8]).unwrap();
+        let mul = LazyOp::alu(
+            AluOp::Binary(BinaryOp::Mul),
+            vec![
+                LazyOp::load(1, DType::F32, a),
+                LazyOp::load(2, DType::F32, b),
+            ],
+        );
+        let sum = LazyOp::reduce(ReduceOp::Sum, vec![1], mul);
+        let out = LazyOp::store(0, ShapeTracker::from_shape(&[n, 1]), sum);
+        Kernel::new(vec![out], Target::c()).unwrap()
+    }
+
+    fn upcasts(n: usize) -> Vec<usize> {
+        let mut k = matvec(n);
+        hand_coded_optimizations(&mut k);
+        k.applied_opts
+            .iter()
+            .filter(|o| o.op == OptOp::Upcast)
+            .map(|o| o.amt)
+            .collect()
+    }
+
+    #[test]
+    fn broadcast_axes_are_upcast_by_a_divisor_of_their_size() {
+        assert_eq!(upcasts(16), vec![4, 4]);
+        assert_eq!(upcasts(25), vec![5]);
+        assert_eq!(upcasts(9), vec![3, 3]);
     }
 }

@@ -9,6 +9,7 @@ pub mod ast;
 pub mod gpu_heuristic;
 pub mod heuristic;
 pub mod opt;
+pub mod search;
 
 use crate::dtype::DType;
 use crate::ops::ConstValue;

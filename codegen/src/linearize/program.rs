@@ -33,6 +33,20 @@ pub struct Program {
     pub ast: String,
 }
 
+impl Program {
+    /// Drops `restrict` from the parameter `data{buf}`, so that it may alias another one (a
+    /// kernel run in place).
+    pub fn drop_restrict(&mut self, buf: u32) {
+        for end in [",", ")"] {
+            let from = format!("restrict data{buf}{end}");
+            if self.src.contains(&from) {
+                self.src = self.src.replacen(&from, &format!("data{buf}{end}"), 1);
+                return;
+            }
+        }
+    }
+}
+
 /// Linearizes and renders `k` for its target.
 pub fn to_program(k: &Kernel) -> Result<Program, LinearizeError> {
     let lin: Linearized = linearize(k)?;

@@ -4,7 +4,12 @@
 //! Placement is greedy by size (largest first), each buffer at the lowest offset that does not
 //! overlap a buffer alive at the same time. The plan also reports the liveness lower bound: the
 //! largest total size of buffers alive at one step, which no placement can beat.
+//!
+//! A kernel may write its output over one of its inputs ([`in_place_pairs`]): when it reads that
+//! input only at the index it stores to, the input has the output's size and type, and nothing
+//! reads the input afterwards. Such buffers share one place; the bound counts them once.
 
+use crate::kernel::ast::Op;
 use crate::schedule::{BufId, BufKind, Schedule};
 
 /// Alignment of every buffer in the arena, in bytes.
@@ -37,8 +42,19 @@ pub struct ArenaPlan {
     pub placements: Vec<Placement>,
     /// Bytes the arena needs.
     pub arena_bytes: usize,
-    /// The liveness lower bound (with alignment).
+    /// The liveness lower bound (with alignment), buffers that share a place in place counted
+    /// once.
     pub lower_bound: usize,
+    /// The in-place pairs the plan used: the two buffers share their bytes.
+    pub in_place: Vec<InPlace>,
+}
+
+/// A step whose kernel writes its output `out` over its input `src`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct InPlace {
+    pub step: usize,
+    pub out: BufId,
+    pub src: BufId,
 }
 
 impl ArenaPlan {
@@ -46,16 +62,36 @@ impl ArenaPlan {
         self.placements.iter().find(|p| p.buf == b)
     }
 
-    /// Two buffers alive at the same step that share bytes, if any (a planner bug).
+    /// Two buffers alive at the same step that share bytes, if any (a planner bug). An in-place
+    /// pair may share them: at the same offset, alive together only at its step.
     pub fn find_overlap(&self) -> Option<(BufId, BufId)> {
         for (i, a) in self.placements.iter().enumerate() {
             for b in &self.placements[i + 1..] {
-                if a.bytes > 0 && b.bytes > 0 && a.overlaps_in_time(b) && a.overlaps_in_space(b) {
+                if a.bytes > 0
+                    && b.bytes > 0
+                    && a.overlaps_in_time(b)
+                    && a.overlaps_in_space(b)
+                    && !self.legal_in_place(a, b)
+                {
                     return Some((a.buf, b.buf));
                 }
             }
         }
         None
+    }
+
+    fn legal_in_place(&self, a: &Placement, b: &Placement) -> bool {
+        self.in_place.iter().any(|p| {
+            let (out, src) = match (p.out == a.buf, p.out == b.buf) {
+                (true, _) if p.src == b.buf => (a, b),
+                (_, true) if p.src == a.buf => (b, a),
+                _ => return false,
+            };
+            out.offset == src.offset
+                && out.bytes == src.bytes
+                && out.first == p.step
+                && src.last == p.step
+        })
     }
 }
 
@@ -100,23 +136,75 @@ fn lifetimes(s: &Schedule) -> Vec<Placement> {
     out
 }
 
-/// Plans the arena for `s`.
-pub fn plan_arena(s: &Schedule) -> ArenaPlan {
-    let mut items = lifetimes(s);
-    let mut order: Vec<usize> = (0..items.len()).collect();
-    order.sort_by_key(|&i| {
-        (
-            std::cmp::Reverse(items[i].bytes),
-            items[i].first,
-            items[i].buf,
-        )
-    });
+/// The steps whose kernel may write its output over one of its inputs: the kernel stores one
+/// buffer, every load of the input reads exactly the element being stored (the same view as the
+/// store's), both have the same type and size, the input is an intermediate buffer read by no
+/// later step, and the output is first written at this step. Each buffer is in at most one
+/// pair as the input and one as the output.
+pub fn in_place_pairs(s: &Schedule) -> Vec<InPlace> {
+    let spans = lifetimes(s);
+    let span = |b: BufId| spans.iter().find(|p| p.buf == b);
+    let mut pairs: Vec<InPlace> = Vec::new();
+    for (step, item) in s.items.iter().enumerate() {
+        let [root] = item.ast.as_slice() else {
+            continue;
+        };
+        let Op::Store(store) = root.op() else {
+            continue;
+        };
+        let Some(&out) = item.bufs.get(store.idx.0 as usize) else {
+            continue;
+        };
+        let out_info = &s.buffers[out.0 as usize];
+        if !matches!(out_info.kind, BufKind::Intermediate | BufKind::Output(_))
+            || span(out).is_none_or(|p| p.first != step)
+            || !store.st.contiguous()
+        {
+            continue;
+        }
+        let nodes = root.lazyops();
+        for (j, &src) in item.bufs.iter().enumerate() {
+            if j == store.idx.0 as usize || src == out {
+                continue;
+            }
+            let info = &s.buffers[src.0 as usize];
+            if info.kind != BufKind::Intermediate
+                || info.dtype != out_info.dtype
+                || info.bytes() != out_info.bytes()
+                || span(src).is_none_or(|p| p.last != step)
+                || item.bufs.iter().filter(|&&b| b == src).count() != 1
+                || pairs.iter().any(|p| p.src == src)
+            {
+                continue;
+            }
+            let mut loads = nodes.iter().filter_map(|n| match n.op() {
+                Op::Load(m) if m.idx.0 as usize == j => Some(m),
+                _ => None,
+            });
+            let mut any = false;
+            let same_index = loads.all(|m| {
+                any = true;
+                m.dtype == store.dtype && m.st == store.st
+            });
+            if any && same_index {
+                pairs.push(InPlace { step, out, src });
+                break;
+            }
+        }
+    }
+    pairs
+}
+
+/// Offsets of `items` placed in `order`, each at the lowest offset free of the placed items
+/// alive at the same time.
+fn first_fit(items: &[Placement], order: &[usize]) -> Vec<usize> {
+    let mut offsets = vec![0; items.len()];
     let mut placed: Vec<usize> = Vec::new();
-    for i in order {
+    for &i in order {
         let mut conflicts: Vec<(usize, usize)> = placed
             .iter()
             .filter(|&&j| items[j].overlaps_in_time(&items[i]))
-            .map(|&j| (items[j].offset, items[j].offset + items[j].bytes))
+            .map(|&j| (offsets[j], offsets[j] + items[j].bytes))
             .collect();
         conflicts.sort();
         let mut offset = 0;
@@ -126,8 +214,103 @@ pub fn plan_arena(s: &Schedule) -> ArenaPlan {
             }
             offset = offset.max(end);
         }
-        items[i].offset = offset;
+        offsets[i] = offset;
         placed.push(i);
+    }
+    offsets
+}
+
+/// Plans the arena for `s` without running any kernel in place.
+pub fn plan_arena(s: &Schedule) -> ArenaPlan {
+    plan_arena_with(s, &[])
+}
+
+/// Plans the arena for `s`, each pair of `in_place` (from [`in_place_pairs`]) in one place.
+pub fn plan_arena_with(s: &Schedule, in_place: &[InPlace]) -> ArenaPlan {
+    let single = lifetimes(s);
+    // Buffers chained in place form one group: one place, alive from the first member's first
+    // step to the last member's last step.
+    let index = |b: BufId| single.iter().position(|p| p.buf == b);
+    let mut group: Vec<usize> = (0..single.len()).collect();
+    fn root(group: &mut [usize], mut i: usize) -> usize {
+        while group[i] != i {
+            group[i] = group[group[i]];
+            i = group[i];
+        }
+        i
+    }
+    let mut used: Vec<InPlace> = Vec::new();
+    for p in in_place {
+        if let (Some(o), Some(i)) = (index(p.out), index(p.src)) {
+            if single[o].bytes == single[i].bytes {
+                let (ro, ri) = (root(&mut group, o), root(&mut group, i));
+                if ro != ri {
+                    group[ro] = ri;
+                    used.push(*p);
+                }
+            }
+        }
+    }
+    let mut items: Vec<Placement> = Vec::new();
+    let mut member_of: Vec<usize> = vec![0; single.len()];
+    for i in 0..single.len() {
+        let r = root(&mut group, i);
+        let at = match items.iter().position(|p| p.buf == single[r].buf) {
+            Some(at) => at,
+            None => {
+                items.push(Placement {
+                    buf: single[r].buf,
+                    ..single[r].clone()
+                });
+                items.len() - 1
+            }
+        };
+        let g = &mut items[at];
+        g.first = g.first.min(single[i].first);
+        g.last = g.last.max(single[i].last);
+        g.bytes = g.bytes.max(single[i].bytes);
+        member_of[i] = at;
+    }
+    // First fit in a few orders (largest first; longest-lived first; earliest first; most
+    // byte-steps first); the smallest arena wins.
+    type Key = fn(&Placement) -> (usize, usize, usize);
+    let keys: [Key; 4] = [
+        |p| (usize::MAX - p.bytes, p.first, p.buf.0 as usize),
+        |p| {
+            (
+                usize::MAX - (p.last - p.first),
+                usize::MAX - p.bytes,
+                p.first,
+            )
+        },
+        |p| (p.first, usize::MAX - p.bytes, p.buf.0 as usize),
+        |p| {
+            (
+                usize::MAX - p.bytes * (p.last - p.first + 1),
+                p.first,
+                p.buf.0 as usize,
+            )
+        },
+    ];
+    let mut best: Option<(usize, Vec<usize>)> = None;
+    for key in keys {
+        let mut order: Vec<usize> = (0..items.len()).collect();
+        order.sort_by_key(|&i| key(&items[i]));
+        let offsets = first_fit(&items, &order);
+        let size = items
+            .iter()
+            .zip(&offsets)
+            .map(|(p, o)| o + p.bytes)
+            .max()
+            .unwrap_or(0);
+        if best.as_ref().is_none_or(|(b, _)| size < *b) {
+            best = Some((size, offsets));
+        }
+    }
+    if let Some((_, offsets)) = best {
+        for (p, o) in items.iter_mut().zip(offsets) {
+            p.offset = o;
+        }
     }
     let arena_bytes = items.iter().map(|p| p.offset + p.bytes).max().unwrap_or(0);
     let steps = s.items.len().max(1);
@@ -141,11 +324,20 @@ pub fn plan_arena(s: &Schedule) -> ArenaPlan {
         })
         .max()
         .unwrap_or(0);
-    items.sort_by_key(|p| p.buf);
+    let mut placements: Vec<Placement> = single
+        .iter()
+        .zip(&member_of)
+        .map(|(p, &g)| Placement {
+            offset: items[g].offset,
+            ..p.clone()
+        })
+        .collect();
+    placements.sort_by_key(|p| p.buf);
     ArenaPlan {
-        placements: items,
+        placements,
         arena_bytes,
         lower_bound,
+        in_place: used,
     }
 }
 
@@ -196,6 +388,167 @@ mod tests {
         assert_eq!(p.find_overlap(), None);
     }
 
+    mod in_place {
+        use super::*;
+        use crate::kernel::ast::LazyOp;
+        use crate::ops::{AluOp, BinaryOp};
+        use crate::shape::ShapeTracker;
+
+        fn buffer(kind: BufKind) -> BufferInfo {
+            BufferInfo {
+                kind,
+                dtype: DType::F32,
+                shape: vec![4, 4],
+            }
+        }
+
+        /// `bufs[0] = load(bufs[1], view a) + load(bufs[2], view b)`.
+        fn add(bufs: [u32; 3], a: ShapeTracker, b: ShapeTracker) -> ScheduleItem {
+            let st = ShapeTracker::from_shape(&[4, 4]);
+            let sum = LazyOp::alu(
+                AluOp::Binary(BinaryOp::Add),
+                vec![
+                    LazyOp::load(1, DType::F32, a),
+                    LazyOp::load(2, DType::F32, b),
+                ],
+            );
+            ScheduleItem {
+                ast: vec![LazyOp::store(0, st, sum)],
+                bufs: bufs.iter().map(|&b| BufId(b)).collect(),
+            }
+        }
+
+        fn plain() -> ShapeTracker {
+            ShapeTracker::from_shape(&[4, 4])
+        }
+
+        /// in → t1 = in + in → t2 = t1 + in → out = t2 + in; `second` is step 1's view of t1.
+        fn chain(second: ShapeTracker) -> Schedule {
+            Schedule {
+                items: vec![
+                    add([1, 0, 0], plain(), plain()),
+                    add([2, 1, 0], second, plain()),
+                    add([3, 2, 0], plain(), plain()),
+                ],
+                buffers: vec![
+                    buffer(BufKind::Input(0)),
+                    buffer(BufKind::Intermediate),
+                    buffer(BufKind::Intermediate),
+                    buffer(BufKind::Output(0)),
+                ],
+                inputs: vec![BufId(0)],
+                outputs: vec![BufId(3)],
+                weights: vec![],
+            }
+        }
+
+        #[test]
+        fn an_elementwise_read_of_a_dying_buffer_runs_in_place() {
+            let s = chain(plain());
+            let pairs = in_place_pairs(&s);
+            // The model input is never written over; t1 and t2 die where they are read.
+            assert_eq!(
+                pairs,
+                vec![
+                    InPlace {
+                        step: 1,
+                        out: BufId(2),
+                        src: BufId(1)
+                    },
+                    InPlace {
+                        step: 2,
+                        out: BufId(3),
+                        src: BufId(2)
+                    },
+                ]
+            );
+            let shared = plan_arena_with(&s, &pairs);
+            let apart = plan_arena(&s);
+            assert_eq!(shared.find_overlap(), None);
+            assert_eq!(shared.arena_bytes, 2 * 64);
+            assert_eq!(shared.lower_bound, 2 * 64);
+            assert_eq!(apart.arena_bytes, 3 * 64);
+            let at = |b: u32| shared.placement(BufId(b)).unwrap().offset;
+            assert_eq!((at(1), at(2)), (at(2), at(3)));
+            assert_ne!(at(0), at(1));
+        }
+
+        #[test]
+        fn a_read_at_another_index_is_not_in_place() {
+            let transposed = plain().permute(&[1, 0]).unwrap();
+            let s = chain(transposed);
+            let pairs = in_place_pairs(&s);
+            assert!(pairs.iter().all(|p| p.step != 1), "{pairs:?}");
+        }
+
+        #[test]
+        fn a_buffer_read_later_is_not_written_over() {
+            let mut s = chain(plain());
+            // Step 2 now reads t1 as well, so step 1 may not write over it.
+            s.items[2] = add([3, 2, 1], plain(), plain());
+            let pairs = in_place_pairs(&s);
+            assert!(pairs.iter().all(|p| p.src != BufId(1)), "{pairs:?}");
+        }
+
+        #[test]
+        fn the_bundle_refuses_an_in_place_pair_the_schedule_does_not_allow() {
+            use crate::kernel::Kernel;
+            use crate::linearize::to_program;
+            use crate::render::Target;
+            let s = chain(plain());
+            let programs: Vec<_> = s
+                .items
+                .iter()
+                .map(|it| to_program(&Kernel::new(it.ast.clone(), Target::c()).unwrap()).unwrap())
+                .collect();
+            let legal = plan_arena_with(&s, &in_place_pairs(&s));
+            assert!(crate::bundle::build("chain", &s, &programs, &legal).is_ok());
+            // Step 0 writing t1 over the model input: not legal, whatever the placements say.
+            let mut forged = legal.clone();
+            forged.in_place.push(InPlace {
+                step: 0,
+                out: BufId(1),
+                src: BufId(0),
+            });
+            let err = crate::bundle::build("chain", &s, &programs, &forged).unwrap_err();
+            assert!(
+                err.to_string()
+                    .contains("may not write buffer 1 over buffer 0"),
+                "{err}"
+            );
+        }
+
+        #[test]
+        fn the_overlap_check_allows_exactly_the_in_place_pairs() {
+            let at = |buf: u32, first: usize, last: usize| Placement {
+                buf: BufId(buf),
+                offset: 0,
+                bytes: 64,
+                first,
+                last,
+            };
+            let mut plan = ArenaPlan {
+                placements: vec![at(1, 0, 1), at(2, 1, 2)],
+                arena_bytes: 64,
+                lower_bound: 64,
+                in_place: vec![],
+            };
+            assert_eq!(plan.find_overlap(), Some((BufId(1), BufId(2))));
+            plan.in_place = vec![InPlace {
+                step: 1,
+                out: BufId(2),
+                src: BufId(1),
+            }];
+            assert_eq!(plan.find_overlap(), None);
+            // Alive together for two steps: not an in-place share.
+            plan.placements[0].last = 2;
+            assert_eq!(plan.find_overlap(), Some((BufId(1), BufId(2))));
+            plan.placements[0].last = 1;
+            plan.placements[1].offset = 16;
+            assert_eq!(plan.find_overlap(), Some((BufId(1), BufId(2))));
+        }
+    }
+
     proptest! {
         #[test]
         fn live_buffers_never_overlap(sizes in prop::collection::vec(1usize..500, 2..12), seed in any::<u64>()) {
@@ -208,8 +561,12 @@ mod tests {
                 let b = (x >> 17) as usize % out;
                 uses.push(vec![out, a, b]);
             }
-            let p = plan_arena(&schedule(&sizes, &uses));
+            let s = schedule(&sizes, &uses);
+            let p = plan_arena(&s);
             prop_assert_eq!(p.find_overlap(), None);
+            let q = plan_arena_with(&s, &in_place_pairs(&s));
+            prop_assert_eq!(q.find_overlap(), None);
+            prop_assert!(q.arena_bytes >= q.lower_bound);
             prop_assert!(p.arena_bytes >= p.lower_bound);
             let total: usize = p.placements.iter().map(|q| q.bytes).sum();
             prop_assert!(p.arena_bytes <= total);

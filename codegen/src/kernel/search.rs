@@ -1,0 +1,397 @@
+//! BEAM search over a kernel's opts: from the fresh kernel, each round applies every legal
+//! action (upcast an output axis, unroll a reduce axis) to each kernel of the beam, measures all
+//! the new kernels with a cost function (wall time on the host), keeps the `width` cheapest and
+//! stops when a round finds nothing cheaper. The hand-coded opts are measured too, so the
+//! search never returns something slower than they are. Results are cached on disk, keyed by
+//! the kernel's AST, the target and the cost's name, so a rebuild does not search again.
+
+use super::heuristic::hand_coded_optimizations;
+use super::{Kernel, Opt, OptOp};
+use crate::linearize::{to_program, Program};
+use std::path::{Path, PathBuf};
+
+/// The most values one iteration computes (the product of the upcast axes).
+const MAX_UPCAST: usize = 64;
+/// Rounds of search (opts added to the fresh kernel), at most.
+const MAX_ROUNDS: usize = 5;
+/// A candidate must be this much cheaper to count as progress.
+const MIN_GAIN: f64 = 0.01;
+/// Part of every cache key: bumped when the actions, the search or the hand-coded opts it
+/// starts from change, so that older results are searched again.
+const SEARCH_VERSION: u32 = 2;
+
+/// Errors of the search.
+#[derive(Debug, thiserror::Error)]
+pub enum SearchError {
+    #[error("measuring kernel {kernel}: {reason}")]
+    Measure { kernel: String, reason: String },
+    #[error("the search cache {path}: {source}")]
+    Cache {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Measures a batch of programs of one kernel: a cost per program (lower is better), `None`
+/// for one that could not be measured.
+pub type CostFn<'a> = dyn FnMut(&[Program]) -> Result<Vec<Option<f64>>, SearchError> + 'a;
+
+/// Whether the search may run `k`: candidates run on zero-filled buffers, which is safe when
+/// every buffer holds floats and no integer division or remainder could meet a zero.
+pub fn searchable(k: &Kernel) -> bool {
+    use super::ast::Op;
+    use super::KernelBuffer;
+    use crate::ops::{AluOp, BinaryOp};
+    let float_buffers = k.bufs.iter().all(|b| match b {
+        KernelBuffer::Mem(m) => m.dtype.is_float(),
+        _ => true,
+    });
+    let int_division = k.ast.iter().flat_map(|s| s.lazyops()).any(|n| {
+        matches!(
+            n.op(),
+            Op::Alu(AluOp::Binary(BinaryOp::Div | BinaryOp::Mod))
+        ) && !n.dtype().is_float()
+    });
+    float_buffers && !int_division
+}
+
+/// The actions tried on every kernel of the beam.
+pub fn actions(k: &Kernel) -> Vec<Opt> {
+    let mut out = Vec::new();
+    for axis in 0..k.first_reduce() {
+        for amt in [2, 3, 4, 5, 8] {
+            out.push(Opt::new(OptOp::Upcast, axis, amt));
+        }
+    }
+    let reduces = k.shape_len() - k.upcasted - k.first_reduce();
+    for axis in 0..reduces {
+        for amt in [0, 2, 3, 4] {
+            out.push(Opt::new(OptOp::Unroll, axis, amt));
+        }
+    }
+    out
+}
+
+fn upcast_size(k: &Kernel) -> usize {
+    let n = k.shape_len();
+    k.full_shape()[n - k.upcasted..].iter().product()
+}
+
+/// `fresh` with `opts` applied, or `None` when one does not apply.
+pub fn apply_all(fresh: &Kernel, opts: &[Opt]) -> Option<Kernel> {
+    let mut k = fresh.clone();
+    for o in opts {
+        k.apply_opt(*o).ok()?;
+    }
+    Some(k)
+}
+
+/// The opts the search finds cheapest for `fresh` (which has no opts applied).
+pub fn beam_search(
+    fresh: &Kernel,
+    width: usize,
+    cost: &mut CostFn<'_>,
+) -> Result<Vec<Opt>, SearchError> {
+    let mut hand = fresh.clone();
+    hand_coded_optimizations(&mut hand);
+    let mut start: Vec<Kernel> = vec![fresh.clone()];
+    if hand.applied_opts != fresh.applied_opts {
+        start.push(hand);
+    }
+    let programs: Vec<Program> = start.iter().filter_map(|k| to_program(k).ok()).collect();
+    let costs = cost(&programs)?;
+    let mut scored: Vec<(f64, Kernel)> = start
+        .into_iter()
+        .zip(costs)
+        .filter_map(|(k, c)| c.map(|c| (c, k)))
+        .collect();
+    scored.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let Some((mut best_cost, best)) = scored.first().cloned() else {
+        return Ok(fresh.applied_opts.clone());
+    };
+    let mut best_opts = best.applied_opts.clone();
+    // The beam grows from the fresh kernel; the hand-coded one only bounds the result.
+    let mut beam: Vec<Kernel> = vec![fresh.clone()];
+    for _ in 0..MAX_ROUNDS {
+        let mut seen = std::collections::HashSet::new();
+        let mut next: Vec<(Kernel, Program)> = Vec::new();
+        for k in &beam {
+            for a in actions(k) {
+                let mut k2 = k.clone();
+                if k2.apply_opt(a).is_err() || upcast_size(&k2) > MAX_UPCAST {
+                    continue;
+                }
+                let Ok(p) = to_program(&k2) else { continue };
+                if seen.insert(p.src.clone()) {
+                    next.push((k2, p));
+                }
+            }
+        }
+        if next.is_empty() {
+            break;
+        }
+        let programs: Vec<Program> = next.iter().map(|(_, p)| p.clone()).collect();
+        let costs = cost(&programs)?;
+        let mut round: Vec<(f64, Kernel)> = next
+            .into_iter()
+            .zip(costs)
+            .filter_map(|((k, _), c)| c.map(|c| (c, k)))
+            .collect();
+        round.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let Some((c, k)) = round.first() else { break };
+        if *c >= best_cost * (1.0 - MIN_GAIN) {
+            break;
+        }
+        best_cost = *c;
+        best_opts = k.applied_opts.clone();
+        beam = round
+            .into_iter()
+            .take(width.max(1))
+            .map(|(_, k)| k)
+            .collect();
+    }
+    Ok(best_opts)
+}
+
+/// A 64-bit FNV-1a hash (stable across builds, unlike the standard library's).
+pub fn stable_hash(text: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in text.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+/// The search cache: one file per searched kernel, its opts one per line.
+#[derive(Clone, Debug)]
+pub struct Cache {
+    pub dir: PathBuf,
+}
+
+impl Cache {
+    /// `$KILN_BEAM_CACHE`, else `kiln/beam` in `$XDG_CACHE_HOME` or `~/.cache`, else
+    /// `target/kiln-beam`.
+    pub fn default_dir() -> PathBuf {
+        if let Some(d) = std::env::var_os("KILN_BEAM_CACHE") {
+            return PathBuf::from(d);
+        }
+        let base = std::env::var_os("XDG_CACHE_HOME")
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache")));
+        match base {
+            Some(b) => b.join("kiln/beam"),
+            None => PathBuf::from("target/kiln-beam"),
+        }
+    }
+
+    /// The cache file of a kernel (`ast`: its AST listing) searched under `context` (target,
+    /// cost, width).
+    pub fn path(&self, ast: &str, context: &str) -> PathBuf {
+        let key = stable_hash(&format!("{context}\n{ast}"));
+        self.dir.join(format!("{key:016x}.opts"))
+    }
+
+    /// The cached opts, if this kernel was searched before (an unreadable entry is a miss).
+    pub fn get(&self, ast: &str, context: &str) -> Option<Vec<Opt>> {
+        let text = std::fs::read_to_string(self.path(ast, context)).ok()?;
+        let mut lines = text.lines();
+        // The first line repeats the key's text hash, guarding against a stale file.
+        if lines.next()? != format!("{:016x}", stable_hash(ast)) {
+            return None;
+        }
+        lines.map(parse_opt).collect()
+    }
+
+    pub fn put(&self, ast: &str, context: &str, opts: &[Opt]) -> Result<(), SearchError> {
+        let path = self.path(ast, context);
+        let err = |source| SearchError::Cache {
+            path: path.display().to_string(),
+            source,
+        };
+        std::fs::create_dir_all(&self.dir).map_err(err)?;
+        let mut text = format!("{:016x}\n", stable_hash(ast));
+        for o in opts {
+            text.push_str(&format_opt(o));
+            text.push('\n');
+        }
+        std::fs::write(&path, text).map_err(err)
+    }
+}
+
+fn format_opt(o: &Opt) -> String {
+    let axis = o.axis.map(|a| a.to_string()).unwrap_or_else(|| "-".into());
+    format!("{:?} {axis} {}", o.op, o.amt)
+}
+
+fn parse_opt(line: &str) -> Option<Opt> {
+    let mut parts = line.split_whitespace();
+    let op = match parts.next()? {
+        "Local" => OptOp::Local,
+        "Group" => OptOp::Group,
+        "GroupTop" => OptOp::GroupTop,
+        "Unroll" => OptOp::Unroll,
+        "Upcast" => OptOp::Upcast,
+        "PadTo" => OptOp::PadTo,
+        "NoLocals" => OptOp::NoLocals,
+        _ => return None,
+    };
+    let axis = match parts.next()? {
+        "-" => None,
+        a => Some(a.parse().ok()?),
+    };
+    let amt = parts.next()?.parse().ok()?;
+    Some(Opt { op, axis, amt })
+}
+
+/// The opts for `fresh`: from `cache` when it has them, else searched with `cost` and stored.
+/// Returns the opts and whether they came from the cache.
+pub fn cached_beam_search(
+    fresh: &Kernel,
+    width: usize,
+    cache: &Cache,
+    context: &str,
+    cost: &mut CostFn<'_>,
+) -> Result<(Vec<Opt>, bool), SearchError> {
+    let ast: String = fresh.ast.iter().map(|s| s.to_string()).collect();
+    let context = format!(
+        "{context} width={width} target={} search=v{SEARCH_VERSION}",
+        fresh.target.name
+    );
+    if let Some(opts) = cache.get(&ast, &context) {
+        if apply_all(fresh, &opts).is_some() {
+            return Ok((opts, true));
+        }
+    }
+    let opts = beam_search(fresh, width, cost)?;
+    cache.put(&ast, &context, &opts)?;
+    Ok((opts, false))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dtype::DType;
+    use crate::kernel::ast::LazyOp;
+    use crate::ops::{AluOp, BinaryOp, ReduceOp};
+    use crate::render::Target;
+    use crate::shape::ShapeTracker;
+
+    /// out[i] = sum_j a[i, j] * b[j]: a 16×8 matrix times a vector.
+    fn matvec() -> Kernel {
+        let a = ShapeTracker::from_shape(&[16, 8]);
+        let b = ShapeTracker::from_shape(&[1, 8]).expand(&[16, 8]).unwrap();
+        let mul = LazyOp::alu(
+            AluOp::Binary(BinaryOp::Mul),
+            vec![
+                LazyOp::load(1, DType::F32, a),
+                LazyOp::load(2, DType::F32, b),
+            ],
+        );
+        let sum = LazyOp::reduce(ReduceOp::Sum, vec![1], mul);
+        let out = LazyOp::store(0, ShapeTracker::from_shape(&[16, 1]), sum);
+        Kernel::new(vec![out], Target::c()).unwrap()
+    }
+
+    #[test]
+    fn the_search_follows_the_cost() {
+        // A cost that rewards upcasting the output axis and nothing else.
+        let mut calls = 0;
+        let mut cost = |ps: &[Program]| {
+            calls += 1;
+            Ok(ps
+                .iter()
+                .map(|p| {
+                    let up = p
+                        .applied_opts
+                        .iter()
+                        .filter(|o| o.op == OptOp::Upcast)
+                        .map(|o| o.amt.max(1))
+                        .product::<usize>();
+                    Some(100.0 / up as f64 + p.applied_opts.len() as f64 * 0.01)
+                })
+                .collect())
+        };
+        let opts = beam_search(&matvec(), 2, &mut cost).unwrap();
+        assert!(calls >= 2);
+        let up: usize = opts
+            .iter()
+            .filter(|o| o.op == OptOp::Upcast)
+            .map(|o| o.amt)
+            .product();
+        assert_eq!(up, 16, "{opts:?}");
+        assert!(apply_all(&matvec(), &opts).is_some());
+    }
+
+    #[test]
+    fn a_cached_search_is_not_repeated() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache {
+            dir: dir.path().to_path_buf(),
+        };
+        let calls = std::cell::Cell::new(0);
+        let mut cost = |ps: &[Program]| {
+            calls.set(calls.get() + 1);
+            Ok(ps
+                .iter()
+                .map(|p| Some(10.0 - p.applied_opts.len() as f64))
+                .collect())
+        };
+        let (first, hit) = cached_beam_search(&matvec(), 2, &cache, "test", &mut cost).unwrap();
+        assert!(!hit);
+        let searched = calls.get();
+        assert!(searched > 0);
+        let (again, hit) = cached_beam_search(&matvec(), 2, &cache, "test", &mut cost).unwrap();
+        assert!(hit);
+        assert_eq!(again, first);
+        assert_eq!(calls.get(), searched, "a cache hit measures nothing");
+        // Another cost context is another entry.
+        let (_, hit) = cached_beam_search(&matvec(), 2, &cache, "other", &mut cost).unwrap();
+        assert!(!hit);
+    }
+
+    #[test]
+    fn the_host_timer_measures_every_candidate() {
+        let fresh = matvec();
+        let up = apply_all(&fresh, &[Opt::new(OptOp::Upcast, 0, 4)]).unwrap();
+        let programs = [to_program(&fresh).unwrap(), to_program(&up).unwrap()];
+        let t = crate::host::time_kernels(&programs, &[16 * 4, 128 * 4, 8 * 4]).unwrap();
+        assert_eq!(t.len(), 2);
+        assert!(
+            t.iter().all(|c| c.is_some_and(|c| c > 0.0 && c < 1e-2)),
+            "{t:?}"
+        );
+    }
+
+    #[test]
+    fn only_float_kernels_are_searched() {
+        assert!(searchable(&matvec()));
+        let st = ShapeTracker::from_shape(&[8]);
+        let div = LazyOp::alu(
+            AluOp::Binary(BinaryOp::Div),
+            vec![
+                LazyOp::load(1, DType::I32, st.clone()),
+                LazyOp::load(2, DType::I32, st.clone()),
+            ],
+        );
+        let k = Kernel::new(vec![LazyOp::store(0, st, div)], Target::c()).unwrap();
+        assert!(!searchable(&k));
+    }
+
+    #[test]
+    fn opts_round_trip_through_the_cache_format() {
+        for o in [
+            Opt::new(OptOp::Upcast, 1, 4),
+            Opt::new(OptOp::Unroll, 0, 0),
+            Opt {
+                op: OptOp::NoLocals,
+                axis: None,
+                amt: 0,
+            },
+        ] {
+            assert_eq!(parse_opt(&format_opt(&o)), Some(o));
+        }
+        assert_eq!(parse_opt("Sideways 1 2"), None);
+    }
+}

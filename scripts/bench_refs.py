@@ -1,0 +1,298 @@
+"""The reference side of `kiln bench`: latency of onnxruntime (one thread) and of tinygrad 0.9.1
+with its CLANG backend on the same ONNX models, and the smallest arena that TensorFlow Lite Micro
+runs each float .tflite in.
+
+    python scripts/bench_refs.py SPEC.tsv OUT.tsv
+
+SPEC.tsv has one line per model: name, ONNX path, float .tflite path (or `-`), timed runs,
+tab-separated. Every model gets the same seeded random input. OUT.tsv has lines
+`model<TAB>key<TAB>value`: the best and median of the timed inferences (seconds) of onnxruntime
+(`ort_best_s`, `ort_median_s`) and tinygrad (`tinygrad_best_s`, `tinygrad_median_s`),
+tinygrad's largest difference from onnxruntime's output (`tinygrad_max_abs_diff`), the TFLM
+arena in bytes (`tflm_arena`), and `<runtime>_error` where a runtime failed on the model; model
+`-` carries the versions.
+
+tinygrad's ONNX runner is not in its wheel: `TinygradModel` walks the ONNX graph and builds the
+network from tinygrad Tensor calls with the model's own weights, then JITs it.
+"""
+
+import os
+import sys
+import time
+
+os.environ.setdefault("CLANG", "1")
+
+import numpy as np  # noqa: E402
+import onnx  # noqa: E402
+from onnx import helper, numpy_helper  # noqa: E402
+
+
+def input_specs(model):
+    inits = {i.name for i in model.graph.initializer}
+    out = []
+    for i in model.graph.input:
+        if i.name in inits:
+            continue
+        dims = [d.dim_value if d.dim_value > 0 else 1 for d in i.type.tensor_type.shape.dim]
+        out.append((i.name, dims))
+    return out
+
+
+def make_inputs(model, seed=0):
+    rng = np.random.default_rng(seed)
+    return {n: rng.standard_normal(d).astype(np.float32) for n, d in input_specs(model)}
+
+
+def timed(fn, runs, warmup=3):
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return {"best_s": min(times), "median_s": float(np.median(times)), "runs": runs}
+
+
+# onnxruntime ------------------------------------------------------------------------------
+
+def ort_session(path):
+    import onnxruntime as ort
+
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    so.inter_op_num_threads = 1
+    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    return ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+
+
+# tinygrad ---------------------------------------------------------------------------------
+
+def attrs(node):
+    return {a.name: helper.get_attribute_value(a) for a in node.attribute}
+
+
+class TinygradModel:
+    """An ONNX graph as tinygrad Tensor calls (the ops of the MLPerf Tiny float models)."""
+
+    def __init__(self, model):
+        from tinygrad import Tensor
+
+        self.model = model
+        self.opset = max((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")),
+                         default=13)
+        self.consts = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
+        for n in model.graph.node:
+            if n.op_type == "Constant":
+                self.consts[n.output[0]] = numpy_helper.to_array(attrs(n)["value"])
+        self.weights = {k: Tensor(v.astype(np.float32)).realize()
+                        for k, v in self.consts.items() if v.dtype == np.float32}
+        self.inputs = [n for n, _ in input_specs(model)]
+        self.outputs = [o.name for o in model.graph.output]
+
+    def __call__(self, *xs):
+        env = dict(self.weights)
+        env.update(zip(self.inputs, xs))
+        for n in self.model.graph.node:
+            if n.op_type == "Constant":
+                continue
+            ins = [env[i] if i in env else None for i in n.input]
+            out = getattr(self, "op_" + n.op_type)(n, ins, attrs(n))
+            env[n.output[0]] = out
+        return [env[o] for o in self.outputs]
+
+    def op_Relu(self, n, ins, a):
+        return ins[0].relu()
+
+    def op_Add(self, n, ins, a):
+        return ins[0] + ins[1]
+
+    def op_MatMul(self, n, ins, a):
+        return ins[0].matmul(ins[1])
+
+    def op_Gemm(self, n, ins, a):
+        x, w = ins[0], ins[1]
+        if a.get("transA", 0):
+            x = x.T
+        if a.get("transB", 0):
+            w = w.T
+        y = x.matmul(w) * a.get("alpha", 1.0)
+        if len(ins) > 2 and ins[2] is not None:
+            y = y + ins[2] * a.get("beta", 1.0)
+        return y
+
+    def op_Softmax(self, n, ins, a):
+        x = ins[0]
+        axis = a.get("axis", -1 if self.opset >= 13 else 1)
+        if self.opset < 13 and axis % x.ndim != x.ndim - 1:
+            raise NotImplementedError("Softmax before opset 13 over more than the last axis")
+        return x.softmax(axis)
+
+    def op_Transpose(self, n, ins, a):
+        return ins[0].permute(a["perm"])
+
+    def op_Reshape(self, n, ins, a):
+        x = ins[0]
+        shape = [int(d) for d in self.consts[n.input[1]]]
+        shape = [x.shape[i] if d == 0 else d for i, d in enumerate(shape)]
+        return x.reshape(shape)
+
+    def op_BatchNormalization(self, n, ins, a):
+        x, scale, bias, mean, var = ins
+        eps = a.get("epsilon", 1e-5)
+        shape = (1, -1) + (1,) * (x.ndim - 2)
+        inv = (var + eps).rsqrt() * scale
+        return (x - mean.reshape(shape)) * inv.reshape(shape) + bias.reshape(shape)
+
+    def _pads(self, x, a, kernel):
+        pads = list(a.get("pads", [0] * (2 * len(kernel))))
+        auto = a.get("auto_pad", b"NOTSET")
+        auto = auto.decode() if isinstance(auto, bytes) else auto
+        if auto not in ("NOTSET", "VALID"):
+            raise NotImplementedError(f"auto_pad {auto}")
+        if auto == "VALID":
+            pads = [0] * (2 * len(kernel))
+        k = len(kernel)
+        if any(pads):
+            spatial = tuple((pads[i], pads[i + k]) for i in range(k))
+            x = x.pad(((0, 0), (0, 0)) + spatial)
+        return x
+
+    def op_Conv(self, n, ins, a):
+        x, w = ins[0], ins[1]
+        b = ins[2] if len(ins) > 2 else None
+        kernel = a.get("kernel_shape", list(w.shape[2:]))
+        x = self._pads(x, a, kernel)
+        return x.conv2d(w, b, groups=a.get("group", 1), stride=tuple(a.get("strides", [1] * len(kernel))),
+                        dilation=tuple(a.get("dilations", [1] * len(kernel))), padding=0)
+
+    def op_AveragePool(self, n, ins, a):
+        kernel = a["kernel_shape"]
+        stride = tuple(a.get("strides", kernel))
+        x = self._pads(ins[0], a, kernel)
+        if not any(a.get("pads", [0])) or a.get("count_include_pad", 0):
+            return x.avg_pool2d(tuple(kernel), stride=stride)
+        # Padding excluded from the count: divide by the number of real elements in each window.
+        from tinygrad import Tensor
+
+        ones = self._pads(Tensor.ones(*ins[0].shape), a, kernel)
+        return x.avg_pool2d(tuple(kernel), stride=stride) / ones.avg_pool2d(tuple(kernel), stride=stride)
+
+    def op_MaxPool(self, n, ins, a):
+        kernel = a["kernel_shape"]
+        x = ins[0]
+        if any(a.get("pads", [0])):
+            k = len(kernel)
+            p = a["pads"]
+            x = x.pad(((0, 0), (0, 0)) + tuple((p[i], p[i + k]) for i in range(k)), value=-float("inf"))
+        return x.max_pool2d(tuple(kernel), stride=tuple(a.get("strides", kernel)))
+
+
+def tinygrad_run(model, feeds, runs):
+    from tinygrad import Tensor, TinyJit, Device
+
+    m = TinygradModel(model)
+
+    @TinyJit
+    def step(*xs):
+        return [o.realize() for o in m(*xs)]
+
+    xs = [Tensor(feeds[n]).realize() for n in m.inputs]
+
+    def once():
+        outs = step(*xs)
+        Device[Device.DEFAULT].synchronize()
+        return outs
+
+    stats = timed(once, runs)
+    outs = [o.numpy() for o in once()]
+    stats["device"] = Device.DEFAULT
+    return stats, outs
+
+
+# TensorFlow Lite Micro -------------------------------------------------------------------
+
+def tflm_arena(path, hi=1 << 21, step=16):
+    """The smallest arena (a multiple of `step` bytes) that TFLM allocates and invokes in."""
+    from tflite_micro.python.tflite_micro import runtime
+
+    def fits(n):
+        try:
+            it = runtime.Interpreter.from_file(path, arena_size=n)
+            d = it.get_input_details(0)
+            it.set_input(np.zeros(d["shape"], d["dtype"]), 0)
+            it.invoke()
+            return True
+        except Exception:
+            return False
+
+    # TFLM prints every failed allocation on stderr: keep the search quiet.
+    saved = os.dup(2)
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 2)
+    try:
+        return search(fits, hi, step)
+    finally:
+        os.dup2(saved, 2)
+        os.close(null)
+        os.close(saved)
+
+
+def search(fits, hi, step):
+    if not fits(hi):
+        return None
+    lo, hi = 1, hi // step
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if fits(mid * step):
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo * step
+
+
+def main():
+    spec_path, out_path = sys.argv[1], sys.argv[2]
+    import importlib.metadata as md
+
+    rows = [("-", f"{n}_version", md.version(n)) for n in ("onnxruntime", "tinygrad", "tflite-micro")]
+    for line in open(spec_path):
+        if not line.strip():
+            continue
+        name, onnx_path, tflite, runs = line.rstrip("\n").split("\t")
+        runs = int(runs)
+        print(f"references: {name}", file=sys.stderr, flush=True)
+        model = onnx.load(onnx_path)
+        feeds = make_inputs(model)
+        want = None
+        try:
+            sess = ort_session(onnx_path)
+            want = sess.run(None, feeds)
+            t = timed(lambda: sess.run(None, feeds), runs)
+            rows += [(name, "ort_best_s", t["best_s"]), (name, "ort_median_s", t["median_s"])]
+        except Exception as e:  # a failing reference is reported, not fatal
+            rows.append((name, "ort_error", f"{type(e).__name__}: {e}"))
+        try:
+            t, got = tinygrad_run(model, feeds, max(5, runs // 10))
+            rows += [(name, "tinygrad_best_s", t["best_s"]), (name, "tinygrad_median_s", t["median_s"]),
+                     (name, "tinygrad_device", t["device"])]
+            if want is not None:
+                diff = max(float(np.max(np.abs(g - w))) for g, w in zip(got, want))
+                rows.append((name, "tinygrad_max_abs_diff", diff))
+        except Exception as e:
+            rows.append((name, "tinygrad_error", f"{type(e).__name__}: {e}"))
+        if tflite != "-":
+            try:
+                arena = tflm_arena(tflite)
+                rows.append((name, "tflm_arena", arena if arena is not None else "none"))
+            except Exception as e:
+                rows.append((name, "tflm_error", f"{type(e).__name__}: {e}"))
+    with open(out_path, "w") as f:
+        for m, k, v in rows:
+            v = str(v).replace("\t", " ").replace("\n", " ")
+            f.write(f"{m}\t{k}\t{v}\n")
+
+
+if __name__ == "__main__":
+    main()
