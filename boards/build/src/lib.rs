@@ -53,20 +53,7 @@ fn try_build(cflags: &[&str]) -> Result<(), String> {
     };
     let bundle_dir = fs::canonicalize(&bundle_dir)
         .map_err(|e| format!("bundle folder {}: {e}", bundle_dir.display()))?;
-    let [kernels, schedule, weights] =
-        ["kernels.c", "schedule.bin", "weights.bin"].map(|name| bundle_dir.join(name));
-    for file in [&kernels, &schedule, &weights] {
-        println!("cargo:rerun-if-changed={}", file.display());
-    }
-
-    cc::Build::new()
-        .file(&kernels)
-        .opt_level(2)
-        .flag("-fno-math-errno")
-        .flags(cflags)
-        .warnings(true)
-        .force_frame_pointer(false)
-        .compile("kiln_kernels");
+    let [_, schedule, weights] = compile_bundle(&bundle_dir, cflags, "kiln_kernels");
 
     let arena_bytes = arena_bytes(&schedule)?;
     let weights_bytes = fs::metadata(&weights)
@@ -76,6 +63,24 @@ fn try_build(cflags: &[&str]) -> Result<(), String> {
     write(&out_dir.join("bundle.rs"), &bundle_rs)?;
     let batch_arena = batch(cflags, &out_dir)?;
     link_scripts(&board_dir, &out_dir, arena_bytes.max(batch_arena))
+}
+
+/// Compiles the `kernels.c` of the bundle in `dir` into library `library`; returns the paths of
+/// its kernels, schedule and weights, each watched for changes.
+fn compile_bundle(dir: &Path, cflags: &[&str], library: &str) -> [PathBuf; 3] {
+    let files = ["kernels.c", "schedule.bin", "weights.bin"].map(|name| dir.join(name));
+    for file in &files {
+        println!("cargo:rerun-if-changed={}", file.display());
+    }
+    cc::Build::new()
+        .file(&files[0])
+        .opt_level(2)
+        .flag("-fno-math-errno")
+        .flags(cflags)
+        .warnings(true)
+        .force_frame_pointer(false)
+        .compile(library);
+    files
 }
 
 /// Compiles the bundles of `KILN_BATCH_DIR`, if set, and writes `batch.rs`; returns the
@@ -92,20 +97,8 @@ fn batch(cflags: &[&str], out_dir: &Path) -> Result<u32, String> {
             .collect();
         names.sort();
         for name in names {
-            let case = dir.join(&name);
-            let [kernels, schedule, weights] =
-                ["kernels.c", "schedule.bin", "weights.bin"].map(|file| case.join(file));
-            for file in [&kernels, &schedule, &weights] {
-                println!("cargo:rerun-if-changed={}", file.display());
-            }
-            cc::Build::new()
-                .file(&kernels)
-                .opt_level(2)
-                .flag("-fno-math-errno")
-                .flags(cflags)
-                .warnings(false)
-                .force_frame_pointer(false)
-                .compile(&format!("kiln_{name}"));
+            let [_, schedule, weights] =
+                compile_bundle(&dir.join(&name), cflags, &format!("kiln_{name}"));
             let weights_bytes = fs::metadata(&weights)
                 .map_err(|e| describe(&weights, e))?
                 .len();
