@@ -69,16 +69,36 @@ fn run_on_board(
     board: &crate::board::BoardInfo,
     cases: &std::path::Path,
     results: &mut [CaseResult],
+    jobs: usize,
 ) -> Result<()> {
-    let mut prepared = Vec::new();
-    for (index, r) in results.iter().enumerate() {
-        if r.outcome != Outcome::Pass {
-            continue;
+    // The cases passed on the host, so they compile here too: in this process, `jobs` at once.
+    let passed: Vec<usize> = (0..results.len())
+        .filter(|&i| results[i].outcome == Outcome::Pass)
+        .collect();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let compiled = std::sync::Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for _ in 0..jobs.max(1) {
+            s.spawn(|| loop {
+                let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(&index) = passed.get(k) else { break };
+                let prepared = case::prepare(&cases.join(&results[index].name));
+                if let Ok(mut c) = compiled.lock() {
+                    c.push((index, prepared));
+                }
+            });
         }
-        // The case compiled in a child process already: it compiles here too.
-        match case::prepare(&cases.join(&r.name)) {
+    });
+    let mut compiled = compiled.into_inner().unwrap_or_default();
+    compiled.sort_by_key(|(index, _)| *index);
+    let mut prepared = Vec::with_capacity(compiled.len());
+    for (index, p) in compiled {
+        match p {
             Ok(p) => prepared.push((index, p)),
-            Err(outcome) => bail!("{} passed on the host but now gives {outcome:?}", r.name),
+            Err(outcome) => bail!(
+                "{} passed on the host but now gives {outcome:?}",
+                results[index].name
+            ),
         }
     }
     let batch: Vec<crate::board::BatchCase> = prepared
@@ -162,10 +182,21 @@ pub fn run(a: Args) -> Result<ExitCode> {
     };
     let started = Instant::now();
     let bar = indicatif::ProgressBar::new(names.len() as u64);
-    let mut results = runner.run_all(&cases, &names, &|_r: &CaseResult| bar.inc(1));
+    let mut results = match (&board, a.listed) {
+        // The listed cases of a board passed on the host: they go to the board directly.
+        (Some(_), true) => names
+            .iter()
+            .map(|n| CaseResult {
+                name: n.clone(),
+                op: conformance::case_op(&cases, n),
+                outcome: Outcome::Pass,
+            })
+            .collect(),
+        _ => runner.run_all(&cases, &names, &|_r: &CaseResult| bar.inc(1)),
+    };
     bar.finish_and_clear();
     if let Some(board) = &board {
-        run_on_board(board, &cases, &mut results)?;
+        run_on_board(board, &cases, &mut results, jobs)?;
     }
     let elapsed = started.elapsed();
 
