@@ -268,6 +268,12 @@ impl Graph {
                     rank,
                 });
             }
+            if y.shape()[ax] == 0 {
+                let mut shape = y.shape().to_vec();
+                shape[ax] = 1;
+                y = self.constant(1.0, y.dtype, &shape);
+                continue;
+            }
             while y.shape()[ax] > 1 {
                 if y.shape()[ax] % 2 == 1 {
                     let mut arg = vec![(0, 0); rank];
