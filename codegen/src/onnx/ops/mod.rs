@@ -4,6 +4,7 @@
 //! [`Value`] per output: lazy graph tensors, or tensors known at compile time.
 
 mod activation;
+mod attention;
 mod constant;
 mod conv;
 mod ctx;
@@ -27,7 +28,7 @@ pub use ctx::{checked_numel, dtype_of, invalid, materialize, Ctx, OpError, Value
 pub type Builder = fn(&mut Ctx) -> Result<Vec<Value>, OpError>;
 
 /// Every op family's table.
-const FAMILIES: [&[(&str, Builder)]; 16] = [
+const FAMILIES: [&[(&str, Builder)]; 17] = [
     constant::OPS,
     elementwise::OPS,
     activation::OPS,
@@ -44,6 +45,7 @@ const FAMILIES: [&[(&str, Builder)]; 16] = [
     math::OPS,
     norm::OPS,
     loss::OPS,
+    attention::OPS,
 ];
 
 /// The builder of `op_type` in `domain` (`""` or `"ai.onnx"` is the default domain).
