@@ -21,6 +21,7 @@ mod quant;
 mod reduce;
 mod resize;
 mod shape;
+mod sort;
 
 pub use ctx::{checked_numel, dtype_of, invalid, materialize, Ctx, OpError, Value, MAX_ELEMENTS};
 
@@ -28,7 +29,7 @@ pub use ctx::{checked_numel, dtype_of, invalid, materialize, Ctx, OpError, Value
 pub type Builder = fn(&mut Ctx) -> Result<Vec<Value>, OpError>;
 
 /// Every op family's table.
-const FAMILIES: [&[(&str, Builder)]; 17] = [
+const FAMILIES: [&[(&str, Builder)]; 18] = [
     constant::OPS,
     elementwise::OPS,
     activation::OPS,
@@ -46,6 +47,7 @@ const FAMILIES: [&[(&str, Builder)]; 17] = [
     norm::OPS,
     loss::OPS,
     attention::OPS,
+    sort::OPS,
 ];
 
 /// The builder of `op_type` in `domain` (`""` or `"ai.onnx"` is the default domain).
