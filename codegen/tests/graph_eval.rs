@@ -207,3 +207,16 @@ fn an_empty_output_schedules_no_kernel() {
     assert_eq!(kernels, 0);
     assert!(r[0].is_empty());
 }
+
+#[test]
+fn reduce_min_of_bools_and_unsigned_integers() {
+    let mut g = Graph::new();
+    let b = g.weight("b", DType::BOOL, &[2, 3], vec![1, 0, 1, 1, 1, 1]);
+    let u = g.weight("u", DType::U8, &[2, 3], vec![0, 200, 7, 255, 9, 3]);
+    let mb = g.reduce_min(&b, &[1]).unwrap();
+    let mu = g.reduce_min(&u, &[1]).unwrap();
+    let s = create_schedule(&g, &[mb, mu]).expect("schedule");
+    let r = run_interpreted(&s, &[]).expect("run");
+    assert_eq!(r[0].to_f64(), vec![0.0, 1.0]);
+    assert_eq!(r[1].to_f64(), vec![0.0, 3.0]);
+}
