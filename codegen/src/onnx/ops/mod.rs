@@ -10,6 +10,7 @@ mod conv;
 mod ctx;
 mod elementwise;
 mod gather;
+mod grid;
 mod index;
 mod logic;
 mod loss;
@@ -29,7 +30,7 @@ pub use ctx::{checked_numel, dtype_of, invalid, materialize, Ctx, OpError, Value
 pub type Builder = fn(&mut Ctx) -> Result<Vec<Value>, OpError>;
 
 /// Every op family's table.
-const FAMILIES: [&[(&str, Builder)]; 18] = [
+const FAMILIES: [&[(&str, Builder)]; 19] = [
     constant::OPS,
     elementwise::OPS,
     activation::OPS,
@@ -48,6 +49,7 @@ const FAMILIES: [&[(&str, Builder)]; 18] = [
     loss::OPS,
     attention::OPS,
     sort::OPS,
+    grid::OPS,
 ];
 
 /// The builder of `op_type` in `domain` (`""` or `"ai.onnx"` is the default domain).
