@@ -21,6 +21,7 @@ mod pool;
 mod quant;
 mod reduce;
 mod resize;
+mod scatter;
 mod shape;
 mod sort;
 
@@ -30,7 +31,7 @@ pub use ctx::{checked_numel, dtype_of, invalid, materialize, Ctx, OpError, Value
 pub type Builder = fn(&mut Ctx) -> Result<Vec<Value>, OpError>;
 
 /// Every op family's table.
-const FAMILIES: [&[(&str, Builder)]; 19] = [
+const FAMILIES: [&[(&str, Builder)]; 20] = [
     constant::OPS,
     elementwise::OPS,
     activation::OPS,
@@ -50,6 +51,7 @@ const FAMILIES: [&[(&str, Builder)]; 19] = [
     attention::OPS,
     sort::OPS,
     grid::OPS,
+    scatter::OPS,
 ];
 
 /// The builder of `op_type` in `domain` (`""` or `"ai.onnx"` is the default domain).
