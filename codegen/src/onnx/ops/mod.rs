@@ -8,6 +8,7 @@ mod attention;
 mod constant;
 mod conv;
 mod ctx;
+mod dft;
 mod elementwise;
 mod gather;
 mod grid;
@@ -31,7 +32,7 @@ pub use ctx::{checked_numel, dtype_of, invalid, materialize, Ctx, OpError, Value
 pub type Builder = fn(&mut Ctx) -> Result<Vec<Value>, OpError>;
 
 /// Every op family's table.
-const FAMILIES: [&[(&str, Builder)]; 20] = [
+const FAMILIES: [&[(&str, Builder)]; 21] = [
     constant::OPS,
     elementwise::OPS,
     activation::OPS,
@@ -52,6 +53,7 @@ const FAMILIES: [&[(&str, Builder)]; 20] = [
     sort::OPS,
     grid::OPS,
     scatter::OPS,
+    dft::OPS,
 ];
 
 /// The builder of `op_type` in `domain` (`""` or `"ai.onnx"` is the default domain).
