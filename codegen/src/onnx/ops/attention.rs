@@ -1,6 +1,6 @@
 //! Attention (opset 23): scaled dot-product attention over 3-D (batch, seq, heads · size) or
 //! 4-D (batch, heads, seq, size) inputs, with optional mask, key/value cache, causal mask,
-//! grouped key/value heads, soft-capping and padded key/value lengths.
+//! grouped key/value heads, soft-capping and padded key/value lengths; RotaryEmbedding.
 
 use super::ctx::{dtype_of, invalid, Ctx, OpError, Value};
 use super::Builder;
@@ -9,7 +9,10 @@ use crate::graph::{Graph, Lazy};
 use crate::onnx::ElemType;
 use crate::ops::{BinaryOp, ReduceOp, UnaryOp};
 
-pub(super) const OPS: &[(&str, Builder)] = &[("Attention", attention)];
+pub(super) const OPS: &[(&str, Builder)] = &[
+    ("Attention", attention),
+    ("RotaryEmbedding", rotary_embedding),
+];
 
 type Out = Result<Vec<Value>, OpError>;
 
@@ -251,4 +254,111 @@ fn softmax_last(g: &mut Graph, x: &Lazy) -> Result<Lazy, OpError> {
     let s = g.reduce(ReduceOp::Sum, &e, &[ax])?;
     let r = g.unary(UnaryOp::Recip, &s)?;
     Ok(g.binary(BinaryOp::Mul, &e, &r)?)
+}
+
+/// Rotates pairs of features by the angles of `cos_cache` and `sin_cache` at each position:
+/// halves (or interleaved pairs) of the first `rotary_embedding_dim` features of each head.
+fn rotary_embedding(ctx: &mut Ctx) -> Out {
+    ctx.only_outputs(1)?;
+    let interleaved = ctx.attrs().int_or("interleaved", 0)? != 0;
+    let rot_dim = ctx.attrs().int_or("rotary_embedding_dim", 0)?;
+    let heads = ctx.attrs().int_or("num_heads", 0)?;
+    let x = ctx.tensor(0)?;
+    let mut cos = ctx.tensor(1)?;
+    let mut sin = ctx.tensor(2)?;
+    let pos = ctx.opt_tensor(3)?;
+    let shape = x.shape().to_vec();
+    // (batch, seq, heads, size)
+    let x4 = match shape.len() {
+        4 => x.permute(&[0, 2, 1, 3])?,
+        3 => {
+            let h = usize::try_from(heads)
+                .ok()
+                .filter(|&h| h > 0 && shape[2] % h == 0)
+                .ok_or_else(|| {
+                    invalid(format!(
+                        "3-D input {shape:?} needs num_heads dividing {}, not {heads}",
+                        shape[2]
+                    ))
+                })?;
+            x.reshape(&[shape[0], shape[1], h, shape[2] / h])?
+        }
+        _ => return Err(invalid(format!("input {shape:?} is not 3-D or 4-D"))),
+    };
+    let s4 = x4.shape().to_vec();
+    let (b, sq, d) = (s4[0], s4[1], s4[3]);
+    let rd = if rot_dim == 0 {
+        d
+    } else {
+        super::ctx::to_usize(rot_dim, "rotary_embedding_dim")?
+    };
+    if rd > d || rd % 2 != 0 {
+        return Err(invalid(format!(
+            "rotary_embedding_dim {rd} must be even and at most the head size {d}"
+        )));
+    }
+    let half = rd / 2;
+    let g = &mut *ctx.graph;
+    if let Some(p) = pos {
+        if p.shape() != [b, sq] {
+            return Err(invalid(format!(
+                "position_ids {:?} must be ({b}, {sq})",
+                p.shape()
+            )));
+        }
+        let rows = |c: &Lazy| c.shape().get(1).copied().unwrap_or(0);
+        let (hc, hs) = (rows(&cos), rows(&sin));
+        cos = super::gather::gather_one_hot(g, &cos, 0, &p)?.reshape(&[b, sq, hc])?;
+        sin = super::gather::gather_one_hot(g, &sin, 0, &p)?.reshape(&[b, sq, hs])?;
+    }
+    if cos.shape() != [b, sq, half] || sin.shape() != [b, sq, half] {
+        return Err(invalid(format!(
+            "cos {:?} and sin {:?} caches must be ({b}, {sq}, {half})",
+            cos.shape(),
+            sin.shape()
+        )));
+    }
+    let cos = cos.reshape(&[b, sq, 1, half])?;
+    let sin = sin.reshape(&[b, sq, 1, half])?;
+    let last = |lo: usize, hi: usize| -> Result<Lazy, OpError> {
+        let mut arg: Vec<(usize, usize)> = s4.iter().map(|&v| (0, v)).collect();
+        arg[3] = (lo, hi);
+        Ok(x4.shrink(&arg)?)
+    };
+    let rot = last(0, rd)?;
+    let (x1, x2) = if interleaved {
+        let pairs = rot.reshape(&[b, sq, s4[2], half, 2])?;
+        let pick = |k: usize| -> Result<Lazy, OpError> {
+            Ok(pairs
+                .shrink(&[(0, b), (0, sq), (0, s4[2]), (0, half), (k, k + 1)])?
+                .reshape(&[b, sq, s4[2], half])?)
+        };
+        (pick(0)?, pick(1)?)
+    } else {
+        (last(0, half)?, last(half, rd)?)
+    };
+    let c1 = g.binary(BinaryOp::Mul, &cos, &x1)?;
+    let s2 = g.binary(BinaryOp::Mul, &sin, &x2)?;
+    let real = g.binary(BinaryOp::Sub, &c1, &s2)?;
+    let s1 = g.binary(BinaryOp::Mul, &sin, &x1)?;
+    let c2 = g.binary(BinaryOp::Mul, &cos, &x2)?;
+    let imag = g.binary(BinaryOp::Add, &s1, &c2)?;
+    let rotated = if interleaved {
+        let r = real.reshape(&[b, sq, s4[2], half, 1])?;
+        let i = imag.reshape(&[b, sq, s4[2], half, 1])?;
+        g.concat(&[r, i], 4)?.reshape(&[b, sq, s4[2], rd])?
+    } else {
+        g.concat(&[real, imag], 3)?
+    };
+    let y = if rd < d {
+        let rest = last(rd, d)?;
+        g.concat(&[rotated, rest], 3)?
+    } else {
+        rotated
+    };
+    let y = match shape.len() {
+        4 => y.permute(&[0, 2, 1, 3])?,
+        _ => y.reshape(&shape)?,
+    };
+    Ok(vec![Value::Tensor(y)])
 }

@@ -98,7 +98,12 @@ fn take_regular(x: &Lazy, axis: usize, idx: &[usize]) -> Result<Option<Lazy>, Op
 }
 
 /// Runtime indices: `sum_j x[.., j, ..] * (idx == j)`, indices flattened onto `axis`.
-fn gather_one_hot(g: &mut Graph, x: &Lazy, axis: usize, idx: &Lazy) -> Result<Lazy, OpError> {
+pub(super) fn gather_one_hot(
+    g: &mut Graph,
+    x: &Lazy,
+    axis: usize,
+    idx: &Lazy,
+) -> Result<Lazy, OpError> {
     let d = x.shape()[axis];
     let m = idx.numel();
     let rank = x.shape().len();
