@@ -9,6 +9,7 @@ mod constant;
 mod conv;
 mod ctx;
 mod dft;
+mod einsum;
 mod elementwise;
 mod gather;
 mod grid;
@@ -32,7 +33,7 @@ pub use ctx::{checked_numel, dtype_of, invalid, materialize, Ctx, OpError, Value
 pub type Builder = fn(&mut Ctx) -> Result<Vec<Value>, OpError>;
 
 /// Every op family's table.
-const FAMILIES: [&[(&str, Builder)]; 21] = [
+const FAMILIES: [&[(&str, Builder)]; 22] = [
     constant::OPS,
     elementwise::OPS,
     activation::OPS,
@@ -54,6 +55,7 @@ const FAMILIES: [&[(&str, Builder)]; 21] = [
     grid::OPS,
     scatter::OPS,
     dft::OPS,
+    einsum::OPS,
 ];
 
 /// The builder of `op_type` in `domain` (`""` or `"ai.onnx"` is the default domain).
