@@ -19,7 +19,7 @@ type Out = Result<Vec<Value>, OpError>;
 /// A 3-D (batch, seq, heads · size) tensor as 4-D (batch, heads, seq, size).
 fn to_heads(x: &Lazy, heads: usize, what: &str) -> Result<Lazy, OpError> {
     let s = x.shape();
-    if heads == 0 || s[2] % heads != 0 {
+    if heads == 0 || !s[2].is_multiple_of(heads) {
         return Err(invalid(format!(
             "{what} hidden size {} is not a multiple of {heads} heads",
             s[2]
