@@ -1,6 +1,7 @@
 //! `ScatterElements` (and the older `Scatter`) and `ScatterND`: each output element is the data
 //! element, or the updates aimed at it combined by the reduction (`none`, `add`, `mul`, `max`,
-//! `min`). The updates aimed at an element are found by comparing indices with positions.
+//! `min`). The updates aimed at an element are found by comparing indices with positions;
+//! `GatherND` finds the slices it reads the same way.
 
 use super::ctx::{invalid, norm_axis, Ctx, OpError, Value};
 use super::Builder;
@@ -13,6 +14,7 @@ pub(super) const OPS: &[(&str, Builder)] = &[
     ("ScatterElements", scatter_elements),
     ("Scatter", scatter_elements),
     ("ScatterND", scatter_nd),
+    ("GatherND", gather_nd),
 ];
 
 type Out = Result<Vec<Value>, OpError>;
@@ -210,4 +212,64 @@ fn scatter_nd(ctx: &mut Ctx) -> Out {
     let xd = broadcast_to(&x.reshape(&ds)?, &full)?;
     let y = combine(g, &hit, &u, &xd, 0, red)?;
     Ok(vec![Value::Tensor(y.reshape(&xs)?)])
+}
+
+/// `out[b, q] = data[b, indices[b, q]]` (with `batch_dims` leading batch dims): the slices of
+/// data whose leading positions equal each index tuple, summed against the one-hot match.
+fn gather_nd(ctx: &mut Ctx) -> Out {
+    let x = ctx.tensor(0)?;
+    let idx = ctx.tensor(1)?;
+    let bd = super::ctx::to_usize(ctx.attrs().int_or("batch_dims", 0)?, "batch_dims")?;
+    let (xs, is) = (x.shape().to_vec(), idx.shape().to_vec());
+    let Some((&k, ibatch)) = is.split_last() else {
+        return Err(invalid("indices are a scalar"));
+    };
+    if bd >= is.len() || bd + k > xs.len() || xs[..bd] != is[..bd] || k == 0 {
+        return Err(invalid(format!(
+            "data {xs:?} and indices {is:?} do not match with batch_dims {bd}"
+        )));
+    }
+    let b: usize = xs[..bd].iter().product();
+    let m: usize = ibatch[bd..].iter().product();
+    let dims = xs[bd..bd + k].to_vec();
+    let rest = xs[bd + k..].to_vec();
+    let g = &mut *ctx.graph;
+    // Layout (b, m, dims..., rest...).
+    let mut full = vec![b, m];
+    full.extend(&dims);
+    full.extend(&rest);
+    let idx = idx.reshape(&[b, m, k])?;
+    let mut hit: Option<Lazy> = None;
+    for (j, &d) in dims.iter().enumerate() {
+        let col = idx.shrink(&[(0, b), (0, m), (j, j + 1)])?;
+        let col = wrap(g, &col, d)?;
+        let mut cs = vec![b, m];
+        cs.extend(std::iter::repeat_n(1, k));
+        let col = col.reshape(&cs)?;
+        let mut ars = vec![1; k + 2];
+        ars[j + 2] = d;
+        let ar = g.arange(d, DType::I64).reshape(&ars)?;
+        let h = g.eq(&col, &ar)?;
+        hit = Some(match hit {
+            Some(a) => g.binary(BinaryOp::And, &a, &h)?,
+            None => h,
+        });
+    }
+    let mut hs = hit.as_ref().map(|h| h.shape().to_vec()).unwrap_or_default();
+    hs.extend(std::iter::repeat_n(1, rest.len()));
+    let hit = broadcast_to(
+        &hit.ok_or_else(|| invalid("no index dims"))?.reshape(&hs)?,
+        &full,
+    )?;
+    let mut ds = vec![b, 1];
+    ds.extend(&dims);
+    ds.extend(&rest);
+    let xd = broadcast_to(&x.reshape(&ds)?, &full)?;
+    let zero = g.scalar_like(&xd, 0.0);
+    let picked = g.where_(&hit, &xd, &zero)?;
+    let axes: Vec<usize> = (2..2 + k).collect();
+    let y = g.reduce(ReduceOp::Sum, &picked, &axes)?;
+    let mut out = is[..is.len() - 1].to_vec();
+    out.extend(&rest);
+    Ok(vec![Value::Tensor(y.reshape(&out)?)])
 }
