@@ -1,6 +1,7 @@
 //! DFT: the discrete Fourier transform along one axis, forward or inverse, full or one-sided,
 //! as products with known cosine and sine matrices. The last input dim holds the real part
-//! (size 1) or the real and imaginary parts (size 2).
+//! (size 1) or the real and imaginary parts (size 2). The window functions, known at compile
+//! time.
 
 use super::ctx::{invalid, materialize, norm_axis, to_usize, Ctx, OpError, Value};
 use super::Builder;
@@ -10,7 +11,12 @@ use crate::ops::BinaryOp;
 use crate::uop::interp::HostBuffer;
 use std::f64::consts::TAU;
 
-pub(super) const OPS: &[(&str, Builder)] = &[("DFT", dft)];
+pub(super) const OPS: &[(&str, Builder)] = &[
+    ("DFT", dft),
+    ("HannWindow", hann_window),
+    ("HammingWindow", hamming_window),
+    ("BlackmanWindow", blackman_window),
+];
 
 type Out = Result<Vec<Value>, OpError>;
 
@@ -174,4 +180,46 @@ fn dft(ctx: &mut Ctx) -> Out {
         None => r,
     };
     Ok(vec![Value::Tensor(y)])
+}
+
+/// A window of the size in input 0, `f(n, N)` at each `n` (N is the size when `periodic`,
+/// else one less), as a known tensor of `output_datatype`.
+fn window(ctx: &mut Ctx, f: fn(f64, f64) -> f64) -> Out {
+    let size = match ctx.ints(0)?.as_slice() {
+        [v] => to_usize(*v, "size")?,
+        other => return Err(invalid(format!("size {other:?} is not one integer"))),
+    };
+    super::ctx::checked_numel(&[size])?;
+    let periodic = ctx.attrs().int_or("periodic", 1)? != 0;
+    let code = ctx.attrs().int_or("output_datatype", 1)?;
+    let elem = ElemType::from_code(i32::try_from(code).unwrap_or(-1));
+    let dtype = super::ctx::dtype_of(elem, super::ctx::output_name(ctx.node, 0))?;
+    let big_n = if periodic {
+        size as f64
+    } else {
+        size as f64 - 1.0
+    };
+    let values: Vec<f64> = (0..size).map(|i| f(i as f64, big_n)).collect();
+    Ok(vec![Value::known(TensorData {
+        elem,
+        dims: vec![size],
+        bytes: HostBuffer::from_f64(dtype.scalar, &values).to_bytes(),
+    })])
+}
+
+fn hann_window(ctx: &mut Ctx) -> Out {
+    window(ctx, |i, n| (i * std::f64::consts::PI / n).sin().powi(2))
+}
+
+fn hamming_window(ctx: &mut Ctx) -> Out {
+    window(ctx, |i, n| {
+        let alpha = 25.0 / 46.0;
+        alpha - (i * TAU / n).cos() * (1.0 - alpha)
+    })
+}
+
+fn blackman_window(ctx: &mut Ctx) -> Out {
+    window(ctx, |i, n| {
+        0.42 - (i * TAU / n).cos() * 0.5 + (i * 2.0 * TAU / n).cos() * 0.08
+    })
 }
