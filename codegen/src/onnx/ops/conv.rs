@@ -153,6 +153,17 @@ fn kernel_of(ctx: &Ctx, weight_shape: &[usize]) -> Result<Vec<usize>, OpError> {
 fn conv(ctx: &mut Ctx) -> Out {
     let (x, w) = (ctx.tensor(0)?, ctx.tensor(1)?);
     let bias = ctx.opt_tensor(2)?;
+    Ok(vec![Value::Tensor(conv_of(ctx, &x, &w, bias.as_ref())?)])
+}
+
+/// The convolution of `x` by `w` with the node's window attributes (also the integer and
+/// quantized convolutions').
+pub(super) fn conv_of(
+    ctx: &mut Ctx,
+    x: &Lazy,
+    w: &Lazy,
+    bias: Option<&Lazy>,
+) -> Result<Lazy, OpError> {
     if x.shape().len() < 3 || x.shape().len() != w.shape().len() {
         let (xs, ws) = (x.shape(), w.shape());
         return Err(invalid(format!(
@@ -162,19 +173,11 @@ fn conv(ctx: &mut Ctx) -> Out {
     let kernel = kernel_of(ctx, w.shape())?;
     let win = window(ctx, &x.shape()[2..], kernel, false)?;
     let groups = to_usize(ctx.attrs().int_or("group", 1)?, "group")?;
-    let y = ctx.graph.conv(
-        &x,
-        &w,
-        bias.as_ref(),
-        &win.strides,
-        &win.dilations,
-        &win.pads,
-        groups,
-    )?;
-    Ok(vec![Value::Tensor(y)])
+    Ok(ctx
+        .graph
+        .conv(x, w, bias, &win.strides, &win.dilations, &win.pads, groups)?)
 }
 
-/// `x` with `s - 1` zeros between neighbours along each spatial axis.
 fn dilate(x: &Lazy, strides: &[usize]) -> Result<Lazy, OpError> {
     let lead = x.shape().len() - strides.len();
     let mut y = x.clone();
