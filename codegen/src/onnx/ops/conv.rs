@@ -205,8 +205,9 @@ fn dilate(x: &Lazy, strides: &[usize]) -> Result<Lazy, OpError> {
     Ok(y)
 }
 
-/// The padding of a transposed convolution: explicit, or from `output_shape` or `auto_pad`.
-fn transpose_pads(ctx: &Ctx, win: &mut Window, input: &[usize], out_pad: &[usize]) -> Res {
+/// The padding of a transposed convolution: explicit, or from `output_shape` or `auto_pad`; an
+/// output larger than the full one grows at the end, like `output_padding`.
+fn transpose_pads(ctx: &Ctx, win: &mut Window, input: &[usize], out_pad: &mut [usize]) -> Res {
     let auto_pad = ctx.attrs().string_or("auto_pad", "NOTSET".into())?;
     let wanted = ctx.attrs().ints_or("output_shape", vec![])?;
     let n = input.len();
@@ -218,7 +219,12 @@ fn transpose_pads(ctx: &Ctx, win: &mut Window, input: &[usize], out_pad: &[usize
             _ => None,
         };
         if let Some(t) = target {
-            let total = full.saturating_sub(t);
+            if t > full {
+                out_pad[i] += t - full;
+                win.pads[i] = (0, 0);
+                continue;
+            }
+            let total = full - t;
             let half = total / 2;
             win.pads[i] = match auto_pad.as_str() {
                 "SAME_UPPER" => (half, total - half),
@@ -267,8 +273,8 @@ fn conv_transpose(ctx: &mut Ctx) -> Out {
         return Err(invalid(format!("kernel_shape {kernel:?}, weight {ws:?}")));
     }
     let mut win = parse_window(ctx, &xs[2..], kernel)?;
-    let out_pad = per_axis(ctx, "output_padding", nsp, 0)?;
-    transpose_pads(ctx, &mut win, &xs[2..], &out_pad)?;
+    let mut out_pad = per_axis(ctx, "output_padding", nsp, 0)?;
+    transpose_pads(ctx, &mut win, &xs[2..], &mut out_pad)?;
     let wt = transposed_kernel(&w, groups, xs[1])?;
     let xd = dilate(&x, &win.strides)?;
     let mut grow = Vec::with_capacity(nsp);
