@@ -115,7 +115,10 @@ fn batch_norm_training(ctx: &mut Ctx) -> Out {
     let x = ctx.tensor(0)?;
     let rank = x.shape().len();
     if rank < 2 {
-        return Err(invalid(format!("input {:?} has no channel axis", x.shape())));
+        return Err(invalid(format!(
+            "input {:?} has no channel axis",
+            x.shape()
+        )));
     }
     let mut p = Vec::with_capacity(4);
     for i in 1..5 {

@@ -3,6 +3,7 @@
 use super::conv::{window, Window};
 use super::ctx::{invalid, materialize, to_usize, Ctx, OpError, Value};
 use super::Builder;
+use crate::dtype::DType;
 use crate::graph::{Graph, GraphError, Lazy};
 use crate::onnx::{ElemType, TensorData};
 use crate::ops::{BinaryOp, ReduceOp, UnaryOp};
@@ -103,21 +104,71 @@ fn average_pool(ctx: &mut Ctx) -> Out {
 }
 
 fn max_pool(ctx: &mut Ctx) -> Out {
-    ctx.only_outputs(1)?;
-    if ctx.attrs().int_or("storage_order", 0)? != 0 {
-        return Err(OpError::Unsupported("storage_order 1".into()));
-    }
+    ctx.only_outputs(2)?;
+    let column_major = ctx.attrs().int_or("storage_order", 0)? != 0;
     let x = spatial_input(ctx)?;
     let win = pool_window(ctx, &x)?;
     let pads = win.full_pads(2);
-    let xp = if pads.iter().any(|&(b, e)| b + e > 0) {
+    let padded = pads.iter().any(|&(b, e)| b + e > 0);
+    let xp = if padded {
         let low = x.dtype.scalar.min_value();
         ctx.graph.pad_value(&x, &pads, low)?
     } else {
-        x
+        x.clone()
     };
     let y = reduce_windows(ctx.graph, &xp, &win, ReduceOp::Max)?;
-    Ok(vec![Value::Tensor(y)])
+    let mut outs = vec![Value::Tensor(y.clone())];
+    if ctx.wants(1) {
+        let g = &mut *ctx.graph;
+        let idx = flat_indices(g, x.shape(), column_major)?;
+        let idx = if padded { idx.pad(&pads)? } else { idx };
+        let n = win.kernel.len();
+        let zero = vec![(0, 0); n];
+        let xw = g.pool(&xp, &win.kernel, &win.strides, &win.dilations, &zero)?;
+        let iw = g.pool(&idx, &win.kernel, &win.strides, &win.dilations, &zero)?;
+        let rank = xw.shape().len();
+        let mut ys = y.shape().to_vec();
+        ys.extend(std::iter::repeat_n(1, n));
+        let best = crate::graph::tensor::broadcast_to(&y.reshape(&ys)?, xw.shape())?;
+        let hit = g.eq(&xw, &best)?;
+        // The first maximum: the smallest index among the hits.
+        let none = g.scalar_like(&iw, (1u64 << 62) as f64);
+        let cand = g.where_(&hit, &iw, &none)?;
+        let axes: Vec<usize> = (rank - n..rank).collect();
+        let first = g.reduce_min(&cand, &axes)?;
+        outs.push(Value::Tensor(first.reshape(y.shape())?));
+    }
+    Ok(outs)
+}
+
+/// The flat index of every element of a tensor of `shape`, as `i64`: row-major, or with the
+/// spatial axes (from 2 on) in column-major order.
+fn flat_indices(g: &mut Graph, shape: &[usize], column_major: bool) -> GResult {
+    let rank = shape.len();
+    let mut order: Vec<usize> = (0..rank).collect();
+    if column_major {
+        order[2..].reverse();
+    }
+    // Stride of each axis: the product of the sizes of the axes after it in `order`.
+    let mut strides = vec![0i64; rank];
+    let mut acc = 1i64;
+    for &a in order.iter().rev() {
+        strides[a] = acc;
+        acc *= shape[a] as i64;
+    }
+    let mut total: Option<Lazy> = None;
+    for a in 0..rank {
+        let mut s = vec![1; rank];
+        s[a] = shape[a];
+        let r = g.arange(shape[a], DType::I64).reshape(&s)?;
+        let r = g.mul_scalar(&r, strides[a] as f64)?;
+        let r = crate::graph::tensor::broadcast_to(&r, shape)?;
+        total = Some(match total {
+            Some(t) => g.binary(BinaryOp::Add, &t, &r)?,
+            None => r,
+        });
+    }
+    Ok(total.unwrap_or_else(|| g.constant(0.0, DType::I64, shape)))
 }
 
 /// `(sum |x|^p)^(1/p)` over `axes`.
