@@ -2,6 +2,7 @@
 //! linear or cubic interpolation and zeros, border or reflection padding, in any number of
 //! spatial dims. Each spatial dim gets a weight per output point and source index (taps
 //! matched against the indices), and the output sums the input against their product.
+//! AffineGrid makes such grids from affine matrices.
 
 use super::ctx::{invalid, Ctx, OpError, Value};
 use super::Builder;
@@ -9,7 +10,8 @@ use crate::graph::tensor::broadcast_to;
 use crate::graph::{Graph, Lazy};
 use crate::ops::{BinaryOp, ReduceOp};
 
-pub(super) const OPS: &[(&str, Builder)] = &[("GridSample", grid_sample)];
+pub(super) const OPS: &[(&str, Builder)] =
+    &[("GridSample", grid_sample), ("AffineGrid", affine_grid)];
 
 type Out = Result<Vec<Value>, OpError>;
 
@@ -263,4 +265,63 @@ fn dim_weights(
         });
     }
     total.ok_or_else(|| invalid("no taps"))
+}
+
+/// AffineGrid: the normalized coordinates of every output position, `(x, y[, z], 1)`,
+/// transformed by each batch's affine matrix `theta` (N, k, k + 1).
+fn affine_grid(ctx: &mut Ctx) -> Out {
+    ctx.only_outputs(1)?;
+    let align = ctx.attrs().int_or("align_corners", 0)? != 0;
+    let theta = ctx.tensor(0)?;
+    let size = ctx.ints(1)?;
+    let k = size.len().saturating_sub(2);
+    let ts = theta.shape().to_vec();
+    if !(k == 2 || k == 3) || ts.len() != 3 || ts[1] != k || ts[2] != k + 1 {
+        return Err(invalid(format!(
+            "theta {ts:?} and size {size:?}: need (N, 2, 3) with a 4-D size or (N, 3, 4) with a 5-D one"
+        )));
+    }
+    let dims: Vec<usize> = size[2..]
+        .iter()
+        .map(|&d| super::ctx::to_usize(d, "size"))
+        .collect::<Result<_, _>>()?;
+    let positions = super::ctx::checked_numel(&dims)?;
+    let coord = |i: usize, n: usize| -> f64 {
+        if align {
+            if n > 1 {
+                -1.0 + 2.0 * i as f64 / (n - 1) as f64
+            } else {
+                -1.0
+            }
+        } else {
+            -1.0 + (2 * i + 1) as f64 / n as f64
+        }
+    };
+    // Row p: the innermost axis's coordinate first, then outwards, then 1.
+    let mut base = Vec::with_capacity(positions * (k + 1));
+    for p in 0..positions {
+        let mut rest = p;
+        let mut idx = vec![0; k];
+        for a in (0..k).rev() {
+            idx[a] = rest % dims[a];
+            rest /= dims[a];
+        }
+        for a in (0..k).rev() {
+            base.push(coord(idx[a], dims[a]));
+        }
+        base.push(1.0);
+    }
+    let t = crate::onnx::TensorData {
+        elem: crate::onnx::ElemType::from(theta.dtype.scalar),
+        dims: vec![positions, k + 1],
+        bytes: crate::uop::interp::HostBuffer::from_f64(theta.dtype.scalar, &base).to_bytes(),
+    };
+    let g = &mut *ctx.graph;
+    let base = super::ctx::materialize(g, "affine_grid_base", &t)?;
+    let tt = theta.permute(&[0, 2, 1])?;
+    let grid = g.matmul(&base, &tt)?;
+    let mut out = vec![ts[0]];
+    out.extend(&dims);
+    out.push(k);
+    Ok(vec![Value::Tensor(grid.reshape(&out)?)])
 }
