@@ -2,7 +2,7 @@
 //! linear or cubic interpolation and zeros, border or reflection padding, in any number of
 //! spatial dims. Each spatial dim gets a weight per output point and source index (taps
 //! matched against the indices), and the output sums the input against their product.
-//! AffineGrid makes such grids from affine matrices.
+//! AffineGrid makes such grids from affine matrices; Col2Im sums blocks back into images.
 
 use super::ctx::{invalid, Ctx, OpError, Value};
 use super::Builder;
@@ -10,8 +10,11 @@ use crate::graph::tensor::broadcast_to;
 use crate::graph::{Graph, Lazy};
 use crate::ops::{BinaryOp, ReduceOp};
 
-pub(super) const OPS: &[(&str, Builder)] =
-    &[("GridSample", grid_sample), ("AffineGrid", affine_grid)];
+pub(super) const OPS: &[(&str, Builder)] = &[
+    ("GridSample", grid_sample),
+    ("AffineGrid", affine_grid),
+    ("Col2Im", col2im),
+];
 
 type Out = Result<Vec<Value>, OpError>;
 
@@ -324,4 +327,101 @@ fn affine_grid(ctx: &mut Ctx) -> Out {
     out.extend(&dims);
     out.push(k);
     Ok(vec![Value::Tensor(grid.reshape(&out)?)])
+}
+
+/// Col2Im: sums sliding blocks (columns of the input) back into an image, as a product with a
+/// known 0/1 matrix from (block offset, block position) to image position.
+fn col2im(ctx: &mut Ctx) -> Out {
+    use super::ctx::to_usize;
+    ctx.only_outputs(1)?;
+    let x = ctx.tensor(0)?;
+    let image: Vec<usize> = ctx
+        .ints(1)?
+        .iter()
+        .map(|&v| to_usize(v, "image_shape"))
+        .collect::<Result<_, _>>()?;
+    let block: Vec<usize> = ctx
+        .ints(2)?
+        .iter()
+        .map(|&v| to_usize(v, "block_shape"))
+        .collect::<Result<_, _>>()?;
+    let k = image.len();
+    let ints = |name: &str, default: i64, n: usize| -> Result<Vec<usize>, OpError> {
+        let v = ctx.attrs().ints_or(name, vec![default; n])?;
+        if v.len() != n {
+            return Err(invalid(format!("{name} has {} values, not {n}", v.len())));
+        }
+        v.iter().map(|&x| to_usize(x, name)).collect()
+    };
+    let dil = ints("dilations", 1, k)?;
+    let strides = ints("strides", 1, k)?;
+    let pads = ints("pads", 0, 2 * k)?;
+    let xs = x.shape().to_vec();
+    let kn: usize = block.iter().product();
+    if block.len() != k || xs.len() != 3 || kn == 0 || xs[1] % kn != 0 || strides.contains(&0) {
+        return Err(invalid(format!(
+            "input {xs:?}, image {image:?} and block {block:?} do not match"
+        )));
+    }
+    let mut nblocks = Vec::with_capacity(k);
+    for i in 0..k {
+        let span = dil[i] * (block[i].saturating_sub(1)) + 1;
+        let room = image[i] + pads[i] + pads[k + i];
+        if room < span {
+            return Err(invalid(format!(
+                "block {i} is larger than the padded image"
+            )));
+        }
+        nblocks.push((room - span) / strides[i] + 1);
+    }
+    let l: usize = nblocks.iter().product();
+    let p = super::ctx::checked_numel(&image)?;
+    if xs[2] != l {
+        return Err(invalid(format!(
+            "input {xs:?} has {} blocks, the geometry gives {l}",
+            xs[2]
+        )));
+    }
+    super::ctx::checked_numel(&[kn, l, p])?;
+    let split = |mut v: usize, dims: &[usize]| -> Vec<usize> {
+        let mut out = vec![0; dims.len()];
+        for a in (0..dims.len()).rev() {
+            out[a] = v % dims[a];
+            v /= dims[a];
+        }
+        out
+    };
+    let mut w = vec![0.0; kn * l * p];
+    for ki in 0..kn {
+        let kk = split(ki, &block);
+        for li in 0..l {
+            let ll = split(li, &nblocks);
+            let mut pos = 0usize;
+            let mut inside = true;
+            for a in 0..k {
+                let q = (ll[a] * strides[a] + kk[a] * dil[a]) as i64 - pads[a] as i64;
+                if q < 0 || q >= image[a] as i64 {
+                    inside = false;
+                    break;
+                }
+                pos = pos * image[a] + q as usize;
+            }
+            if inside {
+                w[(ki * l + li) * p + pos] = 1.0;
+            }
+        }
+    }
+    let t = crate::onnx::TensorData {
+        elem: crate::onnx::ElemType::from(x.dtype.scalar),
+        dims: vec![kn * l, p],
+        bytes: crate::uop::interp::HostBuffer::from_f64(x.dtype.scalar, &w).to_bytes(),
+    };
+    let g = &mut *ctx.graph;
+    let wm = super::ctx::materialize(g, "col2im_matrix", &t)?;
+    let c = xs[1] / kn;
+    let xr = x.reshape(&[xs[0], c, kn * l])?;
+    let y = g.matmul(&xr, &wm)?;
+    let mut out = vec![xs[0], c];
+    out.extend(&image);
+    Ok(vec![Value::Tensor(y.reshape(&out)?)])
 }
