@@ -1,6 +1,6 @@
-//! `Gather`, `GatherElements`, `OneHot`, `Compress` and `ReverseSequence`, and taking a known list of indices along an axis
-//! (`take`, also used by Resize):
-//! strided slices, repeats, concatenated slices, or a one-hot sum for long or runtime lists.
+//! `Gather`, `GatherElements`, `OneHot`, `Compress` and `ReverseSequence`, and taking a known
+//! list of indices along an axis (`take`, also used by Resize): strided slices, repeats,
+//! concatenated slices, or a one-hot sum for long or runtime lists.
 
 use super::ctx::{invalid, norm_axis, Ctx, OpError, Value};
 use super::index::range_on;
