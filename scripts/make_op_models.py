@@ -474,6 +474,8 @@ def model_zoo_op_cases():
          outputs=3)
     case("max_pool_indices", "MaxPool", X(r(1, 2, 5, 5)), opset=12, outputs=2,
          kernel_shape=[2, 2], strides=[2, 2], pads=[1, 1, 0, 0])
+    case("tensor_scatter_circular", "TensorScatter", X(r(2, 5, 3)), X(r(2, 2, 3)),
+         X(ints(1, 4)), opset=24, axis=1, mode="circular")
     case("batch_norm_training", "BatchNormalization", X(r(2, 3, 4)), C(r(3)), C(r(3)), C(r(3)),
          C(rng.uniform(0.5, 1.5, 3).astype(F32)), opset=15, outputs=3, training_mode=1,
          momentum=0.8)

@@ -1,7 +1,8 @@
 //! `ScatterElements` (and the older `Scatter`) and `ScatterND`: each output element is the data
 //! element, or the updates aimed at it combined by the reduction (`none`, `add`, `mul`, `max`,
 //! `min`). The updates aimed at an element are found by comparing indices with positions;
-//! `GatherND` finds the slices it reads the same way.
+//! `GatherND` finds the slices it reads the same way, and `TensorScatter` the cache positions
+//! it writes.
 
 use super::ctx::{invalid, norm_axis, Ctx, OpError, Value};
 use super::Builder;
@@ -15,6 +16,7 @@ pub(super) const OPS: &[(&str, Builder)] = &[
     ("Scatter", scatter_elements),
     ("ScatterND", scatter_nd),
     ("GatherND", gather_nd),
+    ("TensorScatter", tensor_scatter),
 ];
 
 type Out = Result<Vec<Value>, OpError>;
@@ -272,4 +274,86 @@ fn gather_nd(ctx: &mut Ctx) -> Out {
     let mut out = is[..is.len() - 1].to_vec();
     out.extend(&rest);
     Ok(vec![Value::Tensor(y.reshape(&out)?)])
+}
+
+/// TensorScatter: writes `update` into a cache along the sequence axis, at each batch entry's
+/// write index (wrapping around in `circular` mode).
+fn tensor_scatter(ctx: &mut Ctx) -> Out {
+    let circular = match ctx.attrs().string_or("mode", "linear".into())?.as_str() {
+        "linear" => false,
+        "circular" => true,
+        other => return Err(invalid(format!("mode {other:?}"))),
+    };
+    let cache = ctx.tensor(0)?;
+    let upd = ctx.tensor(1)?;
+    let widx = ctx.opt_tensor(2)?;
+    let rank = cache.shape().len();
+    let axis = norm_axis(ctx.attrs().int_or("axis", -2)?, rank, false)?;
+    let (cs, us) = (cache.shape().to_vec(), upd.shape().to_vec());
+    let fits = us.len() == rank
+        && axis > 0
+        && (0..rank).all(|a| {
+            if a == axis {
+                us[a] <= cs[a]
+            } else {
+                us[a] == cs[a]
+            }
+        });
+    if !fits || upd.dtype != cache.dtype {
+        return Err(invalid(format!(
+            "cache {cs:?} ({}) and update {us:?} ({}) do not match on axis {axis}",
+            cache.dtype, upd.dtype
+        )));
+    }
+    let (b, l, n) = (cs[0], cs[axis], us[axis]);
+    let mut to_last: Vec<usize> = (0..rank).filter(|&a| a != axis).collect();
+    to_last.push(axis);
+    let lead: Vec<usize> = to_last[..rank - 1].iter().map(|&a| cs[a]).collect();
+    let with = |tail: &[usize]| -> Vec<usize> {
+        let mut s = lead.clone();
+        s.extend_from_slice(tail);
+        s
+    };
+    let g = &mut *ctx.graph;
+    let w = match widx {
+        Some(w) if w.shape() == [b] => g.cast(&w, DType::I64),
+        Some(w) => {
+            return Err(invalid(format!(
+                "write_indices {:?} must be ({b})",
+                w.shape()
+            )))
+        }
+        None => g.constant(0.0, DType::I64, &[b]),
+    };
+    // src[.., p]: the update position that cache position p receives.
+    let mut ws = vec![1; rank];
+    ws[0] = b;
+    let w = broadcast_to(&w.reshape(&ws)?, &with(&[l]))?;
+    let mut ps = vec![1; rank - 1];
+    ps.push(l);
+    let p = broadcast_to(&g.arange(l, DType::I64).reshape(&ps)?, &with(&[l]))?;
+    let mut src = g.binary(BinaryOp::Sub, &p, &w)?;
+    if circular {
+        let zero = g.scalar_like(&src, 0.0);
+        let neg = g.lt(&src, &zero)?;
+        let up = g.add_scalar(&src, l as f64)?;
+        src = g.where_(&neg, &up, &src)?;
+    }
+    let full = with(&[l, n]);
+    let src = broadcast_to(&src.reshape(&with(&[l, 1]))?, &full)?;
+    let mut ars = vec![1; rank];
+    ars.push(n);
+    let ar = broadcast_to(&g.arange(n, DType::I64).reshape(&ars)?, &full)?;
+    let hit = g.eq(&src, &ar)?;
+    let u = upd.permute(&to_last)?.reshape(&with(&[1, n]))?;
+    let u = broadcast_to(&u, &full)?;
+    let c = cache.permute(&to_last)?.reshape(&with(&[l, 1]))?;
+    let c = broadcast_to(&c, &full)?;
+    let y = combine(g, &hit, &u, &c, rank, Reduction::None)?;
+    let y = y.reshape(&with(&[l]))?;
+    let mut back = vec![0; rank];
+    for (k, &a) in to_last.iter().enumerate() {
+        back[a] = k;
+    }
+    Ok(vec![Value::Tensor(y.permute(&back)?)])
 }
