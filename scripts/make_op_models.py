@@ -479,6 +479,7 @@ def model_zoo_op_cases():
     case("max_unpool", "MaxUnpool", X(r(1, 2, 2, 2)),
          C(ints([[[1, 7], [8, 14]], [[16, 19], [29, 31]]])), opset=11, kernel_shape=[2, 2],
          strides=[2, 2])
+    case("det", "Det", X(r(2, 3, 3)), opset=11)
     case("batch_norm_training", "BatchNormalization", X(r(2, 3, 4)), C(r(3)), C(r(3)), C(r(3)),
          C(rng.uniform(0.5, 1.5, 3).astype(F32)), opset=15, outputs=3, training_mode=1,
          momentum=0.8)
