@@ -405,7 +405,7 @@ def quant_cases():
     case("quantize_linear_default_type", "QuantizeLinear", X(rn(5) * 3), C(np.array(0.1, F32)))
 
 
-def model_zoo_op_cases():
+def newer_op_cases():
     # Its own generator, so that these cases leave the others' inputs as they were.
     rng = np.random.default_rng(11)
 
@@ -487,7 +487,7 @@ def model_zoo_op_cases():
 
 for make in [elementwise_cases, logic_cases, shape_cases, index_cases, reduce_cases, nn_cases,
              conv_cases, pool_cases, quant_cases, resize_cases, more_cases,
-             model_zoo_op_cases]:
+             newer_op_cases]:
     make()
 
 
