@@ -405,8 +405,89 @@ def quant_cases():
     case("quantize_linear_default_type", "QuantizeLinear", X(rn(5) * 3), C(np.array(0.1, F32)))
 
 
+def newer_op_cases():
+    # Its own generator, so that these cases leave the others' inputs as they were.
+    rng = np.random.default_rng(11)
+
+    def r(*shape):
+        return rng.standard_normal(shape).astype(F32)
+
+    def u8(*shape):
+        return rng.integers(0, 255, shape, dtype=np.uint8)
+
+    case("swish", "Swish", X(r(2, 5) * 3), opset=24, alpha=0.7)
+    case("bit_cast", "BitCast", X(r(2, 3)), opset=26, to=TensorProto.INT32)
+    case("eye_like", "EyeLike", X(r(3, 5)), opset=22, k=1)
+    case("center_crop_pad", "CenterCropPad", X(r(4, 3, 2)), C(ints(3, 5)), opset=18, axes=[0, 1])
+    case("top_k", "TopK", X(r(3, 6)), C(ints(3)), opset=11, outputs=2, axis=1)
+    case("top_k_smallest", "TopK", X(r(4, 3)), C(ints(2)), opset=11, outputs=2, axis=0,
+         largest=0)
+    case("scatter_elements_add", "ScatterElements", X(r(3, 4)),
+         X(ints([0, 2], [3, 3], [1, 0])), X(r(3, 2)), opset=18, axis=1, reduction="add")
+    case("scatter_legacy", "Scatter", X(r(3, 3)), C(ints([1, 0, 2], [0, 2, 1])), X(r(2, 3)),
+         opset=9)
+    case("scatter_nd_mul", "ScatterND", X(r(4, 3)), X(ints([1], [3], [1])), X(r(3, 3)),
+         opset=18, reduction="mul")
+    case("gather_nd_batch", "GatherND", X(r(2, 3, 4)), X(ints([[1], [2]], [[0], [0]])),
+         opset=13, batch_dims=1)
+    case("softmax_cross_entropy", "SoftmaxCrossEntropyLoss", X(r(3, 5, 2)),
+         X(ints([0, 4], [2, 1], [4, 3])), C(rng.uniform(0.5, 1.5, 5).astype(F32)), opset=13,
+         outputs=2, reduction="sum")
+    case("attention_causal", "Attention", X(r(1, 2, 3, 4)), X(r(1, 2, 5, 4)), X(r(1, 2, 5, 4)),
+         opset=24, is_causal=1)
+    case("attention_gqa_mask", "Attention", X(r(2, 3, 8)), X(r(2, 4, 4)), X(r(2, 4, 4)),
+         X(r(3, 4)), opset=24, q_num_heads=2, kv_num_heads=1)
+    case("rotary_embedding", "RotaryEmbedding", X(r(1, 2, 3, 4)), X(r(1, 3, 2)), X(r(1, 3, 2)),
+         opset=23, interleaved=1)
+    case("dft_onesided", "DFT", X(r(2, 6, 1)), None, C(np.array(1, np.int64)), opset=20,
+         onesided=1)
+    case("dft_inverse_axis2", "DFT", X(r(1, 3, 4, 2)), None, C(np.array(2, np.int64)), opset=20,
+         inverse=1)
+    case("hann_window", "HannWindow", C(np.array(7, np.int64)), opset=17)
+    case("hamming_window", "HammingWindow", C(np.array(6, np.int64)), opset=17, periodic=0)
+    case("blackman_window", "BlackmanWindow", C(np.array(5, np.int64)), opset=17)
+    case("einsum_batch_matmul", "Einsum", X(r(2, 3, 4)), X(r(2, 4, 5)), opset=12,
+         equation="bij,bjk->bik")
+    case("einsum_trace_sum", "Einsum", X(r(3, 3)), X(r(3)), opset=12, equation="ii,j")
+    case("grid_sample_reflection", "GridSample", X(r(1, 2, 4, 5)), X(r(1, 3, 2, 2) * 1.2),
+         opset=22, mode="linear", padding_mode="reflection")
+    case("grid_sample_nearest_border", "GridSample", X(r(1, 1, 3, 4)), X(r(1, 2, 3, 2) * 1.2),
+         opset=22, mode="nearest", padding_mode="border", align_corners=1)
+    case("affine_grid", "AffineGrid", X(r(2, 2, 3)), C(ints(2, 1, 3, 4)), opset=20)
+    case("col2im", "Col2Im", X(r(1, 8, 9)), C(ints(4, 4)), C(ints(2, 2)), opset=18)
+    case("compress", "Compress", X(r(3, 4)), C(np.array([True, False, True, True])), opset=11,
+         axis=1)
+    case("reverse_sequence", "ReverseSequence", X(r(4, 3, 2)), X(ints(4, 1, 2)), opset=10)
+    case("matmul_integer", "MatMulInteger", X(u8(2, 3)), X(u8(3, 4)), C(np.array(12, np.uint8)),
+         C(np.array(130, np.uint8)), opset=10)
+    case("conv_integer", "ConvInteger", X(u8(1, 1, 4, 4)), X(u8(2, 1, 2, 2)),
+         C(np.array(100, np.uint8)), opset=10, pads=[1, 0, 0, 1])
+    case("qlinear_matmul", "QLinearMatMul", X(u8(2, 3)), C(np.array(0.05, F32)),
+         C(np.array(120, np.uint8)), X(u8(3, 4)), C(np.array(0.02, F32)),
+         C(np.array(130, np.uint8)), C(np.array(0.1, F32)), C(np.array(128, np.uint8)),
+         opset=21)
+    case("qlinear_conv", "QLinearConv", X(u8(1, 1, 4, 4)), C(np.array(0.05, F32)),
+         C(np.array(120, np.uint8)), X(u8(2, 1, 2, 2)), C(np.array([0.02, 0.03], F32)),
+         C(np.array([130, 125], np.uint8)), C(np.array(0.5, F32)), C(np.array(128, np.uint8)),
+         opset=10)
+    case("dynamic_quantize_linear", "DynamicQuantizeLinear", X(r(2, 5) * 3), opset=11,
+         outputs=3)
+    case("max_pool_indices", "MaxPool", X(r(1, 2, 5, 5)), opset=12, outputs=2,
+         kernel_shape=[2, 2], strides=[2, 2], pads=[1, 1, 0, 0])
+    case("tensor_scatter_circular", "TensorScatter", X(r(2, 5, 3)), X(r(2, 2, 3)),
+         X(ints(1, 4)), opset=24, axis=1, mode="circular")
+    case("max_unpool", "MaxUnpool", X(r(1, 2, 2, 2)),
+         C(ints([[[1, 7], [8, 14]], [[16, 19], [29, 31]]])), opset=11, kernel_shape=[2, 2],
+         strides=[2, 2])
+    case("det", "Det", X(r(2, 3, 3)), opset=11)
+    case("batch_norm_training", "BatchNormalization", X(r(2, 3, 4)), C(r(3)), C(r(3)), C(r(3)),
+         C(rng.uniform(0.5, 1.5, 3).astype(F32)), opset=15, outputs=3, training_mode=1,
+         momentum=0.8)
+
+
 for make in [elementwise_cases, logic_cases, shape_cases, index_cases, reduce_cases, nn_cases,
-             conv_cases, pool_cases, quant_cases, resize_cases, more_cases]:
+             conv_cases, pool_cases, quant_cases, resize_cases, more_cases,
+             newer_op_cases]:
     make()
 
 

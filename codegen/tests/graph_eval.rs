@@ -181,3 +181,42 @@ fn weight_only_subgraphs_fold_at_compile_time() {
     assert_close(&got[0], &[1.0, 1.0, 1.0, 1.0]);
     assert_eq!(kernels, 1, "the scale is folded into a weight");
 }
+
+#[test]
+fn reducing_an_empty_axis_gives_the_identity() {
+    use kiln_codegen::ops::{BinaryOp, ReduceOp};
+    let mut g = Graph::new();
+    let x = g.input("x", DType::F32, &[2, 0, 3]);
+    let s = g.reduce(ReduceOp::Sum, &x, &[1]).unwrap();
+    let m = g.reduce(ReduceOp::Max, &x, &[1]).unwrap();
+    let p = g.reduce_prod(&x, &[1]).unwrap();
+    let one = g.constant(1.0, DType::F32, &[2, 1, 3]);
+    let s1 = g.binary(BinaryOp::Add, &s, &one).unwrap();
+    let (r, _) = run(&g, &[s1, m, p], &[vec![]]);
+    assert_eq!(r[0], vec![1.0; 6]);
+    assert_eq!(r[1], vec![f64::NEG_INFINITY; 6]);
+    assert_eq!(r[2], vec![1.0; 6]);
+}
+
+#[test]
+fn an_empty_output_schedules_no_kernel() {
+    let mut g = Graph::new();
+    let x = g.input("x", DType::F32, &[0, 4]);
+    let y = g.add_scalar(&x, 1.0).unwrap();
+    let (r, kernels) = run(&g, &[y], &[vec![]]);
+    assert_eq!(kernels, 0);
+    assert!(r[0].is_empty());
+}
+
+#[test]
+fn reduce_min_of_bools_and_unsigned_integers() {
+    let mut g = Graph::new();
+    let b = g.weight("b", DType::BOOL, &[2, 3], vec![1, 0, 1, 1, 1, 1]);
+    let u = g.weight("u", DType::U8, &[2, 3], vec![0, 200, 7, 255, 9, 3]);
+    let mb = g.reduce_min(&b, &[1]).unwrap();
+    let mu = g.reduce_min(&u, &[1]).unwrap();
+    let s = create_schedule(&g, &[mb, mu]).expect("schedule");
+    let r = run_interpreted(&s, &[]).expect("run");
+    assert_eq!(r[0].to_f64(), vec![0.0, 1.0]);
+    assert_eq!(r[1].to_f64(), vec![0.0, 3.0]);
+}

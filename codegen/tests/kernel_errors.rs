@@ -155,3 +155,12 @@ fn the_c_renderer_marks_inputs_const_and_restrict_and_uses_libm() {
     let rec = p.replay_record("c");
     assert!(rec.contains("name: E_8") && rec.contains("--- ast") && rec.contains("--- src"));
 }
+
+#[test]
+fn a_kernel_over_an_empty_dimension_is_an_error_not_a_panic() {
+    for (rows, cols) in [(0, 3), (4, 0)] {
+        let e = Kernel::new(rowdot(rows, cols), Target::c()).unwrap_err();
+        assert!(matches!(e, KernelError::BadAst { .. }), "{e}");
+        assert!(e.to_string().contains("size 0"), "{e}");
+    }
+}

@@ -43,7 +43,7 @@ pub const MAX_STEP_ARGS: usize = 16;
 /// Most inputs, and most outputs, a model can have.
 pub const MAX_MODEL_TENSORS: usize = 8;
 /// Most dimensions of a model input or output.
-pub const MAX_RANK: usize = 6;
+pub const MAX_RANK: usize = 8;
 
 /// The checksum of the schedule body, and of the weights: CRC-32/ISO-HDLC.
 pub fn checksum(bytes: &[u8]) -> u32 {

@@ -244,6 +244,10 @@ impl Graph {
             }
             shape[a] = 1;
         }
+        if axes.iter().any(|&a| x.shape()[a] == 0) {
+            // Reducing over no elements gives the identity everywhere.
+            return Ok(self.const_exact(op.identity(x.dtype), x.dtype, &shape));
+        }
         let axes: Vec<usize> = axes
             .iter()
             .copied()

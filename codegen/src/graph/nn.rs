@@ -248,8 +248,28 @@ impl Graph {
         Ok(acc.unwrap_or_else(|| first.clone()))
     }
 
-    /// Minimum over `axes` (kept as size 1).
+    /// Minimum over `axes` (kept as size 1): the maximum of an order-reversed copy: `not` for bools, `MAX - x` for unsigned integers
+    /// of up to 32 bits, `-x` otherwise.
     pub fn reduce_min(&mut self, x: &Lazy, axes: &[usize]) -> Result<Lazy, GraphError> {
+        use crate::dtype::Scalar;
+        if x.dtype.scalar == Scalar::Bool {
+            let n = self.not(x)?;
+            let m = self.reduce(ReduceOp::Max, &n, axes)?;
+            return self.not(&m);
+        }
+        let top = match x.dtype.scalar {
+            Scalar::U8 => Some(f64::from(u8::MAX)),
+            Scalar::U16 => Some(f64::from(u16::MAX)),
+            Scalar::U32 => Some(f64::from(u32::MAX)),
+            _ => None,
+        };
+        if let Some(top) = top {
+            let c = self.scalar_like(x, top);
+            let n = self.binary(BinaryOp::Sub, &c, x)?;
+            let m = self.reduce(ReduceOp::Max, &n, axes)?;
+            let c = self.scalar_like(&m, top);
+            return self.binary(BinaryOp::Sub, &c, &m);
+        }
         let n = self.neg(x)?;
         let m = self.reduce(ReduceOp::Max, &n, axes)?;
         self.neg(&m)
@@ -267,6 +287,12 @@ impl Graph {
                     axis,
                     rank,
                 });
+            }
+            if y.shape()[ax] == 0 {
+                let mut shape = y.shape().to_vec();
+                shape[ax] = 1;
+                y = self.constant(1.0, y.dtype, &shape);
+                continue;
             }
             while y.shape()[ax] > 1 {
                 if y.shape()[ax] % 2 == 1 {

@@ -169,6 +169,13 @@ impl Kernel {
                 KernelBuffer::Local { .. } => unreachable!("no locals yet"),
             })
             .collect();
+        if let Some(st) = sts.iter().find(|st| st.shape().contains(&0)) {
+            // The scheduler drops kernels of empty buffers: no loop can run over zero elements.
+            return Err(bad(format!(
+                "shape {:?} has a dimension of size 0: there is nothing to compute",
+                st.shape()
+            )));
+        }
         let mut k = Kernel {
             ast,
             target,

@@ -185,7 +185,11 @@ impl Dialect {
             pack: "(($t){$x})",
             gep: "($x)[$n]",
             vector_access: VectorAccess::Pointer,
-            bitcast: |_, _, t, x| Some(format!("__builtin_bit_cast({t}, {x})")),
+            // A union compound literal: C allows reading another member than the one written.
+            bitcast: |_, from, t, x| {
+                let f = c_type_name(from);
+                Some(format!("((union {{ {f} f; {t} t; }}){{.f = {x}}}).t"))
+            },
             math: c_math,
             inf: "__builtin_inf$s()",
             nan: "__builtin_nan$s(\"\")",

@@ -95,6 +95,10 @@ pub(super) fn build_schedule(
             continue;
         }
         let out = b.buffer(id, BufKind::Intermediate);
+        if node.shape.contains(&0) {
+            // An empty buffer has nothing to compute.
+            continue;
+        }
         let space = match plan.fused.get(&id) {
             Some(r) => g.node(*r).shape.clone(),
             None => node.shape.clone(),

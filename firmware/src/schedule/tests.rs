@@ -289,3 +289,13 @@ fn errors_say_what_is_wrong() {
     let expected = "step 3 argument 1: 32 bytes at weights offset 8 reach past its 16 bytes";
     assert_eq!(slice.to_string(), expected);
 }
+
+#[test]
+fn a_rank_seven_output_round_trips() {
+    let shape = [1, 2, 1, 2, 1, 1, 2];
+    let schedule = edited(|plan, _| {
+        plan.outputs[0] = TensorDesc::new(plan.outputs[0].span, DType::F32, &shape).unwrap();
+    });
+    let parsed = parse(&schedule).unwrap();
+    assert_eq!(parsed.plan().outputs[0].shape.as_slice(), &shape);
+}

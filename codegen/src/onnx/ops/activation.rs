@@ -18,6 +18,7 @@ pub(super) const OPS: &[(&str, Builder)] = &[
     ("Tanh", tanh),
     ("HardSigmoid", hard_sigmoid),
     ("HardSwish", hard_swish),
+    ("Swish", swish),
     ("Softplus", softplus),
     ("Softsign", softsign),
     ("Gelu", gelu),
@@ -140,6 +141,16 @@ fn hard_sigmoid(ctx: &mut Ctx) -> Out {
     let ax = g.mul_scalar(&x, alpha)?;
     let y = g.add_scalar(&ax, beta)?;
     one(g.clip(&y, Some(0.0), Some(1.0))?)
+}
+
+/// `x · sigmoid(alpha · x)`.
+fn swish(ctx: &mut Ctx) -> Out {
+    let alpha = f64::from(ctx.attrs().float_or("alpha", 1.0)?);
+    let x = ctx.tensor(0)?;
+    let g = &mut *ctx.graph;
+    let ax = g.mul_scalar(&x, alpha)?;
+    let s = g.sigmoid(&ax)?;
+    one(g.binary(BinaryOp::Mul, &x, &s)?)
 }
 
 fn hard_swish(ctx: &mut Ctx) -> Out {

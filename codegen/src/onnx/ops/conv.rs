@@ -153,6 +153,17 @@ fn kernel_of(ctx: &Ctx, weight_shape: &[usize]) -> Result<Vec<usize>, OpError> {
 fn conv(ctx: &mut Ctx) -> Out {
     let (x, w) = (ctx.tensor(0)?, ctx.tensor(1)?);
     let bias = ctx.opt_tensor(2)?;
+    Ok(vec![Value::Tensor(conv_of(ctx, &x, &w, bias.as_ref())?)])
+}
+
+/// The convolution of `x` by `w` with the node's window attributes (also the integer and
+/// quantized convolutions').
+pub(super) fn conv_of(
+    ctx: &mut Ctx,
+    x: &Lazy,
+    w: &Lazy,
+    bias: Option<&Lazy>,
+) -> Result<Lazy, OpError> {
     if x.shape().len() < 3 || x.shape().len() != w.shape().len() {
         let (xs, ws) = (x.shape(), w.shape());
         return Err(invalid(format!(
@@ -162,19 +173,11 @@ fn conv(ctx: &mut Ctx) -> Out {
     let kernel = kernel_of(ctx, w.shape())?;
     let win = window(ctx, &x.shape()[2..], kernel, false)?;
     let groups = to_usize(ctx.attrs().int_or("group", 1)?, "group")?;
-    let y = ctx.graph.conv(
-        &x,
-        &w,
-        bias.as_ref(),
-        &win.strides,
-        &win.dilations,
-        &win.pads,
-        groups,
-    )?;
-    Ok(vec![Value::Tensor(y)])
+    Ok(ctx
+        .graph
+        .conv(x, w, bias, &win.strides, &win.dilations, &win.pads, groups)?)
 }
 
-/// `x` with `s - 1` zeros between neighbours along each spatial axis.
 fn dilate(x: &Lazy, strides: &[usize]) -> Result<Lazy, OpError> {
     let lead = x.shape().len() - strides.len();
     let mut y = x.clone();
@@ -202,8 +205,9 @@ fn dilate(x: &Lazy, strides: &[usize]) -> Result<Lazy, OpError> {
     Ok(y)
 }
 
-/// The padding of a transposed convolution: explicit, or from `output_shape` or `auto_pad`.
-fn transpose_pads(ctx: &Ctx, win: &mut Window, input: &[usize], out_pad: &[usize]) -> Res {
+/// The padding of a transposed convolution: explicit, or from `output_shape` or `auto_pad`; an
+/// output larger than the full one grows at the end, like `output_padding`.
+fn transpose_pads(ctx: &Ctx, win: &mut Window, input: &[usize], out_pad: &mut [usize]) -> Res {
     let auto_pad = ctx.attrs().string_or("auto_pad", "NOTSET".into())?;
     let wanted = ctx.attrs().ints_or("output_shape", vec![])?;
     let n = input.len();
@@ -215,7 +219,12 @@ fn transpose_pads(ctx: &Ctx, win: &mut Window, input: &[usize], out_pad: &[usize
             _ => None,
         };
         if let Some(t) = target {
-            let total = full.saturating_sub(t);
+            if t > full {
+                out_pad[i] += t - full;
+                win.pads[i] = (0, 0);
+                continue;
+            }
+            let total = full - t;
             let half = total / 2;
             win.pads[i] = match auto_pad.as_str() {
                 "SAME_UPPER" => (half, total - half),
@@ -264,8 +273,8 @@ fn conv_transpose(ctx: &mut Ctx) -> Out {
         return Err(invalid(format!("kernel_shape {kernel:?}, weight {ws:?}")));
     }
     let mut win = parse_window(ctx, &xs[2..], kernel)?;
-    let out_pad = per_axis(ctx, "output_padding", nsp, 0)?;
-    transpose_pads(ctx, &mut win, &xs[2..], &out_pad)?;
+    let mut out_pad = per_axis(ctx, "output_padding", nsp, 0)?;
+    transpose_pads(ctx, &mut win, &xs[2..], &mut out_pad)?;
     let wt = transposed_kernel(&w, groups, xs[1])?;
     let xd = dilate(&x, &win.strides)?;
     let mut grow = Vec::with_capacity(nsp);

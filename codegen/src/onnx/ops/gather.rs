@@ -1,6 +1,6 @@
-//! `Gather`, `GatherElements` and `OneHot`, and taking a known list of indices along an axis
-//! (`take`, also used by Resize):
-//! strided slices, repeats, concatenated slices, or a one-hot sum for long or runtime lists.
+//! `Gather`, `GatherElements`, `OneHot`, `Compress` and `ReverseSequence`, and taking a known
+//! list of indices along an axis (`take`, also used by Resize): strided slices, repeats,
+//! concatenated slices, or a one-hot sum for long or runtime lists.
 
 use super::ctx::{invalid, norm_axis, Ctx, OpError, Value};
 use super::index::range_on;
@@ -13,6 +13,8 @@ pub(super) const OPS: &[(&str, Builder)] = &[
     ("Gather", gather),
     ("GatherElements", gather_elements),
     ("OneHot", one_hot),
+    ("Compress", compress),
+    ("ReverseSequence", reverse_sequence),
 ];
 
 /// Index lists up to this long are concatenated slices; longer ones a one-hot sum.
@@ -98,7 +100,12 @@ fn take_regular(x: &Lazy, axis: usize, idx: &[usize]) -> Result<Option<Lazy>, Op
 }
 
 /// Runtime indices: `sum_j x[.., j, ..] * (idx == j)`, indices flattened onto `axis`.
-fn gather_one_hot(g: &mut Graph, x: &Lazy, axis: usize, idx: &Lazy) -> Result<Lazy, OpError> {
+pub(super) fn gather_one_hot(
+    g: &mut Graph,
+    x: &Lazy,
+    axis: usize,
+    idx: &Lazy,
+) -> Result<Lazy, OpError> {
     let d = x.shape()[axis];
     let m = idx.numel();
     let rank = x.shape().len();
@@ -197,4 +204,86 @@ fn one_hot(ctx: &mut Ctx) -> Out {
     let off = values.shrink(&[(0, 1)])?.reshape(&[])?;
     let on = values.shrink(&[(1, 2)])?.reshape(&[])?;
     Ok(vec![Value::Tensor(g.where_(&hit, &on, &off)?)])
+}
+
+/// The slices along `axis` (or of the flattened input) whose condition is true; the condition
+/// must be known at compile time, as it decides the output's shape.
+fn compress(ctx: &mut Ctx) -> Out {
+    let x = ctx.tensor(0)?;
+    let cond = ctx.ints(1)?;
+    let (x, axis) = match ctx.attrs().get("axis") {
+        Some(_) => {
+            let a = norm_axis(ctx.attrs().int("axis")?, x.shape().len(), false)?;
+            (x, a)
+        }
+        None => {
+            let n = x.numel();
+            (x.reshape(&[n])?, 0)
+        }
+    };
+    let d = x.shape()[axis];
+    if cond.len() > d {
+        return Err(invalid(format!(
+            "condition has {} values for axis {axis} of size {d}",
+            cond.len()
+        )));
+    }
+    let idx: Vec<usize> = (0..cond.len()).filter(|&i| cond[i] != 0).collect();
+    Ok(vec![Value::Tensor(take(ctx.graph, &x, axis, &idx)?)])
+}
+
+/// Reverses the first `sequence_lens[b]` elements along the time axis of each batch entry.
+fn reverse_sequence(ctx: &mut Ctx) -> Out {
+    let x = ctx.tensor(0)?;
+    let lens = ctx.tensor(1)?;
+    let rank = x.shape().len();
+    let ba = norm_axis(ctx.attrs().int_or("batch_axis", 1)?, rank, false)?;
+    let ta = norm_axis(ctx.attrs().int_or("time_axis", 0)?, rank, false)?;
+    if rank < 2 || ba == ta || lens.shape() != [x.shape()[ba]] {
+        return Err(invalid(format!(
+            "input {:?}, batch axis {ba}, time axis {ta} and sequence_lens {:?} do not match",
+            x.shape(),
+            lens.shape()
+        )));
+    }
+    let (b, t) = (x.shape()[ba], x.shape()[ta]);
+    // Batch, time, then the rest.
+    let mut perm = vec![ba, ta];
+    perm.extend((0..rank).filter(|&a| a != ba && a != ta));
+    let xp = x.permute(&perm)?;
+    let rest = xp.shape()[2..].to_vec();
+    let g = &mut *ctx.graph;
+    let lens = g.cast(&lens, DType::I64).reshape(&[b, 1])?;
+    let lens = lens.expand(&[b, t])?;
+    let ar = g.arange(t, DType::I64).reshape(&[1, t])?.expand(&[b, t])?;
+    let before = g.lt(&ar, &lens)?;
+    let last = g.add_scalar(&lens, -1.0)?;
+    let rev = g.binary(crate::ops::BinaryOp::Sub, &last, &ar)?;
+    let src = g.where_(&before, &rev, &ar)?;
+    // hit[b, t, s]: output t of entry b reads input s.
+    let src = src.reshape(&[b, t, 1])?.expand(&[b, t, t])?;
+    let ar3 = g
+        .arange(t, DType::I64)
+        .reshape(&[1, 1, t])?
+        .expand(&[b, t, t])?;
+    let hit = g.eq(&src, &ar3)?;
+    let mut full = vec![b, t, t];
+    full.extend(&rest);
+    let mut hs = vec![b, t, t];
+    hs.extend(std::iter::repeat_n(1, rest.len()));
+    let hit = crate::graph::tensor::broadcast_to(&hit.reshape(&hs)?, &full)?;
+    let mut xs = vec![b, 1, t];
+    xs.extend(&rest);
+    let xv = crate::graph::tensor::broadcast_to(&xp.reshape(&xs)?, &full)?;
+    let zero = g.scalar_like(&xv, 0.0);
+    let picked = g.where_(&hit, &xv, &zero)?;
+    let y = g.reduce(ReduceOp::Sum, &picked, &[2])?;
+    let mut ys = vec![b, t];
+    ys.extend(&rest);
+    let y = y.reshape(&ys)?;
+    let mut back = vec![0; rank];
+    for (i, &p) in perm.iter().enumerate() {
+        back[p] = i;
+    }
+    Ok(vec![Value::Tensor(y.permute(&back)?)])
 }

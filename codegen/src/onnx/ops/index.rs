@@ -141,6 +141,8 @@ fn slice(ctx: &mut Ctx) -> Out {
 struct PadArgs {
     pads: Vec<(i64, i64)>,
     value: f64,
+    /// The fill value when it is computed at run time (a one-element tensor).
+    runtime_value: bool,
     mode: String,
 }
 
@@ -151,9 +153,10 @@ fn pad_args(ctx: &Ctx, rank: usize) -> Result<PadArgs, OpError> {
         let value = f64::from(a.float_or("value", 0.0)?);
         (a.ints("pads")?, value, None)
     } else {
-        let value = if ctx.has(2) { ctx.scalar(2)? } else { 0.0 };
+        let value = if ctx.is_known(2) { ctx.scalar(2)? } else { 0.0 };
         (ctx.ints(1)?, value, ctx.opt_ints(3)?)
     };
+    let runtime_value = ctx.opset >= 11 && ctx.has(2) && !ctx.is_known(2);
     let axes = match axes {
         Some(a) => norm_axes(&a, rank)?,
         None => (0..rank).collect(),
@@ -169,7 +172,12 @@ fn pad_args(ctx: &Ctx, rank: usize) -> Result<PadArgs, OpError> {
     for (k, &ax) in axes.iter().enumerate() {
         pads[ax] = (flat[k], flat[k + axes.len()]);
     }
-    Ok(PadArgs { pads, value, mode })
+    Ok(PadArgs {
+        pads,
+        value,
+        runtime_value,
+        mode,
+    })
 }
 
 fn pad(ctx: &mut Ctx) -> Out {
@@ -195,6 +203,26 @@ fn pad(ctx: &mut Ctx) -> Out {
         .collect();
     checked_numel(&padded)?;
     let y = match p.mode.as_str() {
+        "constant" if p.runtime_value => {
+            let v = ctx.tensor(2)?;
+            if v.numel() != 1 || v.dtype != x.dtype {
+                return Err(invalid(format!(
+                    "constant_value of shape {:?} ({}) is not one {} value",
+                    v.shape(),
+                    v.dtype,
+                    x.dtype
+                )));
+            }
+            let g = &mut *ctx.graph;
+            let shape = padded.clone();
+            let inside = g
+                .constant(1.0, crate::dtype::DType::BOOL, x.shape())
+                .pad(&grow)?;
+            let ones = vec![1; shape.len()];
+            let fill = crate::graph::tensor::broadcast_to(&v.reshape(&ones)?, &shape)?;
+            let y = x.pad(&grow)?;
+            g.where_(&inside, &y, &fill)?
+        }
         "constant" => ctx.graph.pad_value(&x, &grow, p.value)?,
         mode => {
             let mut y = x;

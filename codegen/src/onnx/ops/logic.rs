@@ -1,6 +1,6 @@
 //! Comparisons, logic, selection and type conversion.
 
-use super::ctx::{dtype_of, output_name, Ctx, OpError, Value};
+use super::ctx::{dtype_of, invalid, output_name, Ctx, OpError, Value};
 use super::Builder;
 use crate::dtype::DType;
 use crate::graph::{Graph, GraphError, Lazy};
@@ -22,6 +22,7 @@ pub(super) const OPS: &[(&str, Builder)] = &[
     ("IsInf", is_inf),
     ("Cast", cast),
     ("CastLike", cast_like),
+    ("BitCast", bit_cast),
     ("Identity", identity),
 ];
 
@@ -114,6 +115,26 @@ fn cast(ctx: &mut Ctx) -> Out {
     let to = dtype_of(elem, output_name(ctx.node, 0))?;
     let x = ctx.tensor(0)?;
     Ok(vec![Value::Tensor(convert(ctx.graph, &x, to)?)])
+}
+
+/// Reinterprets the bits of each element as type `to`, of the same size.
+fn bit_cast(ctx: &mut Ctx) -> Out {
+    let code = ctx.attrs().int("to")?;
+    let elem = ElemType::from_code(i32::try_from(code).unwrap_or(-1));
+    let to = dtype_of(elem, output_name(ctx.node, 0))?;
+    let x = ctx.tensor(0)?;
+    if x.dtype.size() != to.size() {
+        return Err(invalid(format!(
+            "{} ({} bytes) and {to} ({} bytes) differ in size",
+            x.dtype,
+            x.dtype.size(),
+            to.size()
+        )));
+    }
+    if x.dtype == to {
+        return Ok(vec![Value::Tensor(x)]);
+    }
+    Ok(vec![Value::Tensor(ctx.graph.bitcast(&x, to))])
 }
 
 fn cast_like(ctx: &mut Ctx) -> Out {

@@ -1,7 +1,7 @@
-//! Trigonometric and hyperbolic functions built from `exp`, `log`, `sqrt` and `sin`, and the
-//! bitwise ops on integers.
+//! Trigonometric and hyperbolic functions built from `exp`, `log`, `sqrt` and `sin`, the
+//! bitwise ops on integers, and determinants of small matrices.
 
-use super::ctx::{Ctx, OpError, Value};
+use super::ctx::{invalid, Ctx, OpError, Value};
 use super::Builder;
 use crate::dtype::Scalar;
 use crate::graph::{Graph, GraphError, Lazy};
@@ -22,6 +22,7 @@ pub(super) const OPS: &[(&str, Builder)] = &[
     ("BitwiseXor", bitwise_xor),
     ("BitwiseNot", bitwise_not),
     ("BitShift", bit_shift),
+    ("Det", det),
 ];
 
 type Out = Result<Vec<Value>, OpError>;
@@ -186,4 +187,84 @@ fn bit_shift(ctx: &mut Ctx) -> Out {
         other => return Err(OpError::Invalid(format!("direction {other:?}"))),
     };
     bitwise(ctx, op)
+}
+
+/// The largest matrix `Det` expands (its Leibniz sum has `n!` products).
+const DET_MAX: usize = 5;
+
+/// Every permutation of `0..n` with its sign.
+fn permutations(n: usize) -> Vec<(Vec<usize>, f64)> {
+    fn build(prefix: &mut Vec<usize>, n: usize, out: &mut Vec<Vec<usize>>) {
+        if prefix.len() == n {
+            out.push(prefix.clone());
+            return;
+        }
+        for v in 0..n {
+            if !prefix.contains(&v) {
+                prefix.push(v);
+                build(prefix, n, out);
+                prefix.pop();
+            }
+        }
+    }
+    let mut all = Vec::new();
+    build(&mut Vec::new(), n, &mut all);
+    all.into_iter()
+        .map(|p| {
+            let inversions = (0..n)
+                .flat_map(|i| (i + 1..n).map(move |j| (i, j)))
+                .filter(|&(i, j)| p[i] > p[j])
+                .count();
+            let sign = if inversions % 2 == 0 { 1.0 } else { -1.0 };
+            (p, sign)
+        })
+        .collect()
+}
+
+/// The determinant of each square matrix in the last two dims, by the Leibniz formula.
+fn det(ctx: &mut Ctx) -> Out {
+    let x = ctx.tensor(0)?;
+    let s = x.shape().to_vec();
+    let r = s.len();
+    if r < 2 || s[r - 1] != s[r - 2] {
+        return Err(invalid(format!(
+            "input {s:?} is not a stack of square matrices"
+        )));
+    }
+    if !x.dtype.is_float() {
+        return Err(invalid(format!("input is {}, not a float type", x.dtype)));
+    }
+    let n = s[r - 1];
+    if n > DET_MAX {
+        return Err(OpError::Unsupported(format!(
+            "determinants of matrices larger than {DET_MAX}x{DET_MAX} ({n}x{n})"
+        )));
+    }
+    let lead = s[..r - 2].to_vec();
+    let g = &mut *ctx.graph;
+    if n == 0 {
+        return Ok(vec![Value::Tensor(g.constant(1.0, x.dtype, &lead))]);
+    }
+    let at = |i: usize, j: usize| -> Result<Lazy, OpError> {
+        let mut arg: Vec<(usize, usize)> = s.iter().map(|&d| (0, d)).collect();
+        arg[r - 2] = (i, i + 1);
+        arg[r - 1] = (j, j + 1);
+        Ok(x.shrink(&arg)?.reshape(&lead)?)
+    };
+    let mut total: Option<Lazy> = None;
+    for (p, sign) in permutations(n) {
+        let mut term = at(0, p[0])?;
+        for (i, &j) in p.iter().enumerate().skip(1) {
+            let e = at(i, j)?;
+            term = g.binary(BinaryOp::Mul, &term, &e)?;
+        }
+        total = Some(match total {
+            None if sign > 0.0 => term,
+            None => g.neg(&term)?,
+            Some(t) if sign > 0.0 => g.binary(BinaryOp::Add, &t, &term)?,
+            Some(t) => g.binary(BinaryOp::Sub, &t, &term)?,
+        });
+    }
+    let y = total.ok_or_else(|| invalid("empty matrix"))?;
+    Ok(vec![Value::Tensor(y)])
 }

@@ -4,11 +4,15 @@
 //! [`Value`] per output: lazy graph tensors, or tensors known at compile time.
 
 mod activation;
+mod attention;
 mod constant;
 mod conv;
 mod ctx;
+mod dft;
+mod einsum;
 mod elementwise;
 mod gather;
+mod grid;
 mod index;
 mod logic;
 mod loss;
@@ -19,7 +23,9 @@ mod pool;
 mod quant;
 mod reduce;
 mod resize;
+mod scatter;
 mod shape;
+mod sort;
 
 pub use ctx::{checked_numel, dtype_of, invalid, materialize, Ctx, OpError, Value, MAX_ELEMENTS};
 
@@ -27,7 +33,7 @@ pub use ctx::{checked_numel, dtype_of, invalid, materialize, Ctx, OpError, Value
 pub type Builder = fn(&mut Ctx) -> Result<Vec<Value>, OpError>;
 
 /// Every op family's table.
-const FAMILIES: [&[(&str, Builder)]; 16] = [
+const FAMILIES: [&[(&str, Builder)]; 22] = [
     constant::OPS,
     elementwise::OPS,
     activation::OPS,
@@ -44,6 +50,12 @@ const FAMILIES: [&[(&str, Builder)]; 16] = [
     math::OPS,
     norm::OPS,
     loss::OPS,
+    attention::OPS,
+    sort::OPS,
+    grid::OPS,
+    scatter::OPS,
+    dft::OPS,
+    einsum::OPS,
 ];
 
 /// The builder of `op_type` in `domain` (`""` or `"ai.onnx"` is the default domain).

@@ -83,10 +83,10 @@ fn per_channel(p: &Lazy, rank: usize) -> Result<Lazy, OpError> {
 /// Inference batch norm: `x * s + (b - mean * s)` with `s = scale / sqrt(var + eps)`; the
 /// parameter arithmetic is folded at compile time.
 fn batch_norm(ctx: &mut Ctx) -> Out {
-    ctx.only_outputs(1)?;
     if ctx.attrs().int_or("training_mode", 0)? != 0 {
-        return Err(OpError::Unsupported("training_mode 1".into()));
+        return batch_norm_training(ctx);
     }
+    ctx.only_outputs(1)?;
     let eps = f64::from(ctx.attrs().float_or("epsilon", 1e-5)?);
     let x = ctx.tensor(0)?;
     let rank = x.shape().len();
@@ -104,6 +104,48 @@ fn batch_norm(ctx: &mut Ctx) -> Out {
     let t = g.binary(BinaryOp::Sub, &p[1], &ms)?;
     let xs = g.binary(BinaryOp::Mul, &x, &s)?;
     one(g.binary(BinaryOp::Add, &xs, &t)?)
+}
+
+/// Training batch norm: normalizes with the batch's own mean and (biased) variance, and
+/// outputs the running mean and variance updated with `momentum`.
+fn batch_norm_training(ctx: &mut Ctx) -> Out {
+    ctx.only_outputs(3)?;
+    let eps = f64::from(ctx.attrs().float_or("epsilon", 1e-5)?);
+    let momentum = f64::from(ctx.attrs().float_or("momentum", 0.9)?);
+    let x = ctx.tensor(0)?;
+    let rank = x.shape().len();
+    if rank < 2 {
+        return Err(invalid(format!(
+            "input {:?} has no channel axis",
+            x.shape()
+        )));
+    }
+    let mut p = Vec::with_capacity(4);
+    for i in 1..5 {
+        let t = ctx.tensor(i)?;
+        p.push(per_channel(&t, rank)?);
+    }
+    let axes: Vec<usize> = (0..rank).filter(|&a| a != 1).collect();
+    let g = &mut *ctx.graph;
+    let m = g.mean(&x, &axes)?;
+    let d = g.binary(BinaryOp::Sub, &x, &m)?;
+    let sq = g.binary(BinaryOp::Mul, &d, &d)?;
+    let v = g.mean(&sq, &axes)?;
+    let ve = g.add_scalar(&v, eps)?;
+    let sd = g.unary(UnaryOp::Sqrt, &ve)?;
+    let inv = g.unary(UnaryOp::Recip, &sd)?;
+    let n = g.binary(BinaryOp::Mul, &d, &inv)?;
+    let y = g.binary(BinaryOp::Mul, &n, &p[0])?;
+    let y = g.binary(BinaryOp::Add, &y, &p[1])?;
+    let mut outs = vec![Value::Tensor(y)];
+    let c = x.shape()[1];
+    for (running, batch) in [(&p[2], &m), (&p[3], &v)] {
+        let r = g.mul_scalar(running, momentum)?;
+        let b = g.mul_scalar(batch, 1.0 - momentum)?;
+        let u = g.binary(BinaryOp::Add, &r, &b)?;
+        outs.push(Value::Tensor(u.reshape(&[c])?));
+    }
+    Ok(outs)
 }
 
 /// `(x - mean) / sqrt(var + eps)` over `axes` (kept as size 1 for broadcasting).

@@ -1,8 +1,9 @@
-//! Pooling: average, max and Lp over sliding windows, and their global forms.
+//! Pooling: average, max and Lp over sliding windows, and their global forms; MaxUnpool.
 
 use super::conv::{window, Window};
-use super::ctx::{invalid, materialize, to_usize, Ctx, OpError, Value};
+use super::ctx::{checked_numel, invalid, materialize, to_usize, Ctx, OpError, Value};
 use super::Builder;
+use crate::dtype::DType;
 use crate::graph::{Graph, GraphError, Lazy};
 use crate::onnx::{ElemType, TensorData};
 use crate::ops::{BinaryOp, ReduceOp, UnaryOp};
@@ -15,6 +16,7 @@ pub(super) const OPS: &[(&str, Builder)] = &[
     ("GlobalAveragePool", global_average_pool),
     ("GlobalMaxPool", global_max_pool),
     ("GlobalLpPool", global_lp_pool),
+    ("MaxUnpool", max_unpool),
 ];
 
 type Out = Result<Vec<Value>, OpError>;
@@ -103,21 +105,71 @@ fn average_pool(ctx: &mut Ctx) -> Out {
 }
 
 fn max_pool(ctx: &mut Ctx) -> Out {
-    ctx.only_outputs(1)?;
-    if ctx.attrs().int_or("storage_order", 0)? != 0 {
-        return Err(OpError::Unsupported("storage_order 1".into()));
-    }
+    ctx.only_outputs(2)?;
+    let column_major = ctx.attrs().int_or("storage_order", 0)? != 0;
     let x = spatial_input(ctx)?;
     let win = pool_window(ctx, &x)?;
     let pads = win.full_pads(2);
-    let xp = if pads.iter().any(|&(b, e)| b + e > 0) {
+    let padded = pads.iter().any(|&(b, e)| b + e > 0);
+    let xp = if padded {
         let low = x.dtype.scalar.min_value();
         ctx.graph.pad_value(&x, &pads, low)?
     } else {
-        x
+        x.clone()
     };
     let y = reduce_windows(ctx.graph, &xp, &win, ReduceOp::Max)?;
-    Ok(vec![Value::Tensor(y)])
+    let mut outs = vec![Value::Tensor(y.clone())];
+    if ctx.wants(1) {
+        let g = &mut *ctx.graph;
+        let idx = flat_indices(g, x.shape(), column_major)?;
+        let idx = if padded { idx.pad(&pads)? } else { idx };
+        let n = win.kernel.len();
+        let zero = vec![(0, 0); n];
+        let xw = g.pool(&xp, &win.kernel, &win.strides, &win.dilations, &zero)?;
+        let iw = g.pool(&idx, &win.kernel, &win.strides, &win.dilations, &zero)?;
+        let rank = xw.shape().len();
+        let mut ys = y.shape().to_vec();
+        ys.extend(std::iter::repeat_n(1, n));
+        let best = crate::graph::tensor::broadcast_to(&y.reshape(&ys)?, xw.shape())?;
+        let hit = g.eq(&xw, &best)?;
+        // The first maximum: the smallest index among the hits.
+        let none = g.scalar_like(&iw, (1u64 << 62) as f64);
+        let cand = g.where_(&hit, &iw, &none)?;
+        let axes: Vec<usize> = (rank - n..rank).collect();
+        let first = g.reduce_min(&cand, &axes)?;
+        outs.push(Value::Tensor(first.reshape(y.shape())?));
+    }
+    Ok(outs)
+}
+
+/// The flat index of every element of a tensor of `shape`, as `i64`: row-major, or with the
+/// spatial axes (from 2 on) in column-major order.
+fn flat_indices(g: &mut Graph, shape: &[usize], column_major: bool) -> GResult {
+    let rank = shape.len();
+    let mut order: Vec<usize> = (0..rank).collect();
+    if column_major {
+        order[2..].reverse();
+    }
+    // Stride of each axis: the product of the sizes of the axes after it in `order`.
+    let mut strides = vec![0i64; rank];
+    let mut acc = 1i64;
+    for &a in order.iter().rev() {
+        strides[a] = acc;
+        acc *= shape[a] as i64;
+    }
+    let mut total: Option<Lazy> = None;
+    for a in 0..rank {
+        let mut s = vec![1; rank];
+        s[a] = shape[a];
+        let r = g.arange(shape[a], DType::I64).reshape(&s)?;
+        let r = g.mul_scalar(&r, strides[a] as f64)?;
+        let r = crate::graph::tensor::broadcast_to(&r, shape)?;
+        total = Some(match total {
+            Some(t) => g.binary(BinaryOp::Add, &t, &r)?,
+            None => r,
+        });
+    }
+    Ok(total.unwrap_or_else(|| g.constant(0.0, DType::I64, shape)))
 }
 
 /// `(sum |x|^p)^(1/p)` over `axes`.
@@ -184,5 +236,84 @@ fn global_lp_pool(ctx: &mut Ctx) -> Out {
     let p = lp_order(ctx)?;
     let axes = spatial_axes(&x);
     let y = lp_norm(ctx.graph, &x, p, |g, v| g.reduce(ReduceOp::Sum, v, &axes))?;
+    Ok(vec![Value::Tensor(y)])
+}
+
+/// MaxUnpool: each input value written at its flat index (as MaxPool's indices output gives it)
+/// of a zero tensor of the inferred shape, padded at the end to `output_shape` when given.
+fn max_unpool(ctx: &mut Ctx) -> Out {
+    ctx.only_outputs(1)?;
+    let x = spatial_input(ctx)?;
+    let idx = ctx.tensor(1)?;
+    let xs = x.shape().to_vec();
+    let n = xs.len() - 2;
+    if idx.shape() != xs.as_slice() {
+        return Err(invalid(format!(
+            "indices {:?} must match the input {xs:?}",
+            idx.shape()
+        )));
+    }
+    let kernel: Vec<usize> = ctx
+        .attrs()
+        .ints("kernel_shape")?
+        .iter()
+        .map(|&k| to_usize(k, "kernel_shape"))
+        .collect::<Result<_, _>>()?;
+    let list = |name: &str, default: i64, len: usize| -> Result<Vec<usize>, OpError> {
+        let v = ctx.attrs().ints_or(name, vec![default; len])?;
+        if v.len() != len {
+            return Err(invalid(format!("{name} has {} values, not {len}", v.len())));
+        }
+        v.iter().map(|&x| to_usize(x, name)).collect()
+    };
+    if kernel.len() != n {
+        return Err(invalid(format!(
+            "kernel_shape {kernel:?} for {n} spatial axes"
+        )));
+    }
+    let strides = list("strides", 1, n)?;
+    let pads = list("pads", 0, 2 * n)?;
+    let mut inferred = xs[..2].to_vec();
+    for i in 0..n {
+        let full = (xs[2 + i].saturating_sub(1)) * strides[i] + kernel[i];
+        let cut = pads[i] + pads[n + i];
+        if cut >= full {
+            return Err(invalid(format!("pads {pads:?} remove spatial axis {i}")));
+        }
+        inferred.push(full - cut);
+    }
+    let shape = match ctx.opt_ints(2)? {
+        Some(s) => s
+            .iter()
+            .map(|&v| to_usize(v, "output_shape"))
+            .collect::<Result<Vec<_>, _>>()?,
+        None => inferred.clone(),
+    };
+    if shape.len() != xs.len() || shape.iter().zip(&inferred).any(|(s, i)| s < i) {
+        return Err(invalid(format!(
+            "output_shape {shape:?} is smaller than the unpooled {inferred:?}"
+        )));
+    }
+    let m = x.numel();
+    let p = checked_numel(&inferred)?;
+    checked_numel(&[m, p])?;
+    let g = &mut *ctx.graph;
+    let i = g.cast(&idx, DType::I64).reshape(&[m, 1])?.expand(&[m, p])?;
+    let ar = g.arange(p, DType::I64).reshape(&[1, p])?.expand(&[m, p])?;
+    let hit = g.eq(&i, &ar)?;
+    let xv = x.reshape(&[m, 1])?.expand(&[m, p])?;
+    let zero = g.scalar_like(&xv, 0.0);
+    let picked = g.where_(&hit, &xv, &zero)?;
+    let y = g.reduce(ReduceOp::Sum, &picked, &[0])?.reshape(&inferred)?;
+    let grow: Vec<(usize, usize)> = shape
+        .iter()
+        .zip(&inferred)
+        .map(|(&s, &i)| (0, s - i))
+        .collect();
+    let y = if grow.iter().any(|&(_, e)| e > 0) {
+        y.pad(&grow)?
+    } else {
+        y
+    };
     Ok(vec![Value::Tensor(y)])
 }

@@ -1,5 +1,6 @@
-//! `Resize` (nearest and linear, with ONNX's coordinate transformations) and the older
-//! `Upsample`: one axis at a time, as gathers of source indices computed at compile time.
+//! `Resize` (nearest, linear and cubic, with ONNX's coordinate transformations, antialiasing and
+//! regions of interest) and the older `Upsample`: one axis at a time, as weighted sums of
+//! gathers of source indices computed at compile time.
 
 use super::ctx::{invalid, materialize, norm_axes, to_usize, Ctx, OpError, Value};
 use super::gather::take;
@@ -17,6 +18,7 @@ type Out = Result<Vec<Value>, OpError>;
 enum Mode {
     Nearest,
     Linear,
+    Cubic,
 }
 
 /// How an output coordinate maps to an input one.
@@ -27,6 +29,7 @@ enum Coord {
     PytorchHalfPixel,
     AlignCorners,
     Asymmetric,
+    TfCropAndResize,
 }
 
 /// How `Nearest` rounds an input coordinate; `Simple` is the pre-opset-11 rule.
@@ -39,19 +42,44 @@ enum Rounding {
     Simple,
 }
 
-/// The parsed arguments: per axis the output size and scale.
+/// The parsed arguments: per axis the output size, scale and region of interest.
 struct Plan {
     mode: Mode,
     coord: Coord,
     rounding: Rounding,
     sizes: Vec<usize>,
     scales: Vec<f32>,
+    /// Start and end of the region of interest per axis (`tf_crop_and_resize` only).
+    roi: Vec<(f64, f64)>,
+    extrapolation: f64,
+    cubic_a: f64,
+    exclude_outside: bool,
+    antialias: bool,
+}
+
+impl Plan {
+    fn simple(mode: Mode, sizes: Vec<usize>, scales: Vec<f32>) -> Plan {
+        let roi = vec![(0.0, 1.0); sizes.len()];
+        Plan {
+            mode,
+            coord: Coord::Asymmetric,
+            rounding: Rounding::Simple,
+            sizes,
+            scales,
+            roi,
+            extrapolation: 0.0,
+            cubic_a: -0.75,
+            exclude_outside: false,
+            antialias: false,
+        }
+    }
 }
 
 fn parse_mode(s: &str) -> Result<Mode, OpError> {
     match s {
         "nearest" => Ok(Mode::Nearest),
         "linear" | "bilinear" => Ok(Mode::Linear),
+        "cubic" => Ok(Mode::Cubic),
         other => Err(OpError::Unsupported(format!("mode {other:?}"))),
     }
 }
@@ -63,6 +91,7 @@ fn parse_coord(s: &str) -> Result<Coord, OpError> {
         "pytorch_half_pixel" => Coord::PytorchHalfPixel,
         "align_corners" => Coord::AlignCorners,
         "asymmetric" => Coord::Asymmetric,
+        "tf_crop_and_resize" => Coord::TfCropAndResize,
         other => return Err(OpError::Unsupported(format!("coordinate mode {other:?}"))),
     })
 }
@@ -83,6 +112,7 @@ fn sizes_and_scales(
     axes: &[usize],
     scales: Option<Vec<f64>>,
     sizes: Option<Vec<i64>>,
+    policy: &str,
 ) -> Result<(Vec<usize>, Vec<f32>), OpError> {
     let mut out = input.to_vec();
     let mut sc = vec![1f32; input.len()];
@@ -107,6 +137,18 @@ fn sizes_and_scales(
             sc[a] = out[a] as f32 / input[a].max(1) as f32;
         }
     }
+    if sizes.is_some() && policy != "stretch" {
+        let ratios = axes.iter().map(|&a| out[a] as f64 / input[a].max(1) as f64);
+        let scale = match policy {
+            "not_larger" => ratios.fold(f64::INFINITY, f64::min),
+            "not_smaller" => ratios.fold(0.0, f64::max),
+            other => return Err(invalid(format!("keep_aspect_ratio_policy {other:?}"))),
+        };
+        for &a in axes {
+            sc[a] = scale as f32;
+            out[a] = to_usize((scale * input[a] as f64 + 0.5) as i64, "output size")?;
+        }
+    }
     Ok((out, sc))
 }
 
@@ -116,22 +158,14 @@ fn plan_resize(ctx: &Ctx, input: &[usize]) -> Result<Plan, OpError> {
     if ctx.opset < 11 {
         let scales = ctx.known(1)?.to_f64().ok_or_else(|| invalid("scales"))?;
         let axes: Vec<usize> = (0..input.len()).collect();
-        let (sizes, scales) = sizes_and_scales(input, &axes, Some(scales), None)?;
-        let (coord, rounding) = (Coord::Asymmetric, Rounding::Simple);
-        return Ok(Plan {
-            mode,
-            coord,
-            rounding,
-            sizes,
-            scales,
-        });
+        let (sizes, scales) = sizes_and_scales(input, &axes, Some(scales), None, "stretch")?;
+        return Ok(Plan::simple(mode, sizes, scales));
     }
-    if a.int_or("antialias", 0)? != 0 {
-        return Err(OpError::Unsupported("antialias".into()));
+    let antialias = a.int_or("antialias", 0)? != 0;
+    if antialias && mode == Mode::Nearest {
+        return Err(invalid("antialias needs mode linear or cubic"));
     }
-    if a.string_or("keep_aspect_ratio_policy", "stretch".into())? != "stretch" {
-        return Err(OpError::Unsupported("keep_aspect_ratio_policy".into()));
-    }
+    let policy = a.string_or("keep_aspect_ratio_policy", "stretch".into())?;
     let coord = parse_coord(&a.string_or("coordinate_transformation_mode", "half_pixel".into())?)?;
     let rounding = parse_rounding(&a.string_or("nearest_mode", "round_prefer_floor".into())?)?;
     let axes = match a.get("axes") {
@@ -145,19 +179,44 @@ fn plan_resize(ctx: &Ctx, input: &[usize]) -> Result<Plan, OpError> {
         false => None,
     };
     let sizes = if present(3) { Some(ctx.ints(3)?) } else { None };
-    let (sizes, scales) = sizes_and_scales(input, &axes, scales, sizes)?;
+    let (sizes, scales) = sizes_and_scales(input, &axes, scales, sizes, &policy)?;
+    let mut roi = vec![(0.0, 1.0); input.len()];
+    if coord == Coord::TfCropAndResize {
+        let r = match present(1) {
+            true => ctx.known(1)?.to_f64().ok_or_else(|| invalid("roi"))?,
+            false => return Err(invalid("tf_crop_and_resize needs a roi")),
+        };
+        if r.len() != 2 * axes.len() {
+            return Err(invalid(format!(
+                "roi has {} values for {} axes",
+                r.len(),
+                axes.len()
+            )));
+        }
+        for (k, &ax) in axes.iter().enumerate() {
+            roi[ax] = (r[k], r[axes.len() + k]);
+        }
+    }
     Ok(Plan {
         mode,
         coord,
         rounding,
         sizes,
         scales,
+        roi,
+        extrapolation: f64::from(a.float_or("extrapolation_value", 0.0)?),
+        cubic_a: f64::from(a.float_or("cubic_coeff_a", -0.75)?),
+        exclude_outside: a.int_or("exclude_outside", 0)? != 0,
+        antialias,
     })
 }
 
-/// The input coordinate of output coordinate `o` (ONNX's formulas, in f32 as runtimes do).
+/// The input coordinate of output coordinate `o` (ONNX's formulas, in f32 as runtimes do), and
+/// whether it lies outside the input (only `tf_crop_and_resize` extrapolates).
 fn source(coord: Coord, o: usize, scale: f32, input: usize, output: usize) -> f32 {
     let (o, inf, outf) = (o as f32, input as f32, output as f32);
+    // The output width before rounding.
+    let width = scale * inf;
     match coord {
         Coord::HalfPixel => (o + 0.5) / scale - 0.5,
         Coord::HalfPixelSymmetric => {
@@ -167,10 +226,83 @@ fn source(coord: Coord, o: usize, scale: f32, input: usize, output: usize) -> f3
         }
         Coord::PytorchHalfPixel if output > 1 => (o + 0.5) / scale - 0.5,
         Coord::PytorchHalfPixel => 0.0,
-        Coord::AlignCorners if output > 1 => o * (inf - 1.0) / (outf - 1.0),
+        Coord::AlignCorners if width != 1.0 => o * (inf - 1.0) / (width - 1.0),
         Coord::AlignCorners => 0.0,
-        Coord::Asymmetric => o / scale,
+        Coord::Asymmetric | Coord::TfCropAndResize => o / scale,
     }
+}
+
+/// The `tf_crop_and_resize` coordinate of output `o`, and whether it is outside the input.
+fn crop_source(o: usize, scale: f32, input: usize, roi: (f64, f64)) -> (f32, bool) {
+    let (o, inf) = (o as f64, input as f64);
+    let width = f64::from(scale) * inf;
+    let span = (roi.1 - roi.0) * (inf - 1.0);
+    let x = if width == 1.0 {
+        span / 2.0
+    } else {
+        o * span / (width - 1.0)
+    } + roi.0 * (inf - 1.0);
+    (x as f32, x < 0.0 || x > inf - 1.0)
+}
+
+/// The cubic convolution kernel at distance `d` with coefficient `a`.
+fn cubic(d: f64, a: f64) -> f64 {
+    let x = d.abs();
+    if x <= 1.0 {
+        ((a + 2.0) * x - (a + 3.0)) * x * x + 1.0
+    } else if x < 2.0 {
+        ((a * x - 5.0 * a) * x + 8.0 * a) * x - 4.0 * a
+    } else {
+        0.0
+    }
+}
+
+/// The taps of output coordinate `x`: source indices (clamped to the input) and weights.
+fn taps(p: &Plan, x: f32, scale: f32, input: usize) -> Vec<(usize, f64)> {
+    let x = f64::from(x);
+    let s = if p.antialias {
+        f64::from(scale).min(1.0)
+    } else {
+        1.0
+    };
+    let n: i64 = match (p.mode, p.antialias) {
+        (Mode::Cubic, true) => 2 - 2 * ((-2.0 / s).floor() as i64 + 1),
+        (_, true) => 2 - 2 * ((-1.0 / s).floor() as i64 + 1),
+        (Mode::Cubic, false) => 4,
+        _ => 2,
+    };
+    // The nearest `n` indices, preferring the smaller ones: `i0` is the last one before `x`.
+    let i0 = x.ceil() as i64 - 1;
+    let first = i0 + 1 - n / 2;
+    let mut out: Vec<(i64, f64)> = (first..first + n)
+        .map(|t| {
+            let d = (t as f64 - x) * s;
+            let w = match p.mode {
+                Mode::Cubic => cubic(d, p.cubic_a),
+                _ => (1.0 - d.abs()).max(0.0),
+            };
+            (t, w)
+        })
+        .collect();
+    let last = input as i64 - 1;
+    if p.exclude_outside {
+        for (t, w) in &mut out {
+            if *t < 0 || *t > last {
+                *w = 0.0;
+            }
+        }
+    }
+    if p.exclude_outside || p.antialias {
+        let sum: f64 = out.iter().map(|(_, w)| w).sum();
+        if sum != 0.0 {
+            for (_, w) in &mut out {
+                *w /= sum;
+            }
+        }
+    }
+    out.into_iter()
+        .map(|(t, w)| (t.clamp(0, last.max(0)) as usize, w))
+        .collect()
 }
 
 fn nearest(x: f32, rounding: Rounding, scale: f32, input: usize) -> usize {
@@ -202,40 +334,73 @@ fn axis_weights(g: &mut Graph, x: &Lazy, axis: usize, w: &[f64]) -> Result<Lazy,
 /// Resizes one axis.
 fn resize_axis(g: &mut Graph, x: &Lazy, axis: usize, p: &Plan) -> Result<Lazy, OpError> {
     let (input, output, scale) = (x.shape()[axis], p.sizes[axis], p.scales[axis]);
-    let coords = (0..output).map(|o| source(p.coord, o, scale, input, output));
-    if p.mode == Mode::Nearest {
+    let coords: Vec<(f32, bool)> = (0..output)
+        .map(|o| match p.coord {
+            Coord::TfCropAndResize => crop_source(o, scale, input, p.roi[axis]),
+            c => (source(c, o, scale, input, output), false),
+        })
+        .collect();
+    let y = if p.mode == Mode::Nearest {
         let idx: Vec<usize> = coords
-            .map(|c| nearest(c, p.rounding, scale, input))
+            .iter()
+            .map(|&(c, _)| nearest(c, p.rounding, scale, input))
             .collect();
-        return take(g, x, axis, &idx);
+        take(g, x, axis, &idx)?
+    } else {
+        let per_out: Vec<Vec<(usize, f64)>> = coords
+            .iter()
+            .map(|&(c, _)| taps(p, c, scale, input))
+            .collect();
+        let n = per_out.first().map_or(0, Vec::len);
+        let mut acc: Option<Lazy> = None;
+        for k in 0..n {
+            let idx: Vec<usize> = per_out.iter().map(|t| t[k].0).collect();
+            let w: Vec<f64> = per_out.iter().map(|t| t[k].1).collect();
+            if w.iter().all(|&v| v == 0.0) {
+                continue;
+            }
+            let t = take(g, x, axis, &idx)?;
+            let t = if w.iter().all(|&v| v == 1.0) {
+                t
+            } else {
+                let wt = axis_weights(g, x, axis, &w)?;
+                g.binary(BinaryOp::Mul, &t, &wt)?
+            };
+            acc = Some(match acc {
+                Some(a) => g.binary(BinaryOp::Add, &a, &t)?,
+                None => t,
+            });
+        }
+        match acc {
+            Some(a) => a,
+            None => {
+                let mut shape = x.shape().to_vec();
+                shape[axis] = output;
+                g.constant(0.0, x.dtype, &shape)
+            }
+        }
+    };
+    if coords.iter().any(|&(_, out)| out) {
+        let keep: Vec<f64> = coords
+            .iter()
+            .map(|&(_, o)| if o { 0.0 } else { 1.0 })
+            .collect();
+        let keep = axis_weights(g, &y, axis, &keep)?;
+        let keep = g.to_bool(&keep)?;
+        let fill = g.scalar_like(&y, p.extrapolation);
+        return Ok(g.where_(&keep, &y, &fill)?);
     }
-    let last = input.saturating_sub(1);
-    let (mut lo, mut hi, mut w) = (Vec::new(), Vec::new(), Vec::new());
-    for c in coords {
-        let c = c.clamp(0.0, last as f32);
-        let i = (c.floor() as usize).min(last);
-        lo.push(i);
-        hi.push((i + 1).min(last));
-        w.push(f64::from(c - i as f32));
-    }
-    let a = take(g, x, axis, &lo)?;
-    if w.iter().all(|&v| v == 0.0) {
-        return Ok(a);
-    }
-    let b = take(g, x, axis, &hi)?;
-    let wb = axis_weights(g, x, axis, &w)?;
-    let wa: Vec<f64> = w.iter().map(|v| 1.0 - v).collect();
-    let wa = axis_weights(g, x, axis, &wa)?;
-    let a = g.binary(BinaryOp::Mul, &a, &wa)?;
-    let b = g.binary(BinaryOp::Mul, &b, &wb)?;
-    Ok(g.binary(BinaryOp::Add, &a, &b)?)
+    Ok(y)
 }
 
 fn apply(ctx: &mut Ctx, plan: &Plan) -> Out {
     let mut y = ctx.tensor(0)?;
     super::ctx::checked_numel(&plan.sizes)?;
     for axis in 0..plan.sizes.len() {
-        if plan.sizes[axis] != y.shape()[axis] || plan.scales[axis] != 1.0 {
+        if plan.sizes[axis] != y.shape()[axis]
+            || plan.scales[axis] != 1.0
+            || plan.roi[axis] != (0.0, 1.0)
+        {
             if y.shape()[axis] == 0 {
                 return Err(invalid("resizing an empty axis"));
             }
@@ -264,16 +429,6 @@ fn upsample(ctx: &mut Ctx) -> Out {
         None => ctx.known(1)?.to_f64().ok_or_else(|| invalid("scales"))?,
     };
     let axes: Vec<usize> = (0..input.len()).collect();
-    let (sizes, scales) = sizes_and_scales(&input, &axes, Some(scales), None)?;
-    let (coord, rounding) = (Coord::Asymmetric, Rounding::Simple);
-    apply(
-        ctx,
-        &Plan {
-            mode,
-            coord,
-            rounding,
-            sizes,
-            scales,
-        },
-    )
+    let (sizes, scales) = sizes_and_scales(&input, &axes, Some(scales), None, "stretch")?;
+    apply(ctx, &Plan::simple(mode, sizes, scales))
 }

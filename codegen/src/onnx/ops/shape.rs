@@ -24,6 +24,8 @@ pub(super) const OPS: &[(&str, Builder)] = &[
     ("Size", size),
     ("ConstantOfShape", constant_of_shape),
     ("Range", range),
+    ("EyeLike", eye_like),
+    ("CenterCropPad", center_crop_pad),
 ];
 
 /// Above this many elements a `ConstantOfShape` is a broadcast constant, not a known tensor.
@@ -292,4 +294,68 @@ fn range(ctx: &mut Ctx) -> Out {
         TensorData { elem, dims, bytes }
     };
     Ok(vec![Value::known(out)])
+}
+
+/// Ones on the diagonal `k` of a matrix shaped like the input, zeros elsewhere.
+fn eye_like(ctx: &mut Ctx) -> Out {
+    let shape = ctx.shape(0)?;
+    let k = ctx.attrs().int_or("k", 0)?;
+    let dtype = match ctx.attrs().get("dtype") {
+        Some(_) => {
+            let code = ctx.attrs().int("dtype")?;
+            let elem = ElemType::from_code(i32::try_from(code).unwrap_or(-1));
+            dtype_of(elem, output_name(ctx.node, 0))?
+        }
+        None => ctx.dtype(0)?,
+    };
+    let (rows, cols) = match shape.as_slice() {
+        [r, c] => (*r, *c),
+        other => return Err(invalid(format!("input {other:?} is not 2-D"))),
+    };
+    let mut values = vec![0.0; rows * cols];
+    for (r, row) in values.chunks_mut(cols.max(1)).enumerate().take(rows) {
+        let c = r as i64 + k;
+        if (0..cols as i64).contains(&c) {
+            row[c as usize] = 1.0;
+        }
+    }
+    let bytes = crate::uop::interp::HostBuffer::from_f64(dtype.scalar, &values).to_bytes();
+    Ok(vec![Value::known(TensorData {
+        elem: ElemType::from(dtype.scalar),
+        dims: vec![rows, cols],
+        bytes,
+    })])
+}
+
+/// Crops or pads (with zeros) each of `axes` to the given size, centered.
+fn center_crop_pad(ctx: &mut Ctx) -> Out {
+    let x = ctx.tensor(0)?;
+    let sizes = ctx.ints(1)?;
+    let rank = x.shape().len();
+    let axes = match ctx.attrs().get("axes") {
+        Some(_) => norm_axes(&ctx.attrs().ints("axes")?, rank)?,
+        None => (0..rank).collect(),
+    };
+    if axes.len() != sizes.len() {
+        return Err(invalid(format!(
+            "{} sizes for {} axes",
+            sizes.len(),
+            axes.len()
+        )));
+    }
+    let mut crop: Vec<(usize, usize)> = x.shape().iter().map(|&d| (0, d)).collect();
+    let mut pad = vec![(0, 0); rank];
+    for (&a, &s) in axes.iter().zip(&sizes) {
+        let s = to_usize(s, "size")?;
+        let dim = x.shape()[a];
+        if s < dim {
+            let start = (dim - s) / 2;
+            crop[a] = (start, start + s);
+        } else if s > dim {
+            let before = (s - dim) / 2;
+            pad[a] = (before, s - dim - before);
+        }
+    }
+    let y = x.shrink(&crop)?.pad(&pad)?;
+    one(y)
 }
