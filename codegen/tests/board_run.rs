@@ -396,6 +396,24 @@ fn tiny_model() -> (Bundle, Vec<u8>) {
     (bundle, input)
 }
 
+/// float16 arithmetic: x → half, x·x + x in half, → double. On Arm, `_Float16` converts through
+/// the runtime's routines (double to half) or the FPU (float to half).
+fn half_model() -> (Bundle, Vec<u8>) {
+    let mut g = Graph::new();
+    let x = g.input("x", DType::F32, &[16]);
+    let h = g.cast(&x, DType::F16);
+    let sq = g.binary(kiln_codegen::ops::BinaryOp::Mul, &h, &h).unwrap();
+    let y = g.binary(kiln_codegen::ops::BinaryOp::Add, &sq, &h).unwrap();
+    let d = g.cast(&y, DType::F64);
+    let back = g.cast(&d, DType::F16);
+    let out = g.cast(&back, DType::F32);
+    let bundle = compile_graph("half", &g, &[out, d], &Target::c(), true, &mut |_, _| {}).unwrap();
+    let input = (0..16)
+        .flat_map(|i| (i as f32 * 0.37 - 2.9).to_le_bytes())
+        .collect();
+    (bundle, input)
+}
+
 /// The host's outputs of `bundle` on `input`.
 fn host_outputs(bundle: &Bundle, input: &[u8]) -> Vec<Vec<u8>> {
     let dir = tempfile::tempdir().unwrap();
@@ -410,6 +428,8 @@ fn many_models_run_in_one_image_and_a_bad_one_fails_alone() {
     let board = board::info("qemu-an386").unwrap();
     let (small, small_input) = small_model();
     let (tiny, tiny_input) = tiny_model();
+    let (half, half_input) = half_model();
+    let half_inputs = [half_input.clone()];
     let mut damaged = tiny.clone();
     let last = damaged.schedule.len() - 1;
     damaged.schedule[last] ^= 0x40;
@@ -432,11 +452,15 @@ fn many_models_run_in_one_image_and_a_bad_one_fails_alone() {
             bundle: &small,
             inputs: &small_inputs,
         },
+        board::BatchCase {
+            bundle: &half,
+            inputs: &half_inputs,
+        },
     ];
     let mut seen = Vec::new();
     let outcomes = board::run_batches(&board, &cases, &mut |done, all| seen.push((done, all)))
         .unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(seen.last(), Some(&(4, 4)));
+    assert_eq!(seen.last(), Some(&(5, 5)));
     let close = |got: &[Vec<u8>], want: &[Vec<u8>]| {
         let (got, want) = (floats(&got[0]), floats(&want[0]));
         got.len() == want.len() && got.iter().zip(&want).all(|(g, w)| (g - w).abs() <= 1e-6)

@@ -14,6 +14,7 @@ pub mod channel;
 pub mod element;
 pub mod error;
 pub mod exec;
+pub mod half;
 #[cfg(feature = "c-math")]
 pub mod math;
 pub mod schedule;

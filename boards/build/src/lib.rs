@@ -7,7 +7,8 @@
 //!
 //! It takes the bundle from the folder named by `KILN_BUNDLE_DIR` (default: the test bundle
 //! `boards/testdata/add-relu`), which holds `kernels.c`, `schedule.bin` and `weights.bin`, and:
-//! - compiles `kernels.c` with the `cc` crate: `-O2 -fno-math-errno` and the board's flags;
+//! - compiles `kernels.c` with the `cc` crate: `-O2 -fno-math-errno` and the board's flags
+//!   (on Arm also `-mfp16-format=ieee`, for float16 tensors);
 //! - writes `$OUT_DIR/bundle.rs` for `main.rs` to `include!`: `SCHEDULE` and `WEIGHTS`
 //!   (flash, `include_bytes!`) and `ARENA`, a static sized by the bundle's plan;
 //! - puts the board's `memory.x` on the linker's path, with a linker-script assertion that the
@@ -72,7 +73,12 @@ fn compile_bundle(dir: &Path, cflags: &[&str], library: &str) -> [PathBuf; 3] {
     for file in &files {
         println!("cargo:rerun-if-changed={}", file.display());
     }
-    cc::Build::new()
+    let mut build = cc::Build::new();
+    if env::var("CARGO_CFG_TARGET_ARCH").as_deref() == Ok("arm") {
+        // `_Float16` for float16 tensors; the runtime's `c-math` has the conversions.
+        build.flag("-mfp16-format=ieee");
+    }
+    build
         .file(&files[0])
         .opt_level(2)
         .flag("-fno-math-errno")

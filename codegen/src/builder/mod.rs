@@ -90,18 +90,36 @@ impl Cpu {
         })
     }
 
-    /// The C compiler's flags for this CPU, beside the ones `cc` picks for the target.
+    /// The C compiler's flags for this CPU, beside the ones `cc` picks for the target. On Arm,
+    /// `-mfp16-format=ieee` gives float16 tensors `_Float16`; the runtime's `c-math` feature
+    /// provides the conversions GCC calls.
     pub fn cflags(self) -> &'static [&'static str] {
+        const FP16: &str = "-mfp16-format=ieee";
         match self {
             Cpu::Host => &[],
-            Cpu::CortexM0 => &["-mcpu=cortex-m0", "-mfloat-abi=soft"],
-            Cpu::CortexM0Plus => &["-mcpu=cortex-m0plus", "-mfloat-abi=soft"],
-            Cpu::CortexM3 => &["-mcpu=cortex-m3", "-mfloat-abi=soft"],
-            Cpu::CortexM4 => &["-mcpu=cortex-m4", "-mfloat-abi=soft"],
-            Cpu::CortexM4F => &["-mcpu=cortex-m4", "-mfloat-abi=hard", "-mfpu=fpv4-sp-d16"],
-            Cpu::CortexM7F => &["-mcpu=cortex-m7", "-mfloat-abi=hard", "-mfpu=fpv5-sp-d16"],
-            Cpu::CortexM33 => &["-mcpu=cortex-m33", "-mfloat-abi=soft"],
-            Cpu::CortexM33F => &["-mcpu=cortex-m33", "-mfloat-abi=hard", "-mfpu=fpv5-sp-d16"],
+            Cpu::CortexM0 => &["-mcpu=cortex-m0", "-mfloat-abi=soft", FP16],
+            Cpu::CortexM0Plus => &["-mcpu=cortex-m0plus", "-mfloat-abi=soft", FP16],
+            Cpu::CortexM3 => &["-mcpu=cortex-m3", "-mfloat-abi=soft", FP16],
+            Cpu::CortexM4 => &["-mcpu=cortex-m4", "-mfloat-abi=soft", FP16],
+            Cpu::CortexM4F => &[
+                "-mcpu=cortex-m4",
+                "-mfloat-abi=hard",
+                "-mfpu=fpv4-sp-d16",
+                FP16,
+            ],
+            Cpu::CortexM7F => &[
+                "-mcpu=cortex-m7",
+                "-mfloat-abi=hard",
+                "-mfpu=fpv5-sp-d16",
+                FP16,
+            ],
+            Cpu::CortexM33 => &["-mcpu=cortex-m33", "-mfloat-abi=soft", FP16],
+            Cpu::CortexM33F => &[
+                "-mcpu=cortex-m33",
+                "-mfloat-abi=hard",
+                "-mfpu=fpv5-sp-d16",
+                FP16,
+            ],
             Cpu::Rv32imc => &["-march=rv32imc", "-mabi=ilp32"],
             Cpu::Rv32imac => &["-march=rv32imac", "-mabi=ilp32"],
         }
