@@ -396,31 +396,34 @@ fn tiny_model() -> (Bundle, Vec<u8>) {
     (bundle, input)
 }
 
-/// float16 arithmetic: x → half, x·x + x in half, → double. On Arm, `_Float16` converts through
-/// the runtime's routines (double to half) or the FPU (float to half).
+/// float16 arithmetic: x → half, x·x + x in half, → float; and a double input cast to half.
+/// On Arm, `_Float16` converts with the FPU or through the runtime's routines.
 fn half_model() -> (Bundle, Vec<u8>) {
     let mut g = Graph::new();
     let x = g.input("x", DType::F32, &[16]);
     let h = g.cast(&x, DType::F16);
     let sq = g.binary(kiln_codegen::ops::BinaryOp::Mul, &h, &h).unwrap();
     let y = g.binary(kiln_codegen::ops::BinaryOp::Add, &sq, &h).unwrap();
-    let d = g.cast(&y, DType::F64);
-    let back = g.cast(&d, DType::F16);
-    let out = g.cast(&back, DType::F32);
-    let bundle = compile_graph("half", &g, &[out, d], &Target::c(), true, &mut |_, _| {}).unwrap();
-    let input = (0..16)
+    let out = g.cast(&y, DType::F32);
+    let d = g.input("d", DType::F64, &[16]);
+    let dh = g.cast(&d, DType::F16);
+    let bundle = compile_graph("half", &g, &[out, dh], &Target::c(), true, &mut |_, _| {}).unwrap();
+    let x: Vec<u8> = (0..16)
         .flat_map(|i| (i as f32 * 0.37 - 2.9).to_le_bytes())
         .collect();
-    (bundle, input)
+    let d: Vec<u8> = (0..16)
+        .flat_map(|i| (i as f64 * 0.1234567 - 0.9).to_le_bytes())
+        .collect();
+    (bundle, [x, d].concat())
 }
 
 /// The host's outputs of `bundle` on `input`.
-fn host_outputs(bundle: &Bundle, input: &[u8]) -> Vec<Vec<u8>> {
+fn host_outputs(bundle: &Bundle, inputs: &[Vec<u8>]) -> Vec<Vec<u8>> {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("bundle");
     bundle.write(&out).unwrap();
     let lib = host::compile(&out).unwrap();
-    host::run(bundle, &lib, &[input.to_vec()]).unwrap().outputs
+    host::run(bundle, &lib, inputs).unwrap().outputs
 }
 
 #[test]
@@ -428,8 +431,8 @@ fn many_models_run_in_one_image_and_a_bad_one_fails_alone() {
     let board = board::info("qemu-an386").unwrap();
     let (small, small_input) = small_model();
     let (tiny, tiny_input) = tiny_model();
-    let (half, half_input) = half_model();
-    let half_inputs = [half_input.clone()];
+    let (half, half_bytes) = half_model();
+    let half_inputs = [half_bytes[..64].to_vec(), half_bytes[64..].to_vec()];
     let mut damaged = tiny.clone();
     let last = damaged.schedule.len() - 1;
     damaged.schedule[last] ^= 0x40;
@@ -465,8 +468,8 @@ fn many_models_run_in_one_image_and_a_bad_one_fails_alone() {
         let (got, want) = (floats(&got[0]), floats(&want[0]));
         got.len() == want.len() && got.iter().zip(&want).all(|(g, w)| (g - w).abs() <= 1e-6)
     };
-    let small_want = host_outputs(&small, &small_input);
-    let tiny_want = host_outputs(&tiny, &tiny_input);
+    let small_want = host_outputs(&small, &small_inputs);
+    let tiny_want = host_outputs(&tiny, &tiny_inputs);
     assert!(
         close(outcomes[0].as_ref().unwrap(), &small_want),
         "{outcomes:?}"

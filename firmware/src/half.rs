@@ -1,7 +1,7 @@
 //! IEEE half-precision conversions, for kernels over `float16` tensors on microcontrollers.
 //! GCC for Arm (with `-mfp16-format=ieee`) calls these for the conversions the core cannot do
 //! itself: every one on a Cortex-M0, double to half on a Cortex-M4F. Feature `c-math` exports
-//! them under GCC's names.
+//! them under GCC's names on Arm.
 
 /// The half nearest to a finite or infinite value given as sign, unbiased exponent and
 /// significand (`bits` bits after the point, the leading 1 included for normal values), ties
@@ -73,23 +73,25 @@ pub fn f16_to_f32(h: u16) -> f32 {
     f32::from_bits(sign | magnitude)
 }
 
-#[cfg(feature = "c-math")]
+/// GCC calls its half conversions with the base procedure call standard ("aapcs": values in
+/// integer registers), even where the FPU passes floats in its own registers.
+#[cfg(all(feature = "c-math", target_arch = "arm"))]
 mod exports {
     /// GCC's float-to-half conversion (`-mfp16-format=ieee`).
     #[no_mangle]
-    pub extern "C" fn __gnu_f2h_ieee(x: f32) -> u16 {
+    pub extern "aapcs" fn __gnu_f2h_ieee(x: f32) -> u16 {
         super::f32_to_f16(x)
     }
 
     /// GCC's half-to-float conversion.
     #[no_mangle]
-    pub extern "C" fn __gnu_h2f_ieee(h: u16) -> f32 {
+    pub extern "aapcs" fn __gnu_h2f_ieee(h: u16) -> f32 {
         super::f16_to_f32(h)
     }
 
     /// GCC's double-to-half conversion, rounded once.
     #[no_mangle]
-    pub extern "C" fn __gnu_d2h_ieee(x: f64) -> u16 {
+    pub extern "aapcs" fn __gnu_d2h_ieee(x: f64) -> u16 {
         super::f64_to_f16(x)
     }
 }
