@@ -485,3 +485,14 @@ fn many_models_run_in_one_image_and_a_bad_one_fails_alone() {
         "{outcomes:?}"
     );
 }
+
+#[test]
+fn a_float16_model_is_refused_before_building_where_c_has_no_half() {
+    let rv32 = board::info("qemu-rv32").unwrap();
+    let (half, _) = half_model();
+    let dir = tempfile::tempdir().unwrap();
+    half.write(&dir.path().join("bundle")).unwrap();
+    let err = board::build(&rv32, &dir.path().join("bundle")).unwrap_err();
+    assert!(matches!(err, BoardError::Unsupported { .. }), "{err}");
+    assert!(err.to_string().contains("float16"), "{err}");
+}

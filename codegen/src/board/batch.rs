@@ -121,12 +121,12 @@ pub fn run_batches(
 
 /// The outcome of a case the board cannot build at all, found before building.
 fn unsupported(board: &BoardInfo, case: &BatchCase) -> Option<CaseOutcome> {
-    // GCC for RISC-V has no `_Float16` (GCC for Arm has it with `-mfp16-format=ieee`, which
-    // the board build gives it).
-    (board.target.starts_with("riscv") && case.bundle.kernels_c.contains("_Float16")).then(|| {
-        Err(CaseError::Unsupported(
-            "float16 kernels: the board's C compiler has no _Float16".into(),
-        ))
+    super::unsupported_kernels(board, &case.bundle.kernels_c).map(|e| {
+        let reason = match e {
+            BoardError::Unsupported { reason, .. } => reason,
+            other => other.to_string(),
+        };
+        Err(CaseError::Unsupported(reason))
     })
 }
 
