@@ -314,7 +314,7 @@ fn eye_like(ctx: &mut Ctx) -> Out {
     };
     let mut values = vec![0.0; rows * cols];
     for (r, row) in values.chunks_mut(cols.max(1)).enumerate().take(rows) {
-        let c = r as i64 + k;
+        let c = (r as i64).saturating_add(k);
         if (0..cols as i64).contains(&c) {
             row[c as usize] = 1.0;
         }
