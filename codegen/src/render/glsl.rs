@@ -41,19 +41,7 @@ impl Target {
     /// GLSL compute for a Vulkan device with `limits`: local dims, shared memory and `vec4`
     /// vectors. 16-bit floats are not rendered (GLSL needs explicit conversions for them).
     pub fn vulkan(limits: &DeviceLimits) -> Self {
-        Target {
-            name: "vulkan",
-            has_local: true,
-            has_shared: limits.shared_bytes > 0,
-            supports_float4: true,
-            global_max: Some(limits.groups_max.to_vec()),
-            local_max: Some(limits.local_max.to_vec()),
-            shared_max: limits.shared_bytes,
-            local_threads_max: Some(limits.local_threads_max),
-            supports_half: false,
-            supports_double: limits.double,
-            dialect: Dialect::glsl(),
-        }
+        Target::gpu("vulkan", limits, false, Dialect::glsl())
     }
 }
 

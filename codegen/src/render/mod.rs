@@ -72,6 +72,29 @@ impl Target {
         }
     }
 
+    /// A GPU target for a device with `limits`: local dims, shared memory when the device has
+    /// any, 4-wide vectors; 16-bit floats when `half`.
+    pub(crate) fn gpu(
+        name: &'static str,
+        limits: &DeviceLimits,
+        half: bool,
+        dialect: Dialect,
+    ) -> Self {
+        Target {
+            name,
+            has_local: true,
+            has_shared: limits.shared_bytes > 0,
+            supports_float4: true,
+            global_max: Some(limits.groups_max.to_vec()),
+            local_max: Some(limits.local_max.to_vec()),
+            shared_max: limits.shared_bytes,
+            local_threads_max: Some(limits.local_threads_max),
+            supports_half: half,
+            supports_double: limits.double,
+            dialect,
+        }
+    }
+
     /// An abstract device with threads and local memory, for testing the GPU paths of the
     /// linearizer in the interpreter. Renders as C-style text that is not meant to compile.
     pub fn threaded(global_max: Vec<usize>, local_max: Vec<usize>) -> Self {

@@ -42,19 +42,7 @@ impl Target {
     /// OpenCL C 1.2 for a device with `limits`: local dims, local memory (when the device has
     /// any) and `float4` vectors.
     pub fn opencl(limits: &DeviceLimits) -> Self {
-        Target {
-            name: "opencl",
-            has_local: true,
-            has_shared: limits.shared_bytes > 0,
-            supports_float4: true,
-            global_max: Some(limits.groups_max.to_vec()),
-            local_max: Some(limits.local_max.to_vec()),
-            shared_max: limits.shared_bytes,
-            local_threads_max: Some(limits.local_threads_max),
-            supports_half: limits.half,
-            supports_double: limits.double,
-            dialect: Dialect::opencl(),
-        }
+        Target::gpu("opencl", limits, limits.half, Dialect::opencl())
     }
 }
 
