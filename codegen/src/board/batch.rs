@@ -121,13 +121,8 @@ pub fn run_batches(
 
 /// The outcome of a case the board cannot build at all, found before building.
 fn unsupported(board: &BoardInfo, case: &BatchCase) -> Option<CaseOutcome> {
-    super::unsupported_kernels(board, &case.bundle.kernels_c).map(|e| {
-        let reason = match e {
-            BoardError::Unsupported { reason, .. } => reason,
-            other => other.to_string(),
-        };
-        Err(CaseError::Unsupported(reason))
-    })
+    super::unsupported_kernels(board, &case.bundle.kernels_c)
+        .map(|reason| Err(CaseError::Unsupported(reason.to_string())))
 }
 
 /// How many of `cases`, from the first, fit one image: at most [`MAX_CASES`], their weights and

@@ -106,8 +106,12 @@ pub(super) fn build_image(
     let bundle_dir = std::fs::canonicalize(bundle_dir).map_err(io_error(bundle_dir))?;
     let kernels = bundle_dir.join(KERNELS_FILE);
     let kernels_c = std::fs::read_to_string(&kernels).map_err(io_error(&kernels))?;
-    if let Some(e) = super::unsupported_kernels(board, &kernels_c) {
-        return Err(e);
+    if let Some(reason) = super::unsupported_kernels(board, &kernels_c) {
+        let board = board.name.clone();
+        return Err(BoardError::Unsupported {
+            board,
+            reason: reason.into(),
+        });
     }
     let mut bundle_key =
         bundle_key(&bundle_dir)? ^ options.arena_bytes.map_or(0, |n| n as u32 ^ 0x5a5a_5a5a);
