@@ -75,24 +75,11 @@ fn run_on_board(
     let passed: Vec<usize> = (0..results.len())
         .filter(|&i| results[i].outcome == Outcome::Pass)
         .collect();
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let compiled = std::sync::Mutex::new(Vec::new());
-    std::thread::scope(|s| {
-        for _ in 0..jobs.max(1) {
-            s.spawn(|| loop {
-                let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let Some(&index) = passed.get(k) else { break };
-                let prepared = case::prepare(&cases.join(&results[index].name));
-                if let Ok(mut c) = compiled.lock() {
-                    c.push((index, prepared));
-                }
-            });
-        }
+    let compiled = runner::parallel_map(&passed, jobs, |&index| {
+        case::prepare(&cases.join(&results[index].name))
     });
-    let mut compiled = compiled.into_inner().unwrap_or_default();
-    compiled.sort_by_key(|(index, _)| *index);
     let mut prepared = Vec::with_capacity(compiled.len());
-    for (index, p) in compiled {
+    for (&index, p) in passed.iter().zip(compiled) {
         match p {
             Ok(p) => prepared.push((index, p)),
             Err(outcome) => bail!(

@@ -143,30 +143,42 @@ impl Runner {
         names: &[String],
         done: &(dyn Fn(&CaseResult) + Sync),
     ) -> Vec<CaseResult> {
-        let next = AtomicUsize::new(0);
-        let results: Mutex<Vec<Option<CaseResult>>> = Mutex::new(vec![None; names.len()]);
-        std::thread::scope(|s| {
-            for _ in 0..self.jobs.max(1) {
-                s.spawn(|| loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(name) = names.get(i) else { break };
-                    let result = CaseResult {
-                        name: name.clone(),
-                        op: case_op(cases, name),
-                        outcome: self.run_one(&cases.join(name)),
-                    };
-                    done(&result);
-                    if let Ok(mut r) = results.lock() {
-                        r[i] = Some(result);
-                    }
-                });
-            }
-        });
-        results
-            .into_inner()
-            .unwrap_or_default()
-            .into_iter()
-            .flatten()
-            .collect()
+        parallel_map(names, self.jobs, |name| {
+            let result = CaseResult {
+                name: name.clone(),
+                op: case_op(cases, name),
+                outcome: self.run_one(&cases.join(name)),
+            };
+            done(&result);
+            result
+        })
     }
+}
+
+/// `f` of every item, `jobs` threads at a time, in the items' order.
+pub fn parallel_map<T: Sync, R: Send>(
+    items: &[T],
+    jobs: usize,
+    f: impl Fn(&T) -> R + Sync,
+) -> Vec<R> {
+    let next = AtomicUsize::new(0);
+    let results: Mutex<Vec<Option<R>>> = Mutex::new((0..items.len()).map(|_| None).collect());
+    std::thread::scope(|s| {
+        for _ in 0..jobs.max(1) {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(item) = items.get(i) else { break };
+                let result = f(item);
+                if let Ok(mut r) = results.lock() {
+                    r[i] = Some(result);
+                }
+            });
+        }
+    });
+    results
+        .into_inner()
+        .unwrap_or_default()
+        .into_iter()
+        .flatten()
+        .collect()
 }
