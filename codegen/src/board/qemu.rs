@@ -223,21 +223,12 @@ fn run_channel(
         let _ = std::io::copy(&mut from_device, &mut std::io::sink());
         result
     });
-    let deadline = Instant::now() + timeout;
-    let status = loop {
-        if let Some(status) = child.try_wait().map_err(io_error(dir))? {
-            break status;
-        }
-        if Instant::now() >= deadline {
-            let _ = child.kill();
-            let _ = child.wait();
+    let status = match wait_or_kill(&mut child, dir, board, timeout) {
+        Ok(status) => status,
+        Err(e) => {
             let _ = session.join();
-            return Err(BoardError::Timeout {
-                board: board.to_string(),
-                timeout,
-            });
+            return Err(e);
         }
-        std::thread::sleep(Duration::from_millis(5));
     };
     let session = session
         .join()
@@ -312,6 +303,30 @@ fn plugin() -> Result<PathBuf, BoardError> {
     Ok(root().join("target/qemu-plugin/libinsn.so"))
 }
 
+/// Waits for `child` to exit; kills it after `timeout`, which is then the error.
+fn wait_or_kill(
+    child: &mut std::process::Child,
+    dir: &Path,
+    board: &str,
+    timeout: Duration,
+) -> Result<std::process::ExitStatus, BoardError> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(status) = child.try_wait().map_err(io_error(dir))? {
+            return Ok(status);
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(BoardError::Timeout {
+                board: board.to_string(),
+                timeout,
+            });
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
 /// Runs `command` in `dir`, its output captured in files there; kills it after `timeout`.
 pub(super) fn run_with_timeout(
     command: &mut Command,
@@ -328,21 +343,7 @@ pub(super) fn run_with_timeout(
         .stderr(file(&err)?)
         .spawn()
         .map_err(io_error(Path::new(command.get_program())))?;
-    let deadline = Instant::now() + timeout;
-    let status = loop {
-        if let Some(status) = child.try_wait().map_err(io_error(dir))? {
-            break status;
-        }
-        if Instant::now() >= deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(BoardError::Timeout {
-                board: board.to_string(),
-                timeout,
-            });
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    };
+    let status = wait_or_kill(&mut child, dir, board, timeout)?;
     let read = |p: &Path| std::fs::read(p).map_err(io_error(p));
     let mut output = String::from_utf8_lossy(&read(&out)?).into_owned();
     output.push_str(&String::from_utf8_lossy(&read(&err)?));
