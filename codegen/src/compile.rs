@@ -3,17 +3,19 @@
 
 use crate::bundle::{self, Bundle, BundleError};
 use crate::dtype::DType;
+use crate::graph::WeightId;
 use crate::graph::{Graph, Lazy};
 use crate::kernel::heuristic::hand_coded_optimizations;
+use crate::kernel::layout::{relayouts, reorder_bytes};
 #[cfg(feature = "host")]
 use crate::kernel::search::{apply_all, cached_beam_search};
 use crate::kernel::search::{searchable, Cache, SearchError};
-use crate::kernel::Kernel;
+use crate::kernel::{Kernel, KernelBuffer};
 use crate::linearize::{to_program, LinearizeError, Program};
 use crate::onnx::import::Imported;
 use crate::plan::{in_place_pairs, plan_arena_with};
 use crate::render::Target;
-use crate::schedule::{create_schedule, ScheduleError};
+use crate::schedule::{create_schedule, BufKind, Schedule, ScheduleError, ScheduleItem};
 
 /// Errors of compiling a graph.
 #[derive(Debug, thiserror::Error)]
@@ -66,11 +68,15 @@ pub fn compile_graph_beam(
     beam: Option<&Beam>,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<(Bundle, SearchStats), CompileError> {
-    let schedule = create_schedule(graph, outputs)?;
+    let mut schedule = create_schedule(graph, outputs)?;
     let mut programs: Vec<Program> = Vec::with_capacity(schedule.items.len());
     let mut stats = SearchStats::default();
+    let mut reordered = Vec::new();
     for item in &schedule.items {
         let mut k = Kernel::new(item.ast.clone(), target.clone()).map_err(ScheduleError::from)?;
+        if target.simd_lanes > 0 {
+            k.free_layout = free_weights(&schedule, item, &k);
+        }
         match beam {
             Some(b) if optimize && !target.has_local && searchable(&k) => {
                 let sizes: Vec<usize> = item
@@ -89,7 +95,20 @@ pub fn compile_graph_beam(
             _ => {}
         }
         programs.push(to_program(&k)?);
+        for r in relayouts(&k) {
+            let KernelBuffer::Mem(m) = &k.bufs[r.buf] else {
+                continue;
+            };
+            reordered.push((item.bufs[m.idx.0 as usize], r));
+        }
         progress(programs.len(), schedule.items.len());
+    }
+    // The kernels read those weights in their new order: store them so.
+    for (buf, r) in reordered {
+        if let BufKind::Weight(w) = schedule.buffers[buf.0 as usize].kind {
+            let data = &mut schedule.weights[w.0 as usize];
+            data.bytes = reorder_bytes(&r, &data.bytes, data.dtype.size());
+        }
     }
     // Kernels that write over one of their inputs lose `restrict` on those two pointers.
     let in_place = in_place_pairs(&schedule);
@@ -103,6 +122,37 @@ pub fn compile_graph_beam(
     }
     let plan = plan_arena_with(&schedule, &in_place);
     Ok((bundle::build(name, &schedule, &programs, &plan)?, stats))
+}
+
+/// The weights of `item` (positions in `k.bufs`, with their element counts) that no other
+/// kernel reads and that are not an output of the model: their layout is the kernel's to
+/// choose.
+fn free_weights(schedule: &Schedule, item: &ScheduleItem, k: &Kernel) -> Vec<(usize, usize)> {
+    let readers = |w: WeightId| {
+        schedule
+            .items
+            .iter()
+            .flat_map(|it| &it.bufs)
+            .filter(|b| schedule.buffers[b.0 as usize].kind == BufKind::Weight(w))
+            .count()
+    };
+    k.bufs
+        .iter()
+        .enumerate()
+        .filter_map(|(i, b)| {
+            let KernelBuffer::Mem(m) = b else {
+                return None;
+            };
+            let id = *item.bufs.get(m.idx.0 as usize)?;
+            let info = &schedule.buffers[id.0 as usize];
+            match info.kind {
+                BufKind::Weight(w) if readers(w) == 1 && !schedule.outputs.contains(&id) => {
+                    Some((i, info.numel()))
+                }
+                _ => None,
+            }
+        })
+        .collect()
 }
 
 /// Sets `k`'s opts by a BEAM search measured as wall time on this host (the cached result when

@@ -9,7 +9,7 @@
 //! `OUT/bench.tsv` (every number, one per line).
 
 use super::model::{compile, ModelArgs};
-use super::run::run_on;
+use super::run::{run_on, target_for};
 use crate::render::Target;
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
@@ -176,11 +176,11 @@ fn measure_kiln(m: &BenchModel, runs: usize, board: bool, beam: usize) -> Result
     };
     // The compile time is without search; with --beam the searched bundle is measured.
     let started = Instant::now();
-    let mut c = compile(&args, &Target::c())?;
+    let mut c = compile(&args, &Target::host())?;
     let compile_time = started.elapsed();
     if beam > 0 {
         args.beam = beam;
-        c = compile(&args, &Target::c())?;
+        c = compile(&args, &Target::host())?;
     }
     let inputs = inputs_for(&c);
     let dir = tempfile::tempdir().context("a temporary folder for the bundle")?;
@@ -200,6 +200,8 @@ fn measure_kiln(m: &BenchModel, runs: usize, board: bool, beam: usize) -> Result
         ..KilnNumbers::default()
     };
     if board {
+        // The board has no float vectors: its kernels are plain C.
+        let c = compile(&args, &target_for(BOARD))?;
         match run_on(BOARD, &c, &inputs, crate::board::Io::Files) {
             Ok(ran) => {
                 let (flash, ram) = ran.image.unwrap_or((0, 0));

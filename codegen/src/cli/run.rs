@@ -13,8 +13,9 @@ use std::process::ExitCode;
 pub struct CompileArgs {
     #[command(flatten)]
     model: ModelArgs,
-    /// What to generate code for: `host` (C for this machine, any C compiler or a board),
-    /// `opencl` (OpenCL C) or `vulkan` (GLSL compute and SPIR-V), for the API's portable limits.
+    /// What to generate code for: `host` (C for this machine's CPU, its reduces over float
+    /// vectors of GCC/Clang), `c` (plain C for any C compiler or a board), `opencl` (OpenCL C)
+    /// or `vulkan` (GLSL compute and SPIR-V), for the API's portable limits.
     #[arg(long, default_value = "host")]
     target: String,
     /// The bundle folder to write (replaced whole).
@@ -58,7 +59,11 @@ pub struct RunArgs {
 pub fn compile_cmd(a: CompileArgs) -> Result<ExitCode> {
     let c = match (a.target.as_str(), crate::gpu::Api::from_name(&a.target)) {
         ("host" | "c", _) => {
-            let c = compile(&a.model, &Target::c())?;
+            let target = match a.target.as_str() {
+                "host" => Target::host(),
+                _ => Target::c(),
+            };
+            let c = compile(&a.model, &target)?;
             c.bundle.write(&a.output)?;
             c
         }
@@ -67,7 +72,7 @@ pub fn compile_cmd(a: CompileArgs) -> Result<ExitCode> {
             gb.write(&a.output)?;
             c
         }
-        (other, None) => bail!("unknown target `{other}` (known: host, opencl, vulkan)"),
+        (other, None) => bail!("unknown target `{other}` (known: host, c, opencl, vulkan)"),
     };
     if let Some(dir) = &a.replay {
         c.bundle.write_replay(dir)?;
@@ -147,6 +152,16 @@ pub struct Ran {
 }
 
 /// Runs a compiled model on `board` (`host` or a board folder's name).
+/// The target a board's kernels are generated for: this CPU's vectors on the host, plain C
+/// on a microcontroller.
+pub fn target_for(board: &str) -> Target {
+    if board == "host" {
+        Target::host()
+    } else {
+        Target::c()
+    }
+}
+
 pub fn run_on(board: &str, c: &Compiled, inputs: &[Vec<u8>], io: board::Io) -> Result<Ran> {
     let dir = tempfile::tempdir().context("a temporary folder for the bundle")?;
     let bundle_dir = dir.path().join("bundle");
@@ -245,7 +260,7 @@ pub fn run_cmd(a: RunArgs) -> Result<ExitCode> {
             (c, ran)
         }
         None => {
-            let c = compile(&a.model, &Target::c())?;
+            let c = compile(&a.model, &target_for(&a.board))?;
             let inputs = read_inputs(&a.inputs, &c)?;
             let ran = run_on(&a.board, &c, &inputs, io)?;
             (c, ran)

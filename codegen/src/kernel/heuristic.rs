@@ -16,13 +16,53 @@ fn upcast_size(k: &Kernel) -> usize {
     k.full_shape()[n - k.upcasted..].iter().product()
 }
 
+/// On a target with float vectors, upcasts the output axis that the reduces can compute as
+/// vector lanes (see [`Kernel::vector_axis`]), preferring the one along which the most buffers
+/// are broadcast. Returns the lane count, or 0 when no axis qualifies.
+fn vector_lanes(k: &mut Kernel) -> usize {
+    let lanes = k.target.simd_lanes as usize;
+    if lanes == 0 || k.reduceops.is_empty() {
+        return 0;
+    }
+    let mut best: Option<(usize, Kernel)> = None;
+    for axis in 0..k.first_reduce() {
+        if !k.full_shape()[axis].is_multiple_of(lanes) {
+            continue;
+        }
+        let mut v = k.clone();
+        if v.apply_opt(Opt::new(OptOp::Upcast, axis, lanes)).is_err() || v.vector_axis().is_none() {
+            continue;
+        }
+        let reuse = k
+            .sts
+            .iter()
+            .filter(|st| st.real_strides(false)[axis] == Some(0))
+            .count();
+        if best.as_ref().is_none_or(|b| reuse > b.0) {
+            best = Some((reuse, v));
+        }
+    }
+    match best {
+        Some((_, v)) => {
+            *k = v;
+            lanes
+        }
+        None => 0,
+    }
+}
+
 /// Applies the heuristics to `k` (which must be fresh: no opts applied).
 pub fn hand_coded_optimizations(k: &mut Kernel) {
     if k.target.has_local {
         return;
     }
+    // With float vectors, the lanes come first; an accumulator vector counts as one value.
+    let max_upcast = match vector_lanes(k) {
+        0 => MAX_UPCAST,
+        lanes => lanes * MAX_UPCAST / 2,
+    };
     // Upcast broadcast axes: the buffers with stride 0 there are loaded once per upcast group.
-    while upcast_size(k) < MAX_UPCAST && k.upcasted < 2 {
+    while upcast_size(k) < max_upcast && k.upcasted < 2 {
         let mut best: Option<(usize, usize, usize)> = None;
         for axis in 0..k.first_reduce() {
             let reuse = k
@@ -35,7 +75,7 @@ pub fn hand_coded_optimizations(k: &mut Kernel) {
             }
             // 5 before 3: audio models have axes of 25 and 125.
             for amt in [4, 5, 3, 2] {
-                if k.full_shape()[axis].is_multiple_of(amt) && upcast_size(k) * amt <= MAX_UPCAST {
+                if k.full_shape()[axis].is_multiple_of(amt) && upcast_size(k) * amt <= max_upcast {
                     if best.is_none_or(|b| (reuse, amt) > (b.1, b.2)) {
                         best = Some((axis, reuse, amt));
                     }

@@ -8,6 +8,7 @@
 pub mod ast;
 pub mod gpu_heuristic;
 pub mod heuristic;
+pub mod layout;
 pub mod opt;
 pub mod search;
 
@@ -98,6 +99,9 @@ pub struct Kernel {
     pub group_for_reduces: usize,
     pub dont_use_locals: bool,
     pub applied_opts: Vec<Opt>,
+    /// Buffers (by position in `bufs`, with their element count) whose memory layout the
+    /// compiler may choose: constant weights that only this kernel reads.
+    pub free_layout: Vec<(usize, usize)>,
 }
 
 impl Kernel {
@@ -190,6 +194,7 @@ impl Kernel {
             group_for_reduces: 0,
             dont_use_locals: false,
             applied_opts: Vec::new(),
+            free_layout: Vec::new(),
         };
         k.check_shapes().map_err(bad)?;
         k.pad_st = ShapeTracker::from_shape(k.full_shape());

@@ -67,6 +67,10 @@ struct Lin {
     /// The barrier that ends the previous grouped reduce: the next one starts after it, so
     /// that each reduce's first-thread `IF` stands alone.
     last_barrier: Option<UOpId>,
+    /// The upcast axis computed as vector lanes, and the accumulators of each reduce grouped
+    /// into lanes along it (see [`crate::kernel::layout`]).
+    vector_axis: Option<usize>,
+    vector_groups: Vec<Vec<UOpId>>,
 }
 
 /// The index (`Node`) → UOp table, over the graph and the loop/thread variables.
@@ -129,13 +133,20 @@ fn cat(parts: &[&[Node]]) -> Vec<Node> {
 
 /// Linearizes `kernel` into a UOp program.
 pub fn linearize(kernel: &Kernel) -> Result<Linearized, LinearizeError> {
+    let mut k = kernel.clone();
+    for r in crate::kernel::layout::relayouts(&k) {
+        k.sts[r.buf] = r.st;
+    }
+    let vector_axis = k.vector_axis();
     let lin = Lin {
-        k: kernel.clone(),
+        k,
         g: UOpGraph::new(),
         buf_uops: vec![],
         loop_uops: HashMap::new(),
         load_cache: HashMap::new(),
         last_barrier: None,
+        vector_axis,
+        vector_groups: Vec::new(),
     };
     lin.run()
 }
@@ -279,6 +290,7 @@ impl Lin {
         let stores = self.render_stores(&global_idxs, &local_idxs, &upcast_idxs, &accs);
         let mut sinks = stores;
         sinks.extend(globals);
+        let sinks = crate::uop::vectorize::vectorize(&mut self.g, &self.vector_groups, &sinks);
         let uops =
             crate::uop::linearize(&self.g, &sinks).map_err(|source| LinearizeError::Order {
                 kernel: name.clone(),

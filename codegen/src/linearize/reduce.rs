@@ -53,6 +53,7 @@ impl Lin {
             &mut HashMap::new(),
         );
         self.load_cache.clear();
+        self.group_lanes(&acc_idxs, &acc);
         if gfr == 0 {
             accs.insert(r.key(), acc);
             if i == nred - 1 {
@@ -63,6 +64,39 @@ impl Lin {
         let acc = self.group_reduce(r, i, out_buf, acc, global_idxs, local_idxs, upcast_idxs)?;
         accs.insert(r.key(), acc);
         Ok(())
+    }
+
+    /// Groups the accumulators `acc` (one per upcast combination of `acc_idxs`) into lanes
+    /// along the vector axis: each group holds the accumulators that differ only there, in
+    /// lane order.
+    fn group_lanes(&mut self, acc_idxs: &[Node], acc: &[UOpId]) {
+        let Some(axis) = self.vector_axis else {
+            return;
+        };
+        let n = self.k.shape_len();
+        let name = format!("{}{}", expand::UPCAST_PREFIX, axis - (n - self.k.upcasted));
+        let vars = expand::expand_idxs(acc_idxs);
+        let Some(at) = vars.iter().position(
+            |v| matches!(v.kind(), crate::shape::NodeKind::Var { name: m, .. } if **m == *name),
+        ) else {
+            return;
+        };
+        let combos = expand::iter_idxs(&vars);
+        if combos.len() != acc.len() {
+            return;
+        }
+        // Keyed by the other upcast positions (the lane's own set to 0): (lane, accumulator).
+        let mut groups: std::collections::BTreeMap<Vec<i64>, Vec<(i64, UOpId)>> =
+            Default::default();
+        for (mut key, &a) in combos.into_iter().zip(acc) {
+            let lane = std::mem::replace(&mut key[at], 0);
+            groups.entry(key).or_default().push((lane, a));
+        }
+        for (_, mut lanes) in groups {
+            lanes.sort_by_key(|l| l.0);
+            self.vector_groups
+                .push(lanes.into_iter().map(|l| l.1).collect());
+        }
     }
 
     /// The other reduces' accumulators as seen at each upcast position of this reduce's loop

@@ -40,6 +40,9 @@ pub struct Target {
     pub has_shared: bool,
     /// Vector loads and stores of 2 or 4 floats are allowed.
     pub supports_float4: bool,
+    /// Lanes of the CPU's float vectors that reduces are computed in (GCC/Clang vector
+    /// extensions); 0 keeps every value scalar.
+    pub simd_lanes: u8,
     /// Per-axis limits of the global size (x, y, z); `None` when unlimited.
     pub global_max: Option<Vec<usize>>,
     /// Per-axis limits of the local size (x, y, z).
@@ -62,6 +65,7 @@ impl Target {
             has_local: false,
             has_shared: false,
             supports_float4: false,
+            simd_lanes: 0,
             global_max: None,
             local_max: None,
             shared_max: 0,
@@ -69,6 +73,16 @@ impl Target {
             supports_half: true,
             supports_double: true,
             dialect: Dialect::c(),
+        }
+    }
+
+    /// C for the CPU that builds it: reduces over 8-lane float vectors (GCC/Clang vector
+    /// extensions, which the C compiler maps onto the CPU's vector unit).
+    pub fn host() -> Self {
+        Target {
+            name: "host",
+            simd_lanes: 8,
+            ..Target::c()
         }
     }
 
@@ -85,6 +99,7 @@ impl Target {
             has_local: true,
             has_shared: limits.shared_bytes > 0,
             supports_float4: true,
+            simd_lanes: 0,
             global_max: Some(limits.groups_max.to_vec()),
             local_max: Some(limits.local_max.to_vec()),
             shared_max: limits.shared_bytes,
@@ -103,6 +118,7 @@ impl Target {
             has_local: true,
             has_shared: true,
             supports_float4: true,
+            simd_lanes: 0,
             global_max: Some(global_max),
             local_max: Some(local_max),
             shared_max: 32768,
@@ -269,7 +285,8 @@ pub fn c_type_name(d: DType) -> String {
     if d.count == 1 {
         base.to_string()
     } else {
-        format!("{}{}", d.scalar.name(), d.count)
+        // `float8`, `unsigned_char4`: one word, for a typedef.
+        format!("{}{}", base.replace(' ', "_"), d.count)
     }
 }
 

@@ -7,6 +7,7 @@
 
 pub mod interp;
 pub mod order;
+pub mod vectorize;
 
 use crate::dtype::DType;
 use crate::ops::{eval_alu, AluOp, BinaryOp, ConstValue, TernaryOp, UnaryOp};
@@ -160,6 +161,15 @@ impl UOpGraph {
         let id = self.next_acc;
         self.next_acc += 1;
         let mut src = vec![c];
+        src.extend_from_slice(loops);
+        self.node(UOpKind::DefineAcc { id }, Some(dtype), src)
+    }
+
+    /// A fresh accumulator initialised to the value `init`, accumulating over `loops`.
+    pub fn define_acc_node(&mut self, dtype: DType, init: UOpId, loops: &[UOpId]) -> UOpId {
+        let id = self.next_acc;
+        self.next_acc += 1;
+        let mut src = vec![init];
         src.extend_from_slice(loops);
         self.node(UOpKind::DefineAcc { id }, Some(dtype), src)
     }

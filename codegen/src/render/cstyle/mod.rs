@@ -114,7 +114,7 @@ impl<'a> Renderer<'a> {
     }
 
     fn ty(&self, d: DType) -> Result<String, RenderError> {
-        if d.count > 1 && !self.target.supports_float4 {
+        if d.count > 1 && !self.target.supports_float4 && self.target.simd_lanes == 0 {
             return Err(self.unsupported(format!("vector type {d}")));
         }
         Ok((self.target.dialect.type_name)(d))
@@ -143,7 +143,33 @@ impl<'a> Renderer<'a> {
         self.uses[i] == 1 && self.first_user[i].is_some_and(|j| self.stacks[j] == self.stacks[i])
     }
 
+    /// On a SIMD target, a GCC/Clang vector type for each vector the kernel computes with.
+    /// Its alignment is the lane's, so it reads and writes any element of a buffer.
+    fn simd_types(&mut self) -> Result<(), RenderError> {
+        if self.target.simd_lanes == 0 {
+            return Ok(());
+        }
+        let vectors: BTreeSet<DType> = self
+            .prog
+            .uops
+            .iter()
+            .filter_map(|u| u.dtype)
+            .filter(|d| d.count > 1)
+            .collect();
+        for v in vectors {
+            let (t, lane) = (self.ty(v)?, self.ty(v.scalar())?);
+            let guard = format!("KILN_{}_DEFINED", t.to_uppercase());
+            self.helpers.insert(format!(
+                "#ifndef {guard}\n#define {guard}\ntypedef {lane} {t} __attribute__((vector_size({}), aligned({})));\n#endif",
+                v.size(),
+                v.scalar().size()
+            ));
+        }
+        Ok(())
+    }
+
     fn body(&mut self) -> Result<(), RenderError> {
+        self.simd_types()?;
         let d = &self.target.dialect;
         for (i, u) in self.prog.uops.iter().enumerate() {
             let dtype = u.dtype;

@@ -1,0 +1,205 @@
+//! SIMD lanes and the weight layouts that feed them.
+//!
+//! On a target with float vectors, a reduce is computed over one of its upcast output axes as
+//! vector lanes: [`Kernel::vector_axis`] picks that axis. Every buffer read under the reduce
+//! must then be the same for every lane (stride 0) or consecutive along it (stride 1). A
+//! constant weight that only this kernel reads may be laid out again to get there
+//! ([`relayouts`]): its elements are stored in the order the kernel's loops visit them, with the
+//! lane axis innermost, so a 1×1 convolution reads eight output channels' weights as one
+//! vector while the activation it multiplies is one scalar for all eight.
+
+use super::Kernel;
+use crate::dtype::Scalar;
+use crate::shape::{ShapeTracker, View};
+
+/// A buffer of a kernel stored in a new order: its new view, and for each element of the new
+/// buffer the element of the old one it holds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Relayout {
+    /// Position of the buffer in the kernel's `bufs`.
+    pub buf: usize,
+    pub st: ShapeTracker,
+    pub order: Vec<usize>,
+}
+
+impl Kernel {
+    /// The upcast output axis computed as vector lanes, when the target has float vectors:
+    /// an axis of exactly the target's lane count along which every buffer read under the
+    /// reduces is unit-stride, the same for every lane, or free to be laid out again.
+    pub fn vector_axis(&self) -> Option<usize> {
+        let lanes = self.target.simd_lanes as usize;
+        if lanes == 0 || self.reduceops.is_empty() || self.group_for_reduces > 0 {
+            return None;
+        }
+        let f32_only = self
+            .reduceops
+            .iter()
+            .all(|r| r.dtype().scalar == Scalar::F32)
+            && self
+                .earlybufs
+                .iter()
+                .flatten()
+                .all(|&b| self.bufs[b].dtype().scalar == Scalar::F32);
+        if !f32_only {
+            return None;
+        }
+        let n = self.shape_len();
+        let (full, out) = (self.full_shape(), self.output_shape());
+        (n - self.upcasted..n).find(|&a| {
+            full[a] == lanes
+                && out[a] == full[a]
+                && self.earlybufs.iter().flatten().all(|&b| {
+                    let stride = self.sts[b].real_strides(false)[a];
+                    matches!(stride, Some(0 | 1)) || self.relayout_of(b, a).is_some()
+                })
+        })
+    }
+
+    /// Buffer `b` laid out for lanes along `axis`, when it is free and the view allows.
+    fn relayout_of(&self, b: usize, axis: usize) -> Option<Relayout> {
+        let &(_, numel) = self.free_layout.iter().find(|(i, _)| *i == b)?;
+        let st = &self.sts[b];
+        let [view] = st.views.as_slice() else {
+            return None;
+        };
+        if view.mask.is_some() || view.strides[axis] == 0 {
+            return None;
+        }
+        let shape = st.shape();
+        // The axes that move through the buffer, in loop order, the lane axis last.
+        let mut axes: Vec<usize> = (0..shape.len())
+            .filter(|&a| a != axis && view.strides[a] != 0 && shape[a] > 1)
+            .collect();
+        axes.push(axis);
+        if axes.iter().map(|&a| shape[a]).product::<usize>() != numel {
+            return None;
+        }
+        let mut order = Vec::with_capacity(numel);
+        let mut seen = vec![false; numel];
+        let mut idx = vec![0usize; axes.len()];
+        for _ in 0..numel {
+            let at = axes
+                .iter()
+                .zip(&idx)
+                .map(|(&a, &i)| view.strides[a] * i as i64)
+                .sum::<i64>()
+                + view.offset;
+            let at = usize::try_from(at).ok().filter(|&x| x < numel)?;
+            if std::mem::replace(&mut seen[at], true) {
+                return None;
+            }
+            order.push(at);
+            for (j, i) in idx.iter_mut().enumerate().rev() {
+                *i += 1;
+                if *i < shape[axes[j]] {
+                    break;
+                }
+                *i = 0;
+            }
+        }
+        if order.iter().enumerate().all(|(p, &o)| p == o) {
+            return None;
+        }
+        let mut strides = vec![0i64; shape.len()];
+        let mut step = 1i64;
+        for &a in axes.iter().rev() {
+            strides[a] = step;
+            step *= shape[a] as i64;
+        }
+        let st = ShapeTracker {
+            views: vec![View::new(shape, Some(&strides), 0, None)],
+        };
+        Some(Relayout { buf: b, st, order })
+    }
+}
+
+/// The buffers of `k` to store in a new order for its vector axis (none without one).
+pub fn relayouts(k: &Kernel) -> Vec<Relayout> {
+    let Some(axis) = k.vector_axis() else {
+        return Vec::new();
+    };
+    k.free_layout
+        .iter()
+        .filter_map(|&(b, _)| {
+            let stride = k.sts[b].real_strides(false)[axis];
+            if matches!(stride, Some(0 | 1)) {
+                return None;
+            }
+            k.relayout_of(b, axis)
+        })
+        .collect()
+}
+
+/// `bytes` (elements of `size` bytes) in the new order of `r`.
+pub fn reorder_bytes(r: &Relayout, bytes: &[u8], size: usize) -> Vec<u8> {
+    r.order
+        .iter()
+        .flat_map(|&o| &bytes[o * size..(o + 1) * size])
+        .copied()
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dtype::DType;
+    use crate::kernel::ast::LazyOp;
+    use crate::kernel::{Opt, OptOp};
+    use crate::ops::{AluOp, BinaryOp, ReduceOp};
+    use crate::render::Target;
+
+    /// out[o] = sum_i w[o, i] * x[i], `w` 16×4 row-major, on `target`.
+    fn matvec(target: Target) -> Kernel {
+        let w = LazyOp::load(1, DType::F32, ShapeTracker::from_shape(&[16, 4]));
+        let x = ShapeTracker::from_shape(&[1, 4]).expand(&[16, 4]).unwrap();
+        let x = LazyOp::load(2, DType::F32, x);
+        let mul = LazyOp::alu(AluOp::Binary(BinaryOp::Mul), vec![w, x]);
+        let sum = LazyOp::reduce(ReduceOp::Sum, vec![1], mul);
+        let out = LazyOp::store(0, ShapeTracker::from_shape(&[16, 1]), sum);
+        Kernel::new(vec![out], target).unwrap()
+    }
+
+    fn lanes_on_outputs(mut k: Kernel) -> Kernel {
+        k.apply_opt(Opt::new(OptOp::Upcast, 0, 8)).unwrap();
+        k
+    }
+
+    #[test]
+    fn a_free_weight_is_stored_lane_innermost() {
+        let mut k = lanes_on_outputs(matvec(Target::host()));
+        assert_eq!(
+            k.vector_axis(),
+            None,
+            "w is strided along the lanes and not free"
+        );
+        k.free_layout = vec![(1, 64)];
+        let axis = k.vector_axis().expect("w may be laid out again");
+        let [r] = relayouts(&k).try_into().unwrap();
+        assert_eq!(r.buf, 1);
+        assert_eq!(r.st.real_strides(false)[axis], Some(1));
+        // Element (o, i) of w: o = 8·g + lane; new order is g, i, lane.
+        for g in 0..2 {
+            for i in 0..4 {
+                for lane in 0..8 {
+                    let new = (g * 4 + i) * 8 + lane;
+                    assert_eq!(r.order[new], (8 * g + lane) * 4 + i);
+                }
+            }
+        }
+        let bytes: Vec<u8> = (0..64u8).collect();
+        let moved = reorder_bytes(&r, &bytes, 1);
+        assert_eq!(moved[1], 4, "lane 1 of the first vector is w[1, 0]");
+    }
+
+    #[test]
+    fn no_lanes_without_vectors_or_with_a_view_that_is_not_a_permutation() {
+        let mut plain = lanes_on_outputs(matvec(Target::c()));
+        plain.free_layout = vec![(1, 64)];
+        assert_eq!(plain.vector_axis(), None);
+        assert!(relayouts(&plain).is_empty());
+        // The weight buffer holds more than the kernel reads: its order is not the kernel's.
+        let mut part = lanes_on_outputs(matvec(Target::host()));
+        part.free_layout = vec![(1, 128)];
+        assert_eq!(part.vector_axis(), None);
+    }
+}

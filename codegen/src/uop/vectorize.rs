@@ -1,0 +1,286 @@
+//! Lanes into vectors: accumulators that differ only along the vector axis become one vector
+//! accumulator, and the loop body that updates them one vector expression.
+//!
+//! The linearizer expands an upcast axis into one scalar chain per position; for the vector
+//! axis it hands those chains over in groups of lanes. A group is vectorized when its lanes are
+//! isomorphic all the way down: the same ALU op in every lane, loads of consecutive elements
+//! (one vector load), or one value shared by every lane (a broadcast). Anything else (a
+//! gather, an op the vector types do not have) leaves the group scalar, as it was. After the
+//! loop, each lane's result is read out of the vector.
+
+use super::{UOp, UOpGraph, UOpId, UOpKind};
+use crate::ops::{AluOp, BinaryOp, TernaryOp, UnaryOp};
+use std::collections::HashMap;
+
+/// Vectorizes each group of accumulator results (`Phi` nodes, in lane order) that it can and
+/// returns the sinks rewritten to read those lanes out of the vectors.
+pub fn vectorize(g: &mut UOpGraph, groups: &[Vec<UOpId>], sinks: &[UOpId]) -> Vec<UOpId> {
+    let mut v = Vectorizer {
+        g,
+        memo: HashMap::new(),
+    };
+    let mut lanes_of: HashMap<UOpId, UOpId> = HashMap::new();
+    for group in groups {
+        if group.len() < 2 || !group.iter().all(|&p| v.kind(p) == &UOpKind::Phi) {
+            continue;
+        }
+        let Some(vector) = v.vector(group) else {
+            continue;
+        };
+        for (lane, &p) in group.iter().enumerate() {
+            let d = v.g.get(p).dtype;
+            let gep = v.g.node(UOpKind::Gep(lane as u8), d, vec![vector]);
+            lanes_of.insert(p, gep);
+        }
+    }
+    if lanes_of.is_empty() {
+        return sinks.to_vec();
+    }
+    let mut done = HashMap::new();
+    sinks
+        .iter()
+        .map(|&s| rewrite(v.g, s, &lanes_of, &mut done))
+        .collect()
+}
+
+/// `id` with every node of `lanes_of` replaced by its lane of a vector.
+fn rewrite(
+    g: &mut UOpGraph,
+    id: UOpId,
+    lanes_of: &HashMap<UOpId, UOpId>,
+    done: &mut HashMap<UOpId, UOpId>,
+) -> UOpId {
+    if let Some(&r) = done.get(&id) {
+        return r;
+    }
+    let r = match lanes_of.get(&id) {
+        Some(&lane) => rewrite(g, lane, lanes_of, done),
+        None => {
+            let u = g.get(id).clone();
+            let src: Vec<UOpId> = u
+                .src
+                .iter()
+                .map(|&s| rewrite(g, s, lanes_of, done))
+                .collect();
+            if src == u.src {
+                id
+            } else {
+                g.add(UOp { src, ..u })
+            }
+        }
+    };
+    done.insert(id, r);
+    r
+}
+
+struct Vectorizer<'a> {
+    g: &'a mut UOpGraph,
+    memo: HashMap<Vec<UOpId>, Option<UOpId>>,
+}
+
+impl Vectorizer<'_> {
+    fn kind(&self, id: UOpId) -> &UOpKind {
+        &self.g.get(id).kind
+    }
+
+    /// One vector node computing `lanes`, or `None` when they are not isomorphic.
+    fn vector(&mut self, lanes: &[UOpId]) -> Option<UOpId> {
+        if let Some(&done) = self.memo.get(lanes) {
+            return done;
+        }
+        let v = self.build(lanes);
+        self.memo.insert(lanes.to_vec(), v);
+        v
+    }
+
+    fn build(&mut self, lanes: &[UOpId]) -> Option<UOpId> {
+        let n = lanes.len();
+        let first = self.g.get(lanes[0]).clone();
+        let dtype = first.dtype?;
+        if dtype.is_vector() {
+            return None;
+        }
+        let vdt = Some(dtype.vec(n as u8));
+        if lanes.iter().all(|&l| l == lanes[0]) {
+            // One value for every lane: a broadcast.
+            return Some(self.g.node(UOpKind::Cast, vdt, vec![lanes[0]; n]));
+        }
+        let us: Vec<UOp> = lanes.iter().map(|&l| self.g.get(l).clone()).collect();
+        let same_kind = |u: &UOp| match (&u.kind, &first.kind) {
+            // Each accumulator has its own id.
+            (UOpKind::DefineAcc { .. }, UOpKind::DefineAcc { .. }) => true,
+            (a, b) => a == b,
+        };
+        if us
+            .iter()
+            .any(|u| !same_kind(u) || u.dtype != first.dtype || u.src.len() != first.src.len())
+        {
+            return None;
+        }
+        match &first.kind {
+            UOpKind::DefineAcc { .. } => {
+                // The same initial value and loops in every lane.
+                if us.iter().any(|u| u.src != first.src) {
+                    return None;
+                }
+                let init = self.vector(&vec![first.src[0]; n])?;
+                Some(
+                    self.g
+                        .define_acc_node(dtype.vec(n as u8), init, &first.src[1..]),
+                )
+            }
+            UOpKind::Phi => {
+                let acc = self.vector(&us.iter().map(|u| u.src[0]).collect::<Vec<_>>())?;
+                let new = self.vector(&us.iter().map(|u| u.src[1]).collect::<Vec<_>>())?;
+                Some(self.g.node(UOpKind::Phi, vdt, vec![acc, new]))
+            }
+            UOpKind::Alu(op) if lane_wise(*op) => {
+                let mut src = Vec::with_capacity(first.src.len());
+                for k in 0..first.src.len() {
+                    src.push(self.vector(&us.iter().map(|u| u.src[k]).collect::<Vec<_>>())?);
+                }
+                Some(self.g.node(UOpKind::Alu(*op), vdt, src))
+            }
+            UOpKind::Load => self.consecutive_load(&us, vdt),
+            _ => None,
+        }
+    }
+
+    /// One vector load for scalar loads of consecutive elements of one buffer, ungated or
+    /// all under the same gate.
+    fn consecutive_load(&mut self, us: &[UOp], vdt: Option<crate::dtype::DType>) -> Option<UOpId> {
+        let first = &us[0];
+        if first.src.len() != 2 && first.src.len() != 4 {
+            return None;
+        }
+        if us
+            .iter()
+            .any(|u| u.src[0] != first.src[0] || u.src[2..] != first.src[2..])
+        {
+            return None;
+        }
+        let (base, start) = self.base_and_offset(first.src[1]);
+        for (lane, u) in us.iter().enumerate() {
+            let (b, off) = self.base_and_offset(u.src[1]);
+            if b != base || off != start + lane as i64 {
+                return None;
+            }
+        }
+        let mut src = vec![first.src[0], first.src[1]];
+        if first.src.len() == 4 {
+            // The gate is shared; the alternative becomes a vector.
+            let alt = self.vector(&vec![first.src[3]; us.len()])?;
+            src.extend([first.src[2], alt]);
+        }
+        Some(self.g.node(UOpKind::Load, vdt, src))
+    }
+
+    /// An index as `base + offset`, the offset a constant.
+    fn base_and_offset(&self, idx: UOpId) -> (Option<UOpId>, i64) {
+        let u = self.g.get(idx);
+        if let Some(c) = self.g.as_const(idx) {
+            return (None, c.as_i64());
+        }
+        if u.kind == UOpKind::Alu(AluOp::Binary(BinaryOp::Add)) {
+            if let Some(c) = self.g.as_const(u.src[1]) {
+                return (Some(u.src[0]), c.as_i64());
+            }
+            if let Some(c) = self.g.as_const(u.src[0]) {
+                return (Some(u.src[1]), c.as_i64());
+            }
+        }
+        (Some(idx), 0)
+    }
+}
+
+/// The ALU ops that C's vector types compute lane by lane with the same operators.
+fn lane_wise(op: AluOp) -> bool {
+    matches!(
+        op,
+        AluOp::Binary(BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div)
+            | AluOp::Unary(UnaryOp::Neg)
+            | AluOp::Ternary(TernaryOp::MulAcc)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dtype::DType;
+    use crate::ops::ConstValue;
+    use crate::uop::BufferId;
+
+    /// Two accumulators over one loop, each adding `buf[i·4 + offset]` for its own offset, and
+    /// the stores of both results.
+    fn two_lanes(offsets: [i64; 2]) -> (UOpGraph, Vec<UOpId>, Vec<UOpId>) {
+        let mut g = UOpGraph::new();
+        let f = DType::F32;
+        let buf = g.node(
+            UOpKind::DefineGlobal {
+                buf: BufferId(1),
+                mutable: false,
+            },
+            Some(f),
+            vec![],
+        );
+        let out = g.node(
+            UOpKind::DefineGlobal {
+                buf: BufferId(0),
+                mutable: true,
+            },
+            Some(f),
+            vec![],
+        );
+        let (lo, hi) = (g.const_int(0), g.const_int(4));
+        let range = g.node(
+            UOpKind::Range {
+                depth: 2,
+                index: 0,
+                reduce: true,
+            },
+            Some(DType::I32),
+            vec![lo, hi],
+        );
+        let four = g.const_int(4);
+        let base = g.binary(BinaryOp::Mul, range, four);
+        let (mut phis, mut stores) = (Vec::new(), Vec::new());
+        for (lane, off) in offsets.into_iter().enumerate() {
+            let c = g.const_int(off);
+            let idx = g.binary(BinaryOp::Add, base, c);
+            let x = g.node(UOpKind::Load, Some(f), vec![buf, idx]);
+            let acc = g.define_acc(f, ConstValue::zero(f), &[range]);
+            let sum = g.binary(BinaryOp::Add, acc, x);
+            let phi = g.node(UOpKind::Phi, Some(f), vec![acc, sum]);
+            let at = g.const_int(lane as i64);
+            stores.push(g.node(UOpKind::Store, None, vec![out, at, phi]));
+            phis.push(phi);
+        }
+        (g, phis, stores)
+    }
+
+    #[test]
+    fn consecutive_lanes_become_one_vector_load_and_accumulator() {
+        let (mut g, phis, stores) = two_lanes([1, 2]);
+        let sinks = vectorize(&mut g, &[phis], &stores);
+        assert_ne!(sinks, stores);
+        let value = g.get(g.get(sinks[1]).src[2]).clone();
+        assert_eq!(value.kind, UOpKind::Gep(1));
+        let vector = g.get(value.src[0]);
+        assert_eq!(
+            (&vector.kind, vector.dtype),
+            (&UOpKind::Phi, Some(DType::F32.vec(2)))
+        );
+        let sum = g.get(vector.src[1]);
+        let load = g.get(sum.src[1]);
+        assert_eq!(
+            (&load.kind, load.dtype),
+            (&UOpKind::Load, Some(DType::F32.vec(2)))
+        );
+    }
+
+    #[test]
+    fn lanes_that_would_need_a_gather_stay_scalar() {
+        let (mut g, phis, stores) = two_lanes([1, 3]);
+        assert_eq!(vectorize(&mut g, &[phis], &stores), stores);
+    }
+}
