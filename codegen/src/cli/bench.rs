@@ -311,6 +311,71 @@ fn mark(ok: bool) -> &'static str {
     }
 }
 
+/// TFLM's image of the same float model on the board (flash and RAM counted as Kiln's image is),
+/// with its provenance: `scripts/tflm_sizes.tsv`.
+const TFLM_SIZES: &str = include_str!("../../../scripts/tflm_sizes.tsv");
+
+/// Flash and RAM bytes of TFLM's image of one model, and where the numbers come from.
+#[derive(Clone, Debug, PartialEq)]
+struct TflmImage {
+    flash: usize,
+    ram: usize,
+    source: String,
+}
+
+/// `model → TflmImage` from the tab-separated `model, flash, RAM, source` lines of `text`
+/// (`#` starts a comment line; malformed lines are skipped).
+fn parse_tflm_sizes(text: &str) -> BTreeMap<String, TflmImage> {
+    let mut out = BTreeMap::new();
+    for line in text.lines().filter(|l| !l.trim_start().starts_with('#')) {
+        let f: Vec<&str> = line.split('\t').map(str::trim).collect();
+        if let [model, flash, ram, source] = f[..] {
+            if let (Ok(flash), Ok(ram)) = (flash.parse(), ram.parse()) {
+                let source = source.to_string();
+                out.insert(model.to_string(), TflmImage { flash, ram, source });
+            }
+        }
+    }
+    out
+}
+
+/// What `measured` in the source column of `scripts/tflm_sizes.tsv` stands for.
+const TFLM_MEASURED: &str =
+    "measured once, not published: tflite-micro 90b983c2 with its reference \
+     kernels and only the model's ops registered, built by arm-none-eabi-gcc 12.2.1 for the \
+     Cortex-M4F (hard float) with TFLM's release flags (core -Os, kernels -O2, --gc-sections) and \
+     newlib, the .tflite and a static arena of TFLM's smallest size in the image";
+
+/// The note under the table on where TFLM's image numbers come from, per source.
+fn tflm_image_note(rows: &[Row]) -> String {
+    let mut by_source: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    let mut without = Vec::new();
+    for r in rows {
+        match &r.tflm_image {
+            Some(t) => by_source.entry(&t.source).or_default().push(r.m.name),
+            None => without.push(r.m.name),
+        }
+    }
+    let mut parts: Vec<String> = by_source
+        .iter()
+        .map(|(src, models)| {
+            let what = if *src == "measured" {
+                TFLM_MEASURED
+            } else {
+                src
+            };
+            format!("{}: {what}", models.join(", "))
+        })
+        .collect();
+    if !without.is_empty() {
+        parts.push(format!("none for {}", without.join(", ")));
+    }
+    format!(
+        "TFLM's image on {BOARD} (flash and RAM counted as Kiln's; `scripts/tflm_sizes.tsv`) — {}.",
+        parts.join("; ")
+    )
+}
+
 /// One model's row, with the ratios the targets are about.
 struct Row<'a> {
     m: &'a BenchModel,
@@ -318,6 +383,8 @@ struct Row<'a> {
     ort_us: Option<f64>,
     tinygrad_us: Option<f64>,
     tflm: Option<(usize, &'static str)>,
+    /// TFLM's image of the same model on the board, where one was measured.
+    tflm_image: Option<TflmImage>,
 }
 
 impl Row<'_> {
@@ -332,6 +399,11 @@ impl Row<'_> {
     }
     fn vs_tflm(&self) -> Option<f64> {
         self.tflm.map(|(t, _)| self.k.arena as f64 / t as f64)
+    }
+    /// Kiln's image ÷ TFLM's, flash and RAM.
+    fn image_vs_tflm(&self) -> Option<(f64, f64)> {
+        let (b, t) = (self.k.board.as_ref()?, self.tflm_image.as_ref()?);
+        Some((b.flash as f64 / t.flash as f64, b.ram as f64 / t.ram as f64))
     }
 }
 
@@ -350,7 +422,8 @@ fn markdown(rows: &[Row], refs: &Refs, runs: usize, beam: usize) -> String {
          max(5, {runs}/10)). Ratios: Kiln ÷ onnxruntime (target ≤ {TARGET_VS_ORT}), tinygrad ÷ \
          Kiln (target ≥ {TARGET_VS_TINYGRAD}), arena ÷ TFLM's smallest (tflite-micro {}; target \
          ≤ {TARGET_VS_TFLM}). Board: {BOARD} (Cortex-M4F under QEMU), instructions in the \
-         kernels per inference, image flash (text + rodata) and static RAM.\n",
+         kernels per inference, image flash (text + rodata) and static RAM, each against TFLM's \
+         image of the same model (Kiln ÷ TFLM).\n",
         crate::host::HOST_OPT,
         if beam > 0 {
             format!("from a BEAM search of width {beam}")
@@ -364,18 +437,19 @@ fn markdown(rows: &[Row], refs: &Refs, runs: usize, beam: usize) -> String {
     let _ = writeln!(
         s,
         "| model | compile s | Kiln µs | onnxruntime µs | Kiln/ORT | tinygrad µs | tinygrad/Kiln \
-         | arena B | liveness bound B | TFLM arena B | arena/TFLM | M4 instructions | flash B | RAM B |"
+         | arena B | liveness bound B | TFLM arena B | arena/TFLM | M4 instructions | flash B \
+         | TFLM flash B | flash/TFLM | RAM B | TFLM RAM B | RAM/TFLM |"
     );
     let _ = writeln!(
         s,
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
     );
     for r in rows {
         let k = &r.k;
         let compile = k.compile.as_secs_f64();
         let _ = writeln!(
             s,
-            "| {} | {:.2}{} | {:.1} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {:.2}{} | {:.1} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             r.m.name,
             compile,
             mark(compile <= TARGET_COMPILE_S),
@@ -399,7 +473,11 @@ fn markdown(rows: &[Row], refs: &Refs, runs: usize, beam: usize) -> String {
             )),
             opt(k.board.as_ref(), |b| thousands(b.instructions)),
             opt(k.board.as_ref(), |b| thousands(b.flash as u64)),
+            opt(r.tflm_image.as_ref(), |t| thousands(t.flash as u64)),
+            opt(r.image_vs_tflm(), |(f, _)| format!("{f:.2}×")),
             opt(k.board.as_ref(), |b| thousands(b.ram as u64)),
+            opt(r.tflm_image.as_ref(), |t| thousands(t.ram as u64)),
+            opt(r.image_vs_tflm(), |(_, m)| format!("{m:.2}×")),
         );
     }
     if rows
@@ -416,9 +494,9 @@ fn markdown(rows: &[Row], refs: &Refs, runs: usize, beam: usize) -> String {
         s,
         "\nkws and str_ww have no float TFLite model that TFLM runs. resnet_block is \
          `tests/models/residual.onnx` (conv-BN-ReLU-conv-BN + skip, pools). The board runs the \
-         same kernels as the host column. TFLM's own image for the board is not built; its \
-         flash and RAM are not compared."
+         same kernels as the host column."
     );
+    let _ = writeln!(s, "\n{}", tflm_image_note(rows));
     for r in rows {
         if let Some(e) = &r.k.board_error {
             let _ = writeln!(s, "\n{} on {BOARD}: {e}", r.m.name);
@@ -557,6 +635,10 @@ fn tsv(rows: &[Row]) -> String {
         if let Some((t, _)) = r.tflm {
             let _ = writeln!(s, "{n}\ttflm_arena\t{t}");
         }
+        if let Some(t) = &r.tflm_image {
+            let _ = writeln!(s, "{n}\ttflm_flash\t{}", t.flash);
+            let _ = writeln!(s, "{n}\ttflm_ram\t{}", t.ram);
+        }
     }
     s
 }
@@ -604,6 +686,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
     } else {
         run_refs(&list, a.runs)?
     };
+    let tflm_sizes = parse_tflm_sizes(TFLM_SIZES);
     let mut rows = Vec::new();
     for m in list {
         eprintln!("kiln: {}", m.name);
@@ -617,6 +700,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
             ort_us: num(&refs, m.name, "ort_best_s").map(|s| s * 1e6),
             tinygrad_us: num(&refs, m.name, "tinygrad_best_s").map(|s| s * 1e6),
             tflm,
+            tflm_image: tflm_sizes.get(m.name).cloned(),
         });
     }
     let table = markdown(&rows, &refs, a.runs, a.beam);
@@ -663,6 +747,69 @@ mod tests {
         assert_eq!(num(&refs, "ic", "ort_best_s"), Some(0.001));
         assert_eq!(refs["ic"]["ort_error"], "boom: x\ty");
         assert_eq!(num(&refs, "kws", "ort_best_s"), None);
+    }
+
+    #[test]
+    fn reads_the_tflm_image_sizes() {
+        let t =
+            parse_tflm_sizes("# c\tomment\nad\t1097068\t8916\tmeasured\nic\tx\t1\tm\nvww\t1\t2\n");
+        assert_eq!(t.len(), 1);
+        assert_eq!(
+            t["ad"],
+            TflmImage {
+                flash: 1_097_068,
+                ram: 8_916,
+                source: "measured".into()
+            }
+        );
+        let shipped = parse_tflm_sizes(TFLM_SIZES);
+        assert!(["ad", "ic", "vww"].iter().all(|m| shipped.contains_key(*m)));
+    }
+
+    #[test]
+    fn compares_the_image_with_tflm_and_says_where_its_numbers_come_from() {
+        let m = |name| BenchModel {
+            name,
+            onnx: PathBuf::new(),
+            tflite: None,
+            published_tflm: None,
+        };
+        let (ad, kws) = (m("ad"), m("kws"));
+        let row = |m, image: Option<TflmImage>| Row {
+            m,
+            k: KilnNumbers {
+                board: Some(BoardNumbers {
+                    instructions: 1,
+                    flash: 1_000,
+                    ram: 300,
+                }),
+                ..KilnNumbers::default()
+            },
+            ort_us: None,
+            tinygrad_us: None,
+            tflm: None,
+            tflm_image: image,
+        };
+        let image = TflmImage {
+            flash: 2_000,
+            ram: 1_200,
+            source: "measured".into(),
+        };
+        let rows = [row(&ad, Some(image)), row(&kws, None)];
+        assert_eq!(rows[0].image_vs_tflm(), Some((0.5, 0.25)));
+        assert_eq!(rows[1].image_vs_tflm(), None);
+        let md = markdown(&rows, &Refs::new(), 1, 0);
+        assert!(
+            md.contains("| 1,000 | 2,000 | 0.50× | 300 | 1,200 | 0.25× |"),
+            "{md}"
+        );
+        assert!(md.contains("| 1,000 | — | — | 300 | — | — |"), "{md}");
+        let note = tflm_image_note(&rows);
+        assert!(
+            note.contains(&format!("ad: {TFLM_MEASURED}; none for kws.")),
+            "{note}"
+        );
+        assert!(tsv(&rows).contains("ad\ttflm_flash\t2000\nad\ttflm_ram\t1200\n"));
     }
 
     #[test]
