@@ -94,9 +94,9 @@ pub fn hand_coded_optimizations(k: &mut Kernel) {
         let axis = last - 1;
         let size = k.full_shape()[axis];
         let rel = axis - k.first_reduce();
-        if size <= FULL_UNROLL && upcast_size(k) * size <= 4 * MAX_UPCAST {
+        if size <= FULL_UNROLL && upcast_size(k) * size <= 4 * max_upcast {
             let _ = k.apply_opt(Opt::new(OptOp::Unroll, rel, 0));
-        } else if size.is_multiple_of(4) && upcast_size(k) * 4 <= 4 * MAX_UPCAST {
+        } else if size.is_multiple_of(4) && upcast_size(k) * 4 <= 4 * max_upcast {
             let _ = k.apply_opt(Opt::new(OptOp::Unroll, rel, 4));
         }
     }
