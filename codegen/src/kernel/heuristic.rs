@@ -24,7 +24,7 @@ fn vector_lanes(k: &mut Kernel) -> usize {
     if lanes == 0 || k.reduceops.is_empty() {
         return 0;
     }
-    let mut best: Option<(usize, Kernel)> = None;
+    let mut best: Option<((std::cmp::Reverse<usize>, usize), Kernel)> = None;
     for axis in 0..k.first_reduce() {
         if !k.full_shape()[axis].is_multiple_of(lanes) {
             continue;
@@ -33,13 +33,19 @@ fn vector_lanes(k: &mut Kernel) -> usize {
         if v.apply_opt(Opt::new(OptOp::Upcast, axis, lanes)).is_err() || v.vector_axis().is_none() {
             continue;
         }
+        let Some(lane_axis) = v.vector_axis() else {
+            continue;
+        };
+        let gathers = v.lane_gathers(lane_axis).unwrap_or(usize::MAX);
         let reuse = k
             .sts
             .iter()
             .filter(|st| st.real_strides(false)[axis] == Some(0))
             .count();
-        if best.as_ref().is_none_or(|b| reuse > b.0) {
-            best = Some((reuse, v));
+        // Fewest gathers, then the most reuse.
+        let score = (std::cmp::Reverse(gathers), reuse);
+        if best.as_ref().is_none_or(|b| score > b.0) {
+            best = Some((score, v));
         }
     }
     match best {

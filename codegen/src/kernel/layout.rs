@@ -2,8 +2,8 @@
 //!
 //! On a target with float vectors, a reduce is computed over one of its upcast output axes as
 //! vector lanes: [`Kernel::vector_axis`] picks that axis. Every buffer read under the reduce
-//! must then be the same for every lane (stride 0) or consecutive along it (stride 1). A
-//! constant weight that only this kernel reads may be laid out again to get there
+//! is best the same for every lane (stride 0) or consecutive along it (stride 1); any other
+//! constant stride is gathered lane by lane. A constant weight that only this kernel reads may be laid out again to get there
 //! ([`relayouts`]): its elements are stored in the order the kernel's loops visit them, with the
 //! lane axis innermost, so a 1×1 convolution reads eight output channels' weights as one
 //! vector while the activation it multiplies is one scalar for all eight.
@@ -25,7 +25,8 @@ pub struct Relayout {
 impl Kernel {
     /// The upcast output axis computed as vector lanes, when the target has float vectors:
     /// an axis of exactly the target's lane count along which every buffer read under the
-    /// reduces is unit-stride, the same for every lane, or free to be laid out again.
+    /// reduces has a constant stride, the one needing the fewest gathers (see
+    /// [`Kernel::lane_gathers`]).
     pub fn vector_axis(&self) -> Option<usize> {
         let lanes = self.target.simd_lanes as usize;
         if lanes == 0 || self.reduceops.is_empty() || self.group_for_reduces > 0 {
@@ -45,14 +46,30 @@ impl Kernel {
         }
         let n = self.shape_len();
         let (full, out) = (self.full_shape(), self.output_shape());
-        (n - self.upcasted..n).find(|&a| {
-            full[a] == lanes
-                && out[a] == full[a]
-                && self.earlybufs.iter().flatten().all(|&b| {
-                    let stride = self.sts[b].real_strides(false)[a];
-                    matches!(stride, Some(0 | 1)) || self.relayout_of(b, a).is_some()
-                })
-        })
+        (n - self.upcasted..n)
+            .filter(|&a| full[a] == lanes && out[a] == full[a])
+            .filter_map(|a| Some((self.lane_gathers(a)?, a)))
+            .min()
+            .map(|(_, a)| a)
+    }
+
+    /// How many buffers read under the reduces the lanes along `axis` would gather element
+    /// by element: those with a stride other than 0 or 1 there that cannot be laid out again.
+    /// `None` when some buffer has no constant stride there (it is masked along it).
+    pub fn lane_gathers(&self, axis: usize) -> Option<usize> {
+        let mut gathers = 0;
+        let mut bufs: Vec<usize> = self.earlybufs.iter().flatten().copied().collect();
+        bufs.sort_unstable();
+        bufs.dedup();
+        for b in bufs {
+            match self.sts[b].real_strides(false)[axis] {
+                None => return None,
+                Some(0 | 1) => {}
+                Some(_) if self.relayout_of(b, axis).is_some() => {}
+                Some(_) => gathers += 1,
+            }
+        }
+        Some(gathers)
     }
 
     /// Buffer `b` laid out for lanes along `axis`, when it is free and the view allows.
@@ -167,13 +184,16 @@ mod tests {
     #[test]
     fn a_free_weight_is_stored_lane_innermost() {
         let mut k = lanes_on_outputs(matvec(Target::host()));
+        let axis = k.vector_axis().expect("lanes along the outputs");
         assert_eq!(
-            k.vector_axis(),
-            None,
-            "w is strided along the lanes and not free"
+            k.lane_gathers(axis),
+            Some(1),
+            "w is strided there and not free"
         );
+        assert!(relayouts(&k).is_empty());
         k.free_layout = vec![(1, 64)];
-        let axis = k.vector_axis().expect("w may be laid out again");
+        assert_eq!(k.vector_axis(), Some(axis));
+        assert_eq!(k.lane_gathers(axis), Some(0), "w may be laid out again");
         let [r] = relayouts(&k).try_into().unwrap();
         assert_eq!(r.buf, 1);
         assert_eq!(r.st.real_strides(false)[axis], Some(1));
@@ -197,9 +217,12 @@ mod tests {
         plain.free_layout = vec![(1, 64)];
         assert_eq!(plain.vector_axis(), None);
         assert!(relayouts(&plain).is_empty());
-        // The weight buffer holds more than the kernel reads: its order is not the kernel's.
+        // The weight buffer holds more than the kernel reads: its order is not the kernel's,
+        // so the lanes gather it.
         let mut part = lanes_on_outputs(matvec(Target::host()));
         part.free_layout = vec![(1, 128)];
-        assert_eq!(part.vector_axis(), None);
+        let axis = part.vector_axis().expect("lanes along the outputs");
+        assert_eq!(part.lane_gathers(axis), Some(1));
+        assert!(relayouts(&part).is_empty());
     }
 }

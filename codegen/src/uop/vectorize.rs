@@ -4,8 +4,9 @@
 //! The linearizer expands an upcast axis into one scalar chain per position; for the vector
 //! axis it hands those chains over in groups of lanes. A group is vectorized when its lanes are
 //! isomorphic all the way down: the same ALU op in every lane, loads of consecutive elements
-//! (one vector load), or one value shared by every lane (a broadcast). Anything else (a
-//! gather, an op the vector types do not have) leaves the group scalar, as it was. After the
+//! (one vector load), other loads (gathered into a vector), or one value shared by every lane
+//! (a broadcast). Anything else (an op the vector types do not have) leaves the group scalar,
+//! as it was. After the
 //! loop, each lane's result is read out of the vector.
 
 use super::{UOp, UOpGraph, UOpId, UOpKind};
@@ -141,7 +142,9 @@ impl Vectorizer<'_> {
                 }
                 Some(self.g.node(UOpKind::Alu(*op), vdt, src))
             }
-            UOpKind::Load => self.consecutive_load(&us, vdt),
+            UOpKind::Load => self
+                .consecutive_load(&us, vdt)
+                .or_else(|| Some(self.g.node(UOpKind::Cast, vdt, lanes.to_vec()))),
             _ => None,
         }
     }
@@ -210,37 +213,26 @@ mod tests {
     use crate::ops::ConstValue;
     use crate::uop::BufferId;
 
-    /// Two accumulators over one loop, each adding `buf[i·4 + offset]` for its own offset, and
-    /// the stores of both results.
-    fn two_lanes(offsets: [i64; 2]) -> (UOpGraph, Vec<UOpId>, Vec<UOpId>) {
+    /// Two accumulators over one loop, each folding `buf[i·4 + offset]` in with `op` for its
+    /// own offset, and the stores of both results.
+    fn two_lanes(offsets: [i64; 2], op: BinaryOp) -> (UOpGraph, Vec<UOpId>, Vec<UOpId>) {
         let mut g = UOpGraph::new();
         let f = DType::F32;
-        let buf = g.node(
-            UOpKind::DefineGlobal {
-                buf: BufferId(1),
-                mutable: false,
-            },
-            Some(f),
-            vec![],
-        );
-        let out = g.node(
-            UOpKind::DefineGlobal {
-                buf: BufferId(0),
-                mutable: true,
-            },
-            Some(f),
-            vec![],
-        );
+        let buffer = |g: &mut UOpGraph, id: u32, mutable: bool| {
+            let kind = UOpKind::DefineGlobal {
+                buf: BufferId(id),
+                mutable,
+            };
+            g.node(kind, Some(f), vec![])
+        };
+        let (buf, out) = (buffer(&mut g, 1, false), buffer(&mut g, 0, true));
         let (lo, hi) = (g.const_int(0), g.const_int(4));
-        let range = g.node(
-            UOpKind::Range {
-                depth: 2,
-                index: 0,
-                reduce: true,
-            },
-            Some(DType::I32),
-            vec![lo, hi],
-        );
+        let kind = UOpKind::Range {
+            depth: 2,
+            index: 0,
+            reduce: true,
+        };
+        let range = g.node(kind, Some(DType::I32), vec![lo, hi]);
         let four = g.const_int(4);
         let base = g.binary(BinaryOp::Mul, range, four);
         let (mut phis, mut stores) = (Vec::new(), Vec::new());
@@ -249,8 +241,8 @@ mod tests {
             let idx = g.binary(BinaryOp::Add, base, c);
             let x = g.node(UOpKind::Load, Some(f), vec![buf, idx]);
             let acc = g.define_acc(f, ConstValue::zero(f), &[range]);
-            let sum = g.binary(BinaryOp::Add, acc, x);
-            let phi = g.node(UOpKind::Phi, Some(f), vec![acc, sum]);
+            let folded = g.binary(op, acc, x);
+            let phi = g.node(UOpKind::Phi, Some(f), vec![acc, folded]);
             let at = g.const_int(lane as i64);
             stores.push(g.node(UOpKind::Store, None, vec![out, at, phi]));
             phis.push(phi);
@@ -258,29 +250,38 @@ mod tests {
         (g, phis, stores)
     }
 
-    #[test]
-    fn consecutive_lanes_become_one_vector_load_and_accumulator() {
-        let (mut g, phis, stores) = two_lanes([1, 2]);
-        let sinks = vectorize(&mut g, &[phis], &stores);
-        assert_ne!(sinks, stores);
-        let value = g.get(g.get(sinks[1]).src[2]).clone();
+    /// The operand the second store's lane was folded with, as a vector.
+    fn folded_operand(g: &UOpGraph, sinks: &[UOpId]) -> UOp {
+        let value = g.get(g.get(sinks[1]).src[2]);
         assert_eq!(value.kind, UOpKind::Gep(1));
         let vector = g.get(value.src[0]);
-        assert_eq!(
-            (&vector.kind, vector.dtype),
-            (&UOpKind::Phi, Some(DType::F32.vec(2)))
-        );
-        let sum = g.get(vector.src[1]);
-        let load = g.get(sum.src[1]);
-        assert_eq!(
-            (&load.kind, load.dtype),
-            (&UOpKind::Load, Some(DType::F32.vec(2)))
-        );
+        let f2 = Some(DType::F32.vec(2));
+        assert_eq!((&vector.kind, vector.dtype), (&UOpKind::Phi, f2));
+        let folded = g.get(vector.src[1]);
+        g.get(folded.src[1]).clone()
     }
 
     #[test]
-    fn lanes_that_would_need_a_gather_stay_scalar() {
-        let (mut g, phis, stores) = two_lanes([1, 3]);
+    fn consecutive_lanes_become_one_vector_load_and_accumulator() {
+        let (mut g, phis, stores) = two_lanes([1, 2], BinaryOp::Add);
+        let sinks = vectorize(&mut g, &[phis], &stores);
+        let load = folded_operand(&g, &sinks);
+        let f2 = Some(DType::F32.vec(2));
+        assert_eq!((&load.kind, load.dtype), (&UOpKind::Load, f2));
+    }
+
+    #[test]
+    fn lanes_of_scattered_elements_are_gathered() {
+        let (mut g, phis, stores) = two_lanes([1, 3], BinaryOp::Add);
+        let sinks = vectorize(&mut g, &[phis], &stores);
+        let pack = folded_operand(&g, &sinks);
+        assert_eq!((&pack.kind, pack.src.len()), (&UOpKind::Cast, 2));
+        assert!(pack.src.iter().all(|&s| g.get(s).kind == UOpKind::Load));
+    }
+
+    #[test]
+    fn an_op_the_vector_types_lack_stays_scalar() {
+        let (mut g, phis, stores) = two_lanes([1, 2], BinaryOp::Max);
         assert_eq!(vectorize(&mut g, &[phis], &stores), stores);
     }
 }
