@@ -8,6 +8,10 @@
 //! (a broadcast). Anything else (an op the vector types do not have) leaves the group scalar,
 //! as it was. After the
 //! loop, each lane's result is read out of the vector.
+//!
+//! A vector accumulator that adds several terms per iteration adds their tree sum once, so the
+//! chain that carries it from one iteration to the next is one add long (the float sum is
+//! reassociated within an iteration; each iteration still adds to the accumulator in order).
 
 use super::{UOp, UOpGraph, UOpId, UOpKind};
 use crate::ops::{AluOp, BinaryOp, TernaryOp, UnaryOp};
@@ -132,7 +136,27 @@ impl Vectorizer<'_> {
             }
             UOpKind::Phi => {
                 let acc = self.vector(&us.iter().map(|u| u.src[0]).collect::<Vec<_>>())?;
-                let new = self.vector(&us.iter().map(|u| u.src[1]).collect::<Vec<_>>())?;
+                let new = match self.summands(&us) {
+                    // acc + (t0 + t1 + …), the terms summed as a tree: one dependent add
+                    // per iteration instead of a chain through every term.
+                    Some(terms) => {
+                        let mut sums = Vec::with_capacity(terms.len());
+                        for t in &terms {
+                            sums.push(self.vector(t)?);
+                        }
+                        while sums.len() > 1 {
+                            sums = sums
+                                .chunks(2)
+                                .map(|p| match p {
+                                    [a, b] => self.g.binary(BinaryOp::Add, *a, *b),
+                                    _ => p[0],
+                                })
+                                .collect();
+                        }
+                        self.g.binary(BinaryOp::Add, acc, sums[0])
+                    }
+                    None => self.vector(&us.iter().map(|u| u.src[1]).collect::<Vec<_>>())?,
+                };
                 Some(self.g.node(UOpKind::Phi, vdt, vec![acc, new]))
             }
             UOpKind::Alu(op) if lane_wise(*op) => {
@@ -147,6 +171,39 @@ impl Vectorizer<'_> {
                 .or_else(|| Some(self.g.node(UOpKind::Cast, vdt, lanes.to_vec()))),
             _ => None,
         }
+    }
+
+    /// The terms each lane's accumulator is summed with in one iteration, `acc + t0 + t1 + …`
+    /// in order, by term then lane; `None` unless every lane is such a chain of the same length.
+    fn summands(&self, phis: &[UOp]) -> Option<Vec<Vec<UOpId>>> {
+        let add = UOpKind::Alu(AluOp::Binary(BinaryOp::Add));
+        let mut per_lane = Vec::with_capacity(phis.len());
+        for phi in phis {
+            let (acc, mut x) = (phi.src[0], phi.src[1]);
+            let mut terms = Vec::new();
+            loop {
+                let u = self.g.get(x);
+                if u.kind != add {
+                    return None;
+                }
+                terms.push(u.src[1]);
+                if u.src[0] == acc {
+                    break;
+                }
+                x = u.src[0];
+            }
+            terms.reverse();
+            per_lane.push(terms);
+        }
+        let n = per_lane[0].len();
+        if n < 2 || per_lane.iter().any(|t| t.len() != n) {
+            return None;
+        }
+        Some(
+            (0..n)
+                .map(|k| per_lane.iter().map(|t| t[k]).collect())
+                .collect(),
+        )
     }
 
     /// One vector load for scalar loads of consecutive elements of one buffer, ungated or
@@ -213,9 +270,9 @@ mod tests {
     use crate::ops::ConstValue;
     use crate::uop::BufferId;
 
-    /// Two accumulators over one loop, each folding `buf[i·4 + offset]` in with `op` for its
-    /// own offset, and the stores of both results.
-    fn two_lanes(offsets: [i64; 2], op: BinaryOp) -> (UOpGraph, Vec<UOpId>, Vec<UOpId>) {
+    /// Two accumulators over one loop, each folding `buf[i·4 + offset + 8·t]` for `t` below
+    /// `terms` in with `op`, for its own offset; and the stores of both results.
+    fn lanes(offsets: [i64; 2], op: BinaryOp, terms: i64) -> (UOpGraph, Vec<UOpId>, Vec<UOpId>) {
         let mut g = UOpGraph::new();
         let f = DType::F32;
         let buffer = |g: &mut UOpGraph, id: u32, mutable: bool| {
@@ -237,11 +294,14 @@ mod tests {
         let base = g.binary(BinaryOp::Mul, range, four);
         let (mut phis, mut stores) = (Vec::new(), Vec::new());
         for (lane, off) in offsets.into_iter().enumerate() {
-            let c = g.const_int(off);
-            let idx = g.binary(BinaryOp::Add, base, c);
-            let x = g.node(UOpKind::Load, Some(f), vec![buf, idx]);
             let acc = g.define_acc(f, ConstValue::zero(f), &[range]);
-            let folded = g.binary(op, acc, x);
+            let mut folded = acc;
+            for t in 0..terms {
+                let c = g.const_int(off + 8 * t);
+                let idx = g.binary(BinaryOp::Add, base, c);
+                let x = g.node(UOpKind::Load, Some(f), vec![buf, idx]);
+                folded = g.binary(op, folded, x);
+            }
             let phi = g.node(UOpKind::Phi, Some(f), vec![acc, folded]);
             let at = g.const_int(lane as i64);
             stores.push(g.node(UOpKind::Store, None, vec![out, at, phi]));
@@ -263,7 +323,7 @@ mod tests {
 
     #[test]
     fn consecutive_lanes_become_one_vector_load_and_accumulator() {
-        let (mut g, phis, stores) = two_lanes([1, 2], BinaryOp::Add);
+        let (mut g, phis, stores) = lanes([1, 2], BinaryOp::Add, 1);
         let sinks = vectorize(&mut g, &[phis], &stores);
         let load = folded_operand(&g, &sinks);
         let f2 = Some(DType::F32.vec(2));
@@ -272,7 +332,7 @@ mod tests {
 
     #[test]
     fn lanes_of_scattered_elements_are_gathered() {
-        let (mut g, phis, stores) = two_lanes([1, 3], BinaryOp::Add);
+        let (mut g, phis, stores) = lanes([1, 3], BinaryOp::Add, 1);
         let sinks = vectorize(&mut g, &[phis], &stores);
         let pack = folded_operand(&g, &sinks);
         assert_eq!((&pack.kind, pack.src.len()), (&UOpKind::Cast, 2));
@@ -281,7 +341,23 @@ mod tests {
 
     #[test]
     fn an_op_the_vector_types_lack_stays_scalar() {
-        let (mut g, phis, stores) = two_lanes([1, 2], BinaryOp::Max);
+        let (mut g, phis, stores) = lanes([1, 2], BinaryOp::Max, 1);
         assert_eq!(vectorize(&mut g, &[phis], &stores), stores);
+    }
+
+    #[test]
+    fn the_terms_of_one_iteration_are_summed_before_the_accumulator() {
+        let (mut g, phis, stores) = lanes([1, 2], BinaryOp::Add, 3);
+        let sinks = vectorize(&mut g, &[phis], &stores);
+        let gep = g.get(g.get(sinks[0]).src[2]);
+        let phi = g.get(gep.src[0]);
+        let update = g.get(phi.src[1]);
+        // acc + ((t0 + t1) + t2): the accumulator is added once, last.
+        assert_eq!(update.src[0], phi.src[0]);
+        let tree = g.get(update.src[1]);
+        let add = UOpKind::Alu(AluOp::Binary(BinaryOp::Add));
+        assert_eq!(tree.kind, add);
+        assert_eq!(g.get(tree.src[0]).kind, add);
+        assert_eq!(g.get(tree.src[1]).kind, UOpKind::Load);
     }
 }
