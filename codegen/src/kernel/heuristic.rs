@@ -30,7 +30,7 @@ fn vector_lanes(k: &mut Kernel) -> usize {
             continue;
         }
         let mut v = k.clone();
-        if v.apply_opt(Opt::new(OptOp::Upcast, axis, lanes)).is_err() || v.vector_axis().is_none() {
+        if v.apply_opt(Opt::new(OptOp::Upcast, axis, lanes)).is_err() {
             continue;
         }
         let Some(lane_axis) = v.vector_axis() else {
