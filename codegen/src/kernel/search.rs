@@ -1,9 +1,8 @@
-//! BEAM search over a kernel's opts: from the fresh kernel, each round applies every legal
-//! action (upcast an output axis, unroll a reduce axis) to each kernel of the beam, measures all
-//! the new kernels with a cost function (wall time on the host, or instructions on an emulated
-//! board), keeps the `width` cheapest and
-//! stops when a round finds nothing cheaper. The hand-coded opts are measured too, so the
-//! search never returns something slower than they are. The kernels of a model are searched in
+//! BEAM search over a kernel's opts: from the fresh kernel and the hand-coded opts (measured
+//! first, so the search never returns something slower than they are), each round applies every
+//! legal action (upcast an output axis, unroll a reduce axis) to each kernel of the beam,
+//! measures all the new kernels with a cost function (wall time on the host, or instructions on
+//! an emulated board), keeps the `width` cheapest and stops when a round finds nothing cheaper. The kernels of a model are searched in
 //! lockstep ([`beam_search_many`]), so that one measurement (one board image) serves a round of
 //! every kernel. Results are cached on disk, keyed by the kernel's AST, the target and the
 //! cost's name, so a rebuild does not search again.
@@ -13,15 +12,16 @@ use super::{Kernel, Opt, OptOp};
 use crate::linearize::{to_program, Program};
 use std::path::{Path, PathBuf};
 
-/// The most values one iteration computes (the product of the upcast axes).
-const MAX_UPCAST: usize = 64;
+/// The most values one iteration computes (the product of the upcast and unrolled axes): the
+/// hand-coded opts' own limit, so that the beam can grow from them.
+const MAX_UPCAST: usize = 256;
 /// Rounds of search (opts added to the fresh kernel), at most.
 const MAX_ROUNDS: usize = 5;
 /// A candidate must be this much cheaper to count as progress.
 const MIN_GAIN: f64 = 0.01;
 /// Part of every cache key: bumped when the actions, the search or the hand-coded opts it
 /// starts from change, so that older results are searched again.
-const SEARCH_VERSION: u32 = 2;
+const SEARCH_VERSION: u32 = 3;
 
 /// Errors of the search.
 #[derive(Debug, thiserror::Error)]
@@ -201,10 +201,14 @@ impl Search {
         };
         match &self.best {
             None => {
+                // The beam grows from the fresh kernel and from the hand-coded one: actions on
+                // top of good hand-coded opts are often what beats them.
                 self.best = Some((*c, k.applied_opts.clone()));
-                // The beam grows from the fresh kernel; the hand-coded one only bounds the
-                // result.
-                self.beam = vec![self.fresh.clone()];
+                self.beam = round
+                    .into_iter()
+                    .take(width.max(1))
+                    .map(|(_, k)| k)
+                    .collect();
             }
             Some((best, _)) if *c >= best * (1.0 - MIN_GAIN) => {
                 self.done = true;
