@@ -8,8 +8,9 @@
 //! The results go to `OUT/bench.md` (a Markdown table), `OUT/bench.svg` (a plot) and
 //! `OUT/bench.tsv` (every number, one per line).
 
-use super::model::{compile, ModelArgs};
+use super::model::{compile, compile_with_cost, ModelArgs};
 use super::run::run_on;
+use crate::compile::BeamCost;
 use crate::render::Target;
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
@@ -54,6 +55,10 @@ pub struct Args {
     /// BEAM search width for Kiln's kernels (0: the hand-coded opts); searches are cached.
     #[arg(long, default_value_t = 0)]
     beam: usize,
+    /// With `--beam`: the board column runs kernels searched by instructions on the board
+    /// (default: the host's searched kernels, the host column's).
+    #[arg(long)]
+    board_beam: bool,
     /// Replace the table between the `bench` markers of this README with the new one.
     #[arg(long)]
     readme: Option<PathBuf>,
@@ -168,7 +173,13 @@ fn best_and_median(mut v: Vec<Duration>) -> (Duration, Duration) {
     }
 }
 
-fn measure_kiln(m: &BenchModel, runs: usize, board: bool, beam: usize) -> Result<KilnNumbers> {
+fn measure_kiln(
+    m: &BenchModel,
+    runs: usize,
+    board: bool,
+    beam: usize,
+    board_beam: bool,
+) -> Result<KilnNumbers> {
     let mut args = ModelArgs {
         model: m.onnx.clone(),
         shapes: vec![],
@@ -200,7 +211,20 @@ fn measure_kiln(m: &BenchModel, runs: usize, board: bool, beam: usize) -> Result
         ..KilnNumbers::default()
     };
     if board {
-        match run_on(BOARD, &c, &inputs, crate::board::Io::Files) {
+        let searched = match board_beam && beam > 0 {
+            true => Some(compile_with_cost(
+                &args,
+                &Target::c(),
+                BeamCost::Board(crate::board::info(BOARD)?),
+            )?),
+            false => None,
+        };
+        match run_on(
+            BOARD,
+            searched.as_ref().unwrap_or(&c),
+            &inputs,
+            crate::board::Io::Files,
+        ) {
             Ok(ran) => {
                 let (flash, ram) = ran.image.unwrap_or((0, 0));
                 k.board = Some(BoardNumbers {
@@ -605,7 +629,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
     let mut rows = Vec::new();
     for m in list {
         eprintln!("kiln: {}", m.name);
-        let k = measure_kiln(m, a.runs, !a.no_board, a.beam)
+        let k = measure_kiln(m, a.runs, !a.no_board, a.beam, a.board_beam)
             .with_context(|| format!("benchmarking {}", m.name))?;
         let measured = num(&refs, m.name, "tflm_arena").map(|t| (t as usize, ""));
         let tflm = measured.or(m.published_tflm.map(|t| (t, "*")));
@@ -617,7 +641,13 @@ pub fn run(a: Args) -> Result<ExitCode> {
             tflm,
         });
     }
-    let table = markdown(&rows, &refs, a.runs, a.beam);
+    let mut table = markdown(&rows, &refs, a.runs, a.beam);
+    if a.board_beam && a.beam > 0 {
+        table = table.replace(
+            "The board runs the same kernels as the host column.",
+            "The board runs kernels searched by their instructions on the board (`--board-beam`).",
+        );
+    }
     let md = a.out.join("bench.md");
     std::fs::write(&md, &table).with_context(|| format!("writing {}", md.display()))?;
     std::fs::write(a.out.join("bench.svg"), svg(&rows))?;
