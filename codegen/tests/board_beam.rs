@@ -349,3 +349,42 @@ fn kiln_run_on_a_board_searches_by_its_instructions_and_compile_reuses_them() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("--target host"));
 }
+
+#[test]
+fn a_board_that_cannot_measure_is_an_error_naming_it() {
+    let k = matvec(16, 8);
+    let programs = [program(&k, &[])];
+    let bytes = matvec_bytes(16, 8);
+    let kernels = [measure::KernelCandidates {
+        kernel: "mv",
+        programs: &programs,
+        buffer_bytes: &bytes,
+    }];
+    let real = board::info("nrf52840-dk").unwrap();
+    let err = measure::count_candidates(&real, &kernels, &mut |_, _| {}).unwrap_err();
+    assert!(err.to_string().contains("nrf52840-dk"), "{err}");
+    // Through the compiler: a search error that names the board, no panic.
+    let mut g = Graph::new();
+    let x = g.input("x", DType::F32, &[1, 8]);
+    let w = weight(&mut g, &[8, 4], 1);
+    let y = g.matmul(&x, &w).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let beam = Beam {
+        width: 1,
+        cache: Cache {
+            dir: dir.path().to_path_buf(),
+        },
+        cost: BeamCost::Board(real),
+    };
+    let err = compile_graph_beam(
+        "mv",
+        &g,
+        &[y],
+        &Target::c(),
+        true,
+        Some(&beam),
+        &mut |_, _| {},
+    )
+    .expect_err("a board that cannot measure fails the search");
+    assert!(err.to_string().contains("nrf52840-dk"), "{err}");
+}

@@ -69,6 +69,11 @@ pub fn count_candidates(
     kernels: &[KernelCandidates],
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<Vec<Vec<Option<u64>>>, BoardError> {
+    if !board.emulated {
+        return Err(BoardError::NotMeasurable {
+            board: board.name.clone(),
+        });
+    }
     let mut counts: Vec<Vec<Option<u64>>> = kernels
         .iter()
         .map(|k| vec![None; k.programs.len()])

@@ -107,6 +107,8 @@ pub enum BoardError {
     Image { path: PathBuf, reason: String },
     #[error("{board} cannot run this model: {reason}")]
     Unsupported { board: String, reason: String },
+    #[error("{board} is not emulated: kernels are measured by instructions only under QEMU")]
+    NotMeasurable { board: String },
     #[error("the candidates of kernel {kernel} make no bundle to measure: {reason}")]
     Candidates { kernel: String, reason: String },
 }
