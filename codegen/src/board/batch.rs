@@ -3,7 +3,9 @@
 //! `kiln-board-build`'s `KILN_BATCH_DIR`), and the image runs every model of its batch in turn,
 //! through semihosting files `c<case>_input_<i>.bin` / `c<case>_output_<i>.bin`. A model that
 //! fails (a refused bundle, a crash, a hang, kernels that do not compile for the board) fails
-//! alone: the models after it run in a new image.
+//! alone: the models after it run in a new image. [`run_batches_counted`] also counts the
+//! instructions of each model's steps (the BEAM search's board cost, see
+//! [`measure`](super::measure)).
 
 use super::build::{build_image, BuildOptions};
 use super::elf::Elf;
@@ -331,4 +333,34 @@ fn read_outputs(dir: &Path, c: usize, bundle: &Bundle) -> Result<Vec<Vec<u8>>, S
             std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ok() -> Option<CountedOutcome> {
+        Some(Ok(CaseRun {
+            outputs: Vec::new(),
+            step_instructions: Vec::new(),
+        }))
+    }
+
+    #[test]
+    fn counts_go_to_the_cases_that_ran_their_steps() {
+        let refused = Some(Err(CaseError::Failed("bundle refused".into())));
+        let mut outcomes = vec![ok(), refused, ok(), None];
+        // Case 0 has two steps, case 2 one; case 1 was refused before its first step.
+        attribute_counts(&mut outcomes, &[2, 1, 1, 1], &[10, 15, 20, 40, 50, 53]);
+        let steps = |o: &Option<CountedOutcome>| o.clone().unwrap().unwrap().step_instructions;
+        assert_eq!(steps(&outcomes[0]), [5, 20]);
+        assert!(outcomes[1].as_ref().unwrap().is_err());
+        assert_eq!(steps(&outcomes[2]), [3]);
+        assert!(outcomes[3].is_none());
+        // Marks cut short: the case they end in fails.
+        let mut outcomes = vec![ok(), ok()];
+        attribute_counts(&mut outcomes, &[1, 2], &[0, 7, 9, 11]);
+        assert_eq!(steps(&outcomes[0]), [7]);
+        assert!(outcomes[1].as_ref().unwrap().is_err());
+    }
 }
