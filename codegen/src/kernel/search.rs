@@ -152,7 +152,8 @@ pub fn beam_search_many(
 
 /// The state of one kernel's search between rounds.
 struct Search {
-    fresh: Kernel,
+    /// The hand-coded opts: the result when no candidate could be measured.
+    hand: Vec<Opt>,
     /// The cheapest cost so far and its opts.
     best: Option<(f64, Vec<Opt>)>,
     beam: Vec<Kernel>,
@@ -168,6 +169,7 @@ impl Search {
     fn new(fresh: &Kernel) -> Search {
         let mut hand = fresh.clone();
         hand_coded_optimizations(&mut hand);
+        let hand_opts = hand.applied_opts.clone();
         let mut start = vec![fresh.clone()];
         if hand.applied_opts != fresh.applied_opts {
             start.push(hand);
@@ -177,7 +179,7 @@ impl Search {
             .filter_map(|k| to_program(&k).ok().map(|p| (k, p)))
             .collect();
         Search {
-            fresh: fresh.clone(),
+            hand: hand_opts,
             best: None,
             beam: Vec::new(),
             done: pending.is_empty(),
@@ -252,7 +254,7 @@ impl Search {
     fn result(self) -> Vec<Opt> {
         match self.best {
             Some((_, opts)) => opts,
-            None => self.fresh.applied_opts,
+            None => self.hand,
         }
     }
 }
@@ -493,6 +495,17 @@ mod tests {
             .product();
         assert_eq!(up, 16, "{opts:?}");
         assert!(apply_all(&matvec(), &opts).is_some());
+    }
+
+    #[test]
+    fn nothing_measured_keeps_the_hand_coded_opts() {
+        // A board that cannot run any candidate (buffers too large for its RAM, say).
+        let mut cost = |ps: &[Program]| Ok(vec![None; ps.len()]);
+        let opts = beam_search(&matvec(), 2, &mut cost).unwrap();
+        let mut hand = matvec();
+        hand_coded_optimizations(&mut hand);
+        assert!(!hand.applied_opts.is_empty());
+        assert_eq!(opts, hand.applied_opts);
     }
 
     #[test]
