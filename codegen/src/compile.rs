@@ -1,15 +1,16 @@
 //! The whole pipeline in one place: graph → schedule → kernels → linearize + render → plan →
 //! bundle.
 
+use crate::board::BoardInfo;
 use crate::bundle::{self, Bundle, BundleError};
 use crate::dtype::DType;
 use crate::graph::WeightId;
 use crate::graph::{Graph, Lazy};
 use crate::kernel::heuristic::hand_coded_optimizations;
 use crate::kernel::layout::{relayouts, reorder_bytes};
-#[cfg(feature = "host")]
-use crate::kernel::search::{apply_all, cached_beam_search};
+use crate::kernel::search::{apply_all, cached_beam_search_many, Candidates};
 use crate::kernel::search::{searchable, Cache, SearchError};
+use crate::kernel::Opt;
 use crate::kernel::{Kernel, KernelBuffer};
 use crate::linearize::{to_program, LinearizeError, Program};
 use crate::onnx::import::Imported;
@@ -30,11 +31,22 @@ pub enum CompileError {
     Search(#[from] SearchError),
 }
 
-/// BEAM search settings: beam width and where results are cached.
+/// BEAM search settings: beam width, where results are cached and what a candidate costs.
 #[derive(Clone, Debug)]
 pub struct Beam {
     pub width: usize,
     pub cache: Cache,
+    pub cost: BeamCost,
+}
+
+/// What the BEAM search measures a candidate by.
+#[derive(Clone, Debug, Default)]
+pub enum BeamCost {
+    /// Wall time on this host (its C compiler, [`crate::host::HOST_OPT`]).
+    #[default]
+    Host,
+    /// Instructions executed on an emulated board under QEMU (its C compiler and CPU).
+    Board(BoardInfo),
 }
 
 /// What a BEAM search did across a model's kernels.
@@ -57,8 +69,9 @@ pub fn compile_graph(
     compile_graph_beam(name, graph, outputs, target, optimize, None, progress).map(|(b, _)| b)
 }
 
-/// [`compile_graph`], with each kernel's opts found by a BEAM search measured on this host when
-/// `beam` is given (and the target is C); searched kernels are cached in `beam.cache`.
+/// [`compile_graph`], with each kernel's opts found by a BEAM search when `beam` is given (and
+/// the target is C), measured as `beam.cost` says; the kernels are searched together and
+/// cached in `beam.cache`.
 pub fn compile_graph_beam(
     name: &str,
     graph: &Graph,
@@ -69,37 +82,56 @@ pub fn compile_graph_beam(
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<(Bundle, SearchStats), CompileError> {
     let mut schedule = create_schedule(graph, outputs)?;
-    let mut programs: Vec<Program> = Vec::with_capacity(schedule.items.len());
-    let mut stats = SearchStats::default();
-    let mut reordered = Vec::new();
+    let mut kernels: Vec<Kernel> = Vec::with_capacity(schedule.items.len());
     for item in &schedule.items {
         let mut k = Kernel::new(item.ast.clone(), target.clone()).map_err(ScheduleError::from)?;
         if target.simd_lanes > 0 {
             k.free_layout = free_weights(&schedule, item, &k);
         }
-        match beam {
-            Some(b) if optimize && !target.has_local && searchable(&k) => {
-                let sizes: Vec<usize> = item
-                    .bufs
-                    .iter()
+        kernels.push(k);
+    }
+    let mut stats = SearchStats::default();
+    let searched: Vec<usize> = match beam {
+        Some(_) if optimize && !target.has_local => (0..kernels.len())
+            .filter(|&i| searchable(&kernels[i]))
+            .collect(),
+        _ => Vec::new(),
+    };
+    if let (Some(b), false) = (beam, searched.is_empty()) {
+        let fresh: Vec<Kernel> = searched.iter().map(|&i| kernels[i].clone()).collect();
+        let sizes: Vec<Vec<usize>> = searched
+            .iter()
+            .map(|&i| {
+                let bufs = &schedule.items[i].bufs;
+                bufs.iter()
                     .map(|id| schedule.buffers[id.0 as usize].bytes())
-                    .collect();
-                let hit = beam_search(&mut k, b, &sizes)?;
-                if hit {
-                    stats.cached += 1;
-                } else {
-                    stats.searched += 1;
-                }
+                    .collect()
+            })
+            .collect();
+        let found = search_kernels(b, &fresh, &sizes)?;
+        for (&i, (opts, hit)) in searched.iter().zip(found) {
+            match apply_all(&kernels[i], &opts) {
+                Some(k) => kernels[i] = k,
+                None => hand_coded_optimizations(&mut kernels[i]),
             }
-            _ if optimize => hand_coded_optimizations(&mut k),
-            _ => {}
+            if hit {
+                stats.cached += 1;
+            } else {
+                stats.searched += 1;
+            }
         }
-        programs.push(to_program(&k)?);
-        for r in relayouts(&k) {
-            let KernelBuffer::Mem(m) = &k.bufs[r.buf] else {
-                continue;
-            };
-            reordered.push((item.bufs[m.idx.0 as usize], r));
+    }
+    let mut programs: Vec<Program> = Vec::with_capacity(schedule.items.len());
+    let mut reordered = Vec::new();
+    for (i, k) in kernels.iter_mut().enumerate() {
+        if optimize && !searched.contains(&i) {
+            hand_coded_optimizations(k);
+        }
+        programs.push(to_program(k)?);
+        for r in relayouts(k) {
+            if let KernelBuffer::Mem(m) = &k.bufs[r.buf] {
+                reordered.push((schedule.items[i].bufs[m.idx.0 as usize], r));
+            }
         }
         progress(programs.len(), schedule.items.len());
     }
@@ -155,33 +187,88 @@ fn free_weights(schedule: &Schedule, item: &ScheduleItem, k: &Kernel) -> Vec<(us
         .collect()
 }
 
-/// Sets `k`'s opts by a BEAM search measured as wall time on this host (the cached result when
-/// there is one: then true), falling back to the hand-coded opts when none applies.
-#[cfg(feature = "host")]
-fn beam_search(k: &mut Kernel, b: &Beam, sizes: &[usize]) -> Result<bool, CompileError> {
-    let label = k.label();
-    let mut cost = |ps: &[Program]| {
-        crate::host::time_kernels(ps, sizes).map_err(|e| SearchError::Measure {
-            kernel: label.clone(),
-            reason: e.to_string(),
-        })
+/// The opts of each of `fresh` (with its buffers' bytes in `sizes`) by a BEAM search with
+/// `b`'s cost (the cached result when there is one: then true).
+fn search_kernels(
+    b: &Beam,
+    fresh: &[Kernel],
+    sizes: &[Vec<usize>],
+) -> Result<Vec<(Vec<Opt>, bool)>, CompileError> {
+    let labels: Vec<String> = fresh.iter().map(|k| k.label()).collect();
+    let found = match &b.cost {
+        BeamCost::Host => {
+            let context = host_context()?;
+            let mut cost = |groups: &[Candidates]| {
+                groups
+                    .iter()
+                    .map(|g| time_on_host(&g.programs, &sizes[g.kernel], &labels[g.kernel]))
+                    .collect()
+            };
+            cached_beam_search_many(fresh, b.width, &b.cache, &context, &mut cost)?
+        }
+        BeamCost::Board(board) => {
+            let measure_error = |e: crate::board::BoardError| SearchError::Board {
+                board: board.name.clone(),
+                reason: e.to_string(),
+            };
+            let context = crate::board::measure::cost_name(board).map_err(measure_error)?;
+            let mut cost = |groups: &[Candidates]| {
+                let kernels: Vec<crate::board::measure::KernelCandidates> = groups
+                    .iter()
+                    .map(|g| crate::board::measure::KernelCandidates {
+                        kernel: &labels[g.kernel],
+                        programs: &g.programs,
+                        buffer_bytes: &sizes[g.kernel],
+                    })
+                    .collect();
+                let counts =
+                    crate::board::measure::count_candidates(board, &kernels, &mut |_, _| {})
+                        .map_err(measure_error)?;
+                Ok(counts
+                    .into_iter()
+                    .map(|c| c.into_iter().map(|n| n.map(|n| n as f64)).collect())
+                    .collect())
+            };
+            cached_beam_search_many(fresh, b.width, &b.cache, &context, &mut cost)?
+        }
     };
-    let context = format!("host-wall {}", crate::host::HOST_OPT);
-    let (opts, hit) = cached_beam_search(k, b.width, &b.cache, &context, &mut cost)?;
-    match apply_all(k, &opts) {
-        Some(found) => *k = found,
-        None => hand_coded_optimizations(k),
-    }
-    Ok(hit)
+    Ok(found)
 }
 
-/// Without the host runner there is nothing to measure a search with.
+/// The host cost's name, for the cache key.
+#[cfg(feature = "host")]
+fn host_context() -> Result<String, CompileError> {
+    Ok(format!("host-wall {}", crate::host::HOST_OPT))
+}
+
+/// Wall time of each program on this host.
+#[cfg(feature = "host")]
+fn time_on_host(
+    programs: &[Program],
+    sizes: &[usize],
+    label: &str,
+) -> Result<Vec<Option<f64>>, SearchError> {
+    crate::host::time_kernels(programs, sizes).map_err(|e| SearchError::Measure {
+        kernel: label.to_string(),
+        reason: e.to_string(),
+    })
+}
+
+/// Without the host runner there is nothing to measure a host search with.
 #[cfg(not(feature = "host"))]
-fn beam_search(k: &mut Kernel, _: &Beam, _: &[usize]) -> Result<bool, CompileError> {
+fn host_context() -> Result<String, CompileError> {
     Err(CompileError::Search(SearchError::Measure {
-        kernel: k.label(),
+        kernel: "every kernel".into(),
         reason: "BEAM search measures kernels on the host: build with feature `host`".into(),
     }))
+}
+
+#[cfg(not(feature = "host"))]
+fn time_on_host(_: &[Program], _: &[usize], label: &str) -> Result<Vec<Option<f64>>, SearchError> {
+    Err(SearchError::Measure {
+        kernel: label.to_string(),
+        reason: "BEAM search measures kernels on the host: build with feature `host`".into(),
+    })
 }
 
 /// A compiled model with the names, types and shapes of its inputs and outputs.

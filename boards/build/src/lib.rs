@@ -102,9 +102,8 @@ fn batch(cflags: &[&str], out_dir: &Path) -> Result<u32, String> {
             .filter(|n| n.starts_with("case_"))
             .collect();
         names.sort();
-        for name in names {
-            let [_, schedule, weights] =
-                compile_bundle(&dir.join(&name), cflags, &format!("kiln_{name}"));
+        let compiled = compile_cases(&dir, &names, cflags);
+        for (name, [_, schedule, weights]) in names.into_iter().zip(compiled) {
             let weights_bytes = fs::metadata(&weights)
                 .map_err(|e| describe(&weights, e))?
                 .len();
@@ -152,6 +151,37 @@ fn batch(cflags: &[&str], out_dir: &Path) -> Result<u32, String> {
     );
     write(&out_dir.join("batch.rs"), &rs)?;
     Ok(arena)
+}
+
+/// Compiles the bundles `names` of `dir` (see [`compile_bundle`]), as many at a time as cargo
+/// gives this build jobs (`NUM_JOBS`): a batch of many cases is mostly C to compile. Returns
+/// each one's files, in order; a case that does not compile fails the build, as it would alone.
+fn compile_cases(dir: &Path, names: &[String], cflags: &[&str]) -> Vec<[PathBuf; 3]> {
+    let jobs = env::var("NUM_JOBS")
+        .ok()
+        .and_then(|n| n.parse::<usize>().ok())
+        .unwrap_or(1)
+        .clamp(1, names.len().max(1));
+    let per_job = names.len().div_ceil(jobs).max(1);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = names
+            .chunks(per_job)
+            .map(|chunk| {
+                scope.spawn(move || {
+                    chunk
+                        .iter()
+                        .map(|name| {
+                            compile_bundle(&dir.join(name), cflags, &format!("kiln_{name}"))
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect()
+    })
 }
 
 /// `KILN_ARENA_BYTES` if set, else the arena size the schedule's plan asks for, or 0 if the

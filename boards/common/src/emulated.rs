@@ -92,7 +92,9 @@ fn run_bundle(
 /// Runs every case of a batch image in turn in one arena: case `c`'s input `i` is read from
 /// `c<c>_input_<i>.bin`, its output `i` written to `c<c>_output_<i>.bin`. Each case ends with a
 /// line on standard output, `kiln: case <c> ok` or `kiln: case <c> failed: <why>`; a failed
-/// case does not stop the others. Exits with status 0 once every case has been tried.
+/// case does not stop the others. Exits with status 0 once every case has been tried. Each case
+/// starts on a zeroed arena, and its steps store to the marker like [`run`]'s, so the host can
+/// count each step's instructions (a case that fails does so before its first step).
 pub fn run_batch(cases: &[crate::BatchCase], arena: &'static mut [u8]) -> ! {
     for (index, case) in cases.iter().enumerate() {
         match run_case(index, case, arena) {
@@ -104,6 +106,7 @@ pub fn run_batch(cases: &[crate::BatchCase], arena: &'static mut [u8]) -> ! {
 }
 
 fn run_case(index: usize, case: &crate::BatchCase, arena: &mut [u8]) -> Result<(), RunError> {
+    arena.fill(0);
     let kernels = (case.kernels)();
     let bundle = Bundle::parse(case.schedule, arena.len(), kernels.len())?;
     let mut executor = Executor::new(bundle, kernels, arena, case.weights)?;
@@ -113,7 +116,7 @@ fn run_case(index: usize, case: &crate::BatchCase, arena: &mut [u8]) -> Result<(
         };
         File::open_read(FileName::case_input(index, input))?.read_exact(bytes)?;
     }
-    executor.run(&mut |_| {})?;
+    executor.run(&mut marker::mark)?;
     for output in 0..executor.bundle().outputs().len() {
         let Some(bytes) = executor.output(output) else {
             break;

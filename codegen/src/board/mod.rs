@@ -19,9 +19,12 @@ pub mod channel;
 mod config;
 mod elf;
 mod fit;
+pub mod measure;
 mod qemu;
 
-pub use batch::{run_batches, BatchCase, CaseError, CaseOutcome};
+pub use batch::{
+    run_batches, run_batches_counted, BatchCase, CaseError, CaseOutcome, CaseRun, CountedOutcome,
+};
 pub use build::{build, build_with_options, build_with_progress, BuildOptions, BuiltImage};
 pub use fit::{bytes_text, check_fits, Fit, Memory, Need};
 pub use qemu::{run, run_with_options, BoardRun, Io, RunOptions};
@@ -104,6 +107,10 @@ pub enum BoardError {
     Image { path: PathBuf, reason: String },
     #[error("{board} cannot run this model: {reason}")]
     Unsupported { board: String, reason: String },
+    #[error("{board} is not emulated: kernels are measured by instructions only under QEMU")]
+    NotMeasurable { board: String },
+    #[error("the candidates of kernel {kernel} make no bundle to measure: {reason}")]
+    Candidates { kernel: String, reason: String },
 }
 
 /// Why `board` cannot build kernels `kernels_c`, if it cannot: GCC for RISC-V has no

@@ -289,7 +289,7 @@ fn channel_outputs(
 }
 
 /// The instruction-count plugin, built by `scripts/qemu-plugin.sh` if it is not up to date.
-fn plugin() -> Result<PathBuf, BoardError> {
+pub(super) fn plugin() -> Result<PathBuf, BoardError> {
     let output = Command::new("bash")
         .arg(root().join("scripts/qemu-plugin.sh"))
         .output()
@@ -410,6 +410,20 @@ fn read_counts(log: &Path, board: &str) -> Result<(Vec<u64>, u64), BoardError> {
     }
     let steps = marks.chunks_exact(2).map(|m| m[1] - m[0]).collect();
     Ok((steps, total.ok_or_else(|| bad("has no total"))?))
+}
+
+/// The running counts of a plugin log at each marker store, in order; lines that are not
+/// whole marks (the end of a log cut short) are left out.
+pub(super) fn read_marks(text: &str) -> Vec<u64> {
+    text.lines()
+        .filter_map(|line| {
+            let mut words = line.split_whitespace();
+            match (words.next(), words.next()) {
+                (Some("kiln-insn"), Some(count)) => count.parse().ok(),
+                _ => None,
+            }
+        })
+        .collect()
 }
 
 /// `output_0.bin`, `output_1.bin`, … as the firmware wrote them.

@@ -8,8 +8,9 @@
 //! The results go to `OUT/bench.md` (a Markdown table), `OUT/bench.svg` (a plot) and
 //! `OUT/bench.tsv` (every number, one per line).
 
-use super::model::{compile, ModelArgs};
+use super::model::{compile, compile_with_cost, ModelArgs};
 use super::run::{run_on, target_for};
+use crate::compile::BeamCost;
 use crate::render::Target;
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
@@ -54,6 +55,10 @@ pub struct Args {
     /// BEAM search width for Kiln's kernels (0: the hand-coded opts); searches are cached.
     #[arg(long, default_value_t = 0)]
     beam: usize,
+    /// With `--beam`: the board column runs kernels searched by instructions on the board
+    /// (default: the host's searched kernels, the host column's).
+    #[arg(long)]
+    board_beam: bool,
     /// Replace the table between the `bench` markers of this README with the new one.
     #[arg(long)]
     readme: Option<PathBuf>,
@@ -168,7 +173,13 @@ fn best_and_median(mut v: Vec<Duration>) -> (Duration, Duration) {
     }
 }
 
-fn measure_kiln(m: &BenchModel, runs: usize, board: bool, beam: usize) -> Result<KilnNumbers> {
+fn measure_kiln(
+    m: &BenchModel,
+    runs: usize,
+    board: bool,
+    beam: usize,
+    board_beam: bool,
+) -> Result<KilnNumbers> {
     let mut args = ModelArgs {
         model: m.onnx.clone(),
         shapes: vec![],
@@ -200,8 +211,23 @@ fn measure_kiln(m: &BenchModel, runs: usize, board: bool, beam: usize) -> Result
         ..KilnNumbers::default()
     };
     if board {
-        // The board has no float vectors: its kernels are plain C.
-        let c = compile(&args, &target_for(BOARD))?;
+        // The board has no float vectors: its kernels are plain C, with their opts searched
+        // by the board's instructions (`--board-beam`) or the hand-coded ones.
+        let board_args = ModelArgs { beam, ..args };
+        let c = match board_beam && beam > 0 {
+            true => compile_with_cost(
+                &board_args,
+                &target_for(BOARD),
+                BeamCost::Board(crate::board::info(BOARD)?),
+            )?,
+            false => compile(
+                &ModelArgs {
+                    beam: 0,
+                    ..board_args
+                },
+                &target_for(BOARD),
+            )?,
+        };
         match run_on(BOARD, &c, &inputs, crate::board::Io::Files) {
             Ok(ran) => {
                 let (flash, ram) = ran.image.unwrap_or((0, 0));
@@ -407,7 +433,7 @@ impl Row<'_> {
     }
 }
 
-fn markdown(rows: &[Row], refs: &Refs, runs: usize, beam: usize) -> String {
+fn markdown(rows: &[Row], refs: &Refs, runs: usize, beam: usize, board_beam: bool) -> String {
     let mut s = String::new();
     let v = |k: &str| {
         refs.get("-")
@@ -493,8 +519,14 @@ fn markdown(rows: &[Row], refs: &Refs, runs: usize, beam: usize) -> String {
     let _ = writeln!(
         s,
         "\nkws and str_ww have no float TFLite model that TFLM runs. resnet_block is \
-         `tests/models/residual.onnx` (conv-BN-ReLU-conv-BN + skip, pools). The board runs the \
-         same kernels as the host column."
+         `tests/models/residual.onnx` (conv-BN-ReLU-conv-BN + skip, pools). The host runs its \
+         kernels over 8-lane float vectors; the board, which has none, runs plain C kernels \
+         with {}.",
+        if board_beam && beam > 0 {
+            format!("opts from a BEAM search of width {beam} by the board's instructions")
+        } else {
+            "the hand-coded opts".to_string()
+        }
     );
     let _ = writeln!(s, "\n{}", tflm_image_note(rows));
     for r in rows {
@@ -690,7 +722,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
     let mut rows = Vec::new();
     for m in list {
         eprintln!("kiln: {}", m.name);
-        let k = measure_kiln(m, a.runs, !a.no_board, a.beam)
+        let k = measure_kiln(m, a.runs, !a.no_board, a.beam, a.board_beam)
             .with_context(|| format!("benchmarking {}", m.name))?;
         let measured = num(&refs, m.name, "tflm_arena").map(|t| (t as usize, ""));
         let tflm = measured.or(m.published_tflm.map(|t| (t, "*")));
@@ -703,7 +735,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
             tflm_image: tflm_sizes.get(m.name).cloned(),
         });
     }
-    let table = markdown(&rows, &refs, a.runs, a.beam);
+    let table = markdown(&rows, &refs, a.runs, a.beam, a.board_beam);
     let md = a.out.join("bench.md");
     std::fs::write(&md, &table).with_context(|| format!("writing {}", md.display()))?;
     std::fs::write(a.out.join("bench.svg"), svg(&rows))?;
@@ -798,7 +830,7 @@ mod tests {
         let rows = [row(&ad, Some(image)), row(&kws, None)];
         assert_eq!(rows[0].image_vs_tflm(), Some((0.5, 0.25)));
         assert_eq!(rows[1].image_vs_tflm(), None);
-        let md = markdown(&rows, &Refs::new(), 1, 0);
+        let md = markdown(&rows, &Refs::new(), 1, 0, false);
         assert!(
             md.contains("| 1,000 | 2,000 | 0.50× | 300 | 1,200 | 0.25× |"),
             "{md}"

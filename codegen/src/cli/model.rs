@@ -1,7 +1,7 @@
 //! Shared by the model commands: loading and compiling a model, reading and writing tensors.
 
 pub use crate::compile::Compiled;
-use crate::compile::{compile_graph_beam, io_of, Beam};
+use crate::compile::{compile_graph_beam, io_of, Beam, BeamCost};
 use crate::kernel::search::Cache;
 use crate::onnx;
 use crate::render::Target;
@@ -18,8 +18,9 @@ pub struct ModelArgs {
     /// Pins a free input dim: `NAME=1x49x10x1` (a free batch dim defaults to 1).
     #[arg(long = "shape", value_name = "NAME=DIMS")]
     pub shapes: Vec<String>,
-    /// BEAM search of width N over each kernel's opts, measured on this host (C targets); the
-    /// results are cached (`$KILN_BEAM_CACHE`, else `~/.cache/kiln/beam`). 0: hand-coded opts.
+    /// BEAM search of width N over each kernel's opts (C targets), measured on this host, or by
+    /// instructions on the emulated board a command runs on; the results are cached
+    /// (`$KILN_BEAM_CACHE`, else `~/.cache/kiln/beam`). 0: hand-coded opts.
     #[arg(long, default_value_t = 0, value_name = "N")]
     pub beam: usize,
 }
@@ -51,8 +52,14 @@ fn import(args: &ModelArgs) -> Result<(String, onnx::import::Imported)> {
     Ok((name, imported))
 }
 
-/// Imports, schedules, linearizes, renders and bundles the model.
+/// Imports, schedules, linearizes, renders and bundles the model (a BEAM search measured on
+/// this host).
 pub fn compile(args: &ModelArgs, target: &Target) -> Result<Compiled> {
+    compile_with_cost(args, target, BeamCost::Host)
+}
+
+/// [`compile`], with a BEAM search (`--beam`) measured by `cost`.
+pub fn compile_with_cost(args: &ModelArgs, target: &Target, cost: BeamCost) -> Result<Compiled> {
     let (name, imported) = import(args)?;
     let bar = progress(0, "kernels");
     let mut tick = |done: usize, total: usize| {
@@ -64,7 +71,9 @@ pub fn compile(args: &ModelArgs, target: &Target) -> Result<Compiled> {
         cache: Cache {
             dir: Cache::default_dir(),
         },
+        cost,
     });
+    let started = std::time::Instant::now();
     let (bundle, stats) = compile_graph_beam(
         &name,
         &imported.graph,
@@ -76,9 +85,15 @@ pub fn compile(args: &ModelArgs, target: &Target) -> Result<Compiled> {
     )
     .with_context(|| format!("compiling {}", args.model.display()))?;
     if beam.is_some() {
+        let by = match beam.as_ref().map(|b| &b.cost) {
+            Some(BeamCost::Board(board)) => format!("instructions on {}", board.name),
+            _ => "wall time on this host".to_string(),
+        };
         eprintln!(
-            "beam search: {} kernels searched, {} from the cache",
-            stats.searched, stats.cached
+            "beam search ({by}): {} kernels searched, {} from the cache, in {:.1} s",
+            stats.searched,
+            stats.cached,
+            started.elapsed().as_secs_f64()
         );
     }
     bar.finish_and_clear();

@@ -1,7 +1,10 @@
 //! `kiln compile` and `kiln run`.
 
-use super::model::{compile, compile_gpu, read_inputs, write_outputs, Compiled, ModelArgs};
+use super::model::{
+    compile_gpu, compile_with_cost, read_inputs, write_outputs, Compiled, ModelArgs,
+};
 use crate::board;
+use crate::compile::BeamCost;
 use crate::render::Target;
 use crate::tensorio;
 use crate::uop::interp::HostBuffer;
@@ -24,6 +27,10 @@ pub struct CompileArgs {
     /// Also write each kernel's process-replay record (AST, opts, name, source) into this folder.
     #[arg(long)]
     replay: Option<PathBuf>,
+    /// With `--beam`: measure the search's candidates by instructions on this emulated board
+    /// (`qemu-an386`, …) instead of by wall time on this host (C targets).
+    #[arg(long, value_name = "BOARD")]
+    board: Option<String>,
 }
 
 #[derive(clap::Args)]
@@ -57,13 +64,18 @@ pub struct RunArgs {
 }
 
 pub fn compile_cmd(a: CompileArgs) -> Result<ExitCode> {
+    if a.board.is_some() && !matches!(a.target.as_str(), "host" | "c") {
+        bail!("--board measures the BEAM search of C kernels: it needs --target host");
+    }
     let c = match (a.target.as_str(), crate::gpu::Api::from_name(&a.target)) {
         ("host" | "c", _) => {
-            let target = match a.target.as_str() {
-                "host" => Target::host(),
-                _ => Target::c(),
+            // Kernels searched on a board are for that board: plain C.
+            let (target, cost) = match (&a.board, a.target.as_str()) {
+                (Some(name), _) => (Target::c(), board_cost(name)?),
+                (None, "host") => (Target::host(), BeamCost::Host),
+                (None, _) => (Target::c(), BeamCost::Host),
             };
-            let c = compile(&a.model, &target)?;
+            let c = compile_with_cost(&a.model, &target, cost)?;
             c.bundle.write(&a.output)?;
             c
         }
@@ -89,6 +101,16 @@ pub fn compile_cmd(a: CompileArgs) -> Result<ExitCode> {
         a.output.display()
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// The BEAM cost of running on board `name`: instructions on it, under QEMU (a real board
+/// cannot be measured here: an error).
+fn board_cost(name: &str) -> Result<BeamCost> {
+    let info = board::info(name)?;
+    if !info.emulated {
+        bail!("{name} is not emulated: a BEAM search cannot measure kernels on it");
+    }
+    Ok(BeamCost::Board(info))
 }
 
 /// The per-output comparison with `expect`; true when every output matches.
@@ -260,7 +282,12 @@ pub fn run_cmd(a: RunArgs) -> Result<ExitCode> {
             (c, ran)
         }
         None => {
-            let c = compile(&a.model, &target_for(&a.board))?;
+            let cost = match a.board.as_str() {
+                "host" => BeamCost::Host,
+                name if a.model.beam > 0 => board_cost(name)?,
+                _ => BeamCost::Host,
+            };
+            let c = compile_with_cost(&a.model, &target_for(&a.board), cost)?;
             let inputs = read_inputs(&a.inputs, &c)?;
             let ran = run_on(&a.board, &c, &inputs, io)?;
             (c, ran)

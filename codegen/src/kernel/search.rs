@@ -1,30 +1,35 @@
-//! BEAM search over a kernel's opts: from the fresh kernel, each round applies every legal
-//! action (upcast an output axis, unroll a reduce axis) to each kernel of the beam, measures all
-//! the new kernels with a cost function (wall time on the host), keeps the `width` cheapest and
-//! stops when a round finds nothing cheaper. The hand-coded opts are measured too, so the
-//! search never returns something slower than they are. Results are cached on disk, keyed by
-//! the kernel's AST, the target and the cost's name, so a rebuild does not search again.
+//! BEAM search over a kernel's opts: from the fresh kernel and the hand-coded opts (measured
+//! first, so the search never returns something slower than they are), each round applies every
+//! legal action (upcast an output axis, unroll a reduce axis) to each kernel of the beam,
+//! measures all the new kernels with a cost function (wall time on the host, or instructions on
+//! an emulated board), keeps the `width` cheapest and stops when a round finds nothing cheaper. The kernels of a model are searched in
+//! lockstep ([`beam_search_many`]), so that one measurement (one board image) serves a round of
+//! every kernel. Results are cached on disk, keyed by the kernel's AST, the target and the
+//! cost's name, so a rebuild does not search again.
 
 use super::heuristic::hand_coded_optimizations;
 use super::{Kernel, Opt, OptOp};
 use crate::linearize::{to_program, Program};
 use std::path::{Path, PathBuf};
 
-/// The most values one iteration computes (the product of the upcast axes).
-const MAX_UPCAST: usize = 64;
+/// The most values one iteration computes (the product of the upcast and unrolled axes): the
+/// hand-coded opts' own limit, so that the beam can grow from them.
+const MAX_UPCAST: usize = 256;
 /// Rounds of search (opts added to the fresh kernel), at most.
 const MAX_ROUNDS: usize = 5;
 /// A candidate must be this much cheaper to count as progress.
 const MIN_GAIN: f64 = 0.01;
 /// Part of every cache key: bumped when the actions, the search or the hand-coded opts it
 /// starts from change, so that older results are searched again.
-const SEARCH_VERSION: u32 = 2;
+const SEARCH_VERSION: u32 = 3;
 
 /// Errors of the search.
 #[derive(Debug, thiserror::Error)]
 pub enum SearchError {
     #[error("measuring kernel {kernel}: {reason}")]
     Measure { kernel: String, reason: String },
+    #[error("measuring kernels on {board}: {reason}")]
+    Board { board: String, reason: String },
     #[error("the search cache {path}: {source}")]
     Cache {
         path: String,
@@ -93,30 +98,145 @@ pub fn beam_search(
     width: usize,
     cost: &mut CostFn<'_>,
 ) -> Result<Vec<Opt>, SearchError> {
-    let mut hand = fresh.clone();
-    hand_coded_optimizations(&mut hand);
-    let mut start: Vec<Kernel> = vec![fresh.clone()];
-    if hand.applied_opts != fresh.applied_opts {
-        start.push(hand);
+    let mut batched = |groups: &[Candidates]| groups.iter().map(|g| cost(&g.programs)).collect();
+    let mut found = beam_search_many(std::slice::from_ref(fresh), width, &mut batched)?;
+    Ok(found.pop().unwrap_or_else(|| fresh.applied_opts.clone()))
+}
+
+/// The candidates of one kernel in a batched measurement: the kernel's index in the slice
+/// the search was given, and its programs.
+#[derive(Clone, Debug)]
+pub struct Candidates {
+    pub kernel: usize,
+    pub programs: Vec<Program>,
+}
+
+/// Measures the candidates of many kernels at once (one image on a board for all of them): a
+/// cost per program of each group, in order, `None` for one that could not be measured.
+pub type BatchCostFn<'a> =
+    dyn FnMut(&[Candidates]) -> Result<Vec<Vec<Option<f64>>>, SearchError> + 'a;
+
+/// [`beam_search`] of every kernel of `fresh`, in lockstep: each round measures the candidates
+/// of every kernel still searching with one call of `cost`. Returns the opts of each kernel.
+pub fn beam_search_many(
+    fresh: &[Kernel],
+    width: usize,
+    cost: &mut BatchCostFn<'_>,
+) -> Result<Vec<Vec<Opt>>, SearchError> {
+    let mut searches: Vec<Search> = fresh.iter().map(Search::new).collect();
+    loop {
+        let open: Vec<usize> = (0..searches.len()).filter(|&i| !searches[i].done).collect();
+        if open.is_empty() {
+            break;
+        }
+        let groups: Vec<Candidates> = open
+            .iter()
+            .map(|&i| Candidates {
+                kernel: i,
+                programs: searches[i].pending.iter().map(|(_, p)| p.clone()).collect(),
+            })
+            .collect();
+        let costs = cost(&groups)?;
+        if costs.len() != groups.len() {
+            return Err(SearchError::Measure {
+                kernel: fresh[open[0]].label(),
+                reason: format!("{} cost lists for {} kernels", costs.len(), groups.len()),
+            });
+        }
+        for (i, c) in open.into_iter().zip(costs) {
+            searches[i].feed(c, width);
+        }
     }
-    let programs: Vec<Program> = start.iter().filter_map(|k| to_program(k).ok()).collect();
-    let costs = cost(&programs)?;
-    let mut scored: Vec<(f64, Kernel)> = start
-        .into_iter()
-        .zip(costs)
-        .filter_map(|(k, c)| c.map(|c| (c, k)))
-        .collect();
-    scored.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let Some((mut best_cost, best)) = scored.first().cloned() else {
-        return Ok(fresh.applied_opts.clone());
-    };
-    let mut best_opts = best.applied_opts.clone();
-    // The beam grows from the fresh kernel; the hand-coded one only bounds the result.
-    let mut beam: Vec<Kernel> = vec![fresh.clone()];
-    for _ in 0..MAX_ROUNDS {
+    Ok(searches.into_iter().map(Search::result).collect())
+}
+
+/// The state of one kernel's search between rounds.
+struct Search {
+    /// The hand-coded opts: the result when no candidate could be measured.
+    hand: Vec<Opt>,
+    /// The cheapest cost so far and its opts.
+    best: Option<(f64, Vec<Opt>)>,
+    beam: Vec<Kernel>,
+    /// The candidates of the round to measure next.
+    pending: Vec<(Kernel, Program)>,
+    /// Rounds measured after the first (the fresh and hand-coded kernels).
+    rounds: usize,
+    done: bool,
+}
+
+impl Search {
+    /// The first round: the fresh kernel and the hand-coded opts.
+    fn new(fresh: &Kernel) -> Search {
+        let mut hand = fresh.clone();
+        hand_coded_optimizations(&mut hand);
+        let hand_opts = hand.applied_opts.clone();
+        let mut start = vec![fresh.clone()];
+        if hand.applied_opts != fresh.applied_opts {
+            start.push(hand);
+        }
+        let pending: Vec<(Kernel, Program)> = start
+            .into_iter()
+            .filter_map(|k| to_program(&k).ok().map(|p| (k, p)))
+            .collect();
+        Search {
+            hand: hand_opts,
+            best: None,
+            beam: Vec::new(),
+            done: pending.is_empty(),
+            pending,
+            rounds: 0,
+        }
+    }
+
+    /// Takes the costs of the pending candidates and prepares the next round, or ends.
+    fn feed(&mut self, costs: Vec<Option<f64>>, width: usize) {
+        let pending = std::mem::take(&mut self.pending);
+        let mut round: Vec<(f64, Kernel)> = pending
+            .into_iter()
+            .zip(costs)
+            .filter_map(|((k, _), c)| c.map(|c| (c, k)))
+            .collect();
+        round.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let Some((c, k)) = round.first() else {
+            self.done = true;
+            return;
+        };
+        match &self.best {
+            None => {
+                // The beam grows from the fresh kernel and from the hand-coded one: actions on
+                // top of good hand-coded opts are often what beats them.
+                self.best = Some((*c, k.applied_opts.clone()));
+                self.beam = round
+                    .into_iter()
+                    .take(width.max(1))
+                    .map(|(_, k)| k)
+                    .collect();
+            }
+            Some((best, _)) if *c >= best * (1.0 - MIN_GAIN) => {
+                self.done = true;
+                return;
+            }
+            Some(_) => {
+                self.best = Some((*c, k.applied_opts.clone()));
+                self.beam = round
+                    .into_iter()
+                    .take(width.max(1))
+                    .map(|(_, k)| k)
+                    .collect();
+                self.rounds += 1;
+            }
+        }
+        if self.rounds >= MAX_ROUNDS {
+            self.done = true;
+            return;
+        }
+        self.expand();
+    }
+
+    /// Every legal action on every kernel of the beam, each distinct program once.
+    fn expand(&mut self) {
         let mut seen = std::collections::HashSet::new();
-        let mut next: Vec<(Kernel, Program)> = Vec::new();
-        for k in &beam {
+        for k in &self.beam {
             for a in actions(k) {
                 let mut k2 = k.clone();
                 if k2.apply_opt(a).is_err() || upcast_size(&k2) > MAX_UPCAST {
@@ -124,34 +244,19 @@ pub fn beam_search(
                 }
                 let Ok(p) = to_program(&k2) else { continue };
                 if seen.insert(p.src.clone()) {
-                    next.push((k2, p));
+                    self.pending.push((k2, p));
                 }
             }
         }
-        if next.is_empty() {
-            break;
-        }
-        let programs: Vec<Program> = next.iter().map(|(_, p)| p.clone()).collect();
-        let costs = cost(&programs)?;
-        let mut round: Vec<(f64, Kernel)> = next
-            .into_iter()
-            .zip(costs)
-            .filter_map(|((k, _), c)| c.map(|c| (c, k)))
-            .collect();
-        round.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let Some((c, k)) = round.first() else { break };
-        if *c >= best_cost * (1.0 - MIN_GAIN) {
-            break;
-        }
-        best_cost = *c;
-        best_opts = k.applied_opts.clone();
-        beam = round
-            .into_iter()
-            .take(width.max(1))
-            .map(|(_, k)| k)
-            .collect();
+        self.done = self.pending.is_empty();
     }
-    Ok(best_opts)
+
+    fn result(self) -> Vec<Opt> {
+        match self.best {
+            Some((_, opts)) => opts,
+            None => self.hand,
+        }
+    }
 }
 
 /// A 64-bit FNV-1a hash (stable across builds, unlike the standard library's).
@@ -254,19 +359,87 @@ pub fn cached_beam_search(
     context: &str,
     cost: &mut CostFn<'_>,
 ) -> Result<(Vec<Opt>, bool), SearchError> {
-    let ast: String = fresh.ast.iter().map(|s| s.to_string()).collect();
-    let context = format!(
-        "{context} width={width} target={} search=v{SEARCH_VERSION}",
-        fresh.target.name
-    );
-    if let Some(opts) = cache.get(&ast, &context) {
-        if apply_all(fresh, &opts).is_some() {
-            return Ok((opts, true));
+    let mut batched = |groups: &[Candidates]| groups.iter().map(|g| cost(&g.programs)).collect();
+    let mut found = cached_beam_search_many(
+        std::slice::from_ref(fresh),
+        width,
+        cache,
+        context,
+        &mut batched,
+    )?;
+    Ok(found
+        .pop()
+        .unwrap_or_else(|| (fresh.applied_opts.clone(), false)))
+}
+
+/// [`cached_beam_search`] of every kernel of `fresh`: the kernels the cache lacks are searched
+/// together ([`beam_search_many`]), kernels with the same AST once; `cost` gets their indices
+/// in `fresh`. Returns each kernel's opts and whether they came from the cache.
+pub fn cached_beam_search_many(
+    fresh: &[Kernel],
+    width: usize,
+    cache: &Cache,
+    context: &str,
+    cost: &mut BatchCostFn<'_>,
+) -> Result<Vec<(Vec<Opt>, bool)>, SearchError> {
+    let keys: Vec<(String, String)> = fresh
+        .iter()
+        .map(|k| {
+            let ast: String = k.ast.iter().map(|s| s.to_string()).collect();
+            let context = format!(
+                "{context} width={width} target={} search=v{SEARCH_VERSION}",
+                k.target.name
+            );
+            (ast, context)
+        })
+        .collect();
+    let mut found: Vec<Option<(Vec<Opt>, bool)>> = fresh
+        .iter()
+        .zip(&keys)
+        .map(|(k, (ast, context))| {
+            let opts = cache.get(ast, context)?;
+            apply_all(k, &opts).is_some().then_some((opts, true))
+        })
+        .collect();
+    // The kernels to search: the first of each distinct key the cache lacks.
+    let mut first_of: std::collections::HashMap<&(String, String), usize> = Default::default();
+    let mut misses: Vec<usize> = Vec::new();
+    for (i, key) in keys.iter().enumerate() {
+        if found[i].is_none() && !first_of.contains_key(key) {
+            first_of.insert(key, i);
+            misses.push(i);
         }
     }
-    let opts = beam_search(fresh, width, cost)?;
-    cache.put(&ast, &context, &opts)?;
-    Ok((opts, false))
+    if !misses.is_empty() {
+        let kernels: Vec<Kernel> = misses.iter().map(|&i| fresh[i].clone()).collect();
+        let mut renumbered = |groups: &[Candidates]| {
+            let groups: Vec<Candidates> = groups
+                .iter()
+                .map(|g| Candidates {
+                    kernel: misses[g.kernel],
+                    programs: g.programs.clone(),
+                })
+                .collect();
+            cost(&groups)
+        };
+        let searched = beam_search_many(&kernels, width, &mut renumbered)?;
+        for (&i, opts) in misses.iter().zip(searched) {
+            let (ast, context) = &keys[i];
+            cache.put(ast, context, &opts)?;
+            found[i] = Some((opts, false));
+        }
+    }
+    Ok(keys
+        .iter()
+        .enumerate()
+        .map(|(i, key)| match &found[i] {
+            Some(f) => f.clone(),
+            None => {
+                let (opts, _) = found[first_of[key]].clone().unwrap_or_default();
+                (opts, false)
+            }
+        })
+        .collect())
 }
 
 #[cfg(test)]
@@ -322,6 +495,17 @@ mod tests {
             .product();
         assert_eq!(up, 16, "{opts:?}");
         assert!(apply_all(&matvec(), &opts).is_some());
+    }
+
+    #[test]
+    fn nothing_measured_keeps_the_hand_coded_opts() {
+        // A board that cannot run any candidate (buffers too large for its RAM, say).
+        let mut cost = |ps: &[Program]| Ok(vec![None; ps.len()]);
+        let opts = beam_search(&matvec(), 2, &mut cost).unwrap();
+        let mut hand = matvec();
+        hand_coded_optimizations(&mut hand);
+        assert!(!hand.applied_opts.is_empty());
+        assert_eq!(opts, hand.applied_opts);
     }
 
     #[test]

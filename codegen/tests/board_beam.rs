@@ -1,0 +1,390 @@
+//! The BEAM search's board cost: kernel candidates measured by the instructions they execute on
+//! an emulated Cortex-M4F (`qemu-an386`), many kernels in one image, cached like the host
+//! search. These need the board toolchain (`scripts/setup-toolchain.sh`).
+
+use kiln_codegen::board::{self, measure};
+use kiln_codegen::compile::{compile_graph, compile_graph_beam, Beam, BeamCost};
+use kiln_codegen::dtype::DType;
+use kiln_codegen::graph::{Graph, Lazy};
+use kiln_codegen::kernel::ast::LazyOp;
+use kiln_codegen::kernel::search::{apply_all, cached_beam_search_many, Cache, Candidates};
+use kiln_codegen::kernel::{Kernel, Opt, OptOp};
+use kiln_codegen::linearize::{to_program, Program};
+use kiln_codegen::ops::{AluOp, BinaryOp, ReduceOp};
+use kiln_codegen::render::Target;
+use kiln_codegen::shape::ShapeTracker;
+use std::time::Instant;
+
+/// out[i] = sum_j a[i, j] * b[j]: an `rows`×`cols` matrix times a vector.
+fn matvec(rows: usize, cols: usize) -> Kernel {
+    let a = ShapeTracker::from_shape(&[rows, cols]);
+    let b = ShapeTracker::from_shape(&[1, cols])
+        .expand(&[rows, cols])
+        .unwrap();
+    let mul = LazyOp::alu(
+        AluOp::Binary(BinaryOp::Mul),
+        vec![
+            LazyOp::load(1, DType::F32, a),
+            LazyOp::load(2, DType::F32, b),
+        ],
+    );
+    let sum = LazyOp::reduce(ReduceOp::Sum, vec![1], mul);
+    let out = LazyOp::store(0, ShapeTracker::from_shape(&[rows, 1]), sum);
+    Kernel::new(vec![out], Target::c()).unwrap()
+}
+
+fn matvec_bytes(rows: usize, cols: usize) -> Vec<usize> {
+    vec![rows * 4, rows * cols * 4, cols * 4]
+}
+
+fn program(k: &Kernel, opts: &[Opt]) -> Program {
+    to_program(&apply_all(k, opts).unwrap()).unwrap()
+}
+
+fn an386() -> board::BoardInfo {
+    board::info("qemu-an386").unwrap()
+}
+
+#[test]
+fn instructions_rank_candidates_the_same_every_time() {
+    let board = an386();
+    let small = matvec(16, 8);
+    let big = matvec(16, 64);
+    let small_programs = [
+        program(&small, &[]),
+        program(&small, &[Opt::new(OptOp::Unroll, 0, 0)]),
+        program(
+            &small,
+            &[Opt::new(OptOp::Unroll, 0, 0), Opt::new(OptOp::Upcast, 0, 4)],
+        ),
+    ];
+    // A candidate that does not compile for the board.
+    let mut broken = program(&big, &[]);
+    broken.src = broken.src.replacen('{', "{ this is not C;", 1);
+    let big_programs = [program(&big, &[]), broken];
+    let (small_bytes, big_bytes) = (matvec_bytes(16, 8), matvec_bytes(16, 64));
+    let kernels = [
+        measure::KernelCandidates {
+            kernel: "small",
+            programs: &small_programs,
+            buffer_bytes: &small_bytes,
+        },
+        measure::KernelCandidates {
+            kernel: "big",
+            programs: &big_programs,
+            buffer_bytes: &big_bytes,
+        },
+    ];
+    let started = Instant::now();
+    let first = measure::count_candidates(&board, &kernels, &mut |_, _| {})
+        .unwrap_or_else(|e| panic!("{e}"));
+    eprintln!(
+        "measured in {:.1} s: {first:?}",
+        started.elapsed().as_secs_f64()
+    );
+    let small_counts: Vec<u64> = first[0].iter().map(|c| c.unwrap()).collect();
+    let plain = first[1][0].expect("the plain big kernel is measured");
+    assert_eq!(first[1][1], None, "the broken candidate has no cost");
+    // 8× the reduce is several times the instructions.
+    assert!(plain > 4 * small_counts[0], "{first:?}");
+    // Unrolled, the loop's own instructions are gone.
+    assert!(small_counts[1] < small_counts[0], "{first:?}");
+    assert!(small_counts[2] < small_counts[0], "{first:?}");
+    let again = measure::count_candidates(&board, &kernels[..1], &mut |_, _| {})
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(again[0], first[0], "instruction counts are exact");
+}
+
+#[test]
+fn the_board_cost_is_named_after_the_board_and_its_flags() {
+    let name = measure::cost_name(&an386()).unwrap();
+    assert!(name.contains("qemu-an386"), "{name}");
+    assert!(name.contains("-mcpu=cortex-m4"), "{name}");
+    assert!(name.contains("thumbv7em-none-eabihf"), "{name}");
+    let other = measure::cost_name(&board::info("qemu-an385-m0").unwrap()).unwrap();
+    assert_ne!(name, other);
+}
+
+#[test]
+fn a_board_search_is_cached_and_measures_nothing_the_second_time() {
+    let board = an386();
+    let dir = tempfile::tempdir().unwrap();
+    let cache = Cache {
+        dir: dir.path().to_path_buf(),
+    };
+    let kernels = [matvec(16, 8), matvec(8, 16)];
+    let bytes = [matvec_bytes(16, 8), matvec_bytes(8, 16)];
+    let context = measure::cost_name(&board).unwrap();
+    let labels = ["a", "b"];
+    let images = std::cell::Cell::new(0);
+    let mut cost = |groups: &[Candidates]| {
+        images.set(images.get() + 1);
+        let candidates: Vec<measure::KernelCandidates> = groups
+            .iter()
+            .map(|g| measure::KernelCandidates {
+                kernel: labels[g.kernel],
+                programs: &g.programs,
+                buffer_bytes: &bytes[g.kernel],
+            })
+            .collect();
+        let counts =
+            measure::count_candidates(&board, &candidates, &mut |_, _| {}).map_err(|e| {
+                kiln_codegen::kernel::search::SearchError::Board {
+                    board: board.name.clone(),
+                    reason: e.to_string(),
+                }
+            })?;
+        Ok(counts
+            .into_iter()
+            .map(|c| c.into_iter().map(|n| n.map(|n| n as f64)).collect())
+            .collect())
+    };
+    let started = Instant::now();
+    let first = cached_beam_search_many(&kernels, 2, &cache, &context, &mut cost).unwrap();
+    let rounds = images.get();
+    eprintln!(
+        "searched 2 kernels in {rounds} measurements, {:.1} s: {first:?}",
+        started.elapsed().as_secs_f64()
+    );
+    assert!(first.iter().all(|(_, hit)| !hit));
+    assert!(rounds >= 2);
+    let again = cached_beam_search_many(&kernels, 2, &cache, &context, &mut cost).unwrap();
+    assert_eq!(images.get(), rounds, "a cache hit builds no image");
+    assert!(again.iter().all(|(_, hit)| *hit));
+    assert_eq!(
+        again.iter().map(|(o, _)| o).collect::<Vec<_>>(),
+        first.iter().map(|(o, _)| o).collect::<Vec<_>>()
+    );
+    // The host's results are another entry.
+    let mut host = |groups: &[Candidates]| {
+        Ok(groups
+            .iter()
+            .map(|g| vec![Some(1.0); g.programs.len()])
+            .collect())
+    };
+    let host_run = cached_beam_search_many(&kernels, 2, &cache, "host-wall", &mut host).unwrap();
+    assert!(host_run.iter().all(|(_, hit)| !hit));
+}
+
+fn weight(g: &mut Graph, shape: &[usize], seed: u32) -> Lazy {
+    let n: usize = shape.iter().product();
+    let v: Vec<f32> = (0..n)
+        .map(|i| ((((i as u32).wrapping_mul(2654435761) ^ seed) % 1000) as f32 / 500.0) - 1.0)
+        .collect();
+    let bytes = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+    g.weight("w", DType::F32, shape, bytes)
+}
+
+#[test]
+fn a_model_searched_on_the_board_runs_there_like_the_host() {
+    let board = an386();
+    let mut g = Graph::new();
+    let x = g.input("x", DType::F32, &[1, 32]);
+    let w = weight(&mut g, &[32, 16], 1);
+    let y = g.matmul(&x, &w).unwrap();
+    let r = g.relu(&y).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let beam = Beam {
+        width: 2,
+        cache: Cache {
+            dir: dir.path().to_path_buf(),
+        },
+        cost: BeamCost::Board(board.clone()),
+    };
+    let started = Instant::now();
+    let (searched, stats) = compile_graph_beam(
+        "mv",
+        &g,
+        std::slice::from_ref(&r),
+        &Target::c(),
+        true,
+        Some(&beam),
+        &mut |_, _| {},
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    eprintln!(
+        "searched in {:.1} s: {stats:?}",
+        started.elapsed().as_secs_f64()
+    );
+    assert!(stats.searched > 0 && stats.cached == 0, "{stats:?}");
+    let (_, stats) = compile_graph_beam(
+        "mv",
+        &g,
+        std::slice::from_ref(&r),
+        &Target::c(),
+        true,
+        Some(&beam),
+        &mut |_, _| {},
+    )
+    .unwrap();
+    assert!(stats.searched == 0 && stats.cached > 0, "{stats:?}");
+    let hand = compile_graph("mv", &g, &[r], &Target::c(), true, &mut |_, _| {}).unwrap();
+    let input: Vec<u8> = (0..32)
+        .map(|i| (i as f32 / 16.0) - 1.0)
+        .flat_map(|v: f32| v.to_le_bytes())
+        .collect();
+    let inputs = [input];
+    let cases = [
+        board::BatchCase {
+            bundle: &searched,
+            inputs: &inputs,
+        },
+        board::BatchCase {
+            bundle: &hand,
+            inputs: &inputs,
+        },
+    ];
+    let runs = board::run_batches_counted(
+        &board,
+        &cases,
+        std::time::Duration::from_secs(30),
+        &mut |_, _| {},
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let searched_run = runs[0].as_ref().unwrap();
+    let hand_run = runs[1].as_ref().unwrap();
+    assert_eq!(searched_run.outputs.len(), 1);
+    let floats = |b: &[u8]| -> Vec<f32> {
+        b.chunks_exact(4)
+            .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+            .collect()
+    };
+    let (a, b) = (
+        floats(&searched_run.outputs[0]),
+        floats(&hand_run.outputs[0]),
+    );
+    assert!(
+        a.iter().zip(&b).all(|(x, y)| (x - y).abs() <= 1e-5),
+        "{a:?} {b:?}"
+    );
+    let total = |r: &board::CaseRun| r.step_instructions.iter().sum::<u64>();
+    eprintln!(
+        "instructions: searched {}, hand-coded {}",
+        total(searched_run),
+        total(hand_run)
+    );
+    // The search measured the hand-coded opts too: it is never worse than them.
+    assert!(total(searched_run) <= total(hand_run), "{runs:?}");
+}
+
+fn kiln(args: &[&str], cache: &std::path::Path) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_kiln"))
+        .args(args)
+        .env("KILN_BEAM_CACHE", cache)
+        .output()
+        .expect("run kiln")
+}
+
+#[test]
+fn kiln_run_on_a_board_searches_by_its_instructions_and_compile_reuses_them() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let model = root.join("tests/models/mlp.onnx");
+    let data = root.join("tests/data/mlp");
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("cache");
+    let (model, data) = (model.to_str().unwrap(), data.to_str().unwrap());
+    let outs = dir.path().join("out");
+    let run = [
+        "run",
+        model,
+        "--board",
+        "qemu-an386",
+        "--beam",
+        "1",
+        "--inputs",
+        data,
+        "--outputs",
+        outs.to_str().unwrap(),
+        "--expect",
+        data,
+        "--rtol",
+        "1e-3",
+    ];
+    let started = Instant::now();
+    let o = kiln(&run, &cache);
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    eprintln!("{err}searched in {:.1} s", started.elapsed().as_secs_f64());
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains("beam search (instructions on qemu-an386)"),
+        "{err}"
+    );
+    assert!(!err.contains(" 0 kernels searched"), "{err}");
+    let bundle = dir.path().join("bundle");
+    let bundle = bundle.to_str().unwrap();
+    let compile = [
+        "compile",
+        model,
+        "--board",
+        "qemu-an386",
+        "--beam",
+        "1",
+        "-o",
+        bundle,
+    ];
+    let o = kiln(&compile, &cache);
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains(" 0 kernels searched"), "{err}");
+    // The host's search is another entry of the cache.
+    let o = kiln(&["compile", model, "--beam", "1", "-o", bundle], &cache);
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("(wall time on this host)"), "{err}");
+    assert!(!err.contains(" 0 kernels searched"), "{err}");
+    // A board cost only measures C kernels.
+    let o = kiln(
+        &[
+            "compile",
+            model,
+            "--target",
+            "opencl",
+            "--board",
+            "qemu-an386",
+            "-o",
+            bundle,
+        ],
+        &cache,
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--target host"));
+}
+
+#[test]
+fn a_board_that_cannot_measure_is_an_error_naming_it() {
+    let k = matvec(16, 8);
+    let programs = [program(&k, &[])];
+    let bytes = matvec_bytes(16, 8);
+    let kernels = [measure::KernelCandidates {
+        kernel: "mv",
+        programs: &programs,
+        buffer_bytes: &bytes,
+    }];
+    let real = board::info("nrf52840-dk").unwrap();
+    let err = measure::count_candidates(&real, &kernels, &mut |_, _| {}).unwrap_err();
+    assert!(err.to_string().contains("nrf52840-dk"), "{err}");
+    // Through the compiler: a search error that names the board, no panic.
+    let mut g = Graph::new();
+    let x = g.input("x", DType::F32, &[1, 8]);
+    let w = weight(&mut g, &[8, 4], 1);
+    let y = g.matmul(&x, &w).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let beam = Beam {
+        width: 1,
+        cache: Cache {
+            dir: dir.path().to_path_buf(),
+        },
+        cost: BeamCost::Board(real),
+    };
+    let err = compile_graph_beam(
+        "mv",
+        &g,
+        &[y],
+        &Target::c(),
+        true,
+        Some(&beam),
+        &mut |_, _| {},
+    )
+    .expect_err("a board that cannot measure fails the search");
+    assert!(err.to_string().contains("nrf52840-dk"), "{err}");
+}
