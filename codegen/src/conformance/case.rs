@@ -114,9 +114,10 @@ pub struct Prepared {
     pub outputs: Vec<(Scalar, Vec<usize>)>,
 }
 
-/// Runs the case in folder `dir` on the host and says what became of it.
+/// Runs the case in folder `dir` on the host (its kernels over the host's float vectors) and
+/// says what became of it.
 pub fn run_case(dir: &Path) -> Outcome {
-    let case = match prepare(dir) {
+    let case = match prepare(dir, &Target::host()) {
         Ok(c) => c,
         Err(outcome) => return outcome,
     };
@@ -153,8 +154,9 @@ pub fn check_outputs(case: &Prepared, got: &[Vec<u8>]) -> Outcome {
     Outcome::Pass
 }
 
-/// Loads, imports and compiles the case in folder `dir`; the outcome when it gets no further.
-pub fn prepare(dir: &Path) -> Result<Prepared, Outcome> {
+/// Loads, imports and compiles the case in folder `dir` for `target`; the outcome when it gets
+/// no further.
+pub fn prepare(dir: &Path, target: &Target) -> Result<Prepared, Outcome> {
     let model = match onnx::load(&dir.join("model.onnx")) {
         Ok(m) => m,
         Err(e) => {
@@ -218,7 +220,7 @@ pub fn prepare(dir: &Path) -> Result<Prepared, Outcome> {
         "case",
         &imported.graph,
         &imported.outputs,
-        &Target::c(),
+        target,
         true,
         &mut |_, _| {},
     ) {
