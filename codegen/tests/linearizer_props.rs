@@ -1,7 +1,7 @@
 //! Property test: random kernels (random shapes up to rank 4, random views of the inputs,
 //! elementwise chains, zero to two reduces, random legal opts) give the naive reference's
-//! result both in the UOp interpreter (for a loop-only C target and for a threaded target
-//! with local memory) and as C compiled by the system C compiler.
+//! result both in the UOp interpreter (for a loop-only C target, a C target with float vectors
+//! and for a threaded target with local memory) and as C compiled by the system C compiler.
 
 mod common;
 
@@ -9,7 +9,8 @@ use common::cdriver::{run_batch, Call};
 use common::gen::{random_case, random_opts, Case};
 use common::naive::{close, evaluate, Val};
 use common::rng::Rng;
-use kiln_codegen::kernel::{Kernel, Opt};
+use kiln_codegen::kernel::layout::relayouts;
+use kiln_codegen::kernel::{Kernel, KernelBuffer, Opt, OptOp};
 use kiln_codegen::linearize::{linearize, to_program, LinearizeError};
 use kiln_codegen::render::Target;
 use kiln_codegen::uop::interp::{run, HostBuffer};
@@ -19,6 +20,8 @@ use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use std::collections::HashMap;
 
 const CASES: usize = 500;
+/// Kernels computed over vector lanes, at least.
+const SIMD_CASES: usize = 100;
 const SEED: [u8; 32] = *b"kiln linearizer property tests!!";
 
 /// The cases' seeds; `KILN_PROPS_SEED=n` explores another fixed sequence.
@@ -72,17 +75,95 @@ fn check(got: &[f64], want: &[Val], int: bool, what: &str) {
     }
 }
 
-fn buffers(case: &Case) -> HashMap<BufferId, HostBuffer> {
+/// Each input's data as the kernel reads it: in the new order of the inputs it laid out again.
+fn input_data(case: &Case, k: &Kernel) -> Vec<(u32, Vec<f64>)> {
+    let moved = relayouts(k);
+    case.inputs
+        .iter()
+        .map(|i| {
+            let r = moved
+                .iter()
+                .find(|r| matches!(&k.bufs[r.buf], KernelBuffer::Mem(m) if m.idx.0 == i.id));
+            let data = match r {
+                Some(r) => r.order.iter().map(|&o| i.data[o]).collect(),
+                None => i.data.clone(),
+            };
+            (i.id, data)
+        })
+        .collect()
+}
+
+fn buffers(case: &Case, k: &Kernel) -> HashMap<BufferId, HostBuffer> {
     let out: usize = case.out_shape.iter().product();
     let mut m = HashMap::new();
     m.insert(BufferId(0), HostBuffer::zeros(case.dtype.scalar, out));
-    for i in &case.inputs {
-        m.insert(
-            BufferId(i.id),
-            HostBuffer::from_f64(case.dtype.scalar, &i.data),
-        );
+    for (id, data) in input_data(case, k) {
+        m.insert(BufferId(id), HostBuffer::from_f64(case.dtype.scalar, &data));
     }
     m
+}
+
+/// The kinds of target a case runs on.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// Loops only, scalars.
+    Plain,
+    /// Loops, and reduces over float vectors of up to 16 lanes; every input may be laid out
+    /// again, and the kernel starts with an output axis upcast to lanes.
+    Simd,
+    /// Threads and local memory.
+    Threaded,
+}
+
+/// A fresh kernel of `case` for `kind`, with its opts.
+fn kernel_for(case: &Case, kind: Kind, stats: &mut Stats) -> Option<(Kernel, Vec<Opt>)> {
+    let target = match kind {
+        Kind::Plain => Target::c(),
+        Kind::Simd => Target {
+            simd_lanes: 16,
+            ..Target::host()
+        },
+        Kind::Threaded => Target::threaded(vec![64, 64, 64], vec![16, 16, 16]),
+    };
+    let mut k = Kernel::new(case.ast.clone(), target).expect("a valid kernel");
+    let salt = match kind {
+        Kind::Plain => 0x43,
+        Kind::Simd => 0x5349,
+        Kind::Threaded => 0x7448,
+    };
+    let mut rng = Rng::new(case.seed ^ salt);
+    let mut opts = Vec::new();
+    if kind == Kind::Simd {
+        k.free_layout = k
+            .bufs
+            .iter()
+            .enumerate()
+            .filter_map(|(b, buf)| match buf {
+                KernelBuffer::Mem(m) => case
+                    .inputs
+                    .iter()
+                    .find(|i| i.id == m.idx.0)
+                    .map(|i| (b, i.data.len())),
+                _ => None,
+            })
+            .collect();
+        let lanes: usize = rng.pick(&[8, 16]);
+        let axis = (0..k.first_reduce()).find(|&a| k.full_shape()[a].is_multiple_of(lanes))?;
+        let opt = Opt::new(OptOp::Upcast, axis, lanes);
+        k.apply_opt(opt).ok()?;
+        opts.push(opt);
+    }
+    if kind != Kind::Threaded && rng.below(3) == 0 {
+        kiln_codegen::kernel::heuristic::hand_coded_optimizations(&mut k);
+        opts = k.applied_opts.clone();
+    } else {
+        opts.extend(random_opts(&mut rng, &mut k, kind == Kind::Threaded));
+    }
+    if kind == Kind::Simd && k.vector_axis().is_some() {
+        stats.simd += 1;
+        stats.relaid += (!relayouts(&k).is_empty()) as usize;
+    }
+    Some((k, opts))
 }
 
 #[derive(Default, Debug)]
@@ -92,24 +173,16 @@ struct Stats {
     multireduce: usize,
     opts: HashMap<String, usize>,
     grouped: usize,
+    /// Kernels computed over vector lanes, and of those, with an input laid out again.
+    simd: usize,
+    relaid: usize,
     unfit: usize,
 }
 
-fn interp_case(case: &Case, want: &[Val], threaded: bool, stats: &mut Stats) -> Option<Call> {
-    let target = if threaded {
-        Target::threaded(vec![64, 64, 64], vec![16, 16, 16])
-    } else {
-        Target::c()
-    };
-    let name = target.name;
-    let mut k = Kernel::new(case.ast.clone(), target).expect("a valid kernel");
-    let mut rng = Rng::new(case.seed ^ if threaded { 0x7448 } else { 0x43 });
-    let opts = if !threaded && rng.below(3) == 0 {
-        kiln_codegen::kernel::heuristic::hand_coded_optimizations(&mut k);
-        k.applied_opts.clone()
-    } else {
-        random_opts(&mut rng, &mut k, threaded)
-    };
+fn interp_case(case: &Case, want: &[Val], kind: Kind, stats: &mut Stats) -> Option<Call> {
+    let threaded = kind == Kind::Threaded;
+    let (k, opts) = kernel_for(case, kind, stats)?;
+    let name = k.target.name;
     for o in &opts {
         *stats.opts.entry(format!("{:?}", o.op)).or_default() += 1;
     }
@@ -123,7 +196,7 @@ fn interp_case(case: &Case, want: &[Val], threaded: bool, stats: &mut Stats) -> 
         }
         Err(e) => panic!("{what}\nlinearize failed: {e}"),
     };
-    let mut bufs = buffers(case);
+    let mut bufs = buffers(case, &k);
     run(&lin.uops, &mut bufs, &HashMap::new())
         .unwrap_or_else(|e| panic!("{what}\ninterpreter: {e}\n{}", lin.uops.listing()));
     check(
@@ -137,7 +210,7 @@ fn interp_case(case: &Case, want: &[Val], threaded: bool, stats: &mut Stats) -> 
     }
     let program = to_program(&k).unwrap_or_else(|e| panic!("{what}\nrender failed: {e}"));
     let mut order: Vec<(u32, Vec<f64>)> = vec![(0, vec![0.0; want.len()])];
-    order.extend(case.inputs.iter().map(|i| (i.id, i.data.clone())));
+    order.extend(input_data(case, &k));
     let buffers = program
         .buffers
         .iter()
@@ -160,7 +233,7 @@ fn interp_case(case: &Case, want: &[Val], threaded: bool, stats: &mut Stats) -> 
 fn random_kernels_match_the_naive_reference() {
     let mut stats = Stats::default();
     let mut pending: Vec<(usize, Call, Vec<Val>)> = Vec::new();
-    let cases: Vec<Case> = seeds().into_iter().map(random_case).collect();
+    let mut cases: Vec<Case> = seeds().into_iter().map(random_case).collect();
     for (i, case) in cases.iter().enumerate() {
         let want = evaluate(case);
         stats.cases += 1;
@@ -171,10 +244,25 @@ fn random_kernels_match_the_naive_reference() {
             .count();
         stats.reduces += (nred > 0) as usize;
         stats.multireduce += (nred > 1) as usize;
-        if let Some(call) = interp_case(case, &want, false, &mut stats) {
-            pending.push((i, call, want.clone()));
+        for kind in [Kind::Plain, Kind::Simd] {
+            if let Some(call) = interp_case(case, &want, kind, &mut stats) {
+                pending.push((i, call, want.clone()));
+            }
         }
-        interp_case(case, &want, true, &mut stats);
+        interp_case(case, &want, Kind::Threaded, &mut stats);
+    }
+    // Few random shapes have an axis of 8 or 16: more cases for the vector lanes alone, from
+    // the same seeds turned another way, until enough of them compute over vectors.
+    let mut more = seeds().into_iter().cycle().enumerate();
+    while stats.simd < SIMD_CASES {
+        let (n, seed) = more.next().expect("endless");
+        assert!(n < 40 * CASES, "too few cases with vector lanes: {stats:?}");
+        let case = random_case(seed ^ (n as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        let want = evaluate(&case);
+        if let Some(call) = interp_case(&case, &want, Kind::Simd, &mut stats) {
+            cases.push(case);
+            pending.push((cases.len() - 1, call, want));
+        }
     }
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("linearizer-props");
     for (b, chunk) in pending.chunks(125).enumerate() {
@@ -187,7 +275,7 @@ fn random_kernels_match_the_naive_reference() {
             .collect();
         let outs = run_batch(&dir.join(format!("batch{b}")), &calls);
         for ((i, call, want), got) in chunk.iter().zip(outs) {
-            let what = describe(&cases[*i], &call.program.applied_opts, "c");
+            let what = describe(&cases[*i], &call.program.applied_opts, "c or host");
             check(
                 &got,
                 want,
@@ -205,6 +293,10 @@ fn random_kernels_match_the_naive_reference() {
     assert!(
         stats.grouped > CASES / 50,
         "grouped reduces exercised: {stats:?}"
+    );
+    assert!(
+        stats.simd >= SIMD_CASES && stats.relaid > SIMD_CASES / 10,
+        "vector lanes exercised: {stats:?}"
     );
     for op in ["Upcast", "Unroll", "PadTo", "Local", "Group", "NoLocals"] {
         assert!(

@@ -20,8 +20,9 @@ fn upcast_size(k: &Kernel) -> usize {
 /// vector lanes (see [`Kernel::vector_axis`]), preferring the one along which the most buffers
 /// are broadcast. Returns the lane count, or 0 when no axis qualifies.
 fn vector_lanes(k: &mut Kernel) -> usize {
-    let lanes = k.target.simd_lanes as usize;
-    if lanes == 0 || k.reduceops.is_empty() {
+    // Eight lanes even where the vectors hold sixteen: the BEAM search tries the wider ones.
+    let lanes = (k.target.simd_lanes as usize).min(8);
+    if lanes < 8 || k.reduceops.is_empty() {
         return 0;
     }
     let mut best: Option<((std::cmp::Reverse<usize>, usize), Kernel)> = None;

@@ -24,12 +24,12 @@ pub struct Relayout {
 
 impl Kernel {
     /// The upcast output axis computed as vector lanes, when the target has float vectors:
-    /// an axis of exactly the target's lane count along which every buffer read under the
-    /// reduces has a constant stride, the one needing the fewest gathers (see
-    /// [`Kernel::lane_gathers`]).
+    /// an axis of 8 or, where the target's vectors are that wide, 16 lanes, along which every
+    /// buffer read under the reduces has a constant stride; the one needing the fewest gathers
+    /// (see [`Kernel::lane_gathers`]).
     pub fn vector_axis(&self) -> Option<usize> {
-        let lanes = self.target.simd_lanes as usize;
-        if lanes == 0 || self.reduceops.is_empty() || self.group_for_reduces > 0 {
+        let most = self.target.simd_lanes as usize;
+        if most < 8 || self.reduceops.is_empty() || self.group_for_reduces > 0 {
             return None;
         }
         let f32_only = self
@@ -47,7 +47,7 @@ impl Kernel {
         let n = self.shape_len();
         let (full, out) = (self.full_shape(), self.output_shape());
         (n - self.upcasted..n)
-            .filter(|&a| full[a] == lanes && out[a] == full[a])
+            .filter(|&a| matches!(full[a], 8 | 16) && full[a] <= most && out[a] == full[a])
             .filter_map(|a| Some((self.lane_gathers(a)?, a)))
             .min()
             .map(|(_, a)| a)

@@ -211,7 +211,9 @@ impl Kernel {
                     a < self.first_reduce(),
                     "UPCAST is for non-reduce axes",
                 )?;
-                check(self, amt <= 8, "upcasting more than 8 is not allowed")?;
+                // A target's vector lanes may be more than 8 (16 floats in 512 bits).
+                let most = 8.max(self.target.simd_lanes as usize);
+                check(self, amt <= most, "upcasting more than 8 is not allowed")?;
                 self.shift_to(a, amt, false, None)?;
                 self.upcast(opt)?;
             }

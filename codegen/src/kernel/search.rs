@@ -21,7 +21,7 @@ const MAX_ROUNDS: usize = 5;
 const MIN_GAIN: f64 = 0.01;
 /// Part of every cache key: bumped when the actions, the search or the hand-coded opts it
 /// starts from change, so that older results are searched again.
-const SEARCH_VERSION: u32 = 3;
+const SEARCH_VERSION: u32 = 4;
 
 /// Errors of the search.
 #[derive(Debug, thiserror::Error)]
@@ -64,8 +64,10 @@ pub fn searchable(k: &Kernel) -> bool {
 /// The actions tried on every kernel of the beam.
 pub fn actions(k: &Kernel) -> Vec<Opt> {
     let mut out = Vec::new();
+    // Vector lanes wider than 8 where the target has them (16 floats in 512 bits).
+    let wide = (k.target.simd_lanes > 8).then_some(k.target.simd_lanes as usize);
     for axis in 0..k.first_reduce() {
-        for amt in [2, 3, 4, 5, 8] {
+        for amt in [2, 3, 4, 5, 8].into_iter().chain(wide) {
             out.push(Opt::new(OptOp::Upcast, axis, amt));
         }
     }

@@ -76,12 +76,17 @@ impl Target {
         }
     }
 
-    /// C for the CPU that builds it: reduces over 8-lane float vectors (GCC/Clang vector
-    /// extensions, which the C compiler maps onto the CPU's vector unit).
+    /// C for the CPU that builds it: reduces over float vectors (GCC/Clang vector extensions,
+    /// which the C compiler maps onto the CPU's vector unit) of 8 lanes, or 16 where the CPU
+    /// has 512-bit vectors.
     pub fn host() -> Self {
         Target {
-            name: "host",
-            simd_lanes: 8,
+            name: if host_has_wide_vectors() {
+                "host-512"
+            } else {
+                "host"
+            },
+            simd_lanes: if host_has_wide_vectors() { 16 } else { 8 },
             ..Target::c()
         }
     }
@@ -127,6 +132,18 @@ impl Target {
             supports_double: true,
             dialect: Dialect::c(),
         }
+    }
+}
+
+/// Whether this CPU computes on 512-bit float vectors (AVX-512F).
+fn host_has_wide_vectors() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx512f")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
     }
 }
 
