@@ -520,7 +520,8 @@ fn markdown(rows: &[Row], refs: &Refs, runs: usize, beam: usize, board_beam: boo
         s,
         "\nkws and str_ww have no float TFLite model that TFLM runs. resnet_block is \
          `tests/models/residual.onnx` (conv-BN-ReLU-conv-BN + skip, pools). The host runs its \
-         kernels over 8-lane float vectors; the board, which has none, runs plain C kernels \
+         kernels over float vectors of 8 lanes (16 where the CPU has AVX-512 and the search \
+         chose them); the board, which has none, runs plain C kernels \
          with {}.",
         if board_beam && beam > 0 {
             format!("opts from a BEAM search of width {beam} by the board's instructions")
