@@ -51,7 +51,7 @@ const TIMING_ROUNDS: usize = 5;
 
 /// Wall time of one call of each program (seconds), all compiled into one library with
 /// [`HOST_OPT`] and run on zeroed buffers of `buf_bytes` (by AST buffer index): the best of
-/// [`TIMING_ROUNDS`] timings of enough repeated calls to last about a millisecond, the programs
+/// `TIMING_ROUNDS` timings of enough repeated calls to last about a millisecond, the programs
 /// timed in turn in each round.
 pub fn time_kernels(
     programs: &[crate::linearize::Program],
