@@ -8,7 +8,7 @@
 //! lane axis innermost, so a 1×1 convolution reads eight output channels' weights as one
 //! vector while the activation it multiplies is one scalar for all eight.
 
-use super::Kernel;
+use super::{Kernel, KernelBuffer};
 use crate::dtype::Scalar;
 use crate::shape::{ShapeTracker, View};
 
@@ -75,6 +75,18 @@ impl Kernel {
     /// Buffer `b` laid out for lanes along `axis`, when it is free and the view allows.
     fn relayout_of(&self, b: usize, axis: usize) -> Option<Relayout> {
         let &(_, numel) = self.free_layout.iter().find(|(i, _)| *i == b)?;
+        // Read through another view too: one order cannot serve both.
+        let KernelBuffer::Mem(mine) = &self.bufs[b] else {
+            return None;
+        };
+        let other_view = self
+            .bufs
+            .iter()
+            .enumerate()
+            .any(|(i, x)| i != b && matches!(x, KernelBuffer::Mem(m) if m.idx == mine.idx));
+        if other_view {
+            return None;
+        }
         let st = &self.sts[b];
         let [view] = st.views.as_slice() else {
             return None;
@@ -224,5 +236,29 @@ mod tests {
         let axis = part.vector_axis().expect("lanes along the outputs");
         assert_eq!(part.lane_gathers(axis), Some(1));
         assert!(relayouts(&part).is_empty());
+    }
+
+    #[test]
+    fn a_weight_read_through_two_views_keeps_its_layout() {
+        // out[o] = sum_i w[o, i] * w[0, i]: w twice, the second view its first row.
+        let w = LazyOp::load(1, DType::F32, ShapeTracker::from_shape(&[16, 4]));
+        let row = ShapeTracker::from_shape(&[16, 4])
+            .shrink(&[(0, 1), (0, 4)])
+            .unwrap()
+            .expand(&[16, 4])
+            .unwrap();
+        let row = LazyOp::load(1, DType::F32, row);
+        let mul = LazyOp::alu(AluOp::Binary(BinaryOp::Mul), vec![w, row]);
+        let sum = LazyOp::reduce(ReduceOp::Sum, vec![1], mul);
+        let out = LazyOp::store(0, ShapeTracker::from_shape(&[16, 1]), sum);
+        let mut k = lanes_on_outputs(Kernel::new(vec![out], Target::host()).unwrap());
+        let views: Vec<usize> = (0..k.bufs.len())
+            .filter(|&i| matches!(&k.bufs[i], KernelBuffer::Mem(m) if m.idx.0 == 1))
+            .collect();
+        assert_eq!(views.len(), 2);
+        k.free_layout = views.iter().map(|&b| (b, 64)).collect();
+        assert!(relayouts(&k).is_empty());
+        let axis = k.vector_axis().expect("lanes along the outputs");
+        assert_eq!(k.lane_gathers(axis), Some(1), "the full view is gathered");
     }
 }
