@@ -2,8 +2,8 @@
 
 use crate::dtype::DType;
 use crate::kernel::ast::LazyOp;
-use crate::kernel::{Kernel, Opt, OptOp};
-use crate::linearize::to_program;
+use crate::kernel::{Kernel, KernelBuffer, Opt, OptOp};
+use crate::linearize::{to_program, Program};
 use crate::ops::{AluOp, BinaryOp, ReduceOp};
 use crate::render::Target;
 use crate::shape::ShapeTracker;
@@ -15,7 +15,9 @@ pub struct Args {
     /// Built-in example kernel: `matvec` (y = W·x + b, relu) or `softmax-max` (row max).
     #[arg(long, default_value = "matvec")]
     example: String,
-    /// Target: `c` (loops only) or `threaded` (a GPU-like device with local memory).
+    /// Target: `c` (loops only), `host` (loops, reduces over this CPU's float vectors; the
+    /// example's weights are constants only this kernel reads) or `threaded` (a GPU-like device
+    /// with local memory).
     #[arg(long, default_value = "c")]
     target: String,
     /// Optimizations to apply, each `OP:AXIS:AMOUNT` (e.g. `upcast:0:4`, `unroll:0:4`,
@@ -81,18 +83,35 @@ pub fn parse_opt(s: &str) -> Result<Opt> {
     Ok(Opt::new(op, axis, amt))
 }
 
-pub fn run(a: Args) -> Result<ExitCode> {
-    let target = match a.target.as_str() {
+/// The example kernel `example` for the target named `target`, with `opts` applied, and its
+/// program.
+fn explained(example_name: &str, target: &str, opts: &[String]) -> Result<(Kernel, Program)> {
+    let t = match target {
         "c" => Target::c(),
+        "host" => Target::host(),
         "threaded" => Target::threaded(vec![65535, 65535, 65535], vec![256, 256, 64]),
-        other => bail!("unknown target `{other}` (try `c` or `threaded`)"),
+        other => bail!("unknown target `{other}` (try `c`, `host` or `threaded`)"),
     };
-    let ast = example(&a.example)?;
-    let mut k = Kernel::new(ast, target)?;
-    for o in &a.opts {
+    let mut k = Kernel::new(example(example_name)?, t)?;
+    if target == "host" {
+        // The example's contiguous loads are its weights: free to be laid out for the lanes.
+        k.free_layout = k
+            .bufs
+            .iter()
+            .enumerate()
+            .filter(|(i, b)| *i > 0 && matches!(b, KernelBuffer::Mem(_)) && k.sts[*i].contiguous())
+            .map(|(i, _)| (i, k.sts[i].size()))
+            .collect();
+    }
+    for o in opts {
         k.apply_opt(parse_opt(o)?)?;
     }
     let p = to_program(&k)?;
+    Ok((k, p))
+}
+
+pub fn run(a: Args) -> Result<ExitCode> {
+    let (k, p) = explained(&a.example, &a.target, &a.opts)?;
     println!("== AST\n{}", p.ast);
     println!(
         "== kernel {}: full shape {:?}, first_reduce {}, local_dims {}, group_for_reduces {}, upcasted {}",
@@ -112,4 +131,24 @@ pub fn run(a: Args) -> Result<ExitCode> {
         println!("global size {g:?}, local size {l:?}");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_host_target_shows_the_matvec_over_vector_lanes() {
+        let (k, p) = explained("matvec", "host", &["upcast:0:8".into()]).unwrap();
+        assert!(k.vector_axis().is_some());
+        assert!(p.src.contains("float8 acc0"), "{}", p.src);
+        assert!(
+            p.src.contains("*((float8*)(data1+"),
+            "W as vectors: {}",
+            p.src
+        );
+        let (_, plain) = explained("matvec", "c", &["upcast:0:8".into()]).unwrap();
+        assert!(!plain.src.contains("float8"));
+        assert!(explained("matvec", "tpu", &[]).is_err());
+    }
 }
