@@ -2,35 +2,22 @@
 //! an emulated Cortex-M4F (`qemu-an386`), many kernels in one image, cached like the host
 //! search. These need the board toolchain (`scripts/setup-toolchain.sh`).
 
+mod common;
+
+use common::weights::weight;
 use kiln_codegen::board::{self, measure};
 use kiln_codegen::compile::{compile_graph, compile_graph_beam, Beam, BeamCost};
 use kiln_codegen::dtype::DType;
-use kiln_codegen::graph::{Graph, Lazy};
-use kiln_codegen::kernel::ast::LazyOp;
+use kiln_codegen::graph::Graph;
 use kiln_codegen::kernel::search::{apply_all, cached_beam_search_many, Cache, Candidates};
 use kiln_codegen::kernel::{Kernel, Opt, OptOp};
 use kiln_codegen::linearize::{to_program, Program};
-use kiln_codegen::ops::{AluOp, BinaryOp, ReduceOp};
 use kiln_codegen::render::Target;
-use kiln_codegen::shape::ShapeTracker;
 use std::time::Instant;
 
 /// out[i] = sum_j a[i, j] * b[j]: an `rows`×`cols` matrix times a vector.
 fn matvec(rows: usize, cols: usize) -> Kernel {
-    let a = ShapeTracker::from_shape(&[rows, cols]);
-    let b = ShapeTracker::from_shape(&[1, cols])
-        .expand(&[rows, cols])
-        .unwrap();
-    let mul = LazyOp::alu(
-        AluOp::Binary(BinaryOp::Mul),
-        vec![
-            LazyOp::load(1, DType::F32, a),
-            LazyOp::load(2, DType::F32, b),
-        ],
-    );
-    let sum = LazyOp::reduce(ReduceOp::Sum, vec![1], mul);
-    let out = LazyOp::store(0, ShapeTracker::from_shape(&[rows, 1]), sum);
-    Kernel::new(vec![out], Target::c()).unwrap()
+    kiln_codegen::kernel::examples::matvec(rows, cols, Target::c())
 }
 
 fn matvec_bytes(rows: usize, cols: usize) -> Vec<usize> {
@@ -164,15 +151,6 @@ fn a_board_search_is_cached_and_measures_nothing_the_second_time() {
     };
     let host_run = cached_beam_search_many(&kernels, 2, &cache, "host-wall", &mut host).unwrap();
     assert!(host_run.iter().all(|(_, hit)| !hit));
-}
-
-fn weight(g: &mut Graph, shape: &[usize], seed: u32) -> Lazy {
-    let n: usize = shape.iter().product();
-    let v: Vec<f32> = (0..n)
-        .map(|i| ((((i as u32).wrapping_mul(2654435761) ^ seed) % 1000) as f32 / 500.0) - 1.0)
-        .collect();
-    let bytes = v.iter().flat_map(|x| x.to_le_bytes()).collect();
-    g.weight("w", DType::F32, shape, bytes)
 }
 
 #[test]

@@ -2,26 +2,20 @@
 //! host. These need the board toolchain (`scripts/setup-toolchain.sh`); without it they fail,
 //! saying so.
 
+mod common;
+
+use common::weights::weight;
 use kiln_codegen::board::{self, BoardError, BoardInfo, BuiltImage, Io, RunOptions};
 use kiln_codegen::bundle::{Bundle, SCHEDULE_FILE};
 use kiln_codegen::compile::compile_graph;
 use kiln_codegen::dtype::DType;
-use kiln_codegen::graph::{Graph, Lazy};
+use kiln_codegen::graph::Graph;
 use kiln_codegen::host;
 use kiln_codegen::render::Target;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 const TIMEOUT: Duration = Duration::from_secs(120);
-
-fn weight(g: &mut Graph, shape: &[usize], seed: u32) -> Lazy {
-    let n: usize = shape.iter().product();
-    let v: Vec<f32> = (0..n)
-        .map(|i| ((((i as u32).wrapping_mul(2654435761) ^ seed) % 1000) as f32 / 500.0) - 1.0)
-        .collect();
-    let bytes = v.iter().flat_map(|x| x.to_le_bytes()).collect();
-    g.weight("w", DType::F32, shape, bytes)
-}
 
 /// conv 3→4 (3×3, padded) + relu + 2×2 average pool + matmul to 5 + softmax on a 3×8×8
 /// image: every kind of kernel, in a few KiB of arena (a micro:bit has 16 KiB of RAM).

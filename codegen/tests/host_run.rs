@@ -1,6 +1,9 @@
 //! A graph compiled to a bundle, its C compiled by the system C compiler and run by the
 //! firmware executor on the host, against the same schedule run in the UOp interpreter.
 
+mod common;
+
+use common::weights::weight;
 use kiln_codegen::compile::compile_graph;
 use kiln_codegen::dtype::{DType, Scalar};
 use kiln_codegen::graph::Graph;
@@ -8,19 +11,6 @@ use kiln_codegen::host;
 use kiln_codegen::render::Target;
 use kiln_codegen::schedule::{create_schedule, eval::run_interpreted};
 use kiln_codegen::uop::interp::HostBuffer;
-
-fn weight(g: &mut Graph, shape: &[usize], seed: u32) -> kiln_codegen::graph::Lazy {
-    let n: usize = shape.iter().product();
-    let v: Vec<f32> = (0..n)
-        .map(|i| ((((i as u32).wrapping_mul(2654435761) ^ seed) % 1000) as f32 / 500.0) - 1.0)
-        .collect();
-    g.weight(
-        "w",
-        DType::F32,
-        shape,
-        v.iter().flat_map(|x| x.to_le_bytes()).collect(),
-    )
-}
 
 /// Compiles `out` of `g` for `target`, runs it on the host on `input`: the bundle and the
 /// output as floats, and the interpreter's output of the unoptimized schedule.

@@ -119,26 +119,11 @@ pub fn hand_coded_optimizations(k: &mut Kernel) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dtype::DType;
-    use crate::kernel::ast::LazyOp;
-    use crate::ops::{AluOp, BinaryOp, ReduceOp};
     use crate::render::Target;
-    use crate::shape::ShapeTracker;
 
     /// out[i] = sum_j a[i, j] * b[j] for an `n`×8 matrix `a`.
     fn matvec(n: usize) -> Kernel {
-        let a = ShapeTracker::from_shape(&[n, 8]);
-        let b = ShapeTracker::from_shape(&[1, 8]).expand(&[n, 8]).unwrap();
-        let mul = LazyOp::alu(
-            AluOp::Binary(BinaryOp::Mul),
-            vec![
-                LazyOp::load(1, DType::F32, a),
-                LazyOp::load(2, DType::F32, b),
-            ],
-        );
-        let sum = LazyOp::reduce(ReduceOp::Sum, vec![1], mul);
-        let out = LazyOp::store(0, ShapeTracker::from_shape(&[n, 1]), sum);
-        Kernel::new(vec![out], Target::c()).unwrap()
+        crate::kernel::examples::matvec(n, 8, Target::c())
     }
 
     fn upcasts(n: usize) -> Vec<usize> {

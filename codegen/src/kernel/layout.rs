@@ -179,13 +179,7 @@ mod tests {
 
     /// out[o] = sum_i w[o, i] * x[i], `w` 16×4 row-major, on `target`.
     fn matvec(target: Target) -> Kernel {
-        let w = LazyOp::load(1, DType::F32, ShapeTracker::from_shape(&[16, 4]));
-        let x = ShapeTracker::from_shape(&[1, 4]).expand(&[16, 4]).unwrap();
-        let x = LazyOp::load(2, DType::F32, x);
-        let mul = LazyOp::alu(AluOp::Binary(BinaryOp::Mul), vec![w, x]);
-        let sum = LazyOp::reduce(ReduceOp::Sum, vec![1], mul);
-        let out = LazyOp::store(0, ShapeTracker::from_shape(&[16, 1]), sum);
-        Kernel::new(vec![out], target).unwrap()
+        crate::kernel::examples::matvec(16, 4, target)
     }
 
     fn lanes_on_outputs(mut k: Kernel) -> Kernel {

@@ -6,6 +6,7 @@
 //! the full (input) size.
 
 pub mod ast;
+pub mod examples;
 pub mod gpu_heuristic;
 pub mod heuristic;
 pub mod layout;

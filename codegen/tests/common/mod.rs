@@ -1,4 +1,4 @@
-//! Shared support for the linearizer's property tests.
+//! Shared support for the integration tests: the linearizer's property tests and test graphs.
 #![allow(dead_code)]
 
 pub mod cdriver;
@@ -6,3 +6,4 @@ pub mod gen;
 pub mod naive;
 pub mod rng;
 pub mod views;
+pub mod weights;

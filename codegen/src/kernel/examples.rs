@@ -1,0 +1,27 @@
+//! Small kernels for tests and explanations.
+
+use super::ast::LazyOp;
+use super::Kernel;
+use crate::dtype::DType;
+use crate::ops::{AluOp, BinaryOp, ReduceOp};
+use crate::render::Target;
+use crate::shape::ShapeTracker;
+
+/// `out[i] = sum_j a[i, j] * b[j]` for a row-major `rows`×`cols` matrix `a` (buffer 1) and a
+/// vector `b` (buffer 2), for `target`.
+pub fn matvec(rows: usize, cols: usize, target: Target) -> Kernel {
+    let a = ShapeTracker::from_shape(&[rows, cols]);
+    let b = ShapeTracker::from_shape(&[1, cols])
+        .expand(&[rows, cols])
+        .expect("a row broadcast to the matrix");
+    let mul = LazyOp::alu(
+        AluOp::Binary(BinaryOp::Mul),
+        vec![
+            LazyOp::load(1, DType::F32, a),
+            LazyOp::load(2, DType::F32, b),
+        ],
+    );
+    let sum = LazyOp::reduce(ReduceOp::Sum, vec![1], mul);
+    let out = LazyOp::store(0, ShapeTracker::from_shape(&[rows, 1]), sum);
+    Kernel::new(vec![out], target).expect("a valid kernel")
+}
