@@ -203,31 +203,21 @@ impl Search {
             self.done = true;
             return;
         };
-        match &self.best {
-            None => {
-                // The beam grows from the fresh kernel and from the hand-coded one: actions on
-                // top of good hand-coded opts are often what beats them.
-                self.best = Some((*c, k.applied_opts.clone()));
-                self.beam = round
-                    .into_iter()
-                    .take(width.max(1))
-                    .map(|(_, k)| k)
-                    .collect();
-            }
-            Some((best, _)) if *c >= best * (1.0 - MIN_GAIN) => {
+        if let Some((best, _)) = &self.best {
+            if *c >= best * (1.0 - MIN_GAIN) {
                 self.done = true;
                 return;
             }
-            Some(_) => {
-                self.best = Some((*c, k.applied_opts.clone()));
-                self.beam = round
-                    .into_iter()
-                    .take(width.max(1))
-                    .map(|(_, k)| k)
-                    .collect();
-                self.rounds += 1;
-            }
+            self.rounds += 1;
         }
+        // The first round's beam grows from the fresh kernel and from the hand-coded one:
+        // actions on top of good hand-coded opts are often what beats them.
+        self.best = Some((*c, k.applied_opts.clone()));
+        self.beam = round
+            .into_iter()
+            .take(width.max(1))
+            .map(|(_, k)| k)
+            .collect();
         if self.rounds >= MAX_ROUNDS {
             self.done = true;
             return;
@@ -449,24 +439,13 @@ mod tests {
     use super::*;
     use crate::dtype::DType;
     use crate::kernel::ast::LazyOp;
-    use crate::ops::{AluOp, BinaryOp, ReduceOp};
+    use crate::ops::{AluOp, BinaryOp};
     use crate::render::Target;
     use crate::shape::ShapeTracker;
 
     /// out[i] = sum_j a[i, j] * b[j]: a 16×8 matrix times a vector.
     fn matvec() -> Kernel {
-        let a = ShapeTracker::from_shape(&[16, 8]);
-        let b = ShapeTracker::from_shape(&[1, 8]).expand(&[16, 8]).unwrap();
-        let mul = LazyOp::alu(
-            AluOp::Binary(BinaryOp::Mul),
-            vec![
-                LazyOp::load(1, DType::F32, a),
-                LazyOp::load(2, DType::F32, b),
-            ],
-        );
-        let sum = LazyOp::reduce(ReduceOp::Sum, vec![1], mul);
-        let out = LazyOp::store(0, ShapeTracker::from_shape(&[16, 1]), sum);
-        Kernel::new(vec![out], Target::c()).unwrap()
+        crate::kernel::examples::matvec(16, 8, Target::c())
     }
 
     #[test]
