@@ -7,7 +7,7 @@ use crate::dtype::DType;
 use crate::graph::WeightId;
 use crate::graph::{Graph, Lazy};
 use crate::kernel::heuristic::hand_coded_optimizations;
-use crate::kernel::layout::{relayouts, reorder_bytes};
+use crate::kernel::layout::reorder_bytes;
 use crate::kernel::search::{apply_all, cached_beam_search_many, Candidates};
 use crate::kernel::search::{searchable, Cache, SearchError};
 use crate::kernel::Opt;
@@ -17,6 +17,7 @@ use crate::onnx::import::Imported;
 use crate::plan::{in_place_pairs, plan_arena_with};
 use crate::render::Target;
 use crate::schedule::{create_schedule, BufKind, Schedule, ScheduleError, ScheduleItem};
+use std::collections::HashMap;
 
 /// Errors of compiling a graph.
 #[derive(Debug, thiserror::Error)]
@@ -82,11 +83,18 @@ pub fn compile_graph_beam(
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<(Bundle, SearchStats), CompileError> {
     let mut schedule = create_schedule(graph, outputs)?;
+    // How many times the kernels read each weight.
+    let mut readers: HashMap<WeightId, usize> = HashMap::new();
+    for b in schedule.items.iter().flat_map(|it| &it.bufs) {
+        if let BufKind::Weight(w) = schedule.buffers[b.0 as usize].kind {
+            *readers.entry(w).or_default() += 1;
+        }
+    }
     let mut kernels: Vec<Kernel> = Vec::with_capacity(schedule.items.len());
     for item in &schedule.items {
         let mut k = Kernel::new(item.ast.clone(), target.clone()).map_err(ScheduleError::from)?;
         if target.simd_lanes > 0 {
-            k.free_layout = free_weights(&schedule, item, &k);
+            k.free_layout = free_weights(&schedule, &readers, item, &k);
         }
         kernels.push(k);
     }
@@ -127,12 +135,13 @@ pub fn compile_graph_beam(
         if optimize && !searched.contains(&i) {
             hand_coded_optimizations(k);
         }
-        programs.push(to_program(k)?);
-        for r in relayouts(k) {
+        let p = to_program(k)?;
+        for r in &p.relayouts {
             if let KernelBuffer::Mem(m) = &k.bufs[r.buf] {
-                reordered.push((schedule.items[i].bufs[m.idx.0 as usize], r));
+                reordered.push((schedule.items[i].bufs[m.idx.0 as usize], r.clone()));
             }
         }
+        programs.push(p);
         progress(programs.len(), schedule.items.len());
     }
     // The kernels read those weights in their new order: store them so.
@@ -159,15 +168,12 @@ pub fn compile_graph_beam(
 /// The weights of `item` (positions in `k.bufs`, with their element counts) that no other
 /// kernel reads and that are not an output of the model: their layout is the kernel's to
 /// choose.
-fn free_weights(schedule: &Schedule, item: &ScheduleItem, k: &Kernel) -> Vec<(usize, usize)> {
-    let readers = |w: WeightId| {
-        schedule
-            .items
-            .iter()
-            .flat_map(|it| &it.bufs)
-            .filter(|b| schedule.buffers[b.0 as usize].kind == BufKind::Weight(w))
-            .count()
-    };
+fn free_weights(
+    schedule: &Schedule,
+    readers: &HashMap<WeightId, usize>,
+    item: &ScheduleItem,
+    k: &Kernel,
+) -> Vec<(usize, usize)> {
     k.bufs
         .iter()
         .enumerate()
@@ -178,7 +184,7 @@ fn free_weights(schedule: &Schedule, item: &ScheduleItem, k: &Kernel) -> Vec<(us
             let id = *item.bufs.get(m.idx.0 as usize)?;
             let info = &schedule.buffers[id.0 as usize];
             match info.kind {
-                BufKind::Weight(w) if readers(w) == 1 && !schedule.outputs.contains(&id) => {
+                BufKind::Weight(w) if readers[&w] == 1 && !schedule.outputs.contains(&id) => {
                     Some((i, info.numel()))
                 }
                 _ => None,

@@ -53,6 +53,8 @@ pub struct Linearized {
     pub local_size: Option<Vec<usize>>,
     /// The kernel as linearized (with its temp buffers).
     pub kernel: Kernel,
+    /// The buffers the program reads in a new order (see [`crate::kernel::layout`]).
+    pub relayouts: Vec<crate::kernel::layout::Relayout>,
 }
 
 type Accs = HashMap<*const crate::kernel::ast::LazyNode, Vec<UOpId>>;
@@ -134,8 +136,9 @@ fn cat(parts: &[&[Node]]) -> Vec<Node> {
 /// Linearizes `kernel` into a UOp program.
 pub fn linearize(kernel: &Kernel) -> Result<Linearized, LinearizeError> {
     let mut k = kernel.clone();
-    for r in crate::kernel::layout::relayouts(&k) {
-        k.sts[r.buf] = r.st;
+    let relayouts = crate::kernel::layout::relayouts(&k);
+    for r in &relayouts {
+        k.sts[r.buf] = r.st.clone();
     }
     let vector_axis = k.vector_axis();
     let lin = Lin {
@@ -148,7 +151,10 @@ pub fn linearize(kernel: &Kernel) -> Result<Linearized, LinearizeError> {
         vector_axis,
         vector_groups: Vec::new(),
     };
-    lin.run()
+    Ok(Linearized {
+        relayouts,
+        ..lin.run()?
+    })
 }
 
 impl Lin {
@@ -302,6 +308,7 @@ impl Lin {
             global_size,
             local_size,
             kernel: self.k,
+            relayouts: Vec::new(),
         })
     }
 

@@ -29,6 +29,9 @@ pub struct Program {
     pub flops: u64,
     pub mem_bytes: u64,
     pub applied_opts: Vec<Opt>,
+    /// The kernel's buffers (by position) it reads in a new order: their data must be stored
+    /// so (see [`crate::kernel::layout`]).
+    pub relayouts: Vec<crate::kernel::layout::Relayout>,
     /// AST listing, for reports and process replay.
     pub ast: String,
 }
@@ -84,6 +87,7 @@ pub fn to_program(k: &Kernel) -> Result<Program, LinearizeError> {
         mem_bytes: ast_mem.min(uop_mem * threads as u64),
         applied_opts: k.applied_opts.clone(),
         uops: lin.uops,
+        relayouts: lin.relayouts,
         ast,
     })
 }
