@@ -6,7 +6,7 @@ onnxruntime's outputs output_N.npy. Inputs marked as constants become initialize
 ops whose arguments must be known at compile time (shapes, pads, axes) see them as such.
 tests/ops/invalid/ holds models that must fail to import: two unknown custom ops, an input
 with a free non-batch dim, a bf16 input. tests/ops/mlperf_int8/<model>/ holds onnxruntime's
-outputs of the int8 QDQ MLPerf Tiny models (from --shared-models) on a TFLite test vector,
+outputs of the int8 QDQ MLPerf Tiny models (from --mlperf-models) on a TFLite test vector,
 tests/ops/mlperf_float/str_ww_float/ those of str_ww_float on a realistic input.
 
 Run from the repository root after scripts/setup-python.sh:
@@ -589,11 +589,11 @@ INT8_MODELS = {
 }
 
 
-def int8_references(root, shared):
+def int8_references(root, mlperf):
     """onnxruntime's outputs of the int8 QDQ models on the first TFLite test vector."""
     for name, vectors in INT8_MODELS.items():
-        model = onnx.load(shared / "mlperf-tiny/onnx" / f"{name}.onnx")
-        x = np.load(shared / "mlperf-tiny/vectors" / f"{vectors}.tflm.npz")["x"][0]
+        model = onnx.load(mlperf / "onnx" / f"{name}.onnx")
+        x = np.load(mlperf / "vectors" / f"{vectors}.tflm.npz")["x"][0]
         out = root / name
         out.mkdir(parents=True)
         np.save(out / "input_0.npy", x)
@@ -617,18 +617,18 @@ def flatten_reshape(axis):
     return model
 
 
-def str_ww_reference(root, shared):
+def str_ww_reference(root, mlperf):
     """str_ww_float on the first TFLite test vector, dequantized as the int8 QDQ model's input
     is: a less saturated output than a random input gives."""
-    qdq = onnx.load(shared / "mlperf-tiny/onnx/str_ww_int8_qdq.onnx")
+    qdq = onnx.load(mlperf / "onnx/str_ww_int8_qdq.onnx")
     inits = {t.name: numpy_helper.to_array(t) for t in qdq.graph.initializer}
     first = next(n for n in qdq.graph.node if qdq.graph.input[0].name in n.input)
     dq = next(n for n in qdq.graph.node if n.op_type == "DequantizeLinear"
               and n.input[0] in first.output)
     scale, zero = inits[dq.input[1]], inits[dq.input[2]]
-    x = np.load(shared / "mlperf-tiny/vectors/str_ww_ref_model.tflm.npz")["x"][0]
+    x = np.load(mlperf / "vectors/str_ww_ref_model.tflm.npz")["x"][0]
     x = ((x.astype(F32) - zero) * scale).astype(F32)
-    model = onnx.load(shared / "mlperf-tiny/onnx/str_ww_float.onnx")
+    model = onnx.load(mlperf / "onnx/str_ww_float.onnx")
     out = root / "str_ww_float"
     out.mkdir(parents=True)
     np.save(out / "input_0.npy", x)
@@ -678,7 +678,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="tests/ops", type=pathlib.Path)
     parser.add_argument("--only", help="build only cases whose name contains this")
-    parser.add_argument("--shared-models", default="../shared/models", type=pathlib.Path,
+    parser.add_argument("--mlperf-models", default="tests/models/mlperf-tiny", type=pathlib.Path,
                         help="the MLPerf Tiny models, for the int8 references")
     args = parser.parse_args()
     if args.out.exists() and not args.only:
@@ -696,8 +696,8 @@ def main():
     if not args.only:
         shape_arithmetic(args.out)
         invalid_models(args.out / "invalid")
-        int8_references(args.out / "mlperf_int8", args.shared_models)
-        str_ww_reference(args.out / "mlperf_float", args.shared_models)
+        int8_references(args.out / "mlperf_int8", args.mlperf_models)
+        str_ww_reference(args.out / "mlperf_float", args.mlperf_models)
     total = sum(p.stat().st_size for p in args.out.rglob("*") if p.is_file())
     print(f"{len(CASES)} cases in {args.out}, {total / 1024:.0f} KiB")
 

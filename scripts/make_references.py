@@ -7,7 +7,7 @@ outputs (one thread, all graph optimizations off) to tests/data/<model>/output_N
 records the tool versions in tests/data/VERSIONS.
 
 Run from the repository root after scripts/setup-python.sh:
-    .venv/bin/python scripts/make_references.py [--shared-models ../shared/models]
+    .venv/bin/python scripts/make_references.py [--mlperf-models tests/models/mlperf-tiny]
 """
 
 import argparse
@@ -80,13 +80,13 @@ def make_reference(path, out_root):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--shared-models", default="../shared/models",
-                        help="folder holding mlperf-tiny/onnx/*_float.onnx")
+    parser.add_argument("--mlperf-models", default="tests/models/mlperf-tiny",
+                        help="folder holding onnx/*_float.onnx")
     parser.add_argument("--models", default="tests/models", help="Kiln's own test models")
     parser.add_argument("--out", default="tests/data", help="output folder")
     args = parser.parse_args()
     paths = sorted(pathlib.Path(args.models).glob("*.onnx"))
-    mlperf = pathlib.Path(args.shared_models) / "mlperf-tiny" / "onnx"
+    mlperf = pathlib.Path(args.mlperf_models) / "onnx"
     paths += [mlperf / f"{name}.onnx" for name in MLPERF_TINY]
     out = pathlib.Path(args.out)
     for path in paths:

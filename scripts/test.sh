@@ -4,6 +4,8 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 bash scripts/setup.sh
+# The MLPerf Tiny models and vectors are the files their provenance names.
+(cd tests/models/mlperf-tiny && sha256sum --check --quiet SHA256SUMS)
 # The set-up installed the OpenCL and Vulkan drivers: a missing device is a failure here.
 export KILN_REQUIRE_GPU=1
 cargo test --workspace --all-targets 2>&1

@@ -162,7 +162,12 @@ pub fn compile_graph_beam(
         }
     }
     let plan = plan_arena_with(&schedule, &in_place);
-    Ok((bundle::build(name, &schedule, &programs, &plan)?, stats))
+    let mut bundle = bundle::build(name, &schedule, &programs, &plan)?;
+    bundle.replay = programs
+        .iter()
+        .map(|p| p.replay_record(target.name))
+        .collect();
+    Ok((bundle, stats))
 }
 
 /// The weights of `item` (positions in `k.bufs`, with their element counts) that no other

@@ -18,11 +18,9 @@ fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-/// The shared models folder beside the repository, or `$KILN_SHARED_MODELS`.
+/// An MLPerf Tiny model in the repository.
 fn mlperf(name: &str) -> PathBuf {
-    std::env::var_os("KILN_SHARED_MODELS")
-        .map_or_else(|| repo().join("../shared/models"), PathBuf::from)
-        .join(format!("mlperf-tiny/onnx/{name}.onnx"))
+    repo().join(format!("tests/models/mlperf-tiny/onnx/{name}.onnx"))
 }
 
 /// Max abs and rel errors of `got` against `want`; panics past the tolerance.

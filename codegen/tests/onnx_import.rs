@@ -31,14 +31,13 @@ fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-/// The shared models folder beside the repository, or `$KILN_SHARED_MODELS`.
-fn shared_models() -> PathBuf {
-    std::env::var_os("KILN_SHARED_MODELS")
-        .map_or_else(|| repo().join("../shared/models"), PathBuf::from)
+/// The MLPerf Tiny models in the repository.
+fn mlperf_dir() -> PathBuf {
+    repo().join("tests/models/mlperf-tiny")
 }
 
 fn mlperf_path(name: &str) -> PathBuf {
-    shared_models().join(format!("mlperf-tiny/onnx/{name}.onnx"))
+    mlperf_dir().join(format!("onnx/{name}.onnx"))
 }
 
 /// What one run of a model gave.
@@ -339,7 +338,7 @@ fn import_bytes(bytes: &[u8]) -> Option<Result<usize, ImportError>> {
 fn importing_any_model_never_panics() {
     let mut files = Vec::new();
     onnx_files(&repo().join("tests"), &mut files);
-    onnx_files(&shared_models().join("mlperf-tiny/onnx"), &mut files);
+    onnx_files(&mlperf_dir().join("onnx"), &mut files);
     assert!(files.len() > 20, "found only {} models", files.len());
     for f in &files {
         let bytes = std::fs::read(f).unwrap();

@@ -15,12 +15,9 @@ pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-/// The shared MLPerf Tiny models: `$KILN_SHARED_MODELS`, else `../shared/models` beside the
-/// repository.
-pub fn shared_models() -> PathBuf {
-    std::env::var_os("KILN_SHARED_MODELS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root().join("../shared/models"))
+/// The MLPerf Tiny models and their TFLM vectors, in the repository.
+pub fn mlperf_models() -> PathBuf {
+    root().join("tests/models/mlperf-tiny")
 }
 
 /// The MLPerf Tiny float models, by reference-data name.
@@ -43,9 +40,7 @@ pub const SMALL: [&str; 5] = [
 /// The path of a test model by name.
 pub fn model_path(name: &str) -> PathBuf {
     if MLPERF.contains(&name) {
-        shared_models()
-            .join("mlperf-tiny/onnx")
-            .join(format!("{name}.onnx"))
+        mlperf_models().join("onnx").join(format!("{name}.onnx"))
     } else {
         root().join("tests/models").join(format!("{name}.onnx"))
     }

@@ -34,7 +34,7 @@ pub const TARGET_COMPILE_S: f64 = 2.0;
 #[derive(clap::Args)]
 pub struct Args {
     /// Folder with the MLPerf Tiny models (`onnx/`, `tflite/`); default
-    /// `$KILN_SHARED_MODELS/mlperf-tiny`, else `shared/models/mlperf-tiny` beside the repository.
+    /// `tests/models/mlperf-tiny` in the repository.
     #[arg(long)]
     models: Option<PathBuf>,
     /// Folder the table, plot and raw numbers are written into.
@@ -687,12 +687,10 @@ pub fn splice_readme(readme: &str, table: &str) -> Option<String> {
 }
 
 pub fn run(a: Args) -> Result<ExitCode> {
-    let dir = a.models.clone().unwrap_or_else(|| {
-        std::env::var_os("KILN_SHARED_MODELS")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| repo_root().join("../shared/models"))
-            .join("mlperf-tiny")
-    });
+    let dir = a
+        .models
+        .clone()
+        .unwrap_or_else(|| repo_root().join("tests/models/mlperf-tiny"));
     let all = models(&dir);
     let list: Vec<&BenchModel> = all
         .iter()
@@ -707,7 +705,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
     for m in &list {
         if !m.onnx.exists() {
             bail!(
-                "model {} not found at {} (set --models or KILN_SHARED_MODELS)",
+                "model {} not found at {} (set --models)",
                 m.name,
                 m.onnx.display()
             );

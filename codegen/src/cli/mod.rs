@@ -5,6 +5,7 @@ mod conformance;
 mod demo;
 mod explain;
 mod model;
+mod replay;
 mod run;
 
 use clap::{Parser, Subcommand};
@@ -35,6 +36,9 @@ enum Command {
     Bench(bench::Args),
     /// Runs the ONNX backend node tests through the whole pipeline and tabulates the results.
     Conformance(conformance::Args),
+    /// Process replay: records every kernel of a corpus of models, or diffs a build against a
+    /// record.
+    Replay(replay::Args),
     /// Runs one conformance case (used by `conformance`, one child process a case).
     #[command(hide = true)]
     ConformanceCase(conformance::CaseArgs),
@@ -50,6 +54,7 @@ pub fn main() -> ExitCode {
         Command::Explain(a) => explain::run(a),
         Command::Bench(a) => bench::run(a),
         Command::Conformance(a) => conformance::run(a),
+        Command::Replay(a) => replay::run(a),
         Command::ConformanceCase(a) => conformance::run_case(a),
     };
     match result {

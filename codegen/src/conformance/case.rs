@@ -154,9 +154,58 @@ pub fn check_outputs(case: &Prepared, got: &[Vec<u8>]) -> Outcome {
     Outcome::Pass
 }
 
+/// A case imported: the graph, each input's name and data, and the expected outputs.
+pub struct ImportedCase {
+    pub imported: onnx::import::Imported,
+    pub inputs: Vec<(String, HostTensor)>,
+    pub expected: Vec<HostTensor>,
+}
+
 /// Loads, imports and compiles the case in folder `dir` for `target`; the outcome when it gets
 /// no further.
 pub fn prepare(dir: &Path, target: &Target) -> Result<Prepared, Outcome> {
+    let case = import_case(dir, &dir.join("test_data_set_0"))?;
+    let ImportedCase {
+        imported,
+        inputs,
+        expected,
+    } = case;
+    let bundle = match compile_graph(
+        "case",
+        &imported.graph,
+        &imported.outputs,
+        target,
+        true,
+        &mut |_, _| {},
+    ) {
+        Ok(b) => b,
+        Err(e) => return Err(fail("compile", e.to_string())),
+    };
+    let mut raw = Vec::new();
+    for (i, ((_, t), v)) in inputs.iter().zip(&imported.graph.inputs).enumerate() {
+        if t.elem != ElemType::from(v.dtype.scalar) {
+            let detail = format!("input {i}: file is {}, model wants {:?}", t.elem, v.dtype);
+            return Err(fail("input type", detail));
+        }
+        raw.push(t.bytes.clone());
+    }
+    let outputs = imported
+        .outputs
+        .iter()
+        .map(|o| (o.dtype.scalar, o.shape().to_vec()))
+        .collect();
+    Ok(Prepared {
+        bundle,
+        inputs: raw,
+        expected,
+        outputs,
+    })
+}
+
+/// Loads and imports the case in folder `dir`, its inputs and expected outputs read from
+/// `data` (`input_N`/`output_N`, `.pb` or `.npy`); inputs an op needs at compile time are
+/// frozen into the model. The outcome when it gets no further.
+pub fn import_case(dir: &Path, data: &Path) -> Result<ImportedCase, Outcome> {
     let model = match onnx::load(&dir.join("model.onnx")) {
         Ok(m) => m,
         Err(e) => {
@@ -167,16 +216,15 @@ pub fn prepare(dir: &Path, target: &Target) -> Result<Prepared, Outcome> {
             })
         }
     };
-    let data = dir.join("test_data_set_0");
     let inputs = if model.graph.inputs.is_empty() {
         Vec::new()
     } else {
-        match tensorio::read_dir_tensors(&data, "input") {
+        match tensorio::read_dir_tensors(data, "input") {
             Ok(t) => t,
             Err(e) => return Err(classify_read("reading inputs", &e)),
         }
     };
-    let expected = match tensorio::read_dir_tensors(&data, "output") {
+    let expected = match tensorio::read_dir_tensors(data, "output") {
         Ok(t) => t,
         Err(e) => return Err(classify_read("reading outputs", &e)),
     };
@@ -216,35 +264,10 @@ pub fn prepare(dir: &Path, target: &Target) -> Result<Prepared, Outcome> {
             return Err(classify_import(&e));
         }
     };
-    let bundle = match compile_graph(
-        "case",
-        &imported.graph,
-        &imported.outputs,
-        target,
-        true,
-        &mut |_, _| {},
-    ) {
-        Ok(b) => b,
-        Err(e) => return Err(fail("compile", e.to_string())),
-    };
-    let mut raw = Vec::new();
-    for (i, ((_, t), v)) in inputs.iter().zip(&imported.graph.inputs).enumerate() {
-        if t.elem != ElemType::from(v.dtype.scalar) {
-            let detail = format!("input {i}: file is {}, model wants {:?}", t.elem, v.dtype);
-            return Err(fail("input type", detail));
-        }
-        raw.push(t.bytes.clone());
-    }
-    let outputs = imported
-        .outputs
-        .iter()
-        .map(|o| (o.dtype.scalar, o.shape().to_vec()))
-        .collect();
-    Ok(Prepared {
-        bundle,
-        inputs: raw,
+    Ok(ImportedCase {
+        imported,
+        inputs,
         expected,
-        outputs,
     })
 }
 

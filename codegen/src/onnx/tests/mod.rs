@@ -17,14 +17,10 @@ pub(super) fn test_model(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../tests/models/{name}.onnx"))
 }
 
-/// The MLPerf Tiny models, in the `shared/models` folder beside the repository
-/// (or `$KILN_SHARED_MODELS`).
+/// The MLPerf Tiny models in `tests/models/mlperf-tiny/`.
 pub(super) fn mlperf_model(name: &str) -> PathBuf {
-    let shared = std::env::var_os("KILN_SHARED_MODELS").map_or_else(
-        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/models"),
-        PathBuf::from,
-    );
-    shared.join(format!("mlperf-tiny/onnx/{name}.onnx"))
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join(format!("../tests/models/mlperf-tiny/onnx/{name}.onnx"))
 }
 
 /// Panics unless every node reads only values defined before it.
