@@ -15,8 +15,8 @@ use crate::kernel::{Kernel, KernelBuffer};
 use crate::linearize::{to_program, LinearizeError, Program};
 use crate::onnx::import::Imported;
 use crate::plan::{in_place_pairs, plan_arena_with};
-use crate::render::Target;
 use crate::schedule::{create_schedule, BufKind, Schedule, ScheduleError, ScheduleItem};
+use crate::target::Target;
 use std::collections::HashMap;
 
 /// Errors of compiling a graph.

@@ -12,7 +12,7 @@ use kiln_codegen::graph::Graph;
 use kiln_codegen::kernel::search::{apply_all, cached_beam_search_many, Cache, Candidates};
 use kiln_codegen::kernel::{Kernel, Opt, OptOp};
 use kiln_codegen::linearize::{to_program, Program};
-use kiln_codegen::render::Target;
+use kiln_codegen::target::Target;
 use std::time::Instant;
 
 /// out[i] = sum_j a[i, j] * b[j]: an `rows`×`cols` matrix times a vector.

@@ -11,7 +11,7 @@ use kiln_codegen::compile::compile_graph;
 use kiln_codegen::dtype::DType;
 use kiln_codegen::graph::Graph;
 use kiln_codegen::host;
-use kiln_codegen::render::Target;
+use kiln_codegen::target::Target;
 use std::path::Path;
 use std::time::{Duration, Instant};
 

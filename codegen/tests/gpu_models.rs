@@ -9,7 +9,7 @@ use kiln_codegen::dtype::DType;
 use kiln_codegen::gpu::{self, launch, Api, GpuBundle};
 use kiln_codegen::graph::{Graph, Lazy};
 use kiln_codegen::ops::ReduceOp;
-use kiln_codegen::render::DeviceLimits;
+use kiln_codegen::target::DeviceLimits;
 use std::time::Duration;
 
 const APIS: [Api; 2] = [Api::OpenCl, Api::Vulkan];

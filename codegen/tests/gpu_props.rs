@@ -14,7 +14,7 @@ use kiln_codegen::dtype::Scalar;
 use kiln_codegen::gpu::{opencl, vulkan, Api, GpuKernel, KernelCall};
 use kiln_codegen::kernel::{gpu_heuristic, Kernel};
 use kiln_codegen::linearize::{to_program, LinearizeError};
-use kiln_codegen::render::DeviceLimits;
+use kiln_codegen::target::DeviceLimits;
 use kiln_codegen::uop::interp::HostBuffer;
 
 const CASES: u64 = 150;

@@ -8,8 +8,8 @@ use kiln_codegen::compile::compile_graph;
 use kiln_codegen::dtype::{DType, Scalar};
 use kiln_codegen::graph::Graph;
 use kiln_codegen::host;
-use kiln_codegen::render::Target;
 use kiln_codegen::schedule::{create_schedule, eval::run_interpreted};
+use kiln_codegen::target::Target;
 use kiln_codegen::uop::interp::HostBuffer;
 
 /// Compiles `out` of `g` for `target`, runs it on the host on `input`: the bundle and the

@@ -5,8 +5,8 @@ use kiln_codegen::kernel::ast::LazyOp;
 use kiln_codegen::kernel::{Kernel, KernelError, Opt, OptOp};
 use kiln_codegen::linearize::{linearize, to_program, GroupedDimsError, LinearizeError};
 use kiln_codegen::ops::{AluOp, BinaryOp, ReduceOp};
-use kiln_codegen::render::Target;
 use kiln_codegen::shape::ShapeTracker;
+use kiln_codegen::target::Target;
 
 /// y[i] = sum_j x[i, j] * w[i, j] over a (rows, cols) shape.
 fn rowdot(rows: usize, cols: usize) -> Vec<LazyOp> {

@@ -12,7 +12,7 @@ use common::rng::Rng;
 use kiln_codegen::kernel::layout::relayouts;
 use kiln_codegen::kernel::{Kernel, KernelBuffer, Opt, OptOp};
 use kiln_codegen::linearize::{linearize, to_program, LinearizeError};
-use kiln_codegen::render::Target;
+use kiln_codegen::target::Target;
 use kiln_codegen::uop::interp::{run, HostBuffer};
 use kiln_codegen::uop::BufferId;
 use proptest::strategy::{Strategy, ValueTree};

@@ -5,7 +5,7 @@ use anyhow::{bail, Context, Result};
 use kiln_codegen::bundle::Bundle;
 use kiln_codegen::compile::compile_graph;
 use kiln_codegen::onnx;
-use kiln_codegen::render::Target;
+use kiln_codegen::target::Target;
 use kiln_codegen::tensorio::{read_dir_tensors, HostTensor};
 use kiln_codegen::uop::interp::HostBuffer;
 use std::path::PathBuf;

@@ -42,7 +42,7 @@ use crate::bundle::{Bundle, BundleError};
 use crate::compile::{compile_graph, io_of, CompileError, Compiled};
 use crate::dtype::{DType, Scalar};
 use crate::onnx::{self, ImportError, OnnxError};
-use crate::render::Target;
+use crate::target::Target;
 
 /// The CPU a model's kernels are compiled for: it picks the C compiler's flags.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

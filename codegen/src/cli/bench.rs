@@ -11,7 +11,7 @@
 use super::model::{compile, compile_with_cost, ModelArgs};
 use super::run::{run_on, target_for};
 use crate::compile::BeamCost;
-use crate::render::Target;
+use crate::target::Target;
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

@@ -6,7 +6,7 @@ use super::run::{compare, print_costs, run_on};
 
 /// The default emulated board.
 const BOARD: &str = "qemu-an386";
-use crate::render::Target;
+use crate::target::Target;
 use anyhow::{Context, Result};
 use std::process::ExitCode;
 

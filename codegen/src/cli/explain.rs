@@ -5,8 +5,8 @@ use crate::kernel::ast::LazyOp;
 use crate::kernel::{Kernel, KernelBuffer, Opt, OptOp};
 use crate::linearize::{to_program, Program};
 use crate::ops::{AluOp, BinaryOp, ReduceOp};
-use crate::render::Target;
 use crate::shape::ShapeTracker;
+use crate::target::Target;
 use anyhow::{bail, Context, Result};
 use std::process::ExitCode;
 

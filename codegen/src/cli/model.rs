@@ -4,7 +4,7 @@ pub use crate::compile::Compiled;
 use crate::compile::{compile_graph_beam, io_of, Beam, BeamCost};
 use crate::kernel::search::Cache;
 use crate::onnx;
-use crate::render::Target;
+use crate::target::Target;
 use crate::tensorio::{self, HostTensor};
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -105,7 +105,7 @@ pub fn compile_with_cost(args: &ModelArgs, target: &Target, cost: BeamCost) -> R
 pub fn compile_gpu(
     args: &ModelArgs,
     api: crate::gpu::Api,
-    limits: &crate::render::DeviceLimits,
+    limits: &crate::target::DeviceLimits,
 ) -> Result<(Compiled, crate::gpu::GpuBundle)> {
     let (name, imported) = import(args)?;
     let bar = progress(0, "kernels");

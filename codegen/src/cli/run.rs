@@ -5,7 +5,7 @@ use super::model::{
 };
 use crate::board;
 use crate::compile::BeamCost;
-use crate::render::Target;
+use crate::target::Target;
 use crate::tensorio;
 use crate::uop::interp::HostBuffer;
 use anyhow::{bail, Context, Result};

@@ -6,7 +6,7 @@ use super::Outcome;
 use crate::compile::compile_graph;
 use crate::dtype::Scalar;
 use crate::onnx::{self, ops::OpError, AttrProblem, ElemType, ImportError, OnnxError};
-use crate::render::Target;
+use crate::target::Target;
 use crate::tensorio::{self, HostTensor, TensorIoError};
 use crate::uop::interp::HostBuffer;
 

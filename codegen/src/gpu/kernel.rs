@@ -3,7 +3,7 @@
 use super::{Api, GpuError, GpuKernel};
 use crate::dtype::Scalar;
 use crate::linearize::Program;
-use crate::render::DeviceLimits;
+use crate::target::DeviceLimits;
 use crate::uop::UOpKind;
 
 impl GpuKernel {

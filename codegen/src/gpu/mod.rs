@@ -20,8 +20,8 @@ use crate::graph::{Graph, Lazy};
 use crate::kernel::{gpu_heuristic, Kernel};
 use crate::linearize::{to_program, Program};
 use crate::plan::plan_arena;
-use crate::render::{DeviceLimits, Target};
 use crate::schedule::{create_schedule, ScheduleError};
+use crate::target::{DeviceLimits, Target};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 

@@ -9,7 +9,7 @@ use super::layout::{prepare, prepare_calls, Prepared, Region, Slice};
 use super::{
     opencl_source, regroup, Api, CallsRun, GpuBundle, GpuError, GpuKernel, GpuRun, KernelCall,
 };
-use crate::render::DeviceLimits;
+use crate::target::DeviceLimits;
 use opencl3::command_queue::{CommandQueue, CL_QUEUE_PROFILING_ENABLE};
 use opencl3::context::Context;
 use opencl3::device::{Device, CL_DEVICE_TYPE_ALL, CL_NONE};

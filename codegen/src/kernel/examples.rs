@@ -4,8 +4,8 @@ use super::ast::LazyOp;
 use super::Kernel;
 use crate::dtype::DType;
 use crate::ops::{AluOp, BinaryOp, ReduceOp};
-use crate::render::Target;
 use crate::shape::ShapeTracker;
+use crate::target::Target;
 
 /// `out[i] = sum_j a[i, j] * b[j]` for a row-major `rows`×`cols` matrix `a` (buffer 1) and a
 /// vector `b` (buffer 2), for `target`.

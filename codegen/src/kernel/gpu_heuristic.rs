@@ -193,8 +193,8 @@ mod tests {
     use crate::dtype::DType;
     use crate::kernel::ast::LazyOp;
     use crate::ops::{AluOp, BinaryOp, ReduceOp};
-    use crate::render::{DeviceLimits, Target};
     use crate::shape::ShapeTracker;
+    use crate::target::{DeviceLimits, Target};
 
     /// out[m, n] = sum_k a[m, k] * b[k, n], as a kernel of shape (m, n, k).
     fn matmul(m: usize, n: usize, k: usize) -> Kernel {

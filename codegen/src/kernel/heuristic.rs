@@ -119,7 +119,7 @@ pub fn hand_coded_optimizations(k: &mut Kernel) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::render::Target;
+    use crate::target::Target;
 
     /// out[i] = sum_j a[i, j] * b[j] for an `n`×8 matrix `a`.
     fn matvec(n: usize) -> Kernel {

@@ -175,7 +175,7 @@ mod tests {
     use crate::kernel::ast::LazyOp;
     use crate::kernel::{Opt, OptOp};
     use crate::ops::{AluOp, BinaryOp, ReduceOp};
-    use crate::render::Target;
+    use crate::target::Target;
 
     /// out[o] = sum_i w[o, i] * x[i], `w` 16×4 row-major, on `target`.
     fn matvec(target: Target) -> Kernel {

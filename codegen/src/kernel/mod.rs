@@ -15,8 +15,8 @@ pub mod search;
 
 use crate::dtype::DType;
 use crate::ops::ConstValue;
-use crate::render::Target;
 use crate::shape::{ShapeError, ShapeTracker};
+use crate::target::Target;
 use ast::{ConstBuffer, LazyOp, MemBuffer, Op};
 pub use opt::{Opt, OptOp};
 use std::collections::HashSet;

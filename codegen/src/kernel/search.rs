@@ -440,8 +440,8 @@ mod tests {
     use crate::dtype::DType;
     use crate::kernel::ast::LazyOp;
     use crate::ops::{AluOp, BinaryOp};
-    use crate::render::Target;
     use crate::shape::ShapeTracker;
+    use crate::target::Target;
 
     /// out[i] = sum_j a[i, j] * b[j]: a 16×8 matrix times a vector.
     fn matvec() -> Kernel {

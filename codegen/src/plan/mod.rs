@@ -494,7 +494,7 @@ mod tests {
         fn the_bundle_refuses_an_in_place_pair_the_schedule_does_not_allow() {
             use crate::kernel::Kernel;
             use crate::linearize::to_program;
-            use crate::render::Target;
+            use crate::target::Target;
             let s = chain(plain());
             let programs: Vec<_> = s
                 .items

@@ -3,7 +3,7 @@
 //! qualifier, `gl_WorkGroupID`/`gl_LocalInvocationID`, constructors for casts and vectors, and
 //! vectors read and written lane by lane (storage blocks hold scalars).
 
-use super::{DeviceLimits, Dialect, Entry, MathFn, Target, VectorAccess};
+use super::{Dialect, Entry, MathFn, VectorAccess};
 use crate::dtype::{DType, Scalar};
 
 impl Dialect {
@@ -33,29 +33,6 @@ impl Dialect {
             c_remainder: false,
             helper_prefix: "",
             preamble: glsl_preamble,
-        }
-    }
-}
-
-impl Target {
-    /// GLSL compute for a Vulkan device with `limits`: local dims, shared memory and `vec4`
-    /// vectors. 16-bit floats are not rendered (GLSL needs explicit conversions for them).
-    pub fn vulkan(limits: &DeviceLimits) -> Self {
-        Target::gpu("vulkan", limits, false, Dialect::glsl())
-    }
-}
-
-impl DeviceLimits {
-    /// The limits every Vulkan device meets (the specification's minimums): 65535 groups per
-    /// axis, 128 threads per work-group (128 × 128 × 64 per axis), 16 KiB of shared memory.
-    pub fn vulkan_default() -> Self {
-        DeviceLimits {
-            groups_max: [65535; 3],
-            local_max: [128, 128, 64],
-            local_threads_max: 128,
-            shared_bytes: 16384,
-            half: false,
-            double: false,
         }
     }
 }

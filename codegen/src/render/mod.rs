@@ -1,151 +1,17 @@
 //! Renderers: a linear UOp program → source code for a target.
 //!
-//! One C-style renderer does the work ([`cstyle`]); each target is mostly data: a [`Dialect`]
-//! (keywords, type names, templates for casts, vector access and thread ids) and its
-//! capabilities ([`Target`]), which the kernel optimizer and linearizer read too. The OpenCL C
-//! ([`opencl`]) and GLSL compute ([`glsl`]) dialects live in their own modules.
+//! One C-style renderer does the work ([`cstyle`]); each language is data: a [`Dialect`]
+//! (keywords, type names, templates for casts, vector access and thread ids), chosen by the
+//! target's [`Language`]. The target's capabilities ([`crate::target::Target`]) are read by
+//! the optimizer and the linearizer too. The OpenCL C ([`opencl`]) and GLSL compute ([`glsl`])
+//! dialects live in their own modules.
 
 pub mod cstyle;
 pub mod glsl;
 pub mod opencl;
 
 use crate::dtype::{DType, Scalar};
-
-/// What a GPU device allows: queried from the device at run time, or a target's portable
-/// defaults for ahead-of-time builds.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct DeviceLimits {
-    /// Most work-groups of one launch on each axis (x, y, z).
-    pub groups_max: [usize; 3],
-    /// Most threads of one work-group on each axis.
-    pub local_max: [usize; 3],
-    /// Most threads in one work-group.
-    pub local_threads_max: usize,
-    /// Bytes of local (work-group shared) memory; 0 when the device has none.
-    pub shared_bytes: usize,
-    /// 16-bit floats can be computed and stored.
-    pub half: bool,
-    /// 64-bit floats can be computed and stored.
-    pub double: bool,
-}
-
-/// What a target can do; read by the optimizer and the linearizer.
-#[derive(Clone, Debug)]
-pub struct Target {
-    /// Short name used in reports and process-replay records (`c`, `opencl`, …).
-    pub name: &'static str,
-    /// Threads with local (work-group) ids exist; otherwise every dim is a loop.
-    pub has_local: bool,
-    /// Local (work-group shared) memory exists.
-    pub has_shared: bool,
-    /// Vector loads and stores of 2 or 4 floats are allowed.
-    pub supports_float4: bool,
-    /// Lanes of the CPU's float vectors that reduces are computed in (GCC/Clang vector
-    /// extensions); 0 keeps every value scalar.
-    pub simd_lanes: u8,
-    /// Per-axis limits of the global size (x, y, z); `None` when unlimited.
-    pub global_max: Option<Vec<usize>>,
-    /// Per-axis limits of the local size (x, y, z).
-    pub local_max: Option<Vec<usize>>,
-    /// Bytes of local memory.
-    pub shared_max: usize,
-    /// Most threads in one work-group; `None` when only the per-axis limits apply.
-    pub local_threads_max: Option<usize>,
-    /// 16-bit and 64-bit floats can be rendered.
-    pub supports_half: bool,
-    pub supports_double: bool,
-    pub dialect: Dialect,
-}
-
-impl Target {
-    /// Plain C for CPUs and microcontrollers: no threads, no vectors.
-    pub fn c() -> Self {
-        Target {
-            name: "c",
-            has_local: false,
-            has_shared: false,
-            supports_float4: false,
-            simd_lanes: 0,
-            global_max: None,
-            local_max: None,
-            shared_max: 0,
-            local_threads_max: None,
-            supports_half: true,
-            supports_double: true,
-            dialect: Dialect::c(),
-        }
-    }
-
-    /// C for the CPU that builds it: reduces over float vectors (GCC/Clang vector extensions,
-    /// which the C compiler maps onto the CPU's vector unit) of 8 lanes, or 16 where the CPU
-    /// has 512-bit vectors.
-    pub fn host() -> Self {
-        Target {
-            name: if host_has_wide_vectors() {
-                "host-512"
-            } else {
-                "host"
-            },
-            simd_lanes: if host_has_wide_vectors() { 16 } else { 8 },
-            ..Target::c()
-        }
-    }
-
-    /// A GPU target for a device with `limits`: local dims, shared memory when the device has
-    /// any, 4-wide vectors; 16-bit floats when `half`.
-    pub(crate) fn gpu(
-        name: &'static str,
-        limits: &DeviceLimits,
-        half: bool,
-        dialect: Dialect,
-    ) -> Self {
-        Target {
-            name,
-            has_local: true,
-            has_shared: limits.shared_bytes > 0,
-            supports_float4: true,
-            simd_lanes: 0,
-            global_max: Some(limits.groups_max.to_vec()),
-            local_max: Some(limits.local_max.to_vec()),
-            shared_max: limits.shared_bytes,
-            local_threads_max: Some(limits.local_threads_max),
-            supports_half: half,
-            supports_double: limits.double,
-            dialect,
-        }
-    }
-
-    /// An abstract device with threads and local memory, for testing the GPU paths of the
-    /// linearizer in the interpreter. Renders as C-style text that is not meant to compile.
-    pub fn threaded(global_max: Vec<usize>, local_max: Vec<usize>) -> Self {
-        Target {
-            name: "threaded",
-            has_local: true,
-            has_shared: true,
-            supports_float4: true,
-            simd_lanes: 0,
-            global_max: Some(global_max),
-            local_max: Some(local_max),
-            shared_max: 32768,
-            local_threads_max: None,
-            supports_half: true,
-            supports_double: true,
-            dialect: Dialect::c(),
-        }
-    }
-}
-
-/// Whether this CPU computes on 512-bit float vectors (AVX-512F).
-fn host_has_wide_vectors() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        std::arch::is_x86_feature_detected!("avx512f")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
-}
+use crate::target::Language;
 
 /// How buffers reach a kernel and where its entry point stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -225,6 +91,15 @@ pub struct Dialect {
 }
 
 impl Dialect {
+    /// The dialect a target's language is rendered in.
+    pub fn of(language: Language) -> Self {
+        match language {
+            Language::C => Dialect::c(),
+            Language::OpenCl => Dialect::opencl(),
+            Language::Glsl => Dialect::glsl(),
+        }
+    }
+
     pub fn c() -> Self {
         Dialect {
             kernel_prefix: "void",

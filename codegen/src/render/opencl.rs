@@ -2,7 +2,7 @@
 //! spaces, `vloadN`/`vstoreN` for vectors (valid for global and local memory alike) and the
 //! overloaded math builtins.
 
-use super::{fill, DeviceLimits, Dialect, Entry, MathFn, Target, VectorAccess};
+use super::{fill, Dialect, Entry, MathFn, VectorAccess};
 use crate::dtype::{DType, Scalar};
 
 impl Dialect {
@@ -34,30 +34,6 @@ impl Dialect {
             c_remainder: true,
             helper_prefix: "static inline ",
             preamble: opencl_preamble,
-        }
-    }
-}
-
-impl Target {
-    /// OpenCL C 1.2 for a device with `limits`: local dims, local memory (when the device has
-    /// any) and `float4` vectors.
-    pub fn opencl(limits: &DeviceLimits) -> Self {
-        Target::gpu("opencl", limits, limits.half, Dialect::opencl())
-    }
-}
-
-impl DeviceLimits {
-    /// Portable OpenCL defaults for ahead-of-time builds: 256 threads per work-group (what
-    /// common embedded GPUs allow), 32 KiB of local memory (the OpenCL 1.2 minimum), group
-    /// counts within 16 bits per axis, no half or double.
-    pub fn opencl_default() -> Self {
-        DeviceLimits {
-            groups_max: [65535; 3],
-            local_max: [256, 256, 64],
-            local_threads_max: 256,
-            shared_bytes: 32768,
-            half: false,
-            double: false,
         }
     }
 }

@@ -4,7 +4,7 @@
 use super::{BufKind, Schedule, ScheduleError};
 use crate::kernel::Kernel;
 use crate::linearize::linearize;
-use crate::render::Target;
+use crate::target::Target;
 use crate::uop::interp::{run, HostBuffer};
 use crate::uop::BufferId;
 use std::collections::HashMap;

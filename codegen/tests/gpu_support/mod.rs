@@ -7,7 +7,7 @@ use kiln_codegen::compile::compile_graph;
 use kiln_codegen::gpu::{self, Api, GpuBundle, GpuRun};
 use kiln_codegen::graph::{Graph, Lazy};
 use kiln_codegen::host;
-use kiln_codegen::render::{DeviceLimits, Target};
+use kiln_codegen::target::{DeviceLimits, Target};
 use std::sync::Once;
 
 /// Points the drivers' caches (PoCL's kernels, Mesa's shaders) into the target folder. Every

@@ -5,7 +5,7 @@ use crate::compile::compile_graph;
 use crate::conformance::{case, list_cases, runner::parallel_map, Outcome};
 use crate::gpu::Api;
 use crate::onnx;
-use crate::render::Target;
+use crate::target::Target;
 use anyhow::{bail, Context, Result};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};

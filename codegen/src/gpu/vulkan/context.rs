@@ -3,7 +3,7 @@
 
 use super::API;
 use crate::gpu::GpuError;
-use crate::render::DeviceLimits;
+use crate::target::DeviceLimits;
 use ash::vk;
 use std::ffi::CStr;
 

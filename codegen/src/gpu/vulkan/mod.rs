@@ -14,7 +14,7 @@ pub use context::Vk;
 
 use super::layout::{prepare, prepare_calls, Prepared};
 use super::{regroup, spirv, Api, CallsRun, GpuBundle, GpuError, GpuKernel, GpuRun, KernelCall};
-use crate::render::DeviceLimits;
+use crate::target::DeviceLimits;
 use std::time::Duration;
 
 const API: &str = "Vulkan";

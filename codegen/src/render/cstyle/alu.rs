@@ -12,7 +12,7 @@ impl Renderer<'_> {
             Scalar::F32 | Scalar::F16 | Scalar::F64 => {
                 let x = v.as_f64();
                 let suffix = if d.scalar == Scalar::F64 { "" } else { "f" };
-                let dl = &self.target.dialect;
+                let dl = &self.dialect;
                 if x.is_nan() {
                     fill(dl.nan, &[("$s", suffix)])
                 } else if x.is_infinite() {
@@ -24,7 +24,7 @@ impl Renderer<'_> {
                     format!("{:?}f", x as f32)
                 }
             }
-            Scalar::Bool => self.target.dialect.bools[!v.is_zero() as usize].to_string(),
+            Scalar::Bool => self.dialect.bools[!v.is_zero() as usize].to_string(),
             Scalar::I64 if v.as_i64() == i64::MIN => "(-9223372036854775807LL-1)".to_string(),
             Scalar::I64 => format!("{}LL", v.as_i64()),
             Scalar::U64 => format!("{}ULL", v.as_i64() as u64),
@@ -40,17 +40,14 @@ impl Renderer<'_> {
         if d.count > 1 {
             let t = self.ty(d)?;
             let lanes = vec![s; d.count as usize].join(", ");
-            return Ok(fill(
-                self.target.dialect.pack,
-                &[("$t", &t), ("$x", &lanes)],
-            ));
+            return Ok(fill(self.dialect.pack, &[("$t", &t), ("$x", &lanes)]));
         }
         Ok(s)
     }
 
     pub(super) fn alu(&mut self, op: AluOp, u: &UOp) -> Result<String, RenderError> {
         let od = self.dtype_of(u, u.src.len() - 1);
-        let d = self.target.dialect.clone();
+        let d = self.dialect.clone();
         let logical = d.logical_bools && od.scalar == Scalar::Bool;
         let a = |k: usize| self.src(u, k).to_string();
         Ok(match op {
@@ -104,7 +101,7 @@ impl Renderer<'_> {
     /// The dialect's function for `base` at the precision of `d` (`sqrtf`, `sqrt`), with the
     /// declaration or definition it needs.
     fn math(&mut self, base: &str, d: DType) -> Result<String, RenderError> {
-        let (name, helper) = (self.target.dialect.math)(base, d)
+        let (name, helper) = (self.dialect.math)(base, d)
             .ok_or_else(|| self.unsupported(format!("{base} on {d}")))?;
         self.helpers.extend(helper);
         Ok(name)
@@ -115,7 +112,7 @@ impl Renderer<'_> {
         let t = self.ty(d)?;
         let name = format!("kiln_{op}_{}", d.scalar.name());
         let guard = format!("{}_DEFINED", name.to_uppercase());
-        let prefix = self.target.dialect.helper_prefix;
+        let prefix = self.dialect.helper_prefix;
         self.helpers.insert(format!(
             "#ifndef {guard}\n#define {guard}\n{prefix}{t} {name}({t} a, {t} b) {{ return {body}; }}\n#endif"
         ));

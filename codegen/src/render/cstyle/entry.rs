@@ -12,7 +12,7 @@ impl Renderer<'_> {
         self.params.sort_by_key(|p| p.0);
         let params: Vec<&str> = self.params.iter().map(|p| p.1.as_str()).collect();
         let params = params.join(", ");
-        let d = self.target.dialect.clone();
+        let d = self.dialect.clone();
         let mut s = String::new();
         let (values, buffers) = self.scalars();
         for l in (d.preamble)(&values, &buffers) {

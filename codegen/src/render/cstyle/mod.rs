@@ -6,8 +6,9 @@
 mod alu;
 mod entry;
 
-use super::{fill, Entry, RenderError, Target, VectorAccess};
+use super::{fill, Dialect, Entry, RenderError, VectorAccess};
 use crate::dtype::{DType, Scalar};
+use crate::target::Target;
 use crate::uop::{Linear, UOp, UOpKind};
 use std::collections::BTreeSet;
 
@@ -31,6 +32,8 @@ struct Renderer<'a> {
     name: &'a str,
     prog: &'a Linear,
     target: &'a Target,
+    /// How the target's language spells things.
+    dialect: Dialect,
     exprs: Vec<String>,
     uses: Vec<usize>,
     first_user: Vec<Option<usize>>,
@@ -59,6 +62,7 @@ impl<'a> Renderer<'a> {
             name,
             prog,
             target,
+            dialect: Dialect::of(target.language),
             exprs: vec![String::new(); prog.uops.len()],
             uses,
             first_user,
@@ -97,8 +101,7 @@ impl<'a> Renderer<'a> {
 
     /// The element type of a buffer of `d`, or an error when the dialect cannot store it.
     fn storage(&self, d: DType) -> Result<String, RenderError> {
-        (self.target.dialect.storage_type)(d)
-            .ok_or_else(|| self.unsupported(format!("a buffer of {d}")))
+        (self.dialect.storage_type)(d).ok_or_else(|| self.unsupported(format!("a buffer of {d}")))
     }
 
     /// `access` (an element of a buffer of `d`) as a value of type `d`.
@@ -107,17 +110,14 @@ impl<'a> Renderer<'a> {
         if d.count > 1 || self.storage(d)? == t {
             return Ok(access);
         }
-        Ok(fill(
-            self.target.dialect.cast,
-            &[("$t", &t), ("$x", &access)],
-        ))
+        Ok(fill(self.dialect.cast, &[("$t", &t), ("$x", &access)]))
     }
 
     fn ty(&self, d: DType) -> Result<String, RenderError> {
         if d.count > 1 && !self.target.supports_float4 && self.target.simd_lanes == 0 {
             return Err(self.unsupported(format!("vector type {d}")));
         }
-        Ok((self.target.dialect.type_name)(d))
+        Ok((self.dialect.type_name)(d))
     }
 
     fn fresh(&mut self, prefix: &'static str) -> String {
@@ -170,7 +170,7 @@ impl<'a> Renderer<'a> {
 
     fn body(&mut self) -> Result<(), RenderError> {
         self.simd_types()?;
-        let d = &self.target.dialect;
+        let d = self.dialect.clone();
         for (i, u) in self.prog.uops.iter().enumerate() {
             let dtype = u.dtype;
             match &u.kind {
@@ -301,16 +301,13 @@ impl<'a> Renderer<'a> {
         let t = self.ty(dt)?;
         let (buf, idx) = (self.src(u, 0), self.src(u, 1));
         let n = dt.count.to_string();
-        let access = match self.target.dialect.vector_access {
+        let access = match self.dialect.vector_access {
             _ if dt.count == 1 => format!("{buf}[{idx}]"),
             VectorAccess::Pointer => format!("*(({t}*)({buf}+{idx}))"),
             VectorAccess::Builtin => format!("vload{n}(0, {buf}+{idx})"),
             VectorAccess::Lanes => {
                 let lanes: Vec<String> = (0..dt.count).map(|k| lane(buf, idx, k)).collect();
-                fill(
-                    self.target.dialect.pack,
-                    &[("$t", &t), ("$x", &lanes.join(", "))],
-                )
+                fill(self.dialect.pack, &[("$t", &t), ("$x", &lanes.join(", "))])
             }
         };
         let access = self.stored_value(dt, access)?;
@@ -333,7 +330,7 @@ impl<'a> Renderer<'a> {
     fn store(&mut self, u: &UOp) -> Result<(), RenderError> {
         let (buf, idx, v) = (self.src(u, 0), self.src(u, 1), self.src(u, 2));
         let vt = self.dtype_of(u, 2);
-        let d = &self.target.dialect;
+        let d = self.dialect.clone();
         let assign = match d.vector_access {
             _ if vt.count == 1 => {
                 let st = self.storage(vt)?;

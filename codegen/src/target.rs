@@ -1,0 +1,191 @@
+//! What a target is: the capabilities every stage reads (threads, local memory, vectors, the
+//! device's limits) and the language its kernels are rendered in. A target is data: the
+//! optimizer, the linearizer and the renderer read it; none of them names a target.
+
+/// The language a target's kernels are written in; the renderer holds each one's dialect.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Language {
+    /// C99 with the GCC/Clang vector extensions (hosts and microcontrollers).
+    C,
+    /// OpenCL C 1.2.
+    OpenCl,
+    /// GLSL compute, compiled to SPIR-V for Vulkan.
+    Glsl,
+}
+
+/// What a GPU device allows: queried from the device at run time, or a target's portable
+/// defaults for ahead-of-time builds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceLimits {
+    /// Most work-groups of one launch on each axis (x, y, z).
+    pub groups_max: [usize; 3],
+    /// Most threads of one work-group on each axis.
+    pub local_max: [usize; 3],
+    /// Most threads in one work-group.
+    pub local_threads_max: usize,
+    /// Bytes of local (work-group shared) memory; 0 when the device has none.
+    pub shared_bytes: usize,
+    /// 16-bit floats can be computed and stored.
+    pub half: bool,
+    /// 64-bit floats can be computed and stored.
+    pub double: bool,
+}
+
+/// What a target can do; read by the optimizer and the linearizer.
+#[derive(Clone, Debug)]
+pub struct Target {
+    /// Short name used in reports and process-replay records (`c`, `opencl`, …).
+    pub name: &'static str,
+    /// Threads with local (work-group) ids exist; otherwise every dim is a loop.
+    pub has_local: bool,
+    /// Local (work-group shared) memory exists.
+    pub has_shared: bool,
+    /// Vector loads and stores of 2 or 4 floats are allowed.
+    pub supports_float4: bool,
+    /// Lanes of the CPU's float vectors that reduces are computed in (GCC/Clang vector
+    /// extensions); 0 keeps every value scalar.
+    pub simd_lanes: u8,
+    /// Per-axis limits of the global size (x, y, z); `None` when unlimited.
+    pub global_max: Option<Vec<usize>>,
+    /// Per-axis limits of the local size (x, y, z).
+    pub local_max: Option<Vec<usize>>,
+    /// Bytes of local memory.
+    pub shared_max: usize,
+    /// Most threads in one work-group; `None` when only the per-axis limits apply.
+    pub local_threads_max: Option<usize>,
+    /// 16-bit and 64-bit floats can be rendered.
+    pub supports_half: bool,
+    pub supports_double: bool,
+    /// The language the renderer writes for it.
+    pub language: Language,
+}
+
+impl Target {
+    /// Plain C for CPUs and microcontrollers: no threads, no vectors.
+    pub fn c() -> Self {
+        Target {
+            name: "c",
+            has_local: false,
+            has_shared: false,
+            supports_float4: false,
+            simd_lanes: 0,
+            global_max: None,
+            local_max: None,
+            shared_max: 0,
+            local_threads_max: None,
+            supports_half: true,
+            supports_double: true,
+            language: Language::C,
+        }
+    }
+
+    /// C for the CPU that builds it: reduces over float vectors (GCC/Clang vector extensions,
+    /// which the C compiler maps onto the CPU's vector unit) of 8 lanes, or 16 where the CPU
+    /// has 512-bit vectors.
+    pub fn host() -> Self {
+        Target {
+            name: if host_has_wide_vectors() {
+                "host-512"
+            } else {
+                "host"
+            },
+            simd_lanes: if host_has_wide_vectors() { 16 } else { 8 },
+            ..Target::c()
+        }
+    }
+
+    /// A GPU target for a device with `limits`: local dims, shared memory when the device has
+    /// any, 4-wide vectors; 16-bit floats when `half`.
+    fn gpu(name: &'static str, limits: &DeviceLimits, half: bool, language: Language) -> Self {
+        Target {
+            name,
+            has_local: true,
+            has_shared: limits.shared_bytes > 0,
+            supports_float4: true,
+            simd_lanes: 0,
+            global_max: Some(limits.groups_max.to_vec()),
+            local_max: Some(limits.local_max.to_vec()),
+            shared_max: limits.shared_bytes,
+            local_threads_max: Some(limits.local_threads_max),
+            supports_half: half,
+            supports_double: limits.double,
+            language,
+        }
+    }
+
+    /// An abstract device with threads and local memory, for testing the GPU paths of the
+    /// linearizer in the interpreter. Renders as C-style text that is not meant to compile.
+    pub fn threaded(global_max: Vec<usize>, local_max: Vec<usize>) -> Self {
+        Target {
+            name: "threaded",
+            has_local: true,
+            has_shared: true,
+            supports_float4: true,
+            simd_lanes: 0,
+            global_max: Some(global_max),
+            local_max: Some(local_max),
+            shared_max: 32768,
+            local_threads_max: None,
+            supports_half: true,
+            supports_double: true,
+            language: Language::C,
+        }
+    }
+}
+
+/// Whether this CPU computes on 512-bit float vectors (AVX-512F).
+fn host_has_wide_vectors() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx512f")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+impl Target {
+    /// OpenCL C 1.2 for a device with `limits`: local dims, local memory (when the device has
+    /// any) and `float4` vectors.
+    pub fn opencl(limits: &DeviceLimits) -> Self {
+        Target::gpu("opencl", limits, limits.half, Language::OpenCl)
+    }
+
+    /// GLSL compute for a Vulkan device with `limits`: local dims, shared memory and `vec4`
+    /// vectors. 16-bit floats are not rendered (GLSL needs explicit conversions for them).
+    pub fn vulkan(limits: &DeviceLimits) -> Self {
+        Target::gpu("vulkan", limits, false, Language::Glsl)
+    }
+}
+
+impl DeviceLimits {
+    /// Portable OpenCL defaults for ahead-of-time builds: 256 threads per work-group (what
+    /// common embedded GPUs allow), 32 KiB of local memory (the OpenCL 1.2 minimum), group
+    /// counts within 16 bits per axis, no half or double.
+    pub fn opencl_default() -> Self {
+        DeviceLimits {
+            groups_max: [65535; 3],
+            local_max: [256, 256, 64],
+            local_threads_max: 256,
+            shared_bytes: 32768,
+            half: false,
+            double: false,
+        }
+    }
+}
+
+impl DeviceLimits {
+    /// The limits every Vulkan device meets (the specification's minimums): 65535 groups per
+    /// axis, 128 threads per work-group (128 × 128 × 64 per axis), 16 KiB of shared memory.
+    pub fn vulkan_default() -> Self {
+        DeviceLimits {
+            groups_max: [65535; 3],
+            local_max: [128, 128, 64],
+            local_threads_max: 128,
+            shared_bytes: 16384,
+            half: false,
+            double: false,
+        }
+    }
+}
