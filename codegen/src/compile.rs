@@ -1,20 +1,17 @@
-//! The whole pipeline in one place: graph → schedule → kernels → linearize + render → plan →
-//! bundle.
+//! The whole pipeline in one function: import's graph → schedule → kernels → optimize →
+//! linearize and render → plan → bundle, the same for every target. A target is data the stages
+//! read; a BEAM search's cost model is given from outside (the runners implement it), so the
+//! compiler never runs a kernel itself.
 
-use crate::board::BoardInfo;
 use crate::bundle::{self, Bundle, BundleError};
 use crate::dtype::DType;
-use crate::graph::WeightId;
-use crate::graph::{Graph, Lazy};
-use crate::kernel::heuristic::hand_coded_optimizations;
+use crate::graph::{Graph, Lazy, WeightId};
 use crate::kernel::layout::reorder_bytes;
-use crate::kernel::search::{apply_all, cached_beam_search_many, Candidates};
-use crate::kernel::search::{searchable, Cache, SearchError};
-use crate::kernel::Opt;
 use crate::kernel::{Kernel, KernelBuffer};
-use crate::linearize::{to_program, LinearizeError, Program};
+use crate::linearize::{linearize, to_program, LinearizeError, Program};
 use crate::onnx::import::Imported;
-use crate::plan::{in_place_pairs, plan_arena_with};
+use crate::optimize::{optimize, Optimize, SearchError, SearchStats};
+use crate::plan::{in_place_pairs, plan_arena_with, InPlace};
 use crate::schedule::{create_schedule, BufKind, Schedule, ScheduleError, ScheduleItem};
 use crate::target::Target;
 use std::collections::HashMap;
@@ -32,33 +29,29 @@ pub enum CompileError {
     Search(#[from] SearchError),
 }
 
-/// BEAM search settings: beam width, where results are cached and what a candidate costs.
-#[derive(Clone, Debug)]
-pub struct Beam {
-    pub width: usize,
-    pub cache: Cache,
-    pub cost: BeamCost,
+/// Compiles a graph's `outputs` for `target` into a bundle named `name`, each kernel's opts
+/// chosen as `how` says. `progress` is called after each kernel with (done, total).
+pub fn compile(
+    name: &str,
+    graph: &Graph,
+    outputs: &[Lazy],
+    target: &Target,
+    how: Optimize<'_>,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<(Bundle, SearchStats), CompileError> {
+    let mut schedule = create_schedule(graph, outputs)?;
+    let mut kernels = kernels_of(&schedule, target)?;
+    let sizes = buffer_bytes(&schedule);
+    let stats = optimize(&mut kernels, &sizes, how, &|k| linearize(k).is_ok())?;
+    let mut programs = render_all(&kernels, progress)?;
+    store_relayouts(&mut schedule, &kernels, &programs);
+    let in_place = run_in_place(&schedule, target, &mut programs);
+    let plan = plan_arena_with(&schedule, &in_place);
+    let bundle = bundle::build(name, &schedule, &programs, &plan, target.name)?;
+    Ok((bundle, stats))
 }
 
-/// What the BEAM search measures a candidate by.
-#[derive(Clone, Debug, Default)]
-pub enum BeamCost {
-    /// Wall time on this host (its C compiler, [`crate::host::HOST_OPT`]).
-    #[default]
-    Host,
-    /// Instructions executed on an emulated board under QEMU (its C compiler and CPU).
-    Board(BoardInfo),
-}
-
-/// What a BEAM search did across a model's kernels.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct SearchStats {
-    pub searched: usize,
-    pub cached: usize,
-}
-
-/// Compiles a graph's `outputs` for `target` into a bundle named `name`, with the hand-coded
-/// optimizations when `optimize`. `progress` is called after each kernel with (done, total).
+/// [`compile`] with the target's heuristics, or with no opts at all unless `optimize`.
 pub fn compile_graph(
     name: &str,
     graph: &Graph,
@@ -67,22 +60,17 @@ pub fn compile_graph(
     optimize: bool,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<Bundle, CompileError> {
-    compile_graph_beam(name, graph, outputs, target, optimize, None, progress).map(|(b, _)| b)
+    let how = if optimize {
+        Optimize::Heuristics
+    } else {
+        Optimize::Off
+    };
+    compile(name, graph, outputs, target, how, progress).map(|(b, _)| b)
 }
 
-/// [`compile_graph`], with each kernel's opts found by a BEAM search when `beam` is given (and
-/// the target is C), measured as `beam.cost` says; the kernels are searched together and
-/// cached in `beam.cache`.
-pub fn compile_graph_beam(
-    name: &str,
-    graph: &Graph,
-    outputs: &[Lazy],
-    target: &Target,
-    optimize: bool,
-    beam: Option<&Beam>,
-    progress: &mut dyn FnMut(usize, usize),
-) -> Result<(Bundle, SearchStats), CompileError> {
-    let mut schedule = create_schedule(graph, outputs)?;
+/// One kernel per schedule item; on a target with float vectors, the weights only that kernel
+/// reads are its to lay out.
+fn kernels_of(schedule: &Schedule, target: &Target) -> Result<Vec<Kernel>, CompileError> {
     // How many times the kernels read each weight.
     let mut readers: HashMap<WeightId, usize> = HashMap::new();
     for b in schedule.items.iter().flat_map(|it| &it.bufs) {
@@ -90,69 +78,69 @@ pub fn compile_graph_beam(
             *readers.entry(w).or_default() += 1;
         }
     }
-    let mut kernels: Vec<Kernel> = Vec::with_capacity(schedule.items.len());
+    let mut kernels = Vec::with_capacity(schedule.items.len());
     for item in &schedule.items {
         let mut k = Kernel::new(item.ast.clone(), target.clone()).map_err(ScheduleError::from)?;
         if target.simd_lanes > 0 {
-            k.free_layout = free_weights(&schedule, &readers, item, &k);
+            k.free_layout = free_weights(schedule, &readers, item, &k);
         }
         kernels.push(k);
     }
-    let mut stats = SearchStats::default();
-    let searched: Vec<usize> = match beam {
-        Some(_) if optimize && !target.has_local => (0..kernels.len())
-            .filter(|&i| searchable(&kernels[i]))
-            .collect(),
-        _ => Vec::new(),
-    };
-    if let (Some(b), false) = (beam, searched.is_empty()) {
-        let fresh: Vec<Kernel> = searched.iter().map(|&i| kernels[i].clone()).collect();
-        let sizes: Vec<Vec<usize>> = searched
-            .iter()
-            .map(|&i| {
-                let bufs = &schedule.items[i].bufs;
-                bufs.iter()
-                    .map(|id| schedule.buffers[id.0 as usize].bytes())
-                    .collect()
-            })
-            .collect();
-        let found = search_kernels(b, &fresh, &sizes)?;
-        for (&i, (opts, hit)) in searched.iter().zip(found) {
-            match apply_all(&kernels[i], &opts) {
-                Some(k) => kernels[i] = k,
-                None => hand_coded_optimizations(&mut kernels[i]),
-            }
-            if hit {
-                stats.cached += 1;
-            } else {
-                stats.searched += 1;
-            }
-        }
+    Ok(kernels)
+}
+
+/// The bytes of each kernel's buffers, in the kernel's buffer order.
+fn buffer_bytes(schedule: &Schedule) -> Vec<Vec<usize>> {
+    schedule
+        .items
+        .iter()
+        .map(|item| {
+            item.bufs
+                .iter()
+                .map(|id| schedule.buffers[id.0 as usize].bytes())
+                .collect()
+        })
+        .collect()
+}
+
+/// Every kernel linearized and rendered.
+fn render_all(
+    kernels: &[Kernel],
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<Vec<Program>, CompileError> {
+    let mut programs = Vec::with_capacity(kernels.len());
+    for k in kernels {
+        programs.push(to_program(k)?);
+        progress(programs.len(), kernels.len());
     }
-    let mut programs: Vec<Program> = Vec::with_capacity(schedule.items.len());
+    Ok(programs)
+}
+
+/// The weights the kernels read in a new order (lanes innermost) are stored in that order.
+fn store_relayouts(schedule: &mut Schedule, kernels: &[Kernel], programs: &[Program]) {
     let mut reordered = Vec::new();
-    for (i, k) in kernels.iter_mut().enumerate() {
-        if optimize && !searched.contains(&i) {
-            hand_coded_optimizations(k);
-        }
-        let p = to_program(k)?;
+    for (i, (k, p)) in kernels.iter().zip(programs).enumerate() {
         for r in &p.relayouts {
             if let KernelBuffer::Mem(m) = &k.bufs[r.buf] {
                 reordered.push((schedule.items[i].bufs[m.idx.0 as usize], r.clone()));
             }
         }
-        programs.push(p);
-        progress(programs.len(), schedule.items.len());
     }
-    // The kernels read those weights in their new order: store them so.
     for (buf, r) in reordered {
         if let BufKind::Weight(w) = schedule.buffers[buf.0 as usize].kind {
             let data = &mut schedule.weights[w.0 as usize];
             data.bytes = reorder_bytes(&r, &data.bytes, data.dtype.size());
         }
     }
-    // Kernels that write over one of their inputs lose `restrict` on those two pointers.
-    let in_place = in_place_pairs(&schedule);
+}
+
+/// On a target whose kernels may write over an input, the kernels that can do so; they lose
+/// `restrict` on those two pointers.
+fn run_in_place(schedule: &Schedule, target: &Target, programs: &mut [Program]) -> Vec<InPlace> {
+    if !target.writes_in_place {
+        return Vec::new();
+    }
+    let in_place = in_place_pairs(schedule);
     for p in &in_place {
         let item = &schedule.items[p.step];
         for (j, b) in item.bufs.iter().enumerate() {
@@ -161,13 +149,7 @@ pub fn compile_graph_beam(
             }
         }
     }
-    let plan = plan_arena_with(&schedule, &in_place);
-    let mut bundle = bundle::build(name, &schedule, &programs, &plan)?;
-    bundle.replay = programs
-        .iter()
-        .map(|p| p.replay_record(target.name))
-        .collect();
-    Ok((bundle, stats))
+    in_place
 }
 
 /// The weights of `item` (positions in `k.bufs`, with their element counts) that no other
@@ -196,90 +178,6 @@ fn free_weights(
             }
         })
         .collect()
-}
-
-/// The opts of each of `fresh` (with its buffers' bytes in `sizes`) by a BEAM search with
-/// `b`'s cost (the cached result when there is one: then true).
-fn search_kernels(
-    b: &Beam,
-    fresh: &[Kernel],
-    sizes: &[Vec<usize>],
-) -> Result<Vec<(Vec<Opt>, bool)>, CompileError> {
-    let labels: Vec<String> = fresh.iter().map(|k| k.label()).collect();
-    let found = match &b.cost {
-        BeamCost::Host => {
-            let context = host_context()?;
-            let mut cost = |groups: &[Candidates]| {
-                groups
-                    .iter()
-                    .map(|g| time_on_host(&g.programs, &sizes[g.kernel], &labels[g.kernel]))
-                    .collect()
-            };
-            cached_beam_search_many(fresh, b.width, &b.cache, &context, &mut cost)?
-        }
-        BeamCost::Board(board) => {
-            let measure_error = |e: crate::board::BoardError| SearchError::Board {
-                board: board.name.clone(),
-                reason: e.to_string(),
-            };
-            let context = crate::board::measure::cost_name(board).map_err(measure_error)?;
-            let mut cost = |groups: &[Candidates]| {
-                let kernels: Vec<crate::board::measure::KernelCandidates> = groups
-                    .iter()
-                    .map(|g| crate::board::measure::KernelCandidates {
-                        kernel: &labels[g.kernel],
-                        programs: &g.programs,
-                        buffer_bytes: &sizes[g.kernel],
-                    })
-                    .collect();
-                let counts =
-                    crate::board::measure::count_candidates(board, &kernels, &mut |_, _| {})
-                        .map_err(measure_error)?;
-                Ok(counts
-                    .into_iter()
-                    .map(|c| c.into_iter().map(|n| n.map(|n| n as f64)).collect())
-                    .collect())
-            };
-            cached_beam_search_many(fresh, b.width, &b.cache, &context, &mut cost)?
-        }
-    };
-    Ok(found)
-}
-
-/// The host cost's name, for the cache key.
-#[cfg(feature = "host")]
-fn host_context() -> Result<String, CompileError> {
-    Ok(format!("host-wall {}", crate::host::HOST_OPT))
-}
-
-/// Wall time of each program on this host.
-#[cfg(feature = "host")]
-fn time_on_host(
-    programs: &[Program],
-    sizes: &[usize],
-    label: &str,
-) -> Result<Vec<Option<f64>>, SearchError> {
-    crate::host::time_kernels(programs, sizes).map_err(|e| SearchError::Measure {
-        kernel: label.to_string(),
-        reason: e.to_string(),
-    })
-}
-
-/// Without the host runner there is nothing to measure a host search with.
-#[cfg(not(feature = "host"))]
-fn host_context() -> Result<String, CompileError> {
-    Err(CompileError::Search(SearchError::Measure {
-        kernel: "every kernel".into(),
-        reason: "BEAM search measures kernels on the host: build with feature `host`".into(),
-    }))
-}
-
-#[cfg(not(feature = "host"))]
-fn time_on_host(_: &[Program], _: &[usize], label: &str) -> Result<Vec<Option<f64>>, SearchError> {
-    Err(SearchError::Measure {
-        kernel: label.to_string(),
-        reason: "BEAM search measures kernels on the host: build with feature `host`".into(),
-    })
 }
 
 /// A compiled model with the names, types and shapes of its inputs and outputs.

@@ -2,6 +2,9 @@
 //! run by the firmware crate's executor in this process.
 
 use crate::bundle::{Bundle, KERNELS_FILE};
+use crate::kernel::Kernel;
+use crate::linearize::{candidate_key, candidate_programs};
+use crate::optimize::{Candidates, CostModel, SearchError};
 use kiln_firmware::exec::{Executor, KernelEvent, KernelFn};
 use kiln_firmware::schedule::Bundle as Schedule;
 use std::path::{Path, PathBuf};
@@ -44,6 +47,33 @@ pub const HOST_OPT: &str = "-O2 -march=native";
 /// Compiles `dir/kernels.c` into `dir/libkernels.so`.
 pub fn compile(dir: &Path) -> Result<PathBuf, HostError> {
     compile_at(dir, HOST_OPT)
+}
+
+/// The BEAM search's cost on this host: the wall time of each candidate, compiled with
+/// [`HOST_OPT`] (see [`time_kernels`]).
+pub struct HostWallTime;
+
+impl CostModel for HostWallTime {
+    fn context(&self) -> Result<String, SearchError> {
+        Ok(format!("host-wall {HOST_OPT}"))
+    }
+
+    fn key(&mut self, candidate: &Kernel) -> Option<String> {
+        candidate_key(candidate)
+    }
+
+    fn measure(&mut self, groups: &[Candidates]) -> Result<Vec<Vec<Option<f64>>>, SearchError> {
+        groups
+            .iter()
+            .map(|g| {
+                let programs = candidate_programs(g)?;
+                time_kernels(&programs, &g.buffer_bytes).map_err(|e| SearchError::Measure {
+                    kernel: g.label.clone(),
+                    reason: e.to_string(),
+                })
+            })
+            .collect()
+    }
 }
 
 /// Rounds of timing in [`time_kernels`].
@@ -277,4 +307,34 @@ pub fn run_repeated(
         step_times: times,
         run_times,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::{Opt, OptOp};
+    use crate::optimize::search::apply_all;
+    use crate::target::Target;
+
+    #[test]
+    fn the_host_timer_measures_every_candidate() {
+        let fresh = crate::kernel::examples::matvec(16, 8, Target::c());
+        let up = apply_all(&fresh, &[Opt::new(OptOp::Upcast, 0, 4)]).unwrap();
+        let group = Candidates {
+            kernel: 0,
+            label: fresh.label(),
+            kernels: vec![fresh.clone(), up],
+            buffer_bytes: vec![16 * 4, 128 * 4, 8 * 4],
+        };
+        let mut cost = HostWallTime;
+        assert!(cost.key(&fresh).is_some());
+        let t = cost.measure(&[group]).unwrap();
+        assert_eq!(t.len(), 1);
+        assert_eq!(t[0].len(), 2);
+        assert!(
+            t[0].iter().all(|c| c.is_some_and(|c| c > 0.0 && c < 1e-2)),
+            "{t:?}"
+        );
+        assert!(cost.context().unwrap().starts_with("host-wall"));
+    }
 }

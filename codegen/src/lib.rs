@@ -24,6 +24,7 @@ pub mod kernel;
 pub mod linearize;
 pub mod onnx;
 pub mod ops;
+pub mod optimize;
 pub mod plan;
 pub mod render;
 pub mod schedule;

@@ -56,6 +56,9 @@ pub struct Target {
     /// 16-bit and 64-bit floats can be rendered.
     pub supports_half: bool,
     pub supports_double: bool,
+    /// A kernel may write its output over an input it reads only at the index it writes (the
+    /// two buffers then alias). Off on GPUs, whose buffer bindings are not made to alias.
+    pub writes_in_place: bool,
     /// The language the renderer writes for it.
     pub language: Language,
 }
@@ -75,6 +78,7 @@ impl Target {
             local_threads_max: None,
             supports_half: true,
             supports_double: true,
+            writes_in_place: true,
             language: Language::C,
         }
     }
@@ -109,6 +113,7 @@ impl Target {
             local_threads_max: Some(limits.local_threads_max),
             supports_half: half,
             supports_double: limits.double,
+            writes_in_place: false,
             language,
         }
     }
@@ -128,6 +133,7 @@ impl Target {
             local_threads_max: None,
             supports_half: true,
             supports_double: true,
+            writes_in_place: false,
             language: Language::C,
         }
     }

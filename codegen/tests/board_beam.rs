@@ -6,12 +6,13 @@ mod common;
 
 use common::weights::weight;
 use kiln_codegen::board::{self, measure};
-use kiln_codegen::compile::{compile_graph, compile_graph_beam, Beam, BeamCost};
+use kiln_codegen::compile::{compile, compile_graph};
 use kiln_codegen::dtype::DType;
 use kiln_codegen::graph::Graph;
-use kiln_codegen::kernel::search::{apply_all, cached_beam_search_many, Cache, Candidates};
 use kiln_codegen::kernel::{Kernel, Opt, OptOp};
 use kiln_codegen::linearize::{to_program, Program};
+use kiln_codegen::optimize::search::{apply_all, cached_beam_search_many};
+use kiln_codegen::optimize::{Beam, Cache, Candidates, CostModel, Optimize, SearchError};
 use kiln_codegen::target::Target;
 use std::time::Instant;
 
@@ -101,55 +102,48 @@ fn a_board_search_is_cached_and_measures_nothing_the_second_time() {
     };
     let kernels = [matvec(16, 8), matvec(8, 16)];
     let bytes = [matvec_bytes(16, 8), matvec_bytes(8, 16)];
-    let context = measure::cost_name(&board).unwrap();
-    let labels = ["a", "b"];
-    let images = std::cell::Cell::new(0);
-    let mut cost = |groups: &[Candidates]| {
-        images.set(images.get() + 1);
-        let candidates: Vec<measure::KernelCandidates> = groups
-            .iter()
-            .map(|g| measure::KernelCandidates {
-                kernel: labels[g.kernel],
-                programs: &g.programs,
-                buffer_bytes: &bytes[g.kernel],
-            })
-            .collect();
-        let counts =
-            measure::count_candidates(&board, &candidates, &mut |_, _| {}).map_err(|e| {
-                kiln_codegen::kernel::search::SearchError::Board {
-                    board: board.name.clone(),
-                    reason: e.to_string(),
-                }
-            })?;
-        Ok(counts
-            .into_iter()
-            .map(|c| c.into_iter().map(|n| n.map(|n| n as f64)).collect())
-            .collect())
+    /// The board's cost model, counting the images it builds.
+    struct Counted {
+        inner: measure::BoardInstructions,
+        images: usize,
+    }
+    impl CostModel for Counted {
+        fn context(&self) -> Result<String, SearchError> {
+            self.inner.context()
+        }
+        fn key(&mut self, candidate: &Kernel) -> Option<String> {
+            self.inner.key(candidate)
+        }
+        fn measure(&mut self, groups: &[Candidates]) -> Result<Vec<Vec<Option<f64>>>, SearchError> {
+            self.images += 1;
+            self.inner.measure(groups)
+        }
+    }
+    let mut cost = Counted {
+        inner: measure::BoardInstructions {
+            board: board.clone(),
+        },
+        images: 0,
     };
     let started = Instant::now();
-    let first = cached_beam_search_many(&kernels, 2, &cache, &context, &mut cost).unwrap();
-    let rounds = images.get();
+    let first = cached_beam_search_many(&kernels, &bytes, 2, &cache, &mut cost).unwrap();
+    let rounds = cost.images;
     eprintln!(
         "searched 2 kernels in {rounds} measurements, {:.1} s: {first:?}",
         started.elapsed().as_secs_f64()
     );
     assert!(first.iter().all(|(_, hit)| !hit));
     assert!(rounds >= 2);
-    let again = cached_beam_search_many(&kernels, 2, &cache, &context, &mut cost).unwrap();
-    assert_eq!(images.get(), rounds, "a cache hit builds no image");
+    let again = cached_beam_search_many(&kernels, &bytes, 2, &cache, &mut cost).unwrap();
+    assert_eq!(cost.images, rounds, "a cache hit builds no image");
     assert!(again.iter().all(|(_, hit)| *hit));
     assert_eq!(
         again.iter().map(|(o, _)| o).collect::<Vec<_>>(),
         first.iter().map(|(o, _)| o).collect::<Vec<_>>()
     );
     // The host's results are another entry.
-    let mut host = |groups: &[Candidates]| {
-        Ok(groups
-            .iter()
-            .map(|g| vec![Some(1.0); g.programs.len()])
-            .collect())
-    };
-    let host_run = cached_beam_search_many(&kernels, 2, &cache, "host-wall", &mut host).unwrap();
+    let mut host = kiln_codegen::host::HostWallTime;
+    let host_run = cached_beam_search_many(&kernels, &bytes, 2, &cache, &mut host).unwrap();
     assert!(host_run.iter().all(|(_, hit)| !hit));
 }
 
@@ -162,21 +156,23 @@ fn a_model_searched_on_the_board_runs_there_like_the_host() {
     let y = g.matmul(&x, &w).unwrap();
     let r = g.relu(&y).unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let beam = Beam {
-        width: 2,
-        cache: Cache {
-            dir: dir.path().to_path_buf(),
-        },
-        cost: BeamCost::Board(board.clone()),
+    let mut cost = measure::BoardInstructions {
+        board: board.clone(),
+    };
+    let cache = || Cache {
+        dir: dir.path().to_path_buf(),
     };
     let started = Instant::now();
-    let (searched, stats) = compile_graph_beam(
+    let (searched, stats) = compile(
         "mv",
         &g,
         std::slice::from_ref(&r),
         &Target::c(),
-        true,
-        Some(&beam),
+        Optimize::Beam(Beam {
+            width: 2,
+            cache: cache(),
+            cost: &mut cost,
+        }),
         &mut |_, _| {},
     )
     .unwrap_or_else(|e| panic!("{e}"));
@@ -185,13 +181,16 @@ fn a_model_searched_on_the_board_runs_there_like_the_host() {
         started.elapsed().as_secs_f64()
     );
     assert!(stats.searched > 0 && stats.cached == 0, "{stats:?}");
-    let (_, stats) = compile_graph_beam(
+    let (_, stats) = compile(
         "mv",
         &g,
         std::slice::from_ref(&r),
         &Target::c(),
-        true,
-        Some(&beam),
+        Optimize::Beam(Beam {
+            width: 2,
+            cache: cache(),
+            cost: &mut cost,
+        }),
         &mut |_, _| {},
     )
     .unwrap();
@@ -347,22 +346,15 @@ fn a_board_that_cannot_measure_is_an_error_naming_it() {
     let w = weight(&mut g, &[8, 4], 1);
     let y = g.matmul(&x, &w).unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let beam = Beam {
+    let mut cost = measure::BoardInstructions { board: real };
+    let beam = Optimize::Beam(Beam {
         width: 1,
         cache: Cache {
             dir: dir.path().to_path_buf(),
         },
-        cost: BeamCost::Board(real),
-    };
-    let err = compile_graph_beam(
-        "mv",
-        &g,
-        &[y],
-        &Target::c(),
-        true,
-        Some(&beam),
-        &mut |_, _| {},
-    )
-    .expect_err("a board that cannot measure fails the search");
+        cost: &mut cost,
+    });
+    let err = compile("mv", &g, &[y], &Target::c(), beam, &mut |_, _| {})
+        .expect_err("a board that cannot measure fails the search");
     assert!(err.to_string().contains("nrf52840-dk"), "{err}");
 }

@@ -12,8 +12,9 @@ use common::rng::Rng;
 use gpu_support::limits;
 use kiln_codegen::dtype::Scalar;
 use kiln_codegen::gpu::{opencl, vulkan, Api, GpuKernel, KernelCall};
-use kiln_codegen::kernel::{gpu_heuristic, Kernel};
+use kiln_codegen::kernel::Kernel;
 use kiln_codegen::linearize::{to_program, LinearizeError};
+use kiln_codegen::optimize::gpu_heuristic;
 use kiln_codegen::target::DeviceLimits;
 use kiln_codegen::uop::interp::HostBuffer;
 
@@ -43,7 +44,7 @@ fn prepare(api: Api, limits: &DeviceLimits, seed: u64) -> Option<Prepared> {
     let opts = if seed.is_multiple_of(2) {
         random_opts(&mut Rng::new(seed ^ 0x6770), &mut k, true)
     } else {
-        gpu_heuristic::optimize(&mut k)
+        gpu_heuristic::optimize(&mut k, &|k| kiln_codegen::linearize::linearize(k).is_ok())
     };
     let p = match to_program(&k) {
         Ok(p) => p,

@@ -154,7 +154,7 @@ fn kernel_for(case: &Case, kind: Kind, stats: &mut Stats) -> Option<(Kernel, Vec
         opts.push(opt);
     }
     if kind != Kind::Threaded && rng.below(3) == 0 {
-        kiln_codegen::kernel::heuristic::hand_coded_optimizations(&mut k);
+        kiln_codegen::optimize::heuristic::hand_coded_optimizations(&mut k);
         opts = k.applied_opts.clone();
     } else {
         opts.extend(random_opts(&mut rng, &mut k, kind == Kind::Threaded));

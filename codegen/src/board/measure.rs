@@ -10,7 +10,9 @@ use super::batch::{run_batches_counted, BatchCase, CaseError};
 use super::{BoardError, BoardFiles, BoardInfo};
 use crate::bundle::{self, Bundle};
 use crate::dtype::DType;
-use crate::linearize::Program;
+use crate::kernel::Kernel;
+use crate::linearize::{candidate_key, candidate_programs, Program};
+use crate::optimize::{Candidates, CostModel, SearchError};
 use crate::plan::{ArenaPlan, Placement, ALIGN};
 use crate::schedule::{BufId, BufKind, BufferInfo, Schedule, ScheduleItem};
 use std::time::Duration;
@@ -43,11 +45,58 @@ pub fn cost_name(board: &BoardInfo) -> Result<String, BoardError> {
     let build_rs = read(files.dir.join("build.rs"))?;
     let flags = cflags(&build_rs).join(" ");
     let helper = read(super::boards_dir().join("build/src/lib.rs"))?;
-    let digest = crate::kernel::search::stable_hash(&format!("{build_rs}\n{helper}"));
+    let digest = crate::optimize::cache::stable_hash(&format!("{build_rs}\n{helper}"));
     Ok(format!(
         "qemu-insn board={} target={} cflags=[{flags}] build={digest:016x}",
         board.name, board.target
     ))
+}
+
+/// The BEAM search's cost on an emulated board: the instructions each candidate executes
+/// there (see [`count_candidates`]).
+pub struct BoardInstructions {
+    pub board: BoardInfo,
+}
+
+impl BoardInstructions {
+    fn error(&self, e: BoardError) -> SearchError {
+        SearchError::Board {
+            board: self.board.name.clone(),
+            reason: e.to_string(),
+        }
+    }
+}
+
+impl CostModel for BoardInstructions {
+    fn context(&self) -> Result<String, SearchError> {
+        cost_name(&self.board).map_err(|e| self.error(e))
+    }
+
+    fn key(&mut self, candidate: &Kernel) -> Option<String> {
+        candidate_key(candidate)
+    }
+
+    fn measure(&mut self, groups: &[Candidates]) -> Result<Vec<Vec<Option<f64>>>, SearchError> {
+        let programs = groups
+            .iter()
+            .map(candidate_programs)
+            .collect::<Result<Vec<_>, _>>()?;
+        let kernels: Vec<KernelCandidates> = groups
+            .iter()
+            .zip(&programs)
+            .map(|(g, programs)| KernelCandidates {
+                kernel: &g.label,
+                programs,
+                buffer_bytes: &g.buffer_bytes,
+            })
+            .collect();
+        let counts = count_candidates(&self.board, &kernels, &mut |_, _| {});
+        let counts = counts.map_err(|e| self.error(e))?;
+        Ok(counts
+            .into_iter()
+            .map(|c| c.into_iter().map(|n| n.map(|n| n as f64)).collect())
+            .collect())
+    }
 }
 
 /// The quoted flags of a board's `build.rs` (`kiln_board_build::build(&["-mcpu=…", …])`).
@@ -186,7 +235,7 @@ fn candidates_bundle(
         weights: Vec::new(),
     };
     let programs: Vec<Program> = programs.iter().map(|&p| p.clone()).collect();
-    bundle::build(kernel, &schedule, &programs, &plan).map_err(|e| BoardError::Candidates {
+    bundle::build(kernel, &schedule, &programs, &plan, "c").map_err(|e| BoardError::Candidates {
         kernel: kernel.to_string(),
         reason: e.to_string(),
     })

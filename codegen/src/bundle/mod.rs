@@ -31,8 +31,10 @@ pub struct Bundle {
     pub report: Report,
     /// Name of each kernel in the table, in kernel-index order.
     pub kernel_names: Vec<String>,
-    /// The process-replay record of each step's kernel (AST, target, opts, name, source).
-    pub replay: Vec<String>,
+    /// The target the kernels were made for (its short name).
+    pub target: &'static str,
+    /// Each step's kernel as linearized and rendered.
+    pub programs: Vec<Program>,
 }
 
 /// Why a bundle could not be made or written.
@@ -174,6 +176,7 @@ pub fn build(
     s: &Schedule,
     programs: &[Program],
     plan: &ArenaPlan,
+    target: &'static str,
 ) -> Result<Bundle, BundleError> {
     let legal = crate::plan::in_place_pairs(s);
     if let Some(p) = plan.in_place.iter().find(|p| !legal.contains(p)) {
@@ -234,7 +237,6 @@ pub fn build(
     fw::Bundle::parse(&schedule, plan.arena_bytes, kernel_names.len())
         .map_err(|e| BundleError::SelfCheck(e.to_string()))?;
     let report = Report::new(model, s, programs, plan, weights.len(), &kernel_names);
-    let replay = programs.iter().map(|p| p.replay_record("c")).collect();
     Ok(Bundle {
         kernels_c,
         kernel_functions,
@@ -242,7 +244,8 @@ pub fn build(
         weights,
         report,
         kernel_names,
-        replay,
+        target,
+        programs: programs.to_vec(),
     })
 }
 
@@ -253,6 +256,14 @@ impl Bundle {
         self.kernel_functions.clone() + &kernel_table(&self.kernel_names, prefix)
     }
 
+    /// The process-replay record of each step's kernel (AST, target, opts, name, source).
+    pub fn replay_records(&self) -> Vec<String> {
+        self.programs
+            .iter()
+            .map(|p| p.replay_record(self.target))
+            .collect()
+    }
+
     /// Writes one process-replay record per step into `dir` (`000_<kernel>.txt`, …), so the
     /// kernels of two versions of the compiler can be diffed.
     pub fn write_replay(&self, dir: &Path) -> Result<(), BundleError> {
@@ -261,7 +272,8 @@ impl Bundle {
             source,
         };
         std::fs::create_dir_all(dir).map_err(io)?;
-        for (i, (rec, line)) in self.replay.iter().zip(&self.report.steps).enumerate() {
+        let records = self.replay_records();
+        for (i, (rec, line)) in records.iter().zip(&self.report.steps).enumerate() {
             std::fs::write(dir.join(format!("{i:03}_{}.txt", line.name)), rec).map_err(io)?;
         }
         Ok(())

@@ -8,9 +8,9 @@
 //! The results go to `OUT/bench.md` (a Markdown table), `OUT/bench.svg` (a plot) and
 //! `OUT/bench.tsv` (every number, one per line).
 
+use super::model::BeamCost;
 use super::model::{compile, compile_with_cost, ModelArgs};
 use super::run::{run_on, target_for};
-use crate::compile::BeamCost;
 use crate::target::Target;
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;

@@ -1,9 +1,12 @@
 //! Shared by the model commands: loading and compiling a model, reading and writing tensors.
 
+use crate::board::measure::BoardInstructions;
+use crate::board::BoardInfo;
 pub use crate::compile::Compiled;
-use crate::compile::{compile_graph_beam, io_of, Beam, BeamCost};
-use crate::kernel::search::Cache;
+use crate::compile::{compile as compile_model, io_of};
+use crate::host::HostWallTime;
 use crate::onnx;
+use crate::optimize::{Beam, Cache, CostModel, Optimize};
 use crate::target::Target;
 use crate::tensorio::{self, HostTensor};
 use anyhow::{bail, Context, Result};
@@ -52,6 +55,34 @@ fn import(args: &ModelArgs) -> Result<(String, onnx::import::Imported)> {
     Ok((name, imported))
 }
 
+/// What a BEAM search (`--beam`) measures its candidates by.
+#[derive(Clone, Debug, Default)]
+pub enum BeamCost {
+    /// Wall time on this host.
+    #[default]
+    Host,
+    /// Instructions executed on an emulated board under QEMU.
+    Board(BoardInfo),
+}
+
+impl BeamCost {
+    fn model(&self) -> Box<dyn CostModel> {
+        match self {
+            BeamCost::Host => Box::new(HostWallTime),
+            BeamCost::Board(board) => Box::new(BoardInstructions {
+                board: board.clone(),
+            }),
+        }
+    }
+
+    fn describe(&self) -> String {
+        match self {
+            BeamCost::Host => "wall time on this host".to_string(),
+            BeamCost::Board(board) => format!("instructions on {}", board.name),
+        }
+    }
+}
+
 /// Imports, schedules, linearizes, renders and bundles the model (a BEAM search measured on
 /// this host).
 pub fn compile(args: &ModelArgs, target: &Target) -> Result<Compiled> {
@@ -66,29 +97,29 @@ pub fn compile_with_cost(args: &ModelArgs, target: &Target, cost: BeamCost) -> R
         bar.set_length(total as u64);
         bar.set_position(done as u64);
     };
-    let beam = (args.beam > 0).then(|| Beam {
-        width: args.beam,
-        cache: Cache {
-            dir: Cache::default_dir(),
-        },
-        cost,
-    });
+    let mut model = cost.model();
+    let how = match args.beam {
+        0 => Optimize::Heuristics,
+        width => Optimize::Beam(Beam {
+            width,
+            cache: Cache {
+                dir: Cache::default_dir(),
+            },
+            cost: model.as_mut(),
+        }),
+    };
     let started = std::time::Instant::now();
-    let (bundle, stats) = compile_graph_beam(
+    let (bundle, stats) = compile_model(
         &name,
         &imported.graph,
         &imported.outputs,
         target,
-        true,
-        beam.as_ref(),
+        how,
         &mut tick,
     )
     .with_context(|| format!("compiling {}", args.model.display()))?;
-    if beam.is_some() {
-        let by = match beam.as_ref().map(|b| &b.cost) {
-            Some(BeamCost::Board(board)) => format!("instructions on {}", board.name),
-            _ => "wall time on this host".to_string(),
-        };
+    if args.beam > 0 {
+        let by = cost.describe();
         eprintln!(
             "beam search ({by}): {} kernels searched, {} from the cache, in {:.1} s",
             stats.searched,

@@ -1,10 +1,10 @@
 //! `kiln compile` and `kiln run`.
 
+use super::model::BeamCost;
 use super::model::{
     compile_gpu, compile_with_cost, read_inputs, write_outputs, Compiled, ModelArgs,
 };
 use crate::board;
-use crate::compile::BeamCost;
 use crate::target::Target;
 use crate::tensorio;
 use crate::uop::interp::HostBuffer;

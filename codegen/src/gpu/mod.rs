@@ -14,13 +14,10 @@ pub mod opencl;
 pub mod spirv;
 pub mod vulkan;
 
-use crate::bundle::{self, Bundle};
-use crate::compile::CompileError;
+use crate::bundle::Bundle;
+use crate::compile::{compile as compile_model, CompileError};
 use crate::graph::{Graph, Lazy};
-use crate::kernel::{gpu_heuristic, Kernel};
-use crate::linearize::{to_program, Program};
-use crate::plan::plan_arena;
-use crate::schedule::{create_schedule, ScheduleError};
+use crate::optimize::Optimize;
 use crate::target::{DeviceLimits, Target};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -176,9 +173,9 @@ pub enum GpuError {
     },
 }
 
-/// Compiles a graph's `outputs` for `api` on a device with `limits`: the GPU heuristics pick
-/// each kernel's opts, then the usual pipeline (render, plan, bundle) runs. `progress` is called
-/// after each kernel with (done, total).
+/// Compiles a graph's `outputs` for `api` on a device with `limits`: the compile pipeline for
+/// the interface's target (the GPU heuristics pick each kernel's opts), then each kernel's
+/// source and launch sizes. `progress` is called after each kernel with (done, total).
 pub fn compile(
     name: &str,
     graph: &Graph,
@@ -188,18 +185,16 @@ pub fn compile(
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<GpuBundle, GpuError> {
     let target = api.target(limits);
-    let schedule = create_schedule(graph, outputs).map_err(CompileError::from)?;
-    let mut programs: Vec<Program> = Vec::with_capacity(schedule.items.len());
-    for item in &schedule.items {
-        let mut k = Kernel::new(item.ast.clone(), target.clone())
-            .map_err(|e| CompileError::from(ScheduleError::from(e)))?;
-        gpu_heuristic::optimize(&mut k);
-        programs.push(to_program(&k).map_err(CompileError::from)?);
-        progress(programs.len(), schedule.items.len());
-    }
-    let plan = plan_arena(&schedule);
-    let bundle = bundle::build(name, &schedule, &programs, &plan).map_err(CompileError::from)?;
-    from_programs(api, bundle, &programs)
+    let (bundle, _) = compile_model(
+        name,
+        graph,
+        outputs,
+        &target,
+        Optimize::Heuristics,
+        progress,
+    )
+    .map_err(GpuError::from)?;
+    from_bundle(api, bundle)
 }
 
 /// Runs `gb` `runs` times (at least once) on its interface's device on this machine; the step
@@ -212,17 +207,13 @@ pub fn run(gb: &GpuBundle, inputs: &[Vec<u8>], runs: usize) -> Result<GpuRun, Gp
     }
 }
 
-/// The GPU bundle of `bundle`, built from the programs it was built from (one per schedule
-/// step, rendered for `api`). The bundle's C kernel table is replaced by a note: a GPU bundle's
-/// kernels are in the files [`write_sources`] writes.
-pub fn from_programs(
-    api: Api,
-    mut bundle: Bundle,
-    programs: &[Program],
-) -> Result<GpuBundle, GpuError> {
+/// The GPU bundle of `bundle` (compiled for `api`'s target): each kernel's source and launch
+/// sizes from the programs of its steps. The bundle's C kernel table is replaced by a note: a
+/// GPU bundle's kernels are in the files [`write_sources`] writes.
+pub fn from_bundle(api: Api, mut bundle: Bundle) -> Result<GpuBundle, GpuError> {
     let kernel_of_step = step_kernels(&bundle)?;
     let mut kernels: Vec<Option<GpuKernel>> = vec![None; bundle.kernel_names.len()];
-    for (p, &k) in programs.iter().zip(&kernel_of_step) {
+    for (p, &k) in bundle.programs.iter().zip(&kernel_of_step) {
         if kernels[k].is_none() {
             kernels[k] = Some(GpuKernel::from_program(api, p, &bundle.kernel_names[k]));
         }
@@ -232,10 +223,6 @@ pub fn from_programs(
         .enumerate()
         .map(|(k, g)| g.ok_or_else(|| GpuError::Refused(format!("kernel {k} is never launched"))))
         .collect::<Result<Vec<_>, _>>()?;
-    bundle.replay = programs
-        .iter()
-        .map(|p| p.replay_record(api.name()))
-        .collect();
     bundle.kernels_c = format!(
         "/* Kiln {} bundle: the kernels are in {}, their launch sizes in {}. */\n",
         api.name(),
@@ -316,7 +303,7 @@ impl GpuBundle {
     /// sources and launch table.
     pub fn write(&self, dir: &Path) -> Result<Vec<PathBuf>, GpuError> {
         self.bundle.write(dir).map_err(|e| match e {
-            bundle::BundleError::Io { path, source } => GpuError::Io { path, source },
+            crate::bundle::BundleError::Io { path, source } => GpuError::Io { path, source },
             other => GpuError::Refused(other.to_string()),
         })?;
         write_sources(dir, self)

@@ -7,11 +7,8 @@
 
 pub mod ast;
 pub mod examples;
-pub mod gpu_heuristic;
-pub mod heuristic;
 pub mod layout;
 pub mod opt;
-pub mod search;
 
 use crate::dtype::DType;
 use crate::ops::ConstValue;

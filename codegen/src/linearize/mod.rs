@@ -19,7 +19,7 @@ use crate::shape::{render_to, Node, NodeRenderer, ShapeTracker};
 use crate::uop::{Linear, OrderError, UOpGraph, UOpId, UOpKind};
 use expand::UPCAST_PREFIX;
 pub use grouped_dims::{grouped_dims, GroupedDims, GroupedDimsError};
-pub use program::{to_program, Program};
+pub use program::{candidate_key, candidate_programs, to_program, Program};
 use std::cell::RefCell;
 use std::collections::HashMap;
 

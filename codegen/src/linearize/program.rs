@@ -4,6 +4,7 @@
 use super::{linearize, LinearizeError, Linearized};
 use crate::kernel::ast::Op;
 use crate::kernel::{Kernel, KernelBuffer, Opt};
+use crate::optimize::{Candidates, SearchError};
 use crate::render::cstyle;
 use crate::uop::{BufferId, Linear, UOpKind};
 use std::fmt::Write;
@@ -181,4 +182,24 @@ impl Program {
             self.src
         )
     }
+}
+
+/// What a cost model keys a BEAM candidate by: the source it renders to (`None` when it does
+/// not linearize, so the search leaves it out).
+pub fn candidate_key(candidate: &Kernel) -> Option<String> {
+    to_program(candidate).ok().map(|p| p.src)
+}
+
+/// The programs of a group of BEAM candidates, for a cost model to measure.
+pub fn candidate_programs(group: &Candidates) -> Result<Vec<Program>, SearchError> {
+    group
+        .kernels
+        .iter()
+        .map(|k| {
+            to_program(k).map_err(|e| SearchError::Measure {
+                kernel: group.label.clone(),
+                reason: e.to_string(),
+            })
+        })
+        .collect()
 }

@@ -135,12 +135,12 @@ fn compile_one(imported: &onnx::import::Imported, target: &ReplayTarget) -> Targ
     let (graph, outputs) = (&imported.graph, &imported.outputs);
     let compiled = match target {
         ReplayTarget::Cpu(t) => compile_graph("replay", graph, outputs, t, true, &mut |_, _| {})
-            .map(|b| b.replay)
+            .map(|b| b.replay_records())
             .map_err(|e| e.to_string()),
         ReplayTarget::Gpu(api) => {
             let limits = api.default_limits();
             crate::gpu::compile("replay", graph, outputs, *api, &limits, &mut |_, _| {})
-                .map(|gb| gb.bundle.replay)
+                .map(|gb| gb.bundle.replay_records())
                 .map_err(|e| e.to_string())
         }
     };

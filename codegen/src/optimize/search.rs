@@ -1,16 +1,16 @@
 //! BEAM search over a kernel's opts: from the fresh kernel and the hand-coded opts (measured
 //! first, so the search never returns something slower than they are), each round applies every
 //! legal action (upcast an output axis, unroll a reduce axis) to each kernel of the beam,
-//! measures all the new kernels with a cost function (wall time on the host, or instructions on
-//! an emulated board), keeps the `width` cheapest and stops when a round finds nothing cheaper. The kernels of a model are searched in
-//! lockstep ([`beam_search_many`]), so that one measurement (one board image) serves a round of
-//! every kernel. Results are cached on disk, keyed by the kernel's AST, the target and the
-//! cost's name, so a rebuild does not search again.
+//! measures all the new kernels with a [`CostModel`] (wall time on the host, or instructions on
+//! an emulated board: the runners implement it), keeps the `width` cheapest and stops when a
+//! round finds nothing cheaper. The kernels of a model are searched in lockstep
+//! ([`beam_search_many`]), so that one measurement (one board image) serves a round of every
+//! kernel. Results are cached on disk ([`Cache`]), keyed by the kernel's AST, the target and the
+//! cost model's context, so a rebuild does not search again.
 
+use super::cache::Cache;
 use super::heuristic::hand_coded_optimizations;
-use super::{Kernel, Opt, OptOp};
-use crate::linearize::{to_program, Program};
-use std::path::{Path, PathBuf};
+use crate::kernel::{Kernel, Opt, OptOp};
 
 /// The most values one iteration computes (the product of the upcast and unrolled axes): the
 /// hand-coded opts' own limit, so that the beam can grow from them.
@@ -38,15 +38,26 @@ pub enum SearchError {
     },
 }
 
-/// Measures a batch of programs of one kernel: a cost per program (lower is better), `None`
-/// for one that could not be measured.
-pub type CostFn<'a> = dyn FnMut(&[Program]) -> Result<Vec<Option<f64>>, SearchError> + 'a;
+/// What a BEAM search measures its candidates with: implemented by the runners (the host's
+/// wall time, an emulated board's instruction count), so that this stage never runs a later
+/// one itself.
+pub trait CostModel {
+    /// What the costs depend on besides the kernel (the device, its compiler and flags): part
+    /// of every cache key.
+    fn context(&self) -> Result<String, SearchError>;
+    /// The candidate as it would be measured (its source): candidates with equal keys are
+    /// measured once. `None` when the candidate cannot be built, so it is left out.
+    fn key(&mut self, candidate: &Kernel) -> Option<String>;
+    /// The cost of each candidate of each group, in order (lower is better), `None` for one
+    /// that could not be measured.
+    fn measure(&mut self, groups: &[Candidates]) -> Result<Vec<Vec<Option<f64>>>, SearchError>;
+}
 
 /// Whether the search may run `k`: candidates run on zero-filled buffers, which is safe when
 /// every buffer holds floats and no integer division or remainder could meet a zero.
 pub fn searchable(k: &Kernel) -> bool {
-    use super::ast::Op;
-    use super::KernelBuffer;
+    use crate::kernel::ast::Op;
+    use crate::kernel::KernelBuffer;
     use crate::ops::{AluOp, BinaryOp};
     let float_buffers = k.bufs.iter().all(|b| match b {
         KernelBuffer::Mem(m) => m.dtype.is_float(),
@@ -94,38 +105,40 @@ pub fn apply_all(fresh: &Kernel, opts: &[Opt]) -> Option<Kernel> {
     Some(k)
 }
 
-/// The opts the search finds cheapest for `fresh` (which has no opts applied).
+/// The opts the search finds cheapest for `fresh` (which has no opts applied; its buffers hold
+/// `buffer_bytes`).
 pub fn beam_search(
     fresh: &Kernel,
+    buffer_bytes: &[usize],
     width: usize,
-    cost: &mut CostFn<'_>,
+    cost: &mut dyn CostModel,
 ) -> Result<Vec<Opt>, SearchError> {
-    let mut batched = |groups: &[Candidates]| groups.iter().map(|g| cost(&g.programs)).collect();
-    let mut found = beam_search_many(std::slice::from_ref(fresh), width, &mut batched)?;
+    let sizes = [buffer_bytes.to_vec()];
+    let mut found = beam_search_many(std::slice::from_ref(fresh), &sizes, width, cost)?;
     Ok(found.pop().unwrap_or_else(|| fresh.applied_opts.clone()))
 }
 
 /// The candidates of one kernel in a batched measurement: the kernel's index in the slice
-/// the search was given, and its programs.
+/// the search was given and its label (for errors), the candidate kernels (its opts applied),
+/// and the bytes of each of the kernel's buffers.
 #[derive(Clone, Debug)]
 pub struct Candidates {
     pub kernel: usize,
-    pub programs: Vec<Program>,
+    pub label: String,
+    pub kernels: Vec<Kernel>,
+    pub buffer_bytes: Vec<usize>,
 }
 
-/// Measures the candidates of many kernels at once (one image on a board for all of them): a
-/// cost per program of each group, in order, `None` for one that could not be measured.
-pub type BatchCostFn<'a> =
-    dyn FnMut(&[Candidates]) -> Result<Vec<Vec<Option<f64>>>, SearchError> + 'a;
-
-/// [`beam_search`] of every kernel of `fresh`, in lockstep: each round measures the candidates
-/// of every kernel still searching with one call of `cost`. Returns the opts of each kernel.
+/// [`beam_search`] of every kernel of `fresh` (the bytes of its buffers in `sizes`), in
+/// lockstep: each round measures the candidates of every kernel still searching with one call
+/// of `cost`. Returns the opts of each kernel.
 pub fn beam_search_many(
     fresh: &[Kernel],
+    sizes: &[Vec<usize>],
     width: usize,
-    cost: &mut BatchCostFn<'_>,
+    cost: &mut dyn CostModel,
 ) -> Result<Vec<Vec<Opt>>, SearchError> {
-    let mut searches: Vec<Search> = fresh.iter().map(Search::new).collect();
+    let mut searches: Vec<Search> = fresh.iter().map(|k| Search::new(k, cost)).collect();
     loop {
         let open: Vec<usize> = (0..searches.len()).filter(|&i| !searches[i].done).collect();
         if open.is_empty() {
@@ -135,10 +148,12 @@ pub fn beam_search_many(
             .iter()
             .map(|&i| Candidates {
                 kernel: i,
-                programs: searches[i].pending.iter().map(|(_, p)| p.clone()).collect(),
+                label: fresh[i].label(),
+                kernels: searches[i].pending.clone(),
+                buffer_bytes: sizes.get(i).cloned().unwrap_or_default(),
             })
             .collect();
-        let costs = cost(&groups)?;
+        let costs = cost.measure(&groups)?;
         if costs.len() != groups.len() {
             return Err(SearchError::Measure {
                 kernel: fresh[open[0]].label(),
@@ -146,7 +161,7 @@ pub fn beam_search_many(
             });
         }
         for (i, c) in open.into_iter().zip(costs) {
-            searches[i].feed(c, width);
+            searches[i].feed(c, width, cost);
         }
     }
     Ok(searches.into_iter().map(Search::result).collect())
@@ -160,7 +175,7 @@ struct Search {
     best: Option<(f64, Vec<Opt>)>,
     beam: Vec<Kernel>,
     /// The candidates of the round to measure next.
-    pending: Vec<(Kernel, Program)>,
+    pending: Vec<Kernel>,
     /// Rounds measured after the first (the fresh and hand-coded kernels).
     rounds: usize,
     done: bool,
@@ -168,7 +183,7 @@ struct Search {
 
 impl Search {
     /// The first round: the fresh kernel and the hand-coded opts.
-    fn new(fresh: &Kernel) -> Search {
+    fn new(fresh: &Kernel, cost: &mut dyn CostModel) -> Search {
         let mut hand = fresh.clone();
         hand_coded_optimizations(&mut hand);
         let hand_opts = hand.applied_opts.clone();
@@ -176,9 +191,9 @@ impl Search {
         if hand.applied_opts != fresh.applied_opts {
             start.push(hand);
         }
-        let pending: Vec<(Kernel, Program)> = start
+        let pending: Vec<Kernel> = start
             .into_iter()
-            .filter_map(|k| to_program(&k).ok().map(|p| (k, p)))
+            .filter(|k| cost.key(k).is_some())
             .collect();
         Search {
             hand: hand_opts,
@@ -191,12 +206,12 @@ impl Search {
     }
 
     /// Takes the costs of the pending candidates and prepares the next round, or ends.
-    fn feed(&mut self, costs: Vec<Option<f64>>, width: usize) {
+    fn feed(&mut self, costs: Vec<Option<f64>>, width: usize, cost: &mut dyn CostModel) {
         let pending = std::mem::take(&mut self.pending);
         let mut round: Vec<(f64, Kernel)> = pending
             .into_iter()
             .zip(costs)
-            .filter_map(|((k, _), c)| c.map(|c| (c, k)))
+            .filter_map(|(k, c)| c.map(|c| (c, k)))
             .collect();
         round.sort_by(|a, b| a.0.total_cmp(&b.0));
         let Some((c, k)) = round.first() else {
@@ -222,11 +237,12 @@ impl Search {
             self.done = true;
             return;
         }
-        self.expand();
+        self.expand(cost);
     }
 
-    /// Every legal action on every kernel of the beam, each distinct program once.
-    fn expand(&mut self) {
+    /// Every legal action on every kernel of the beam, each distinct candidate (by the cost
+    /// model's key) once.
+    fn expand(&mut self, cost: &mut dyn CostModel) {
         let mut seen = std::collections::HashSet::new();
         for k in &self.beam {
             for a in actions(k) {
@@ -234,9 +250,9 @@ impl Search {
                 if k2.apply_opt(a).is_err() || upcast_size(&k2) > MAX_UPCAST {
                     continue;
                 }
-                let Ok(p) = to_program(&k2) else { continue };
-                if seen.insert(p.src.clone()) {
-                    self.pending.push((k2, p));
+                let Some(key) = cost.key(&k2) else { continue };
+                if seen.insert(key) {
+                    self.pending.push(k2);
                 }
             }
         }
@@ -251,114 +267,18 @@ impl Search {
     }
 }
 
-/// A 64-bit FNV-1a hash (stable across builds, unlike the standard library's).
-pub fn stable_hash(text: &str) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in text.bytes() {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    h
-}
-
-/// The search cache: one file per searched kernel, its opts one per line.
-#[derive(Clone, Debug)]
-pub struct Cache {
-    pub dir: PathBuf,
-}
-
-impl Cache {
-    /// `$KILN_BEAM_CACHE`, else `kiln/beam` in `$XDG_CACHE_HOME` or `~/.cache`, else
-    /// `target/kiln-beam`.
-    pub fn default_dir() -> PathBuf {
-        if let Some(d) = std::env::var_os("KILN_BEAM_CACHE") {
-            return PathBuf::from(d);
-        }
-        let base = std::env::var_os("XDG_CACHE_HOME")
-            .map(PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache")));
-        match base {
-            Some(b) => b.join("kiln/beam"),
-            None => PathBuf::from("target/kiln-beam"),
-        }
-    }
-
-    /// The cache file of a kernel (`ast`: its AST listing) searched under `context` (target,
-    /// cost, width).
-    pub fn path(&self, ast: &str, context: &str) -> PathBuf {
-        let key = stable_hash(&format!("{context}\n{ast}"));
-        self.dir.join(format!("{key:016x}.opts"))
-    }
-
-    /// The cached opts, if this kernel was searched before (an unreadable entry is a miss).
-    pub fn get(&self, ast: &str, context: &str) -> Option<Vec<Opt>> {
-        let text = std::fs::read_to_string(self.path(ast, context)).ok()?;
-        let mut lines = text.lines();
-        // The first line repeats the key's text hash, guarding against a stale file.
-        if lines.next()? != format!("{:016x}", stable_hash(ast)) {
-            return None;
-        }
-        lines.map(parse_opt).collect()
-    }
-
-    pub fn put(&self, ast: &str, context: &str, opts: &[Opt]) -> Result<(), SearchError> {
-        let path = self.path(ast, context);
-        let err = |source| SearchError::Cache {
-            path: path.display().to_string(),
-            source,
-        };
-        std::fs::create_dir_all(&self.dir).map_err(err)?;
-        let mut text = format!("{:016x}\n", stable_hash(ast));
-        for o in opts {
-            text.push_str(&format_opt(o));
-            text.push('\n');
-        }
-        std::fs::write(&path, text).map_err(err)
-    }
-}
-
-fn format_opt(o: &Opt) -> String {
-    let axis = o.axis.map(|a| a.to_string()).unwrap_or_else(|| "-".into());
-    format!("{:?} {axis} {}", o.op, o.amt)
-}
-
-fn parse_opt(line: &str) -> Option<Opt> {
-    let mut parts = line.split_whitespace();
-    let op = match parts.next()? {
-        "Local" => OptOp::Local,
-        "Group" => OptOp::Group,
-        "GroupTop" => OptOp::GroupTop,
-        "Unroll" => OptOp::Unroll,
-        "Upcast" => OptOp::Upcast,
-        "PadTo" => OptOp::PadTo,
-        "NoLocals" => OptOp::NoLocals,
-        _ => return None,
-    };
-    let axis = match parts.next()? {
-        "-" => None,
-        a => Some(a.parse().ok()?),
-    };
-    let amt = parts.next()?.parse().ok()?;
-    Some(Opt { op, axis, amt })
-}
-
 /// The opts for `fresh`: from `cache` when it has them, else searched with `cost` and stored.
 /// Returns the opts and whether they came from the cache.
 pub fn cached_beam_search(
     fresh: &Kernel,
+    buffer_bytes: &[usize],
     width: usize,
     cache: &Cache,
-    context: &str,
-    cost: &mut CostFn<'_>,
+    cost: &mut dyn CostModel,
 ) -> Result<(Vec<Opt>, bool), SearchError> {
-    let mut batched = |groups: &[Candidates]| groups.iter().map(|g| cost(&g.programs)).collect();
-    let mut found = cached_beam_search_many(
-        std::slice::from_ref(fresh),
-        width,
-        cache,
-        context,
-        &mut batched,
-    )?;
+    let sizes = [buffer_bytes.to_vec()];
+    let one = std::slice::from_ref(fresh);
+    let mut found = cached_beam_search_many(one, &sizes, width, cache, cost)?;
     Ok(found
         .pop()
         .unwrap_or_else(|| (fresh.applied_opts.clone(), false)))
@@ -369,11 +289,12 @@ pub fn cached_beam_search(
 /// in `fresh`. Returns each kernel's opts and whether they came from the cache.
 pub fn cached_beam_search_many(
     fresh: &[Kernel],
+    sizes: &[Vec<usize>],
     width: usize,
     cache: &Cache,
-    context: &str,
-    cost: &mut BatchCostFn<'_>,
+    cost: &mut dyn CostModel,
 ) -> Result<Vec<(Vec<Opt>, bool)>, SearchError> {
+    let context = cost.context()?;
     let keys: Vec<(String, String)> = fresh
         .iter()
         .map(|k| {
@@ -404,17 +325,15 @@ pub fn cached_beam_search_many(
     }
     if !misses.is_empty() {
         let kernels: Vec<Kernel> = misses.iter().map(|&i| fresh[i].clone()).collect();
-        let mut renumbered = |groups: &[Candidates]| {
-            let groups: Vec<Candidates> = groups
-                .iter()
-                .map(|g| Candidates {
-                    kernel: misses[g.kernel],
-                    programs: g.programs.clone(),
-                })
-                .collect();
-            cost(&groups)
+        let miss_sizes: Vec<Vec<usize>> = misses
+            .iter()
+            .map(|&i| sizes.get(i).cloned().unwrap_or_default())
+            .collect();
+        let mut renumbered = Renumbered {
+            inner: cost,
+            index: &misses,
         };
-        let searched = beam_search_many(&kernels, width, &mut renumbered)?;
+        let searched = beam_search_many(&kernels, &miss_sizes, width, &mut renumbered)?;
         for (&i, opts) in misses.iter().zip(searched) {
             let (ast, context) = &keys[i];
             cache.put(ast, context, &opts)?;
@@ -434,6 +353,36 @@ pub fn cached_beam_search_many(
         .collect())
 }
 
+/// A cost model that hands on groups under the kernel indices of the slice its caller
+/// searches (the search itself numbers only the kernels it searches).
+struct Renumbered<'a> {
+    inner: &'a mut dyn CostModel,
+    index: &'a [usize],
+}
+
+impl CostModel for Renumbered<'_> {
+    fn context(&self) -> Result<String, SearchError> {
+        self.inner.context()
+    }
+
+    fn key(&mut self, candidate: &Kernel) -> Option<String> {
+        self.inner.key(candidate)
+    }
+
+    fn measure(&mut self, groups: &[Candidates]) -> Result<Vec<Vec<Option<f64>>>, SearchError> {
+        let groups: Vec<Candidates> = groups
+            .iter()
+            .map(|g| Candidates {
+                kernel: self.index[g.kernel],
+                label: g.label.clone(),
+                kernels: g.kernels.clone(),
+                buffer_bytes: g.buffer_bytes.clone(),
+            })
+            .collect();
+        self.inner.measure(&groups)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -448,27 +397,54 @@ mod tests {
         crate::kernel::examples::matvec(16, 8, Target::c())
     }
 
+    /// A cost model of plain arithmetic on the opts: each candidate is keyed by its opts and
+    /// costs what `cost` says of them.
+    struct ByOpts<F: FnMut(&[Opt]) -> Option<f64>> {
+        context: &'static str,
+        cost: F,
+        calls: usize,
+    }
+
+    impl<F: FnMut(&[Opt]) -> Option<f64>> CostModel for ByOpts<F> {
+        fn context(&self) -> Result<String, SearchError> {
+            Ok(self.context.to_string())
+        }
+
+        fn key(&mut self, candidate: &Kernel) -> Option<String> {
+            Some(format!("{:?}", candidate.applied_opts))
+        }
+
+        fn measure(&mut self, groups: &[Candidates]) -> Result<Vec<Vec<Option<f64>>>, SearchError> {
+            self.calls += 1;
+            let cost = &mut self.cost;
+            Ok(groups
+                .iter()
+                .map(|g| g.kernels.iter().map(|k| cost(&k.applied_opts)).collect())
+                .collect())
+        }
+    }
+
+    fn by_opts<F: FnMut(&[Opt]) -> Option<f64>>(context: &'static str, cost: F) -> ByOpts<F> {
+        ByOpts {
+            context,
+            cost,
+            calls: 0,
+        }
+    }
+
     #[test]
     fn the_search_follows_the_cost() {
         // A cost that rewards upcasting the output axis and nothing else.
-        let mut calls = 0;
-        let mut cost = |ps: &[Program]| {
-            calls += 1;
-            Ok(ps
+        let mut cost = by_opts("test", |opts| {
+            let up = opts
                 .iter()
-                .map(|p| {
-                    let up = p
-                        .applied_opts
-                        .iter()
-                        .filter(|o| o.op == OptOp::Upcast)
-                        .map(|o| o.amt.max(1))
-                        .product::<usize>();
-                    Some(100.0 / up as f64 + p.applied_opts.len() as f64 * 0.01)
-                })
-                .collect())
-        };
-        let opts = beam_search(&matvec(), 2, &mut cost).unwrap();
-        assert!(calls >= 2);
+                .filter(|o| o.op == OptOp::Upcast)
+                .map(|o| o.amt.max(1))
+                .product::<usize>();
+            Some(100.0 / up as f64 + opts.len() as f64 * 0.01)
+        });
+        let opts = beam_search(&matvec(), &[], 2, &mut cost).unwrap();
+        assert!(cost.calls >= 2);
         let up: usize = opts
             .iter()
             .filter(|o| o.op == OptOp::Upcast)
@@ -481,12 +457,50 @@ mod tests {
     #[test]
     fn nothing_measured_keeps_the_hand_coded_opts() {
         // A board that cannot run any candidate (buffers too large for its RAM, say).
-        let mut cost = |ps: &[Program]| Ok(vec![None; ps.len()]);
-        let opts = beam_search(&matvec(), 2, &mut cost).unwrap();
+        let mut cost = by_opts("test", |_| None);
+        let opts = beam_search(&matvec(), &[], 2, &mut cost).unwrap();
         let mut hand = matvec();
         hand_coded_optimizations(&mut hand);
         assert!(!hand.applied_opts.is_empty());
         assert_eq!(opts, hand.applied_opts);
+    }
+
+    #[test]
+    fn candidates_the_cost_model_cannot_build_are_left_out() {
+        struct NoUnroll(usize);
+        impl CostModel for NoUnroll {
+            fn context(&self) -> Result<String, SearchError> {
+                Ok("no-unroll".into())
+            }
+            fn key(&mut self, k: &Kernel) -> Option<String> {
+                let unrolled = k.applied_opts.iter().any(|o| o.op == OptOp::Unroll);
+                (!unrolled).then(|| format!("{:?}", k.applied_opts))
+            }
+            fn measure(
+                &mut self,
+                groups: &[Candidates],
+            ) -> Result<Vec<Vec<Option<f64>>>, SearchError> {
+                self.0 += groups.iter().map(|g| g.kernels.len()).sum::<usize>();
+                let unrolled = groups
+                    .iter()
+                    .flat_map(|g| &g.kernels)
+                    .any(|k| k.applied_opts.iter().any(|o| o.op == OptOp::Unroll));
+                assert!(!unrolled, "an unbuildable candidate was measured");
+                Ok(groups
+                    .iter()
+                    .map(|g| {
+                        g.kernels
+                            .iter()
+                            .map(|k| Some(k.applied_opts.len() as f64))
+                            .collect()
+                    })
+                    .collect())
+            }
+        }
+        let mut cost = NoUnroll(0);
+        let opts = beam_search(&matvec(), &[], 2, &mut cost).unwrap();
+        assert!(cost.0 > 0);
+        assert!(opts.iter().all(|o| o.op != OptOp::Unroll), "{opts:?}");
     }
 
     #[test]
@@ -495,38 +509,19 @@ mod tests {
         let cache = Cache {
             dir: dir.path().to_path_buf(),
         };
-        let calls = std::cell::Cell::new(0);
-        let mut cost = |ps: &[Program]| {
-            calls.set(calls.get() + 1);
-            Ok(ps
-                .iter()
-                .map(|p| Some(10.0 - p.applied_opts.len() as f64))
-                .collect())
-        };
-        let (first, hit) = cached_beam_search(&matvec(), 2, &cache, "test", &mut cost).unwrap();
+        let mut cost = by_opts("test", |opts| Some(10.0 - opts.len() as f64));
+        let (first, hit) = cached_beam_search(&matvec(), &[], 2, &cache, &mut cost).unwrap();
         assert!(!hit);
-        let searched = calls.get();
+        let searched = cost.calls;
         assert!(searched > 0);
-        let (again, hit) = cached_beam_search(&matvec(), 2, &cache, "test", &mut cost).unwrap();
+        let (again, hit) = cached_beam_search(&matvec(), &[], 2, &cache, &mut cost).unwrap();
         assert!(hit);
         assert_eq!(again, first);
-        assert_eq!(calls.get(), searched, "a cache hit measures nothing");
+        assert_eq!(cost.calls, searched, "a cache hit measures nothing");
         // Another cost context is another entry.
-        let (_, hit) = cached_beam_search(&matvec(), 2, &cache, "other", &mut cost).unwrap();
+        let mut other = by_opts("other", |opts| Some(10.0 - opts.len() as f64));
+        let (_, hit) = cached_beam_search(&matvec(), &[], 2, &cache, &mut other).unwrap();
         assert!(!hit);
-    }
-
-    #[test]
-    fn the_host_timer_measures_every_candidate() {
-        let fresh = matvec();
-        let up = apply_all(&fresh, &[Opt::new(OptOp::Upcast, 0, 4)]).unwrap();
-        let programs = [to_program(&fresh).unwrap(), to_program(&up).unwrap()];
-        let t = crate::host::time_kernels(&programs, &[16 * 4, 128 * 4, 8 * 4]).unwrap();
-        assert_eq!(t.len(), 2);
-        assert!(
-            t.iter().all(|c| c.is_some_and(|c| c > 0.0 && c < 1e-2)),
-            "{t:?}"
-        );
     }
 
     #[test]
@@ -542,21 +537,5 @@ mod tests {
         );
         let k = Kernel::new(vec![LazyOp::store(0, st, div)], Target::c()).unwrap();
         assert!(!searchable(&k));
-    }
-
-    #[test]
-    fn opts_round_trip_through_the_cache_format() {
-        for o in [
-            Opt::new(OptOp::Upcast, 1, 4),
-            Opt::new(OptOp::Unroll, 0, 0),
-            Opt {
-                op: OptOp::NoLocals,
-                axis: None,
-                amt: 0,
-            },
-        ] {
-            assert_eq!(parse_opt(&format_opt(&o)), Some(o));
-        }
-        assert_eq!(parse_opt("Sideways 1 2"), None);
     }
 }

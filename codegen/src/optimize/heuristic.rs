@@ -4,7 +4,7 @@
 //! nothing else applies. Every opt goes through [`Kernel::apply_opt`], so an opt that does not
 //! apply is simply skipped.
 
-use super::{Kernel, Opt, OptOp};
+use crate::kernel::{Kernel, Opt, OptOp};
 
 /// The most values one thread computes at once (accumulators live in registers).
 const MAX_UPCAST: usize = 16;

@@ -12,12 +12,11 @@
 //! 4. The remaining global axes get local dims (`LOCAL`), innermost axis first, up to the
 //!    device's threads per work-group.
 //!
-//! The result is checked by linearizing it: a kernel whose opts cannot be mapped onto the
-//! device's sizes falls back to the unoptimized kernel.
+//! Each rule's result is checked with the pipeline's [`Lowers`] (whether the kernel still
+//! linearizes): a rule whose opts cannot be mapped onto the device's sizes is undone.
 
-use super::opt::{Opt, OptOp};
-use super::Kernel;
-use crate::linearize::linearize;
+use super::Lowers;
+use crate::kernel::{Kernel, Opt, OptOp};
 
 /// Outputs below which a reduce is worth splitting across threads.
 const FEW_OUTPUTS: usize = 2048;
@@ -28,29 +27,29 @@ const UPCAST_MAX: usize = 16;
 
 /// Applies the GPU opts to `k` (which must target a device with local dims); returns the opts
 /// applied. A target without threads is left alone.
-pub fn optimize(k: &mut Kernel) -> Vec<Opt> {
+pub fn optimize(k: &mut Kernel, lowers: Lowers<'_>) -> Vec<Opt> {
     if !k.target.has_local {
         return Vec::new();
     }
     let budget = threads_budget(k);
-    let grouped = checked(k, |k| group_reduce(k, budget));
+    let grouped = checked(k, lowers, |k| group_reduce(k, budget));
     if !grouped {
-        checked(k, upcast);
+        checked(k, lowers, upcast);
     }
-    checked(k, unroll);
+    checked(k, lowers, unroll);
     let left = budget / group_threads(k).max(1);
-    checked(k, |k| add_locals(k, left));
+    checked(k, lowers, |k| add_locals(k, left));
     k.applied_opts.clone()
 }
 
-/// Runs one rule; undoes it when the kernel no longer linearizes (its sizes do not fit the
+/// Runs one rule; undoes it when the kernel no longer lowers (its sizes do not fit the
 /// device). Returns whether the rule changed the kernel.
-fn checked(k: &mut Kernel, rule: impl FnOnce(&mut Kernel) -> bool) -> bool {
+fn checked(k: &mut Kernel, lowers: Lowers<'_>, rule: impl FnOnce(&mut Kernel) -> bool) -> bool {
     let before = k.clone();
     if !rule(k) {
         return false;
     }
-    if linearize(k).is_err() {
+    if !lowers(k) {
         *k = before;
         return false;
     }
@@ -196,6 +195,11 @@ mod tests {
     use crate::shape::ShapeTracker;
     use crate::target::{DeviceLimits, Target};
 
+    /// The pipeline's check: the kernel linearizes.
+    fn lowers(k: &Kernel) -> bool {
+        crate::linearize::linearize(k).is_ok()
+    }
+
     /// out[m, n] = sum_k a[m, k] * b[k, n], as a kernel of shape (m, n, k).
     fn matmul(m: usize, n: usize, k: usize) -> Kernel {
         let a = ShapeTracker::from_shape(&[m, k])
@@ -218,7 +222,7 @@ mod tests {
     #[test]
     fn a_large_matmul_gets_upcasts_and_local_dims() {
         let mut k = matmul(64, 64, 32);
-        let opts = optimize(&mut k);
+        let opts = optimize(&mut k, &lowers);
         let has = |op| opts.iter().any(|o| o.op == op);
         assert!(has(OptOp::Upcast) && has(OptOp::Local), "{opts:?}");
         assert!(k.local_dims > 0 && k.upcasted > 0);
@@ -227,7 +231,7 @@ mod tests {
     #[test]
     fn a_reduce_with_few_outputs_is_grouped() {
         let mut k = matmul(2, 2, 1024);
-        let opts = optimize(&mut k);
+        let opts = optimize(&mut k, &lowers);
         assert!(k.group_for_reduces > 0, "{opts:?}");
     }
 
@@ -235,6 +239,6 @@ mod tests {
     fn a_target_without_threads_is_left_alone() {
         let mut k = matmul(8, 8, 8);
         k.target = Target::c();
-        assert!(optimize(&mut k).is_empty());
+        assert!(optimize(&mut k, &lowers).is_empty());
     }
 }
