@@ -1,25 +1,25 @@
-//! Kiln's host-side compiler.
+//! Kiln's compiler: the library a firmware's build script links, with no runner in it.
 //!
-//! Data flows one way through the stages:
-//! import → graph → schedule → kernel → linearize → render → plan → bundle.
+//! Layers, each using only the ones before it:
+//! - values every stage shares: [`target`] (what a target can do), [`dtype`], [`ops`] (the
+//!   primitive operations and their exact semantics), [`shape`] (symbolic indices and
+//!   ShapeTrackers), [`tensorio`] (tensors in `.npy` and `.pb` files);
+//! - the stages, in the order data flows through them: [`onnx`] (import) → [`graph`] →
+//!   [`schedule`] → [`kernel`] → [`optimize`] → [`linearize`] (into [`uop`]s) → [`render`] →
+//!   [`plan`] → [`bundle`] (and [`gpu`], a bundle's form for OpenCL and Vulkan);
+//! - [`compile`], the one function that chains the stages for every target, and [`builder`],
+//!   the build-script API on top of it ([`Builder`]).
 //!
-//! A firmware crate uses it from its build script through [`Builder`] (with
-//! `default-features = false`: the command line and the runners stay out).
+//! The runners (`kiln-runners`: the host, boards, GPUs, each a
+//! [`optimize::CostModel`] for the BEAM search) and the command line (`kiln-cli`) are crates
+//! above this one.
 
-pub mod board;
 pub mod builder;
 pub mod bundle;
-#[cfg(feature = "cli")]
-pub mod cli;
 pub mod compile;
-#[cfg(feature = "cli")]
-pub mod conformance;
 pub mod dtype;
-#[cfg(feature = "gpu")]
 pub mod gpu;
 pub mod graph;
-#[cfg(feature = "host")]
-pub mod host;
 pub mod kernel;
 pub mod linearize;
 pub mod onnx;

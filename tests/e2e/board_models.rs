@@ -3,7 +3,7 @@
 //! each compared with onnxruntime like on the host; a board too small refuses them with the
 //! numbers before anything is built. Needs `scripts/setup-toolchain.sh` (run by the test script).
 
-use kiln_codegen::board::{self, BoardError};
+use kiln_runners::board::{self, BoardError};
 use kiln_tests::{compare, compile, references, MLPERF, SMALL};
 use std::time::Duration;
 

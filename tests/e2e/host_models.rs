@@ -1,7 +1,7 @@
 //! Every test model compiled to C, built by the system C compiler, run by the firmware executor
 //! on the host, and compared with onnxruntime (rtol 1e-4, atol 1e-5).
 
-use kiln_codegen::host;
+use kiln_runners::host;
 use kiln_tests::{compare, compile, references, MLPERF, SMALL};
 
 fn run_model(name: &str) {

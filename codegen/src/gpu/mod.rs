@@ -1,5 +1,5 @@
-//! Edge GPUs: a model compiled for OpenCL or Vulkan, the files a user ships, and the runtimes
-//! that execute its schedule on a device ([`opencl`], [`vulkan`]).
+//! Edge GPUs: a model compiled for OpenCL or Vulkan and the files a user ships (the runtimes
+//! that execute its schedule on a device are the runners').
 //!
 //! A GPU bundle is an ordinary [`Bundle`] (schedule, weights, report) plus one [`GpuKernel`]
 //! per entry of its kernel table: the source and the launch sizes each kernel needs. On disk
@@ -9,10 +9,7 @@
 
 mod kernel;
 pub mod launch;
-mod layout;
-pub mod opencl;
 pub mod spirv;
-pub mod vulkan;
 
 use crate::bundle::Bundle;
 use crate::compile::{compile as compile_model, CompileError};
@@ -20,7 +17,6 @@ use crate::graph::{Graph, Lazy};
 use crate::optimize::Optimize;
 use crate::target::{DeviceLimits, Target};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 /// The GPU programming interfaces Kiln renders for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -49,15 +45,6 @@ impl Api {
         match self {
             Api::OpenCl => DeviceLimits::opencl_default(),
             Api::Vulkan => DeviceLimits::vulkan_default(),
-        }
-    }
-
-    /// The limits of this interface's device on this machine (see [`opencl::device`] and
-    /// [`vulkan::device`] for which device that is).
-    pub fn device_limits(self) -> Result<DeviceLimits, GpuError> {
-        match self {
-            Api::OpenCl => opencl::device_limits(),
-            Api::Vulkan => vulkan::device_limits(),
         }
     }
 
@@ -96,36 +83,6 @@ pub struct GpuBundle {
     pub bundle: Bundle,
     /// In kernel-table order (the schedule's kernel indices).
     pub kernels: Vec<GpuKernel>,
-}
-
-/// One call of a kernel of a table on its own buffers (in argument order), for running kernels
-/// outside a bundle: tests, benchmarks.
-#[derive(Clone, Debug)]
-pub struct KernelCall {
-    pub kernel: usize,
-    pub buffers: Vec<Vec<u8>>,
-}
-
-/// What a run of [`KernelCall`]s gives back.
-#[derive(Clone, Debug)]
-pub struct CallsRun {
-    /// Each call's buffers after its run.
-    pub buffers: Vec<Vec<Vec<u8>>>,
-    /// Each call's device time.
-    pub times: Vec<Duration>,
-}
-
-/// What one run on a device gives back.
-#[derive(Clone, Debug)]
-pub struct GpuRun {
-    pub outputs: Vec<Vec<u8>>,
-    /// Device time of each step (kernel launch), in schedule order.
-    pub step_times: Vec<Duration>,
-    /// The device's name as its driver reports it.
-    pub device: String,
-    /// Bytes of device memory for the arena: the planned arena, or more when the device's
-    /// alignment of buffer offsets made the runtime give each buffer its own aligned place.
-    pub arena_bytes: usize,
 }
 
 /// Errors of compiling for, writing for or running on a GPU.
@@ -195,16 +152,6 @@ pub fn compile(
     )
     .map_err(GpuError::from)?;
     from_bundle(api, bundle)
-}
-
-/// Runs `gb` `runs` times (at least once) on its interface's device on this machine; the step
-/// times are each step's fastest run (the first run includes the driver's compilation on some
-/// drivers), the outputs the last run's.
-pub fn run(gb: &GpuBundle, inputs: &[Vec<u8>], runs: usize) -> Result<GpuRun, GpuError> {
-    match gb.api {
-        Api::OpenCl => opencl::run_repeated(&opencl::device()?, gb, inputs, runs),
-        Api::Vulkan => vulkan::run_repeated(&vulkan::device()?, gb, inputs, runs),
-    }
 }
 
 /// The GPU bundle of `bundle` (compiled for `api`'s target): each kernel's source and launch
@@ -313,14 +260,4 @@ impl GpuBundle {
     pub fn check(&self, limits: &DeviceLimits) -> Result<(), GpuError> {
         self.kernels.iter().try_for_each(|k| k.check(limits))
     }
-}
-
-/// The flat list of buffers after a run of [`layout::prepare_calls`], one list per call.
-fn regroup(calls: &[KernelCall], mut flat: Vec<Vec<u8>>) -> Vec<Vec<Vec<u8>>> {
-    let mut out = Vec::with_capacity(calls.len());
-    for c in calls {
-        let rest = flat.split_off(c.buffers.len());
-        out.push(std::mem::replace(&mut flat, rest));
-    }
-    out
 }

@@ -1,0 +1,372 @@
+//! One case, in this process: import, compile, run on the host and compare.
+
+use std::path::Path;
+
+use super::Outcome;
+use kiln_codegen::compile::compile_graph;
+use kiln_codegen::dtype::Scalar;
+use kiln_codegen::onnx::{self, ops::OpError, AttrProblem, ElemType, ImportError, OnnxError};
+use kiln_codegen::target::Target;
+use kiln_codegen::tensorio::{self, HostTensor, TensorIoError};
+use kiln_codegen::uop::interp::HostBuffer;
+
+/// Relative tolerance of float outputs.
+pub const RTOL: f64 = 1e-3;
+/// Absolute tolerance of float outputs.
+pub const ATOL: f64 = 1e-7;
+
+fn fail(reason: impl Into<String>, detail: impl Into<String>) -> Outcome {
+    Outcome::Fail {
+        reason: reason.into(),
+        detail: detail.into(),
+    }
+}
+
+fn skip(reason: impl Into<String>) -> Outcome {
+    Outcome::Skip {
+        reason: reason.into(),
+    }
+}
+
+/// The name of an ONNX element type code Kiln does not know.
+fn elem_name(code: i32) -> String {
+    let name = match code {
+        16 => "bfloat16",
+        17 => "float8e4m3fn",
+        18 => "float8e4m3fnuz",
+        19 => "float8e5m2",
+        20 => "float8e5m2fnuz",
+        21 => "uint4",
+        22 => "int4",
+        23 => "float4e2m1",
+        24 => "float8e8m0",
+        25 => "uint2",
+        26 => "int2",
+        _ => return format!("code {code}"),
+    };
+    name.to_string()
+}
+
+/// A skip for an element type or value type Kiln does not have, else `None`.
+fn unsupported_type(e: &OnnxError) -> Option<Outcome> {
+    match e {
+        OnnxError::UnsupportedElemType { elem, .. } => {
+            Some(skip(format!("unsupported element type {elem}")))
+        }
+        OnnxError::UnknownElemType { code, .. } => Some(skip(format!(
+            "unsupported element type {}",
+            elem_name(*code)
+        ))),
+        OnnxError::UnsupportedValueType { what, .. } => {
+            Some(skip(format!("unsupported value type ({what})")))
+        }
+        OnnxError::ExternalData { .. } => Some(skip("external tensor data")),
+        _ => None,
+    }
+}
+
+/// A test data file Kiln cannot read: a skip when its element type is one Kiln lacks.
+fn classify_read(what: &str, e: &TensorIoError) -> Outcome {
+    match e {
+        TensorIoError::BadPb { source, .. } => unsupported_type(source),
+        _ => None,
+    }
+    .unwrap_or_else(|| fail(what, e.to_string()))
+}
+
+/// Sorts an import error into a skip (an op, type or mode the importer says it lacks) or a
+/// failure.
+fn classify_import(e: &ImportError) -> Outcome {
+    match e {
+        ImportError::UnsupportedOps { ops } => {
+            let mut kinds: Vec<&str> = ops.iter().map(|(op, _)| op.as_str()).collect();
+            kinds.sort();
+            kinds.dedup();
+            skip(format!("unsupported op {}", kinds.join(", ")))
+        }
+        ImportError::Onnx(o) => {
+            unsupported_type(o).unwrap_or_else(|| fail("import: model", e.to_string()))
+        }
+        ImportError::Node { op, source, .. } => match source.as_ref() {
+            OpError::Unsupported(what) => skip(format!("{op}: not supported: {what}")),
+            OpError::Onnx(o) => match o {
+                OnnxError::Attribute {
+                    attr,
+                    problem: AttrProblem::Unsupported(what),
+                    ..
+                } => skip(format!("{op}: attribute {attr}: not supported: {what}")),
+                other => unsupported_type(other)
+                    .unwrap_or_else(|| fail(format!("import: {op}"), e.to_string())),
+            },
+            _ => fail(format!("import: {op}"), e.to_string()),
+        },
+        _ => fail("import", e.to_string()),
+    }
+}
+
+/// A case compiled to a bundle, with its inputs and what its outputs must be.
+pub struct Prepared {
+    pub bundle: kiln_codegen::bundle::Bundle,
+    /// Each model input, raw little-endian.
+    pub inputs: Vec<Vec<u8>>,
+    pub expected: Vec<HostTensor>,
+    /// Each output's type and shape, as compiled.
+    pub outputs: Vec<(Scalar, Vec<usize>)>,
+}
+
+/// Runs the case in folder `dir` on the host (its kernels over the host's float vectors) and
+/// says what became of it.
+pub fn run_case(dir: &Path) -> Outcome {
+    let case = match prepare(dir, &Target::host()) {
+        Ok(c) => c,
+        Err(outcome) => return outcome,
+    };
+    let tmp = match tempfile::tempdir() {
+        Ok(t) => t,
+        Err(e) => return fail("temporary folder", e.to_string()),
+    };
+    let lib = match compile_c(tmp.path(), &case.bundle.kernels_c) {
+        Ok(l) => l,
+        Err(e) => return fail("C compiler", e),
+    };
+    match kiln_runners::host::run(&case.bundle, &lib, &case.inputs) {
+        Ok(ran) => check_outputs(&case, &ran.outputs),
+        Err(e) => fail("host run", e.to_string()),
+    }
+}
+
+/// Compares outputs with the case's expected ones.
+pub fn check_outputs(case: &Prepared, got: &[Vec<u8>]) -> Outcome {
+    if got.len() != case.expected.len() {
+        let detail = format!("{} outputs, expected {}", got.len(), case.expected.len());
+        return fail("output count", detail);
+    }
+    for (i, ((got, want), (scalar, shape))) in got
+        .iter()
+        .zip(&case.expected)
+        .zip(&case.outputs)
+        .enumerate()
+    {
+        if let Err(detail) = compare(got, *scalar, shape, want) {
+            return fail("wrong answer", format!("output {i}: {detail}"));
+        }
+    }
+    Outcome::Pass
+}
+
+/// A case imported: the graph, each input's name and data, and the expected outputs.
+pub struct ImportedCase {
+    pub imported: onnx::import::Imported,
+    pub inputs: Vec<(String, HostTensor)>,
+    pub expected: Vec<HostTensor>,
+}
+
+/// Loads, imports and compiles the case in folder `dir` for `target`; the outcome when it gets
+/// no further.
+pub fn prepare(dir: &Path, target: &Target) -> Result<Prepared, Outcome> {
+    let case = import_case(dir, &dir.join("test_data_set_0"))?;
+    let ImportedCase {
+        imported,
+        inputs,
+        expected,
+    } = case;
+    let bundle = match compile_graph(
+        "case",
+        &imported.graph,
+        &imported.outputs,
+        target,
+        true,
+        &mut |_, _| {},
+    ) {
+        Ok(b) => b,
+        Err(e) => return Err(fail("compile", e.to_string())),
+    };
+    let mut raw = Vec::new();
+    for (i, ((_, t), v)) in inputs.iter().zip(&imported.graph.inputs).enumerate() {
+        if t.elem != ElemType::from(v.dtype.scalar) {
+            let detail = format!("input {i}: file is {}, model wants {:?}", t.elem, v.dtype);
+            return Err(fail("input type", detail));
+        }
+        raw.push(t.bytes.clone());
+    }
+    let outputs = imported
+        .outputs
+        .iter()
+        .map(|o| (o.dtype.scalar, o.shape().to_vec()))
+        .collect();
+    Ok(Prepared {
+        bundle,
+        inputs: raw,
+        expected,
+        outputs,
+    })
+}
+
+/// Loads and imports the case in folder `dir`, its inputs and expected outputs read from
+/// `data` (`input_N`/`output_N`, `.pb` or `.npy`); inputs an op needs at compile time are
+/// frozen into the model. The outcome when it gets no further.
+pub fn import_case(dir: &Path, data: &Path) -> Result<ImportedCase, Outcome> {
+    let model = match onnx::load(&dir.join("model.onnx")) {
+        Ok(m) => m,
+        Err(e) => {
+            return Err(match &e {
+                OnnxError::UnsupportedOpset { opset } => skip(format!("opset {opset}")),
+                OnnxError::NoDefaultOpset => skip("only other domains than the default one"),
+                other => unsupported_type(other).unwrap_or_else(|| fail("load", e.to_string())),
+            })
+        }
+    };
+    let inputs = if model.graph.inputs.is_empty() {
+        Vec::new()
+    } else {
+        match tensorio::read_dir_tensors(data, "input") {
+            Ok(t) => t,
+            Err(e) => return Err(classify_read("reading inputs", &e)),
+        }
+    };
+    let expected = match tensorio::read_dir_tensors(data, "output") {
+        Ok(t) => t,
+        Err(e) => return Err(classify_read("reading outputs", &e)),
+    };
+    if inputs.len() != model.graph.inputs.len() {
+        let detail = format!(
+            "{} inputs, {} input files",
+            model.graph.inputs.len(),
+            inputs.len()
+        );
+        return Err(fail("input count", detail));
+    }
+    let mut model = model;
+    let mut inputs: Vec<(String, HostTensor)> = model
+        .graph
+        .inputs
+        .iter()
+        .map(|v| v.name.clone())
+        .zip(inputs)
+        .collect();
+    let imported = loop {
+        let shapes: Vec<(String, Vec<usize>)> = inputs
+            .iter()
+            .map(|(n, t)| (n.clone(), t.dims.clone()))
+            .collect();
+        let e = match onnx::import(&model, &shapes) {
+            Ok(i) => break i,
+            Err(e) => e,
+        };
+        let wanted = match &e {
+            ImportError::Node { source, .. } => match source.as_ref() {
+                OpError::NotKnown { name, .. } => Some(name.clone()),
+                _ => None,
+            },
+            _ => None,
+        };
+        if !wanted.is_some_and(|name| freeze(&mut model, &mut inputs, &name)) {
+            return Err(classify_import(&e));
+        }
+    };
+    Ok(ImportedCase {
+        imported,
+        inputs,
+        expected,
+    })
+}
+
+/// An op needs the value `name` at compile time (an axes, pads or shape input): the test's
+/// data for that graph input, or else for every non-float input, becomes an initializer, as
+/// it would be in a model compiled ahead of time. False when there is nothing left to fix.
+fn freeze(model: &mut onnx::OnnxModel, inputs: &mut Vec<(String, HostTensor)>, name: &str) -> bool {
+    let direct = inputs.iter().any(|(n, _)| n == name);
+    let fixed = |n: &str, t: &HostTensor| {
+        if direct {
+            n == name
+        } else {
+            !t.elem.to_scalar(n).is_ok_and(|s| s.is_float())
+        }
+    };
+    let (frozen, kept): (Vec<_>, Vec<_>) = inputs.drain(..).partition(|(n, t)| fixed(n, t));
+    *inputs = kept;
+    if frozen.is_empty() {
+        return false;
+    }
+    model
+        .graph
+        .inputs
+        .retain(|v| !frozen.iter().any(|(n, _)| *n == v.name));
+    model.graph.initializers.extend(frozen);
+    true
+}
+
+/// Compiles the kernels at `-O1` (the cases are small: compile time dominates) into a library.
+fn compile_c(dir: &Path, source: &str) -> Result<std::path::PathBuf, String> {
+    let src = dir.join(kiln_codegen::bundle::KERNELS_FILE);
+    std::fs::write(&src, source).map_err(|e| e.to_string())?;
+    kiln_runners::host::compile_at(dir, "-O1").map_err(|e| match e {
+        kiln_runners::host::HostError::Compile { stderr, .. } => {
+            stderr.lines().take(5).collect::<Vec<_>>().join("\n")
+        }
+        other => other.to_string(),
+    })
+}
+
+/// Compares one output with its expected tensor: same type and shape; floats within
+/// `ATOL + RTOL·|want|` (NaN only where NaN is expected), every other type exactly.
+pub fn compare(
+    got: &[u8],
+    scalar: Scalar,
+    shape: &[usize],
+    want: &HostTensor,
+) -> Result<(), String> {
+    let elem = ElemType::from(scalar);
+    if elem != want.elem {
+        return Err(format!("type {elem}, expected {}", want.elem));
+    }
+    if shape != want.dims.as_slice() {
+        return Err(format!("shape {shape:?}, expected {:?}", want.dims));
+    }
+    if got.len() != want.bytes.len() {
+        return Err(format!(
+            "{} bytes, expected {}",
+            got.len(),
+            want.bytes.len()
+        ));
+    }
+    if !scalar.is_float() {
+        let size = scalar.size();
+        let bad = got
+            .chunks_exact(size)
+            .zip(want.bytes.chunks_exact(size))
+            .position(|(a, b)| a != b);
+        return match bad {
+            None => Ok(()),
+            Some(i) => {
+                let g = HostBuffer::from_bytes(scalar, &got[i * size..(i + 1) * size]).to_f64();
+                let w = HostBuffer::from_bytes(scalar, &want.bytes[i * size..(i + 1) * size]);
+                Err(format!("element {i}: {} expected {}", g[0], w.to_f64()[0]))
+            }
+        };
+    }
+    let g = HostBuffer::from_bytes(scalar, got).to_f64();
+    let w = HostBuffer::from_bytes(scalar, &want.bytes).to_f64();
+    let mut bad = 0;
+    let mut first = None;
+    for (i, (a, b)) in g.iter().zip(&w).enumerate() {
+        let ok = if a.is_nan() || b.is_nan() {
+            a.is_nan() && b.is_nan()
+        } else if a.is_infinite() || b.is_infinite() {
+            a == b
+        } else {
+            (a - b).abs() <= ATOL + RTOL * b.abs()
+        };
+        if !ok {
+            bad += 1;
+            first.get_or_insert((i, *a, *b));
+        }
+    }
+    match first {
+        None => Ok(()),
+        Some((i, a, b)) => Err(format!(
+            "{bad} of {} elements differ; first at {i}: {a} expected {b}",
+            g.len()
+        )),
+    }
+}

@@ -1,0 +1,297 @@
+//! `kiln conformance`: the ONNX backend node tests through the whole pipeline, and the hidden
+//! `kiln conformance-case DIR` that runs one case for it in a child process.
+
+use crate::conformance::{self, case, report, runner, CaseResult, Outcome};
+use anyhow::{bail, Context, Result};
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Where to run: `host` (the system C compiler), or an emulated board with a batch
+    /// binary (`qemu-an386`): the cases that pass on the host run there again, many to an
+    /// image, and count as the board gives them.
+    #[arg(long, default_value = "host")]
+    board: String,
+    /// Runs only the cases whose name matches this regular expression.
+    #[arg(long)]
+    filter: Option<String>,
+    /// Cases run at once (default: the number of CPUs).
+    #[arg(long)]
+    jobs: Option<usize>,
+    /// Seconds one case may take before it counts as a hang.
+    #[arg(long, default_value_t = 60)]
+    timeout: u64,
+    /// The folder of cases (default: `$KILN_ONNX_NODE_TESTS`, else the `onnx` package's in `.venv`).
+    #[arg(long)]
+    cases: Option<PathBuf>,
+    /// The expected-pass list (default: `tests/conformance/<board>.pass`).
+    #[arg(long)]
+    pass_list: Option<PathBuf>,
+    /// Runs only the cases on the expected-pass list.
+    #[arg(long)]
+    listed: bool,
+    /// Adds the cases that pass now to the expected-pass list.
+    #[arg(long)]
+    update: bool,
+    /// Prints the per-op table as Markdown.
+    #[arg(long)]
+    markdown: bool,
+    /// Rewrites the section of `README.md` between the conformance markers with the table.
+    #[arg(long)]
+    readme: bool,
+    /// Lists every failing case with its detail.
+    #[arg(short, long)]
+    verbose: bool,
+}
+
+#[derive(clap::Args)]
+pub struct CaseArgs {
+    /// The case folder (with `model.onnx` and `test_data_set_0`).
+    dir: PathBuf,
+}
+
+/// Runs one case and prints its outcome line; exit code 0 whatever the outcome.
+pub fn run_case(a: CaseArgs) -> Result<ExitCode> {
+    let outcome = case::run_case(&a.dir);
+    if let Outcome::Fail { detail, .. } = &outcome {
+        eprintln!("{detail}");
+    }
+    println!("{}", runner::encode(&outcome));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Runs the cases that passed on the host again on `board`, in batches, and replaces their
+/// outcomes with the board's.
+fn run_on_board(
+    board: &kiln_runners::board::BoardInfo,
+    cases: &std::path::Path,
+    results: &mut [CaseResult],
+    jobs: usize,
+) -> Result<()> {
+    // The cases passed on the host, so they compile here too: in this process, `jobs` at once.
+    let passed: Vec<usize> = (0..results.len())
+        .filter(|&i| results[i].outcome == Outcome::Pass)
+        .collect();
+    let compiled = runner::parallel_map(&passed, jobs, |&index| {
+        case::prepare(
+            &cases.join(&results[index].name),
+            &crate::run::target_for(&board.name),
+        )
+    });
+    let mut prepared = Vec::with_capacity(compiled.len());
+    for (&index, p) in passed.iter().zip(compiled) {
+        match p {
+            Ok(p) => prepared.push((index, p)),
+            Err(outcome) => bail!(
+                "{} passed on the host but now gives {outcome:?}",
+                results[index].name
+            ),
+        }
+    }
+    let batch: Vec<kiln_runners::board::BatchCase> = prepared
+        .iter()
+        .map(|(_, p)| kiln_runners::board::BatchCase {
+            bundle: &p.bundle,
+            inputs: &p.inputs,
+        })
+        .collect();
+    let bar = indicatif::ProgressBar::new(batch.len() as u64);
+    let started = Instant::now();
+    let outcomes = kiln_runners::board::run_batches(board, &batch, &mut |done, _| {
+        bar.set_position(done as u64)
+    })?;
+    bar.finish_and_clear();
+    eprintln!(
+        "{} cases on {} in {:.1} s",
+        batch.len(),
+        board.name,
+        started.elapsed().as_secs_f64()
+    );
+    for ((index, p), outcome) in prepared.iter().zip(outcomes) {
+        results[*index].outcome = match outcome {
+            Ok(outputs) => case::check_outputs(p, &outputs),
+            Err(kiln_runners::board::CaseError::Unsupported(why)) => Outcome::Skip {
+                reason: format!("{}: {why}", board.name),
+            },
+            Err(e) => Outcome::Fail {
+                reason: format!(
+                    "{}: {}",
+                    board.name,
+                    e.to_string().lines().next().unwrap_or("")
+                ),
+                detail: e.to_string(),
+            },
+        };
+    }
+    Ok(())
+}
+
+pub fn run(a: Args) -> Result<ExitCode> {
+    let board = match a.board.as_str() {
+        "host" => None,
+        name => Some(kiln_runners::board::info(name)?),
+    };
+    let root = conformance::repo_root();
+    let cases = match &a.cases {
+        Some(c) => c.clone(),
+        None => conformance::find_cases_dir(&root).map_err(anyhow::Error::msg)?,
+    };
+    let pass_path = a
+        .pass_list
+        .clone()
+        .unwrap_or_else(|| root.join(format!("tests/conformance/{}.pass", a.board)));
+    let listed: BTreeSet<String> = match std::fs::read_to_string(&pass_path) {
+        Ok(text) => report::parse_pass_list(&text).into_iter().collect(),
+        Err(_) if !a.listed => BTreeSet::new(),
+        Err(e) => bail!("reading {}: {e}", pass_path.display()),
+    };
+    let mut names = conformance::list_cases(&cases)
+        .with_context(|| format!("listing cases in {}", cases.display()))?;
+    if let Some(f) = &a.filter {
+        let re = regex::Regex::new(f).with_context(|| format!("--filter {f:?}"))?;
+        names.retain(|n| re.is_match(n));
+    }
+    if a.listed {
+        let missing: Vec<&String> = listed.iter().filter(|n| !names.contains(n)).collect();
+        if a.filter.is_none() && !missing.is_empty() {
+            bail!("listed cases missing from {}: {missing:?}", cases.display());
+        }
+        names.retain(|n| listed.contains(n));
+    }
+    let jobs = a.jobs.unwrap_or_else(|| {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+    });
+    let runner = runner::Runner {
+        exe: std::env::current_exe().context("finding the kiln executable")?,
+        jobs,
+        timeout: Duration::from_secs(a.timeout),
+    };
+    let started = Instant::now();
+    let bar = indicatif::ProgressBar::new(names.len() as u64);
+    let mut results = match (&board, a.listed) {
+        // The listed cases of a board passed on the host: they go to the board directly.
+        (Some(_), true) => names
+            .iter()
+            .map(|n| CaseResult {
+                name: n.clone(),
+                op: conformance::case_op(&cases, n),
+                outcome: Outcome::Pass,
+            })
+            .collect(),
+        _ => runner.run_all(&cases, &names, &|_r: &CaseResult| bar.inc(1)),
+    };
+    bar.finish_and_clear();
+    if let Some(board) = &board {
+        run_on_board(board, &cases, &mut results, jobs)?;
+    }
+    let elapsed = started.elapsed();
+
+    if a.markdown {
+        print!("{}", report::markdown(&results));
+    } else {
+        print!("{}", report::table(&results));
+    }
+    for (title, skips) in [("skip reasons", true), ("failure reasons", false)] {
+        let rs = report::reasons(&results, skips);
+        if !rs.is_empty() {
+            println!("\n{title}:");
+            for (reason, n) in rs {
+                println!("{n:>6}  {reason}");
+            }
+        }
+    }
+    if a.verbose {
+        println!("\nfailing cases:");
+        for r in &results {
+            if let Outcome::Fail { reason, detail } = &r.outcome {
+                println!("  {} ({}): {reason}: {detail}", r.name, r.op);
+            }
+        }
+    }
+    let regressions: Vec<&CaseResult> = results
+        .iter()
+        .filter(|r| listed.contains(&r.name) && r.outcome != Outcome::Pass)
+        .collect();
+    if !regressions.is_empty() {
+        println!("\ncases on {} that no longer pass:", pass_path.display());
+        for r in &regressions {
+            match &r.outcome {
+                Outcome::Fail { reason, detail } => println!("  {}: {reason}: {detail}", r.name),
+                Outcome::Skip { reason } => println!("  {}: skipped: {reason}", r.name),
+                Outcome::Pass => {}
+            }
+        }
+    }
+    let passing = report::passing(&results);
+    let new = passing.iter().filter(|n| !listed.contains(*n)).count();
+    if a.update {
+        let mut all = listed.clone();
+        all.extend(passing.iter().cloned());
+        let text: String = all.iter().map(|n| format!("{n}\n")).collect();
+        if let Some(dir) = pass_path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        std::fs::write(&pass_path, text)
+            .with_context(|| format!("writing {}", pass_path.display()))?;
+        println!(
+            "\n{}: {new} cases added, {} in all",
+            pass_path.display(),
+            all.len()
+        );
+    } else if new > 0 {
+        println!("\n{new} passing cases are not on the pass list (--update adds them)");
+    }
+    if a.readme {
+        let path = root.join("README.md");
+        let text = std::fs::read_to_string(&path)?;
+        let totals = report::totals(&results).line();
+        let new_text = match &board {
+            None => {
+                let body = format!("{}\n{totals}\n", report::markdown(&results));
+                report::replace_section(&text, &body)
+            }
+            Some(b) => {
+                let mut body = format!(
+                    "On {}: `{totals}` (the cases that pass on the host run on the board; the \
+                     others keep their host outcome).",
+                    b.name
+                );
+                let own = format!("{}: ", b.name);
+                for (title, skips) in [("Skipped there", true), ("Failed there", false)] {
+                    let mut reasons = report::reasons(&results, skips);
+                    reasons.retain(|(r, _)| r.starts_with(&own));
+                    if !reasons.is_empty() {
+                        let list: Vec<String> =
+                            reasons.iter().map(|(r, n)| format!("{r} ({n})")).collect();
+                        body += &format!(" {title}: {}.", list.join("; "));
+                    }
+                }
+                report::replace_board_section(&text, &b.name, &format!("{body}\n"))
+            }
+        };
+        let Some(new_text) = new_text else {
+            bail!(
+                "{} has no conformance section for {}",
+                path.display(),
+                a.board
+            );
+        };
+        std::fs::write(&path, new_text)?;
+    }
+    eprintln!(
+        "{} cases in {:.1} s with {jobs} jobs",
+        results.len(),
+        elapsed.as_secs_f64()
+    );
+    println!("{}", report::totals(&results).line());
+    Ok(if regressions.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}

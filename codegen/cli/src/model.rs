@@ -1,0 +1,199 @@
+//! Shared by the model commands: loading and compiling a model, reading and writing tensors.
+
+use anyhow::{bail, Context, Result};
+use indicatif::{ProgressBar, ProgressStyle};
+pub use kiln_codegen::compile::Compiled;
+use kiln_codegen::compile::{compile as compile_model, io_of};
+use kiln_codegen::onnx;
+use kiln_codegen::optimize::{Beam, Cache, CostModel, Optimize};
+use kiln_codegen::target::Target;
+use kiln_codegen::tensorio::{self, HostTensor};
+use kiln_runners::board::measure::BoardInstructions;
+use kiln_runners::board::BoardInfo;
+use kiln_runners::host::HostWallTime;
+use std::path::Path;
+
+/// `--shape NAME=1x49x10x1` flags, and the model file.
+#[derive(clap::Args, Clone)]
+pub struct ModelArgs {
+    /// The ONNX model.
+    pub model: std::path::PathBuf,
+    /// Pins a free input dim: `NAME=1x49x10x1` (a free batch dim defaults to 1).
+    #[arg(long = "shape", value_name = "NAME=DIMS")]
+    pub shapes: Vec<String>,
+    /// BEAM search of width N over each kernel's opts (C targets), measured on this host, or by
+    /// instructions on the emulated board a command runs on; the results are cached
+    /// (`$KILN_BEAM_CACHE`, else `~/.cache/kiln/beam`). 0: hand-coded opts.
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub beam: usize,
+}
+
+fn progress(len: usize, what: &str) -> ProgressBar {
+    let bar = ProgressBar::new(len as u64);
+    let style =
+        ProgressStyle::with_template("{msg:>12} [{bar:30}] {pos}/{len}").expect("a valid template");
+    bar.set_style(style.progress_chars("=> "));
+    bar.set_message(what.to_string());
+    bar
+}
+
+/// Loads and imports the model; returns its name and the graph.
+fn import(args: &ModelArgs) -> Result<(String, onnx::import::Imported)> {
+    let shapes = args
+        .shapes
+        .iter()
+        .map(|s| onnx::parse_shape_override(s))
+        .collect::<Result<Vec<_>, _>>()?;
+    let model = onnx::load(&args.model)?;
+    let imported = onnx::import::import(&model, &shapes)
+        .with_context(|| format!("importing {}", args.model.display()))?;
+    let name = args
+        .model
+        .file_stem()
+        .map(|s| s.to_string_lossy().to_string())
+        .unwrap_or_default();
+    Ok((name, imported))
+}
+
+/// What a BEAM search (`--beam`) measures its candidates by.
+#[derive(Clone, Debug, Default)]
+pub enum BeamCost {
+    /// Wall time on this host.
+    #[default]
+    Host,
+    /// Instructions executed on an emulated board under QEMU.
+    Board(BoardInfo),
+}
+
+impl BeamCost {
+    fn model(&self) -> Box<dyn CostModel> {
+        match self {
+            BeamCost::Host => Box::new(HostWallTime),
+            BeamCost::Board(board) => Box::new(BoardInstructions {
+                board: board.clone(),
+            }),
+        }
+    }
+
+    fn describe(&self) -> String {
+        match self {
+            BeamCost::Host => "wall time on this host".to_string(),
+            BeamCost::Board(board) => format!("instructions on {}", board.name),
+        }
+    }
+}
+
+/// Imports, schedules, linearizes, renders and bundles the model (a BEAM search measured on
+/// this host).
+pub fn compile(args: &ModelArgs, target: &Target) -> Result<Compiled> {
+    compile_with_cost(args, target, BeamCost::Host)
+}
+
+/// [`compile`], with a BEAM search (`--beam`) measured by `cost`.
+pub fn compile_with_cost(args: &ModelArgs, target: &Target, cost: BeamCost) -> Result<Compiled> {
+    let (name, imported) = import(args)?;
+    let bar = progress(0, "kernels");
+    let mut tick = |done: usize, total: usize| {
+        bar.set_length(total as u64);
+        bar.set_position(done as u64);
+    };
+    let mut model = cost.model();
+    let how = match args.beam {
+        0 => Optimize::Heuristics,
+        width => Optimize::Beam(Beam {
+            width,
+            cache: Cache {
+                dir: Cache::default_dir(),
+            },
+            cost: model.as_mut(),
+        }),
+    };
+    let started = std::time::Instant::now();
+    let (bundle, stats) = compile_model(
+        &name,
+        &imported.graph,
+        &imported.outputs,
+        target,
+        how,
+        &mut tick,
+    )
+    .with_context(|| format!("compiling {}", args.model.display()))?;
+    if args.beam > 0 {
+        let by = cost.describe();
+        eprintln!(
+            "beam search ({by}): {} kernels searched, {} from the cache, in {:.1} s",
+            stats.searched,
+            stats.cached,
+            started.elapsed().as_secs_f64()
+        );
+    }
+    bar.finish_and_clear();
+    Ok(io_of(&imported, bundle))
+}
+
+/// The same for an edge GPU with `limits`; also returns the GPU bundle (sources and launch
+/// sizes).
+pub fn compile_gpu(
+    args: &ModelArgs,
+    api: kiln_codegen::gpu::Api,
+    limits: &kiln_codegen::target::DeviceLimits,
+) -> Result<(Compiled, kiln_codegen::gpu::GpuBundle)> {
+    let (name, imported) = import(args)?;
+    let bar = progress(0, "kernels");
+    let mut tick = |done: usize, total: usize| {
+        bar.set_length(total as u64);
+        bar.set_position(done as u64);
+    };
+    let gb = kiln_codegen::gpu::compile(
+        &name,
+        &imported.graph,
+        &imported.outputs,
+        api,
+        limits,
+        &mut tick,
+    )
+    .with_context(|| format!("compiling {}", args.model.display()))?;
+    bar.finish_and_clear();
+    Ok((io_of(&imported, gb.bundle.clone()), gb))
+}
+
+/// Reads `input_N.npy`/`.pb` from `dir` and checks them against the model's inputs.
+pub fn read_inputs(dir: &Path, c: &Compiled) -> Result<Vec<Vec<u8>>> {
+    let tensors = tensorio::read_dir_tensors(dir, "input")
+        .with_context(|| format!("reading inputs from {}", dir.display()))?;
+    if tensors.len() != c.inputs.len() {
+        bail!(
+            "the model has {} inputs, {} has {}",
+            c.inputs.len(),
+            dir.display(),
+            tensors.len()
+        );
+    }
+    let mut out = Vec::new();
+    for (i, (t, (name, dtype, shape))) in tensors.iter().zip(&c.inputs).enumerate() {
+        let elem = onnx::ElemType::from(dtype.scalar);
+        if t.elem != elem || t.dims.iter().product::<usize>() != shape.iter().product::<usize>() {
+            bail!(
+                "input {i} ({name}): the model wants {elem} {shape:?}, input_{i} is {} {:?}",
+                t.elem,
+                t.dims
+            );
+        }
+        out.push(t.bytes.clone());
+    }
+    Ok(out)
+}
+
+/// Writes outputs as `output_N.npy` into `dir`.
+pub fn write_outputs(dir: &Path, c: &Compiled, outputs: &[Vec<u8>]) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    for (i, (bytes, (_, dtype, shape))) in outputs.iter().zip(&c.outputs).enumerate() {
+        let t = HostTensor {
+            elem: onnx::ElemType::from(dtype.scalar),
+            dims: shape.clone(),
+            bytes: bytes.clone(),
+        };
+        tensorio::write_npy(&dir.join(format!("output_{i}.npy")), &t)?;
+    }
+    Ok(())
+}

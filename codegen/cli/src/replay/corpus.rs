@@ -1,0 +1,194 @@
+//! The models process replay compiles, and compiling them for every target.
+
+use super::records::{ModelRecord, RecordSet, TargetRecord};
+use crate::conformance::{case, list_cases, runner::parallel_map, Outcome};
+use anyhow::{bail, Context, Result};
+use kiln_codegen::compile::compile_graph;
+use kiln_codegen::gpu::Api;
+use kiln_codegen::onnx;
+use kiln_codegen::target::Target;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
+
+/// A target the corpus is compiled for.
+pub enum ReplayTarget {
+    /// A C target, through the CPU pipeline.
+    Cpu(Target),
+    /// An edge GPU, with its interface's portable default limits.
+    Gpu(Api),
+}
+
+impl ReplayTarget {
+    fn name(&self) -> String {
+        match self {
+            ReplayTarget::Cpu(t) => t.name.to_string(),
+            ReplayTarget::Gpu(api) => api.name().to_string(),
+        }
+    }
+}
+
+/// The targets named on the command line.
+pub fn targets(names: &[String]) -> Result<Vec<ReplayTarget>> {
+    names
+        .iter()
+        .map(|n| {
+            Ok(match n.as_str() {
+                "c" => ReplayTarget::Cpu(Target::c()),
+                "host" => ReplayTarget::Cpu(Target::host()),
+                other => match Api::from_name(other) {
+                    Some(api) => ReplayTarget::Gpu(api),
+                    None => bail!("no target `{other}` (known: c, host, opencl, vulkan)"),
+                },
+            })
+        })
+        .collect()
+}
+
+/// Where a model of the corpus comes from.
+pub enum Source {
+    /// An ONNX file, its free batch dims pinned to 1.
+    File(PathBuf),
+    /// A case folder (`model.onnx`), its input shapes from the input files in `data`.
+    Case { dir: PathBuf, data: PathBuf },
+}
+
+/// One model of the corpus, named by its key (`mlperf/kws_float`).
+pub struct CorpusModel {
+    pub key: String,
+    pub source: Source,
+}
+
+fn onnx_files(dir: &Path, group: &str, out: &mut Vec<CorpusModel>) -> Result<()> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("listing {}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "onnx"))
+        .collect();
+    files.sort();
+    for path in files {
+        let stem = path.file_stem().unwrap_or_default().to_string_lossy();
+        out.push(CorpusModel {
+            key: format!("{group}/{stem}"),
+            source: Source::File(path.clone()),
+        });
+    }
+    Ok(())
+}
+
+fn case_dirs(
+    dir: &Path,
+    group: &str,
+    data: Option<&str>,
+    out: &mut Vec<CorpusModel>,
+) -> Result<()> {
+    for name in list_cases(dir).with_context(|| format!("listing {}", dir.display()))? {
+        let case = dir.join(&name);
+        out.push(CorpusModel {
+            key: format!("{group}/{name}"),
+            source: Source::Case {
+                data: data.map_or_else(|| case.clone(), |d| case.join(d)),
+                dir: case,
+            },
+        });
+    }
+    Ok(())
+}
+
+/// The corpus: Kiln's test models, the MLPerf Tiny models, the op models and, when `cases` is
+/// given, the ONNX node tests there.
+pub fn collect(root: &Path, cases: Option<&Path>) -> Result<Vec<CorpusModel>> {
+    let mut models = Vec::new();
+    onnx_files(&root.join("tests/models"), "models", &mut models)?;
+    onnx_files(
+        &root.join("tests/models/mlperf-tiny/onnx"),
+        "mlperf",
+        &mut models,
+    )?;
+    case_dirs(&root.join("tests/ops"), "ops", None, &mut models)?;
+    if let Some(dir) = cases {
+        case_dirs(dir, "conformance", Some("test_data_set_0"), &mut models)?;
+    }
+    Ok(models)
+}
+
+fn outcome_text(o: &Outcome) -> String {
+    match o {
+        Outcome::Pass => "imported".to_string(),
+        Outcome::Skip { reason } => format!("skipped: {reason}"),
+        Outcome::Fail { reason, detail } => format!("{reason}: {detail}"),
+    }
+}
+
+fn import(source: &Source) -> Result<onnx::import::Imported, String> {
+    match source {
+        Source::File(path) => {
+            let model = onnx::load(path).map_err(|e| format!("loading: {e}"))?;
+            onnx::import::import(&model, &[]).map_err(|e| format!("importing: {e}"))
+        }
+        Source::Case { dir, data } => case::import_case(dir, data)
+            .map(|c| c.imported)
+            .map_err(|o| outcome_text(&o)),
+    }
+}
+
+fn compile_one(imported: &onnx::import::Imported, target: &ReplayTarget) -> TargetRecord {
+    let (graph, outputs) = (&imported.graph, &imported.outputs);
+    let compiled = match target {
+        ReplayTarget::Cpu(t) => compile_graph("replay", graph, outputs, t, true, &mut |_, _| {})
+            .map(|b| b.replay_records())
+            .map_err(|e| e.to_string()),
+        ReplayTarget::Gpu(api) => {
+            let limits = api.default_limits();
+            kiln_codegen::gpu::compile("replay", graph, outputs, *api, &limits, &mut |_, _| {})
+                .map(|gb| gb.bundle.replay_records())
+                .map_err(|e| e.to_string())
+        }
+    };
+    match compiled {
+        Ok(records) => TargetRecord::Kernels(records),
+        Err(e) => TargetRecord::Error(e),
+    }
+}
+
+fn panic_text(p: Box<dyn std::any::Any + Send>) -> String {
+    let msg = p
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_default();
+    format!("panic: {msg}")
+}
+
+fn record_model(m: &CorpusModel, targets: &[ReplayTarget]) -> ModelRecord {
+    let imported =
+        catch_unwind(AssertUnwindSafe(|| import(&m.source))).unwrap_or_else(|p| Err(panic_text(p)));
+    targets
+        .iter()
+        .map(|t| {
+            let record = match &imported {
+                Ok(i) => catch_unwind(AssertUnwindSafe(|| compile_one(i, t)))
+                    .unwrap_or_else(|p| TargetRecord::Error(panic_text(p))),
+                Err(e) => TargetRecord::Error(e.clone()),
+            };
+            (t.name(), record)
+        })
+        .collect()
+}
+
+/// Every model compiled for every target, `jobs` models at a time.
+pub fn compile_all(models: &[CorpusModel], targets: &[ReplayTarget], jobs: usize) -> RecordSet {
+    // A panic is recorded as the model's outcome; its message need not reach the terminal.
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let bar = indicatif::ProgressBar::new(models.len() as u64);
+    let records = parallel_map(models, jobs, |m| {
+        let r = record_model(m, targets);
+        bar.inc(1);
+        r
+    });
+    bar.finish_and_clear();
+    std::panic::set_hook(hook);
+    RecordSet {
+        models: models.iter().map(|m| m.key.clone()).zip(records).collect(),
+    }
+}

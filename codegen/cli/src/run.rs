@@ -1,0 +1,305 @@
+//! `kiln compile` and `kiln run`.
+
+use super::model::BeamCost;
+use super::model::{
+    compile_gpu, compile_with_cost, read_inputs, write_outputs, Compiled, ModelArgs,
+};
+use anyhow::{bail, Context, Result};
+use kiln_codegen::target::Target;
+use kiln_codegen::tensorio;
+use kiln_codegen::uop::interp::HostBuffer;
+use kiln_runners::board;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+#[derive(clap::Args)]
+pub struct CompileArgs {
+    #[command(flatten)]
+    model: ModelArgs,
+    /// What to generate code for: `host` (C for this machine's CPU, its reduces over float
+    /// vectors of GCC/Clang), `c` (plain C for any C compiler or a board), `opencl` (OpenCL C)
+    /// or `vulkan` (GLSL compute and SPIR-V), for the API's portable limits.
+    #[arg(long, default_value = "host")]
+    target: String,
+    /// The bundle folder to write (replaced whole).
+    #[arg(short, long)]
+    output: PathBuf,
+    /// Also write each kernel's process-replay record (AST, opts, name, source) into this folder.
+    #[arg(long)]
+    replay: Option<PathBuf>,
+    /// With `--beam`: measure the search's candidates by instructions on this emulated board
+    /// (`qemu-an386`, …) instead of by wall time on this host (C targets).
+    #[arg(long, value_name = "BOARD")]
+    board: Option<String>,
+}
+
+#[derive(clap::Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    model: ModelArgs,
+    /// Where to run: `host`, an edge GPU API (`opencl`, `vulkan`: this machine's device), or a
+    /// board (`qemu-an386`, `qemu-an505`, `qemu-rv32`, `qemu-microbit`, `qemu-an385-m0`; real
+    /// boards print their probe-rs command).
+    #[arg(long, default_value = "qemu-an386")]
+    board: String,
+    /// Folder with `input_0.npy` (or `.pb`), `input_1.npy`, … in the model's input order.
+    #[arg(long)]
+    inputs: PathBuf,
+    /// Folder to write `output_0.npy`, … into.
+    #[arg(long)]
+    outputs: PathBuf,
+    /// Folder with the expected `output_N.npy`/`.pb`: compare, and fail on a mismatch.
+    #[arg(long)]
+    expect: Option<PathBuf>,
+    /// Relative tolerance of the comparison.
+    #[arg(long, default_value_t = 1e-4)]
+    rtol: f64,
+    /// Absolute tolerance of the comparison.
+    #[arg(long, default_value_t = 1e-5)]
+    atol: f64,
+    /// How tensors move in and out of a board: `files` (semihosting files) or `channel` (the
+    /// framed test-vector channel, the protocol real boards speak over RTT).
+    #[arg(long, default_value = "files")]
+    io: String,
+}
+
+pub fn compile_cmd(a: CompileArgs) -> Result<ExitCode> {
+    if a.board.is_some() && !matches!(a.target.as_str(), "host" | "c") {
+        bail!("--board measures the BEAM search of C kernels: it needs --target host");
+    }
+    let c = match (
+        a.target.as_str(),
+        kiln_codegen::gpu::Api::from_name(&a.target),
+    ) {
+        ("host" | "c", _) => {
+            // Kernels searched on a board are for that board: plain C.
+            let (target, cost) = match (&a.board, a.target.as_str()) {
+                (Some(name), _) => (Target::c(), board_cost(name)?),
+                (None, "host") => (Target::host(), BeamCost::Host),
+                (None, _) => (Target::c(), BeamCost::Host),
+            };
+            let c = compile_with_cost(&a.model, &target, cost)?;
+            c.bundle.write(&a.output)?;
+            c
+        }
+        (_, Some(api)) => {
+            let (c, gb) = compile_gpu(&a.model, api, &api.default_limits())?;
+            gb.write(&a.output)?;
+            c
+        }
+        (other, None) => bail!("unknown target `{other}` (known: host, c, opencl, vulkan)"),
+    };
+    if let Some(dir) = &a.replay {
+        c.bundle.write_replay(dir)?;
+    }
+    let r = &c.bundle.report;
+    println!(
+        "{}: {} steps ({} distinct kernels), arena {} B (lower bound {} B), weights {} B -> {}",
+        a.model.model.display(),
+        r.steps.len(),
+        r.kernels,
+        r.arena_bytes,
+        r.arena_lower_bound,
+        r.weight_bytes,
+        a.output.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The BEAM cost of running on board `name`: instructions on it, under QEMU (a real board
+/// cannot be measured here: an error).
+fn board_cost(name: &str) -> Result<BeamCost> {
+    let info = board::info(name)?;
+    if !info.emulated {
+        bail!("{name} is not emulated: a BEAM search cannot measure kernels on it");
+    }
+    Ok(BeamCost::Board(info))
+}
+
+/// The per-output comparison with `expect`; true when every output matches.
+pub fn compare(
+    c: &Compiled,
+    outputs: &[Vec<u8>],
+    expect: &Path,
+    rtol: f64,
+    atol: f64,
+) -> Result<bool> {
+    let want = tensorio::read_dir_tensors(expect, "output")
+        .with_context(|| format!("reading expected outputs from {}", expect.display()))?;
+    if want.len() != outputs.len() {
+        bail!(
+            "the model has {} outputs, {} has {}",
+            outputs.len(),
+            expect.display(),
+            want.len()
+        );
+    }
+    let mut all_ok = true;
+    for (i, ((got, w), (name, dtype, _))) in outputs.iter().zip(&want).zip(&c.outputs).enumerate() {
+        let g = HostBuffer::from_bytes(dtype.scalar, got).to_f64();
+        let wd = w.elem.to_scalar(name)?;
+        let e = HostBuffer::from_bytes(wd, &w.bytes).to_f64();
+        if g.len() != e.len() {
+            bail!(
+                "output {i} ({name}): {} elements, expected {}",
+                g.len(),
+                e.len()
+            );
+        }
+        let (mut max_abs, mut max_rel, mut bad) = (0f64, 0f64, 0usize);
+        for (a, b) in g.iter().zip(&e) {
+            let d = (a - b).abs();
+            max_abs = max_abs.max(d);
+            max_rel = max_rel.max(d / b.abs().max(f64::MIN_POSITIVE));
+            if d > atol + rtol * b.abs() || a.is_nan() != b.is_nan() {
+                bad += 1;
+            }
+        }
+        let verdict = if bad == 0 {
+            "ok".to_string()
+        } else {
+            format!("MISMATCH in {bad} of {} elements", g.len())
+        };
+        println!("output {i} ({name}): max abs error {max_abs:.3e}, max rel error {max_rel:.3e}: {verdict}");
+        all_ok &= bad == 0;
+    }
+    Ok(all_ok)
+}
+
+/// The result of running a compiled model somewhere: outputs and per-step cost.
+pub struct Ran {
+    pub outputs: Vec<Vec<u8>>,
+    /// Per step: a cost and its unit (`us` on the host, `instructions` on an emulated board).
+    pub step_cost: Vec<f64>,
+    pub unit: &'static str,
+    /// Flash and RAM of the board image, when there is one.
+    pub image: Option<(usize, usize)>,
+}
+
+/// Runs a compiled model on `board` (`host` or a board folder's name).
+/// The target a board's kernels are generated for: this CPU's vectors on the host, plain C
+/// on a microcontroller.
+pub fn target_for(board: &str) -> Target {
+    if board == "host" {
+        Target::host()
+    } else {
+        Target::c()
+    }
+}
+
+pub fn run_on(board: &str, c: &Compiled, inputs: &[Vec<u8>], io: board::Io) -> Result<Ran> {
+    let dir = tempfile::tempdir().context("a temporary folder for the bundle")?;
+    let bundle_dir = dir.path().join("bundle");
+    if board == "host" {
+        c.bundle.write(&bundle_dir)?;
+        let lib = kiln_runners::host::compile(&bundle_dir)?;
+        let run = kiln_runners::host::run(&c.bundle, &lib, inputs)?;
+        let step_cost = run
+            .step_times
+            .iter()
+            .map(|d| d.as_secs_f64() * 1e6)
+            .collect();
+        return Ok(Ran {
+            outputs: run.outputs,
+            step_cost,
+            unit: "us",
+            image: None,
+        });
+    }
+    let info = board::info(board)?;
+    let fit = board::check_fits(&info, &c.bundle)?;
+    c.bundle.write(&bundle_dir)?;
+    let spinner = indicatif::ProgressBar::new_spinner();
+    spinner.enable_steady_tick(std::time::Duration::from_millis(200));
+    let image = board::build_with_progress(&info, &bundle_dir, &mut |m| {
+        spinner.set_message(format!("{board}: {m}"))
+    })?;
+    spinner.set_message(format!("{board}: running under QEMU"));
+    let timeout = std::time::Duration::from_secs(600);
+    let run = board::run_with_options(&info, &image, inputs, timeout, board::RunOptions { io })?;
+    spinner.finish_and_clear();
+    println!("{fit}");
+    let step_cost = run.step_instructions.iter().map(|&n| n as f64).collect();
+    Ok(Ran {
+        outputs: run.outputs,
+        step_cost,
+        unit: "instructions",
+        image: Some((image.flash_used, image.ram_used)),
+    })
+}
+
+/// Prints the per-kernel cost table and the memory use.
+pub fn print_costs(c: &Compiled, ran: &Ran) {
+    println!(
+        "{:>4}  {:<40} {:>12} {:>14}",
+        "step", "kernel", "FLOPs", ran.unit
+    );
+    for (k, cost) in c.bundle.report.steps.iter().zip(&ran.step_cost) {
+        println!(
+            "{:>4}  {:<40} {:>12} {:>14.0}",
+            k.step, k.name, k.flops, cost
+        );
+    }
+    let total: f64 = ran.step_cost.iter().sum();
+    println!(
+        "{:>4}  {:<40} {:>12} {:>14.0}",
+        "",
+        "total",
+        c.bundle.report.total_flops(),
+        total
+    );
+    let r = &c.bundle.report;
+    print!(
+        "arena {} B (liveness lower bound {} B), weights {} B",
+        r.arena_bytes, r.arena_lower_bound, r.weight_bytes
+    );
+    match ran.image {
+        Some((flash, ram)) => println!(", image flash {flash} B, static RAM {ram} B"),
+        None => println!(),
+    }
+}
+
+pub fn run_cmd(a: RunArgs) -> Result<ExitCode> {
+    let io = match a.io.as_str() {
+        "files" => board::Io::Files,
+        "channel" => board::Io::Channel,
+        other => bail!("unknown --io `{other}` (files or channel)"),
+    };
+    let (c, ran) = match kiln_codegen::gpu::Api::from_name(&a.board) {
+        Some(api) => {
+            let (c, gb) = compile_gpu(&a.model, api, &kiln_runners::gpu::device_limits(api)?)?;
+            let inputs = read_inputs(&a.inputs, &c)?;
+            let run = kiln_runners::gpu::run(&gb, &inputs, 3)?;
+            println!("device: {}", run.device);
+            let step_cost = run
+                .step_times
+                .iter()
+                .map(|d| d.as_secs_f64() * 1e6)
+                .collect();
+            let ran = Ran {
+                outputs: run.outputs,
+                step_cost,
+                unit: "us (device)",
+                image: None,
+            };
+            (c, ran)
+        }
+        None => {
+            let cost = match a.board.as_str() {
+                "host" => BeamCost::Host,
+                name if a.model.beam > 0 => board_cost(name)?,
+                _ => BeamCost::Host,
+            };
+            let c = compile_with_cost(&a.model, &target_for(&a.board), cost)?;
+            let inputs = read_inputs(&a.inputs, &c)?;
+            let ran = run_on(&a.board, &c, &inputs, io)?;
+            (c, ran)
+        }
+    };
+    write_outputs(&a.outputs, &c, &ran.outputs)?;
+    print_costs(&c, &ran);
+    match &a.expect {
+        Some(e) if !compare(&c, &ran.outputs, e, a.rtol, a.atol)? => Ok(ExitCode::from(1)),
+        _ => Ok(ExitCode::SUCCESS),
+    }
+}

@@ -1,0 +1,161 @@
+//! The `kiln` command line: bad input gives a clear error and exit code 2 (never a panic, never
+//! a half-written bundle); a good model compiles, runs and compares.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn kiln(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_kiln"))
+        .args(args)
+        .output()
+        .expect("run kiln")
+}
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn garbage_and_truncated_models_exit_2_with_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = dir.path().join("notes.onnx");
+    std::fs::write(&text, "this is not a model").unwrap();
+    let good = std::fs::read(root().join("tests/models/mlp.onnx")).unwrap();
+    let cut = dir.path().join("cut.onnx");
+    std::fs::write(&cut, &good[..good.len() / 3]).unwrap();
+    let out = dir.path().join("bundle");
+    for bad in [&text, &cut, &dir.path().join("missing.onnx")] {
+        let o = kiln(&[
+            "compile",
+            bad.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        assert!(stderr(&o).starts_with("error: "), "{}", stderr(&o));
+        assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
+        assert!(!out.exists(), "nothing is written on failure");
+    }
+}
+
+#[test]
+fn unknown_ops_are_all_listed_at_once() {
+    let model = root().join("tests/ops/invalid/unknown_ops.onnx");
+    if !model.exists() {
+        panic!("missing {}: run scripts/make_op_models.py", model.display());
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let o = kiln(&[
+        "compile",
+        model.to_str().unwrap(),
+        "-o",
+        dir.path().join("b").to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(e.contains("unsupported"), "{e}");
+}
+
+#[test]
+fn a_free_dim_needs_a_shape_and_a_shape_pins_it() {
+    let model = root().join("tests/models/softmax_head.onnx");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("b");
+    let o = kiln(&[
+        "compile",
+        model.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--shape",
+        "tokens=2x8x12",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let report = std::fs::read_to_string(out.join("report.txt")).unwrap();
+    assert!(
+        report.contains("[2, 8, 12]") && report.contains("arena bytes"),
+        "{report}"
+    );
+    let o = kiln(&[
+        "compile",
+        model.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--shape",
+        "tokens=2x8",
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "a wrong rank is refused: {}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn run_on_the_host_writes_outputs_and_fails_on_a_mismatch() {
+    let model = root().join("tests/models/mlp.onnx");
+    let data = root().join("tests/data/mlp");
+    let dir = tempfile::tempdir().unwrap();
+    let outs = dir.path().join("out");
+    let args = |expect: &Path| {
+        vec![
+            "run".to_string(),
+            model.display().to_string(),
+            "--board".into(),
+            "host".into(),
+            "--inputs".into(),
+            data.display().to_string(),
+            "--outputs".into(),
+            outs.display().to_string(),
+            "--expect".into(),
+            expect.display().to_string(),
+        ]
+    };
+    let a = args(&data);
+    let o = kiln(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("max abs error"));
+    assert!(outs.join("output_0.npy").exists());
+    // Expect the inputs as outputs: a mismatch, exit code 1.
+    let wrong = dir.path().join("wrong");
+    std::fs::create_dir_all(&wrong).unwrap();
+    let t = kiln_codegen::tensorio::read_tensor(&data.join("output_0.npy")).unwrap();
+    let mut bytes = t.bytes.clone();
+    bytes[3] ^= 0x40;
+    let t = kiln_codegen::tensorio::HostTensor { bytes, ..t };
+    kiln_codegen::tensorio::write_npy(&wrong.join("output_0.npy"), &t).unwrap();
+    let a = args(&wrong);
+    let o = kiln(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    assert!(String::from_utf8_lossy(&o.stdout).contains("MISMATCH"));
+}
+
+#[test]
+fn compile_writes_replay_records() {
+    let model = root().join("tests/models/residual.onnx");
+    let dir = tempfile::tempdir().unwrap();
+    let (out, replay) = (dir.path().join("b"), dir.path().join("replay"));
+    let o = kiln(&[
+        "compile",
+        model.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+        "--replay",
+        replay.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    for f in ["kernels.c", "schedule.bin", "weights.bin", "report.txt"] {
+        assert!(out.join(f).exists(), "{f}");
+    }
+    let records: Vec<_> = std::fs::read_dir(&replay).unwrap().collect();
+    assert!(!records.is_empty());
+}

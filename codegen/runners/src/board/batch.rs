@@ -1,0 +1,366 @@
+//! Many small models on an emulated board with few builds: the bundles are split into batches
+//! that fit the board, each batch is linked into one image (the board's batch binary, see
+//! `kiln-board-build`'s `KILN_BATCH_DIR`), and the image runs every model of its batch in turn,
+//! through semihosting files `c<case>_input_<i>.bin` / `c<case>_output_<i>.bin`. A model that
+//! fails (a refused bundle, a crash, a hang, kernels that do not compile for the board) fails
+//! alone: the models after it run in a new image. [`run_batches_counted`] also counts the
+//! instructions of each model's steps (the BEAM search's board cost, see
+//! [`measure`](super::measure)).
+
+use super::build::{build_image, BuildOptions};
+use super::elf::Elf;
+use super::qemu::{emulator, plugin, read_marks, run_with_timeout, IoDir};
+use super::{boards_dir, io_error, BoardError, BoardFiles, BoardInfo};
+use kiln_codegen::bundle::Bundle;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// One model of a batch: its bundle and its inputs (raw little-endian, one per model input).
+#[derive(Clone, Copy, Debug)]
+pub struct BatchCase<'a> {
+    pub bundle: &'a Bundle,
+    pub inputs: &'a [Vec<u8>],
+}
+
+/// What became of one model: its outputs, or why it gave none.
+pub type CaseOutcome = Result<Vec<Vec<u8>>, CaseError>;
+
+/// What one model of a counted batch gave: its outputs and the instructions of each step.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CaseRun {
+    pub outputs: Vec<Vec<u8>>,
+    /// Instructions each step's kernel executed, in step order (exact, identical run to run).
+    pub step_instructions: Vec<u64>,
+}
+
+/// What became of one model of a counted batch.
+pub type CountedOutcome = Result<CaseRun, CaseError>;
+
+/// Why a model of a batch gave no outputs.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CaseError {
+    /// The board cannot run it at all (a type its C compiler lacks): it was not built.
+    #[error("unsupported on this board: {0}")]
+    Unsupported(String),
+    /// Its kernels did not compile for the board.
+    #[error("its kernels do not compile for the board:\n{0}")]
+    Build(String),
+    /// The firmware refused it, or the image stopped in it (a crash, a hang).
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// Most models in one image.
+const MAX_CASES: usize = 200;
+/// Time for QEMU to start and finish a batch, and for each model in it.
+const BATCH_TIME: Duration = Duration::from_secs(30);
+const CASE_TIME: Duration = Duration::from_secs(5);
+
+/// One batch build and run at a time in this process: batches share their folder.
+static BATCHING: Mutex<()> = Mutex::new(());
+
+/// Runs every case on `board`, in as few images as fit it; one outcome per case, in order.
+/// `progress` gets (cases done, cases in all). Errors are about the board or its toolchain
+/// (no batch binary, a failed build): the cases' own failures are their outcomes.
+pub fn run_batches(
+    board: &BoardInfo,
+    cases: &[BatchCase],
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<Vec<CaseOutcome>, BoardError> {
+    let runs = batches(board, cases, None, progress)?;
+    Ok(runs.into_iter().map(|r| r.map(|r| r.outputs)).collect())
+}
+
+/// [`run_batches`] with the instruction-count plugin watching the marker: each case's outcome
+/// also holds the instructions of each of its steps. `case_time` is how long QEMU may take per
+/// case (a case of many large kernels takes longer than a conformance case).
+pub fn run_batches_counted(
+    board: &BoardInfo,
+    cases: &[BatchCase],
+    case_time: Duration,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<Vec<CountedOutcome>, BoardError> {
+    batches(board, cases, Some(case_time), progress)
+}
+
+/// Runs the cases in batches, counting instructions when given a time per case.
+fn batches(
+    board: &BoardInfo,
+    cases: &[BatchCase],
+    counted: Option<Duration>,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<Vec<CountedOutcome>, BoardError> {
+    let files = BoardFiles::read(&board.name)?;
+    if !files.dir.join("src/batch.rs").is_file() {
+        return Err(BoardError::Config {
+            board: board.name.clone(),
+            file: files.dir.join("src/batch.rs"),
+            reason: "the board has no batch binary: run its models one image each".into(),
+        });
+    }
+    let _one = BATCHING.lock().unwrap_or_else(|e| e.into_inner());
+    let mut outcomes: Vec<Option<CountedOutcome>> =
+        cases.iter().map(|c| unsupported(board, c)).collect();
+    let runnable: Vec<usize> = (0..cases.len())
+        .filter(|&i| outcomes[i].is_none())
+        .collect();
+    let mut done = cases.len() - runnable.len();
+    let mut queue = std::collections::VecDeque::new();
+    let mut start = 0;
+    while start < runnable.len() {
+        let take = batch_len(board, runnable[start..].iter().map(|&i| &cases[i]));
+        queue.push_back(runnable[start..start + take].to_vec());
+        start += take;
+    }
+    while let Some(batch) = queue.pop_front() {
+        let members: Vec<BatchCase> = batch.iter().map(|&i| cases[i]).collect();
+        let ran = match run_batch(board, &files.target_dir(), &members, counted) {
+            Ok(ran) => ran,
+            // One case's kernels that do not compile for the board fail that case alone: halve
+            // the batch until it is found.
+            Err(BoardError::BuildFailed { tail, .. }) if batch.len() == 1 => {
+                outcomes[batch[0]] = Some(Err(CaseError::Build(tail)));
+                done += 1;
+                progress(done, cases.len());
+                continue;
+            }
+            Err(BoardError::BuildFailed { .. }) => {
+                let (a, b) = batch.split_at(batch.len() / 2);
+                queue.push_front(b.to_vec());
+                queue.push_front(a.to_vec());
+                continue;
+            }
+            Err(other) => return Err(other),
+        };
+        // A case the image never finished (a crash, a hang) fails; the ones after it go into
+        // another image.
+        let finished = ran.iter().take_while(|o| o.is_some()).count();
+        for (&i, outcome) in batch.iter().zip(ran).take(finished) {
+            outcomes[i] = outcome;
+        }
+        done += finished;
+        if finished < batch.len() {
+            let why = "the image stopped in this case (a crash or a hang)";
+            outcomes[batch[finished]] = Some(Err(CaseError::Failed(why.into())));
+            done += 1;
+            if finished + 1 < batch.len() {
+                queue.push_front(batch[finished + 1..].to_vec());
+            }
+        }
+        progress(done, cases.len());
+    }
+    Ok(outcomes
+        .into_iter()
+        .map(|o| o.expect("every case ran"))
+        .collect())
+}
+
+/// The outcome of a case the board cannot build at all, found before building.
+fn unsupported(board: &BoardInfo, case: &BatchCase) -> Option<CountedOutcome> {
+    super::unsupported_kernels(board, &case.bundle.kernels_c)
+        .map(|reason| Err(CaseError::Unsupported(reason.to_string())))
+}
+
+/// How many of `cases`, from the first, fit one image: at most [`MAX_CASES`], their weights and
+/// (estimated) code in half the board's flash, the largest arena in half its RAM. At least one.
+fn batch_len<'a, 'b: 'a>(
+    board: &BoardInfo,
+    cases: impl Iterator<Item = &'a BatchCase<'b>>,
+) -> usize {
+    let mut flash = 0;
+    let mut n = 0;
+    for case in cases.take(MAX_CASES) {
+        let b = case.bundle;
+        flash += b.weights.len() + b.schedule.len() + b.kernels_c.len() / 2;
+        if n > 0 && (flash > board.flash_bytes / 2 || b.report.arena_bytes > board.ram_bytes / 2) {
+            break;
+        }
+        n += 1;
+    }
+    n.max(1)
+}
+
+/// Builds and runs one image of `cases`; `None` for a case the image did not finish.
+fn run_batch(
+    board: &BoardInfo,
+    target_dir: &Path,
+    cases: &[BatchCase],
+    counted: Option<Duration>,
+) -> Result<Vec<Option<CountedOutcome>>, BoardError> {
+    // One folder per process: the images of two processes' batches must not mix.
+    let dir = target_dir.join(format!("batch-{}", std::process::id()));
+    write_cases(&dir, cases)?;
+    let ran = build_and_run(board, &dir, cases, counted);
+    let _ = std::fs::remove_dir_all(&dir);
+    ran
+}
+
+/// Builds the batch image of the bundles in `dir` and runs `cases` on it, with the
+/// instruction-count plugin when `counted` (a time per case).
+fn build_and_run(
+    board: &BoardInfo,
+    dir: &Path,
+    cases: &[BatchCase],
+    counted: Option<Duration>,
+) -> Result<Vec<Option<CountedOutcome>>, BoardError> {
+    let default_bundle = boards_dir().join("testdata/add-relu");
+    let image = build_image(
+        board,
+        &default_bundle,
+        BuildOptions::default(),
+        Some(dir),
+        &mut |_| {},
+    )?;
+    let qemu = emulator(board, &image)?;
+    let io = IoDir::new()?;
+    for (c, case) in cases.iter().enumerate() {
+        for (i, bytes) in case.inputs.iter().enumerate() {
+            let path = io.path.join(format!("c{c}_input_{i}.bin"));
+            std::fs::write(&path, bytes).map_err(io_error(&path))?;
+        }
+    }
+    let mut command = std::process::Command::new(&qemu[0]);
+    command.args(&qemu[1..]).arg(&image.elf);
+    let log = io.path.join("insn.log");
+    if counted.is_some() {
+        let bytes = std::fs::read(&image.elf).map_err(io_error(&image.elf))?;
+        let elf = Elf::parse(&bytes).map_err(|reason| BoardError::Image {
+            path: image.elf.clone(),
+            reason,
+        })?;
+        let Some((marker, _)) = elf.symbol("KILN_MARKER") else {
+            return Err(BoardError::Image {
+                path: image.elf.clone(),
+                reason: "the batch image has no KILN_MARKER to count instructions by".into(),
+            });
+        };
+        command
+            .arg("-plugin")
+            .arg(format!("{},marker={marker:#x}", plugin()?.display()))
+            .args(["-d", "plugin", "-D"])
+            .arg(&log);
+    }
+    let timeout = BATCH_TIME + counted.unwrap_or(CASE_TIME) * cases.len() as u32;
+    let output = match run_with_timeout(&mut command, &io.path, &board.name, timeout) {
+        Ok((_, output)) => output,
+        // What the cases before the hang wrote is still there.
+        Err(BoardError::Timeout { .. }) => {
+            let path = io.path.join("qemu.stdout");
+            String::from_utf8_lossy(&std::fs::read(&path).map_err(io_error(&path))?).into_owned()
+        }
+        Err(other) => return Err(other),
+    };
+    let mut outcomes: Vec<Option<CountedOutcome>> = vec![None; cases.len()];
+    for line in output.lines() {
+        let Some(rest) = line.strip_prefix("kiln: case ") else {
+            continue;
+        };
+        let (index, verdict) = rest.split_once(' ').unwrap_or((rest, ""));
+        let Some(c) = index.parse::<usize>().ok().filter(|&c| c < cases.len()) else {
+            continue;
+        };
+        outcomes[c] = Some(match verdict.strip_prefix("failed: ") {
+            Some(why) => Err(CaseError::Failed(why.to_string())),
+            None => read_outputs(&io.path, c, cases[c].bundle)
+                .map(|outputs| CaseRun {
+                    outputs,
+                    step_instructions: Vec::new(),
+                })
+                .map_err(CaseError::Failed),
+        });
+    }
+    if counted.is_some() {
+        // A log cut short by a hang still counts the cases before it.
+        let marks = std::fs::read_to_string(&log)
+            .map(|text| read_marks(&text))
+            .unwrap_or_default();
+        let steps: Vec<usize> = cases.iter().map(|c| c.bundle.report.steps.len()).collect();
+        attribute_counts(&mut outcomes, &steps, &marks);
+    }
+    Ok(outcomes)
+}
+
+/// Hands each finished case its steps' instructions from `marks` (the running count at each
+/// marker store: two per step, in the order the cases ran). A case that ran fails before its
+/// first step (the firmware checks a bundle whole before running it), so it has no marks; a
+/// case whose marks are missing fails.
+fn attribute_counts(outcomes: &mut [Option<CountedOutcome>], steps: &[usize], marks: &[u64]) {
+    let mut next = 0;
+    for (outcome, &n) in outcomes.iter_mut().zip(steps) {
+        match outcome {
+            Some(Ok(run)) => match marks.get(next..next + 2 * n) {
+                Some(mine) => {
+                    run.step_instructions = mine.chunks_exact(2).map(|m| m[1] - m[0]).collect();
+                    next += 2 * n;
+                }
+                None => {
+                    let why = "the instruction count ended before this case's steps";
+                    *outcome = Some(Err(CaseError::Failed(why.into())));
+                    next = marks.len();
+                }
+            },
+            Some(Err(_)) => {}
+            None => break,
+        }
+    }
+}
+
+/// Writes each case's bundle into `dir/case_NNN/`, its kernel table named after the case.
+fn write_cases(dir: &Path, cases: &[BatchCase]) -> Result<(), BoardError> {
+    if dir.exists() {
+        std::fs::remove_dir_all(dir).map_err(io_error(dir))?;
+    }
+    std::fs::create_dir_all(dir).map_err(io_error(dir))?;
+    for (c, case) in cases.iter().enumerate() {
+        let name = format!("case_{c:03}");
+        let mut bundle = case.bundle.clone();
+        bundle.kernels_c = bundle.kernels_c_with_prefix(&format!("kiln_{name}"));
+        let path: PathBuf = dir.join(&name);
+        bundle.write(&path).map_err(|e| BoardError::Image {
+            path: path.clone(),
+            reason: e.to_string(),
+        })?;
+    }
+    Ok(())
+}
+
+/// Case `c`'s outputs, as many as its bundle has.
+fn read_outputs(dir: &Path, c: usize, bundle: &Bundle) -> Result<Vec<Vec<u8>>, String> {
+    (0..bundle.report.outputs.len())
+        .map(|i| {
+            let path = dir.join(format!("c{c}_output_{i}.bin"));
+            std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ok() -> Option<CountedOutcome> {
+        Some(Ok(CaseRun {
+            outputs: Vec::new(),
+            step_instructions: Vec::new(),
+        }))
+    }
+
+    #[test]
+    fn counts_go_to_the_cases_that_ran_their_steps() {
+        let refused = Some(Err(CaseError::Failed("bundle refused".into())));
+        let mut outcomes = vec![ok(), refused, ok(), None];
+        // Case 0 has two steps, case 2 one; case 1 was refused before its first step.
+        attribute_counts(&mut outcomes, &[2, 1, 1, 1], &[10, 15, 20, 40, 50, 53]);
+        let steps = |o: &Option<CountedOutcome>| o.clone().unwrap().unwrap().step_instructions;
+        assert_eq!(steps(&outcomes[0]), [5, 20]);
+        assert!(outcomes[1].as_ref().unwrap().is_err());
+        assert_eq!(steps(&outcomes[2]), [3]);
+        assert!(outcomes[3].is_none());
+        // Marks cut short: the case they end in fails.
+        let mut outcomes = vec![ok(), ok()];
+        attribute_counts(&mut outcomes, &[1, 2], &[0, 7, 9, 11]);
+        assert_eq!(steps(&outcomes[0]), [7]);
+        assert!(outcomes[1].as_ref().unwrap().is_err());
+    }
+}

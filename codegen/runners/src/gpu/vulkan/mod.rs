@@ -1,0 +1,166 @@
+//! The Vulkan runtime: a bundle's schedule executed as compute dispatches on a Vulkan device,
+//! the device's own limits checked first.
+//!
+//! The Vulkan loader is opened when first used, so Kiln builds and runs without it; a machine
+//! without a driver gets [`GpuError::NoDevice`]. `$KILN_VULKAN_DEVICE` picks the first device
+//! whose name contains it. The shaders are compiled to SPIR-V with `glslc` when the run starts.
+//! Buffers live in host-visible memory (what integrated and edge GPUs have; a discrete GPU
+//! would want staging copies).
+
+mod context;
+mod exec;
+
+pub use context::Vk;
+
+use super::layout::{prepare, prepare_calls, Prepared};
+use super::{regroup, spirv, Api, CallsRun, GpuBundle, GpuError, GpuKernel, GpuRun, KernelCall};
+use kiln_codegen::target::DeviceLimits;
+use std::time::Duration;
+
+const API: &str = "Vulkan";
+
+/// Opens the device Kiln runs on: the first with a compute queue, or the first whose name
+/// contains `$KILN_VULKAN_DEVICE`.
+pub fn device() -> Result<Vk, GpuError> {
+    Vk::new(&std::env::var("KILN_VULKAN_DEVICE").unwrap_or_default())
+}
+
+/// The limits of [`device`], queried from it.
+pub fn device_limits() -> Result<DeviceLimits, GpuError> {
+    Ok(device()?.limits.clone())
+}
+
+/// Runs `gb` once on [`device`] with `inputs` (raw little-endian bytes, one per model input).
+pub fn run(gb: &GpuBundle, inputs: &[Vec<u8>]) -> Result<GpuRun, GpuError> {
+    run_on(&device()?, gb, inputs)
+}
+
+/// Runs `gb` once on `vk`.
+pub fn run_on(vk: &Vk, gb: &GpuBundle, inputs: &[Vec<u8>]) -> Result<GpuRun, GpuError> {
+    run_repeated(vk, gb, inputs, 1)
+}
+
+/// Runs `gb` `runs` times on `vk` (the pipelines made and the launches recorded once); the
+/// step times are each step's fastest run, the outputs the last run's.
+pub fn run_repeated(
+    vk: &Vk,
+    gb: &GpuBundle,
+    inputs: &[Vec<u8>],
+    runs: usize,
+) -> Result<GpuRun, GpuError> {
+    if gb.api != Api::Vulkan {
+        return Err(GpuError::Refused(format!(
+            "the bundle is for {}, not Vulkan",
+            gb.api.name()
+        )));
+    }
+    check(vk, &gb.kernels)?;
+    let prep = prepare(gb, inputs, vk.align)?;
+    check_ranges(vk, &gb.kernels, &prep)?;
+    let (outputs, step_times) = execute(vk, &gb.kernels, &prep, runs)?;
+    Ok(GpuRun {
+        outputs,
+        step_times,
+        device: vk.name.clone(),
+        arena_bytes: prep.arena_bytes,
+    })
+}
+
+/// Runs independent calls of `kernels` on `vk`, in order.
+pub fn run_calls(
+    vk: &Vk,
+    kernels: &[GpuKernel],
+    calls: &[KernelCall],
+) -> Result<CallsRun, GpuError> {
+    check(vk, kernels)?;
+    let prep = prepare_calls(calls, kernels.len(), vk.align)?;
+    check_ranges(vk, kernels, &prep)?;
+    let (flat, times) = execute(vk, kernels, &prep, 1)?;
+    Ok(CallsRun {
+        buffers: regroup(calls, flat),
+        times,
+    })
+}
+
+/// The kernels against the device's limits and features.
+fn check(vk: &Vk, kernels: &[GpuKernel]) -> Result<(), GpuError> {
+    for k in kernels {
+        k.check(&vk.limits)?;
+        if k.buffers > vk.bindings_max {
+            return Err(GpuError::OverLimit {
+                kernel: k.name.clone(),
+                what: "the number of storage buffers",
+                needed: k.buffers.to_string(),
+                limit: format!("{} (maxPerStageDescriptorStorageBuffers)", vk.bindings_max),
+            });
+        }
+        if k.src.contains("GL_EXT_shader_8bit_storage") && !vk.bytes_storage {
+            return Err(GpuError::MissingFeature {
+                kernel: k.name.clone(),
+                feature: "8-bit storage buffers (for booleans)",
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Every buffer a launch binds within the device's largest storage-buffer range.
+fn check_ranges(vk: &Vk, kernels: &[GpuKernel], prep: &Prepared) -> Result<(), GpuError> {
+    for l in &prep.launches {
+        if let Some(s) = l.args.iter().find(|s| s.bytes > vk.binding_bytes_max) {
+            return Err(GpuError::OverLimit {
+                kernel: kernels[l.kernel].name.clone(),
+                what: "a buffer argument",
+                needed: format!("{} bytes", s.bytes),
+                limit: format!("{} bytes (maxStorageBufferRange)", vk.binding_bytes_max),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Compiles the shaders and records the launches; `runs` times writes the inputs and submits;
+/// reads the outputs. Returns each launch's fastest time.
+fn execute(
+    vk: &Vk,
+    kernels: &[GpuKernel],
+    prep: &Prepared,
+    runs: usize,
+) -> Result<(Vec<Vec<u8>>, Vec<Duration>), GpuError> {
+    let shaders: Vec<(&str, &str)> = kernels
+        .iter()
+        .map(|k| (k.name.as_str(), k.src.as_str()))
+        .collect();
+    let spirv = spirv::compile_all(&shaders)?;
+    let mut exec = exec::Exec::new(vk);
+    exec.buffers.push(vk.buffer(prep.arena_bytes)?);
+    exec.buffers.push(vk.buffer(prep.weights.len())?);
+    let (arena, weights) = (exec.buffers[0].ptr, exec.buffers[1].ptr);
+    // SAFETY: the weights buffer is mapped for its whole size, the blob's.
+    unsafe { std::ptr::copy_nonoverlapping(prep.weights.as_ptr(), weights, prep.weights.len()) };
+    let (arena_buf, weights_buf) = (exec.buffers[0].buffer, exec.buffers[1].buffer);
+    exec.pipelines(kernels, &spirv)?;
+    exec.record(kernels, &prep.launches, arena_buf, weights_buf)?;
+    let mut best = vec![Duration::MAX; prep.launches.len()];
+    for _ in 0..runs.max(1) {
+        // SAFETY: the queue is idle; every input lies within the mapped arena (the layout
+        // placed it there).
+        unsafe {
+            for (offset, data) in &prep.inputs {
+                std::ptr::copy_nonoverlapping(data.as_ptr(), arena.add(*offset), data.len());
+            }
+        }
+        for (b, t) in best.iter_mut().zip(exec.submit(prep.launches.len())?) {
+            *b = (*b).min(t);
+        }
+    }
+    let outputs = prep
+        .outputs
+        .iter()
+        // SAFETY: the queue is idle; each output lies within the mapped arena.
+        .map(|&(offset, bytes)| unsafe {
+            std::slice::from_raw_parts(arena.add(offset), bytes).to_vec()
+        })
+        .collect();
+    Ok((outputs, best))
+}

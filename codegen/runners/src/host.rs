@@ -1,0 +1,340 @@
+//! The host board: a bundle's kernels compiled by the system C compiler into a shared library,
+//! run by the firmware crate's executor in this process.
+
+use kiln_codegen::bundle::{Bundle, KERNELS_FILE};
+use kiln_codegen::kernel::Kernel;
+use kiln_codegen::linearize::{candidate_key, candidate_programs};
+use kiln_codegen::optimize::{Candidates, CostModel, SearchError};
+use kiln_firmware::exec::{Executor, KernelEvent, KernelFn};
+use kiln_firmware::schedule::Bundle as Schedule;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// Errors of the host board.
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    #[error("could not run the C compiler `{cc}`: {source}")]
+    NoCompiler {
+        cc: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the C compiler failed on {file}:\n{stderr}")]
+    Compile { file: String, stderr: String },
+    #[error("loading the kernels library {path}: {reason}")]
+    Load { path: String, reason: String },
+    #[error("the bundle was refused: {0}")]
+    Refused(String),
+    #[error("input {index}: expected {expected} bytes, got {got}")]
+    InputSize {
+        index: usize,
+        expected: usize,
+        got: usize,
+    },
+    #[error("the model has {expected} inputs, {got} were given")]
+    InputCount { expected: usize, got: usize },
+}
+
+/// The C compiler for the host: `$CC`, else `cc`.
+pub fn host_cc() -> String {
+    std::env::var("CC").unwrap_or_else(|_| "cc".to_string())
+}
+
+/// The optimization flags host kernels are compiled with: the host's own vector units.
+pub const HOST_OPT: &str = "-O2 -march=native";
+
+/// Compiles `dir/kernels.c` into `dir/libkernels.so`.
+pub fn compile(dir: &Path) -> Result<PathBuf, HostError> {
+    compile_at(dir, HOST_OPT)
+}
+
+/// The BEAM search's cost on this host: the wall time of each candidate, compiled with
+/// [`HOST_OPT`] (see [`time_kernels`]).
+pub struct HostWallTime;
+
+impl CostModel for HostWallTime {
+    fn context(&self) -> Result<String, SearchError> {
+        Ok(format!("host-wall {HOST_OPT}"))
+    }
+
+    fn key(&mut self, candidate: &Kernel) -> Option<String> {
+        candidate_key(candidate)
+    }
+
+    fn measure(&mut self, groups: &[Candidates]) -> Result<Vec<Vec<Option<f64>>>, SearchError> {
+        groups
+            .iter()
+            .map(|g| {
+                let programs = candidate_programs(g)?;
+                time_kernels(&programs, &g.buffer_bytes).map_err(|e| SearchError::Measure {
+                    kernel: g.label.clone(),
+                    reason: e.to_string(),
+                })
+            })
+            .collect()
+    }
+}
+
+/// Rounds of timing in [`time_kernels`].
+const TIMING_ROUNDS: usize = 5;
+
+/// Wall time of one call of each program (seconds), all compiled into one library with
+/// [`HOST_OPT`] and run on zeroed buffers of `buf_bytes` (by AST buffer index): the best of
+/// `TIMING_ROUNDS` timings of enough repeated calls to last about a millisecond, the programs
+/// timed in turn in each round.
+pub fn time_kernels(
+    programs: &[kiln_codegen::linearize::Program],
+    buf_bytes: &[usize],
+) -> Result<Vec<Option<f64>>, HostError> {
+    use std::fmt::Write as _;
+    let dir = tempfile::tempdir().map_err(|e| HostError::Load {
+        path: "a temporary folder".into(),
+        reason: e.to_string(),
+    })?;
+    let mut c = String::from("#include <time.h>\n");
+    for (i, p) in programs.iter().enumerate() {
+        let src = p.src.replacen(
+            &format!("void {}(", p.name),
+            &format!("static void kiln_cand{i}("),
+            1,
+        );
+        let args: Vec<String> = p
+            .buffers
+            .iter()
+            .map(|b| {
+                let t = kiln_codegen::render::c_type_name(b.dtype);
+                let q = if b.mutable { "" } else { "const " };
+                format!("({q}{t}*)b[{}]", b.id.0)
+            })
+            .collect();
+        let _ = writeln!(
+            c,
+            "{src}\ndouble kiln_time{i}(void *const *b, int reps) {{\n  struct timespec t0, t1;\n  \
+             clock_gettime(CLOCK_MONOTONIC, &t0);\n  for (int r = 0; r < reps; r++) {{ \
+             kiln_cand{i}({}); __asm__ volatile(\"\" ::: \"memory\"); }}\n  \
+             clock_gettime(CLOCK_MONOTONIC, &t1);\n  \
+             return (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);\n}}",
+            args.join(", ")
+        );
+    }
+    let file = dir.path().join(KERNELS_FILE);
+    std::fs::write(&file, c).map_err(|e| HostError::Load {
+        path: file.display().to_string(),
+        reason: e.to_string(),
+    })?;
+    let lib = compile(dir.path())?;
+    let load = |reason: String| HostError::Load {
+        path: lib.display().to_string(),
+        reason,
+    };
+    // SAFETY: the library was generated and compiled just now from the programs above.
+    let library = unsafe { libloading::Library::new(&lib) }.map_err(|e| load(e.to_string()))?;
+    let mut storage: Vec<Vec<u128>> = buf_bytes.iter().map(|&n| aligned(n)).collect();
+    let pointers: Vec<*mut std::ffi::c_void> =
+        storage.iter_mut().map(|v| v.as_mut_ptr().cast()).collect();
+    type TimeFn = unsafe extern "C" fn(*const *mut std::ffi::c_void, i32) -> f64;
+    // Each runnable program, with its function and how many calls last about a millisecond.
+    let mut timed: Vec<Option<(TimeFn, i32)>> = Vec::with_capacity(programs.len());
+    for (i, p) in programs.iter().enumerate() {
+        if p.buffers.iter().any(|b| b.id.0 as usize >= pointers.len()) {
+            timed.push(None);
+            continue;
+        }
+        // SAFETY: `kiln_time{i}` has this type; every buffer it touches has the size the
+        // schedule gave it.
+        let f: TimeFn = unsafe {
+            *library
+                .get::<TimeFn>(format!("kiln_time{i}\0").as_bytes())
+                .map_err(|e| load(e.to_string()))?
+        };
+        // SAFETY: as above.
+        let once = unsafe { f(pointers.as_ptr(), 1) }.max(1e-9);
+        timed.push(Some((f, (1e-3 / once).clamp(1.0, 10_000.0) as i32)));
+    }
+    // Rounds over all programs in turn, so that a slow moment of the machine falls on every
+    // program alike; each keeps its best round.
+    let mut best = vec![f64::INFINITY; programs.len()];
+    for _ in 0..TIMING_ROUNDS {
+        for (b, t) in best.iter_mut().zip(&timed) {
+            if let Some((f, reps)) = t {
+                // SAFETY: as above.
+                let s = unsafe { f(pointers.as_ptr(), *reps) } / f64::from(*reps);
+                *b = b.min(s);
+            }
+        }
+    }
+    Ok(timed
+        .iter()
+        .zip(best)
+        .map(|(t, b)| t.as_ref().map(|_| b))
+        .collect())
+}
+
+/// [`compile`] with the optimization flags `opt` (`-O1`, `-O2 -march=native`, …).
+pub fn compile_at(dir: &Path, opt: &str) -> Result<PathBuf, HostError> {
+    let cc = host_cc();
+    let src = dir.join(KERNELS_FILE);
+    let lib = dir.join("libkernels.so");
+    let out = Command::new(&cc)
+        .args(opt.split_whitespace())
+        .args(["-std=gnu11", "-fPIC", "-shared", "-fno-math-errno", "-o"])
+        .arg(&lib)
+        .arg(&src)
+        .arg("-lm")
+        .output()
+        .map_err(|source| HostError::NoCompiler {
+            cc: cc.clone(),
+            source,
+        })?;
+    if !out.status.success() {
+        return Err(HostError::Compile {
+            file: src.display().to_string(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        });
+    }
+    Ok(lib)
+}
+
+/// The outputs of one run and the time each step took.
+#[derive(Debug, Clone)]
+pub struct HostRun {
+    pub outputs: Vec<Vec<u8>>,
+    pub step_times: Vec<Duration>,
+    /// Wall time of each whole repeated inference ([`run_repeated`]), without per-step timing.
+    pub run_times: Vec<Duration>,
+}
+
+/// 16-byte aligned zeroed bytes.
+fn aligned(len: usize) -> Vec<u128> {
+    vec![0u128; len.div_ceil(16).max(1)]
+}
+
+fn bytes_mut(v: &mut [u128], len: usize) -> &mut [u8] {
+    // SAFETY: u128 storage is plain bytes; `len` is within it.
+    unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr().cast::<u8>(), len) }
+}
+
+/// Runs the bundle's schedule once with the kernels of `lib` on `inputs` (raw little-endian).
+pub fn run(bundle: &Bundle, lib: &Path, inputs: &[Vec<u8>]) -> Result<HostRun, HostError> {
+    run_repeated(bundle, lib, inputs, 0)
+}
+
+/// [`run`], then `repeats` more whole inferences on the same inputs (copied in again before
+/// each, outside the timed part), each timed as one piece into [`HostRun::run_times`].
+pub fn run_repeated(
+    bundle: &Bundle,
+    lib: &Path,
+    inputs: &[Vec<u8>],
+    repeats: usize,
+) -> Result<HostRun, HostError> {
+    let load = |reason: String| HostError::Load {
+        path: lib.display().to_string(),
+        reason,
+    };
+    // SAFETY: the library is the bundle's own kernels.c, compiled just now.
+    let library = unsafe { libloading::Library::new(lib) }.map_err(|e| load(e.to_string()))?;
+    // SAFETY: kernels.c defines these two symbols with these types.
+    let kernels: &[KernelFn] = unsafe {
+        let table = library
+            .get::<*const KernelFn>(b"kiln_kernels\0")
+            .map_err(|e| load(e.to_string()))?;
+        let count = library
+            .get::<*const u32>(b"kiln_kernel_count\0")
+            .map_err(|e| load(e.to_string()))?;
+        std::slice::from_raw_parts(*table, **count as usize)
+    };
+    let plan = kiln_firmware::schedule::read_plan(&bundle.schedule)
+        .map_err(|e| HostError::Refused(e.to_string()))?;
+    let arena_len = plan.arena_bytes as usize;
+    let parsed = Schedule::parse(&bundle.schedule, arena_len, kernels.len())
+        .map_err(|e| HostError::Refused(e.to_string()))?;
+    let mut arena = aligned(arena_len);
+    let mut weights = aligned(bundle.weights.len());
+    bytes_mut(&mut weights, bundle.weights.len()).copy_from_slice(&bundle.weights);
+    let weights_bytes: &[u8] = bytes_mut(&mut weights, bundle.weights.len());
+    let mut ex = Executor::new(
+        parsed,
+        kernels,
+        bytes_mut(&mut arena, arena_len),
+        weights_bytes,
+    )
+    .map_err(|e| HostError::Refused(e.to_string()))?;
+    if inputs.len() != plan.inputs.len() {
+        return Err(HostError::InputCount {
+            expected: plan.inputs.len(),
+            got: inputs.len(),
+        });
+    }
+    for (i, data) in inputs.iter().enumerate() {
+        let slot = ex.input_mut(i).ok_or(HostError::InputCount {
+            expected: i,
+            got: inputs.len(),
+        })?;
+        if slot.len() != data.len() {
+            return Err(HostError::InputSize {
+                index: i,
+                expected: slot.len(),
+                got: data.len(),
+            });
+        }
+        slot.copy_from_slice(data);
+    }
+    let mut times = Vec::new();
+    let mut started = Instant::now();
+    ex.run(&mut |e| match e {
+        KernelEvent::Before { .. } => started = Instant::now(),
+        KernelEvent::After { .. } => times.push(started.elapsed()),
+    })
+    .map_err(|e| HostError::Refused(e.to_string()))?;
+    let outputs = (0..plan.outputs.len())
+        .map(|i| ex.output(i).unwrap_or_default().to_vec())
+        .collect();
+    let mut run_times = Vec::with_capacity(repeats);
+    for _ in 0..repeats {
+        for (i, data) in inputs.iter().enumerate() {
+            if let Some(slot) = ex.input_mut(i) {
+                slot.copy_from_slice(data);
+            }
+        }
+        let started = Instant::now();
+        ex.run(&mut |_| {})
+            .map_err(|e| HostError::Refused(e.to_string()))?;
+        run_times.push(started.elapsed());
+    }
+    Ok(HostRun {
+        outputs,
+        step_times: times,
+        run_times,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kiln_codegen::kernel::{Opt, OptOp};
+    use kiln_codegen::optimize::search::apply_all;
+    use kiln_codegen::target::Target;
+
+    #[test]
+    fn the_host_timer_measures_every_candidate() {
+        let fresh = kiln_codegen::kernel::examples::matvec(16, 8, Target::c());
+        let up = apply_all(&fresh, &[Opt::new(OptOp::Upcast, 0, 4)]).unwrap();
+        let group = Candidates {
+            kernel: 0,
+            label: fresh.label(),
+            kernels: vec![fresh.clone(), up],
+            buffer_bytes: vec![16 * 4, 128 * 4, 8 * 4],
+        };
+        let mut cost = HostWallTime;
+        assert!(cost.key(&fresh).is_some());
+        let t = cost.measure(&[group]).unwrap();
+        assert_eq!(t.len(), 1);
+        assert_eq!(t[0].len(), 2);
+        assert!(
+            t[0].iter().all(|c| c.is_some_and(|c| c > 0.0 && c < 1e-2)),
+            "{t:?}"
+        );
+        assert!(cost.context().unwrap().starts_with("host-wall"));
+    }
+}

@@ -1,0 +1,10 @@
+//! Where Kiln's bundles run, above the compiler (`kiln-codegen`): the host ([`host`]: the
+//! kernels compiled by the system C compiler, run by the firmware's executor in this process),
+//! the boards ([`board`]: firmware built with the bundle, run under QEMU or flashed with
+//! probe-rs), and edge GPUs ([`gpu`]: the OpenCL and Vulkan runtimes). The host and the
+//! emulated boards are also cost models for the compiler's BEAM search
+//! ([`host::HostWallTime`], [`board::measure::BoardInstructions`]).
+
+pub mod board;
+pub mod gpu;
+pub mod host;

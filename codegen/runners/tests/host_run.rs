@@ -1,0 +1,128 @@
+//! A graph compiled to a bundle, its C compiled by the system C compiler and run by the
+//! firmware executor on the host, against the same schedule run in the UOp interpreter.
+
+#[path = "../../tests/common/mod.rs"]
+mod common;
+
+use common::weights::weight;
+use kiln_codegen::compile::compile_graph;
+use kiln_codegen::dtype::{DType, Scalar};
+use kiln_codegen::graph::Graph;
+use kiln_codegen::schedule::{create_schedule, eval::run_interpreted};
+use kiln_codegen::target::Target;
+use kiln_codegen::uop::interp::HostBuffer;
+use kiln_runners::host;
+
+/// Compiles `out` of `g` for `target`, runs it on the host on `input`: the bundle and the
+/// output as floats, and the interpreter's output of the unoptimized schedule.
+fn host_and_interpreter(
+    g: &Graph,
+    out: &kiln_codegen::graph::Lazy,
+    target: &Target,
+    input: &[u8],
+) -> (
+    kiln_codegen::bundle::Bundle,
+    host::HostRun,
+    Vec<f32>,
+    Vec<f64>,
+) {
+    let bundle = compile_graph(
+        "test",
+        g,
+        std::slice::from_ref(out),
+        target,
+        true,
+        &mut |_, _| {},
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bundle");
+    bundle.write(&path).unwrap();
+    let lib = host::compile(&path).unwrap();
+    let run = host::run(&bundle, &lib, &[input.to_vec()]).unwrap();
+    let got: Vec<f32> = run.outputs[0]
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    let sched = create_schedule(g, std::slice::from_ref(out)).unwrap();
+    let want =
+        run_interpreted(&sched, &[HostBuffer::from_bytes(Scalar::F32, input)]).unwrap()[0].to_f64();
+    (bundle, run, got, want)
+}
+
+#[test]
+fn conv_pool_gemm_softmax_runs_on_the_host_like_the_interpreter() {
+    let mut g = Graph::new();
+    let x = g.input("x", DType::F32, &[1, 3, 10, 10]);
+    let w = weight(&mut g, &[8, 3, 3, 3], 1);
+    let b = weight(&mut g, &[8], 2);
+    let c = g
+        .conv(&x, &w, Some(&b), &[1, 1], &[1, 1], &[(1, 1), (1, 1)], 1)
+        .unwrap();
+    let r = g.relu(&c).unwrap();
+    let p = g
+        .pool(&r, &[2, 2], &[2, 2], &[1, 1], &[(0, 0), (0, 0)])
+        .unwrap();
+    let m = g
+        .mean(&p, &[4, 5])
+        .unwrap()
+        .reshape(&[1, 8 * 5 * 5])
+        .unwrap();
+    let fw = weight(&mut g, &[200, 4], 3);
+    let y = g.matmul(&m, &fw).unwrap();
+    let s = g.softmax(&y, 1).unwrap();
+    let input: Vec<f32> = (0..300)
+        .map(|i| ((i * 37 % 101) as f32 / 50.0) - 1.0)
+        .collect();
+    let bytes: Vec<u8> = input.iter().flat_map(|v| v.to_le_bytes()).collect();
+
+    let (bundle, run, got, want) = host_and_interpreter(&g, &s, &Target::c(), &bytes);
+    assert_eq!(got.len(), 4);
+    for (a, b) in got.iter().zip(&want) {
+        assert!((*a as f64 - b).abs() < 1e-6, "{got:?} vs {want:?}");
+    }
+    assert!((got.iter().sum::<f32>() - 1.0).abs() < 1e-5);
+    let steps = create_schedule(&g, &[s]).unwrap().items.len();
+    assert_eq!(run.step_times.len(), steps);
+    assert!(
+        bundle.report.arena_bytes > 0
+            && bundle.report.arena_bytes >= bundle.report.arena_lower_bound
+    );
+}
+
+/// A 1×1 convolution, a padded 3×3 convolution and a dense layer with bias: on the host target
+/// their reduces run over 8-lane float vectors, their weights stored lane-innermost.
+#[test]
+fn vectorized_kernels_on_the_host_match_the_interpreter() {
+    let mut g = Graph::new();
+    let x = g.input("x", DType::F32, &[1, 8, 5, 5]);
+    let w1 = weight(&mut g, &[16, 8, 1, 1], 4);
+    let c1 = g
+        .conv(&x, &w1, None, &[1, 1], &[1, 1], &[(0, 0), (0, 0)], 1)
+        .unwrap();
+    let r1 = g.relu(&c1).unwrap();
+    let w2 = weight(&mut g, &[16, 16, 3, 3], 5);
+    let b2 = weight(&mut g, &[16], 6);
+    let c2 = g
+        .conv(&r1, &w2, Some(&b2), &[1, 1], &[1, 1], &[(1, 1), (1, 1)], 1)
+        .unwrap();
+    let flat = c2.reshape(&[1, 16 * 5 * 5]).unwrap();
+    let fw = weight(&mut g, &[400, 24], 7);
+    let y = g.matmul(&flat, &fw).unwrap();
+    let input: Vec<f32> = (0..200)
+        .map(|i| ((i * 29 % 97) as f32 / 48.0) - 1.0)
+        .collect();
+    let bytes: Vec<u8> = input.iter().flat_map(|v| v.to_le_bytes()).collect();
+
+    let (bundle, _, got, want) = host_and_interpreter(&g, &y, &Target::host(), &bytes);
+    let src = &bundle.kernels_c;
+    assert!(src.contains("vector_size(32)"), "no vector type in:\n{src}");
+    assert!(src.contains("*((float8*)("), "no vector load in:\n{src}");
+    assert_eq!(got.len(), 24);
+    for (a, b) in got.iter().zip(&want) {
+        assert!(
+            (*a as f64 - b).abs() < 1e-4 * b.abs().max(1.0),
+            "{got:?} vs {want:?}"
+        );
+    }
+}
