@@ -93,12 +93,40 @@ impl Kernel {
         Ok(())
     }
 
+    /// Ok when `ok`, else the error that `opt` does not apply, for `why`.
+    fn require(&self, opt: Opt, ok: bool, why: impl Into<String>) -> Result<(), KernelError> {
+        if ok {
+            Ok(())
+        } else {
+            Err(self.invalid(opt, why))
+        }
+    }
+
     fn apply_opt_in_place(&mut self, opt: Opt) -> Result<(), KernelError> {
-        let check =
-            |k: &Kernel, ok: bool, why: &str| if ok { Ok(()) } else { Err(k.invalid(opt, why)) };
+        let (axis, amt) = self.opt_axis_and_amount(opt)?;
+        self.check_local_memory(opt, amt)?;
+        let needs_axis = || self.invalid(opt, "needs an axis");
+        match opt.op {
+            OptOp::Local => self.apply_local(opt, axis.ok_or_else(needs_axis)?, amt)?,
+            OptOp::Group | OptOp::GroupTop => {
+                self.apply_group(opt, axis.ok_or_else(needs_axis)?, amt)?
+            }
+            OptOp::Unroll => self.apply_unroll(opt, axis.ok_or_else(needs_axis)?, amt)?,
+            OptOp::Upcast => self.apply_upcast(opt, axis.ok_or_else(needs_axis)?, amt)?,
+            OptOp::NoLocals => self.apply_no_locals(opt)?,
+            OptOp::PadTo => self.pad_to(opt, axis, amt)?,
+        }
+        self.applied_opts.push(opt);
+        self.simplify_ones()?;
+        Ok(())
+    }
+
+    /// The absolute axis `opt` acts on (if any) and its amount (the whole axis for 0), checked
+    /// against the kernel's axes and whether it uses locals.
+    fn opt_axis_and_amount(&self, opt: Opt) -> Result<(Option<usize>, usize), KernelError> {
         let locals = matches!(opt.op, OptOp::Local | OptOp::Group | OptOp::GroupTop);
-        check(
-            self,
+        self.require(
+            opt,
             !(self.dont_use_locals && locals),
             "the kernel does not use locals",
         )?;
@@ -118,122 +146,127 @@ impl Kernel {
             _ => opt.amt,
         };
         if let Some(a) = axis {
-            check(
-                self,
+            self.require(
+                opt,
                 amt > 1,
                 "an amount of 1 (or a size-1 axis) does nothing",
             )?;
             if opt.op != OptOp::PadTo {
-                check(
-                    self,
+                self.require(
+                    opt,
                     self.full_shape()[a].is_multiple_of(amt),
                     "the amount does not divide the axis",
                 )?;
             }
         }
-        if !self.reduceops.is_empty()
-            && self.target.has_shared
-            && (matches!(opt.op, OptOp::Group | OptOp::GroupTop)
-                || (self.group_for_reduces > 0
-                    && !matches!(opt.op, OptOp::NoLocals | OptOp::PadTo)))
-        {
-            let acc_sz = self.reduceops[0].dtype().size();
-            let start = self.shape_len() - self.upcasted;
-            let upcast_sz: usize = (start..self.shape_len())
-                .filter(|&i| self.full_shape()[i] == self.output_shape()[i])
-                .map(|i| self.full_shape()[i])
-                .product();
-            let fr = self.first_reduce();
-            let local_sz: usize = self.full_shape()
-                [fr - self.local_dims..fr + self.group_for_reduces]
-                .iter()
-                .product();
-            let smem = amt * acc_sz * upcast_sz * local_sz;
-            check(
-                self,
-                smem <= self.target.shared_max,
-                &format!(
-                    "needs {smem} bytes of local memory, the limit is {}",
-                    self.target.shared_max
-                ),
-            )?;
+        Ok((axis, amt))
+    }
+
+    /// On a target with local memory, a reduce kernel's grouped accumulators after `opt` must
+    /// fit in it.
+    fn check_local_memory(&self, opt: Opt, amt: usize) -> Result<(), KernelError> {
+        let grouping = matches!(opt.op, OptOp::Group | OptOp::GroupTop)
+            || (self.group_for_reduces > 0 && !matches!(opt.op, OptOp::NoLocals | OptOp::PadTo));
+        if self.reduceops.is_empty() || !self.target.has_shared || !grouping {
+            return Ok(());
         }
-        match opt.op {
-            OptOp::Local => {
-                let a = axis.ok_or_else(|| self.invalid(opt, "needs an axis"))?;
-                check(self, self.target.has_local, "the target has no local dims")?;
-                check(self, a < self.global_dims(), "LOCAL is for global axes")?;
-                let fr = self.first_reduce();
-                self.shift_to(a, amt, false, Some(fr))?;
-                self.local_dims += 1;
-            }
-            OptOp::Group | OptOp::GroupTop => {
-                let a = axis.ok_or_else(|| self.invalid(opt, "needs an axis"))?;
-                check(
-                    self,
-                    self.target.has_local && self.target.has_shared,
-                    "the target has no local memory",
-                )?;
-                let fr = self.first_reduce();
-                let in_reduce =
-                    a >= fr + self.group_for_reduces && a < self.shape_len() - self.upcasted;
-                check(self, in_reduce, "GROUP is for reduce axes")?;
-                self.shift_to(
-                    a,
-                    amt,
-                    opt.op == OptOp::GroupTop,
-                    Some(fr + self.group_for_reduces),
-                )?;
-                self.group_for_reduces += 1;
-            }
-            OptOp::Unroll => {
-                let a = axis.ok_or_else(|| self.invalid(opt, "needs an axis"))?;
-                check(
-                    self,
-                    a < self.shape_len() - self.upcasted,
-                    "the axis is already upcast",
-                )?;
-                check(self, amt <= 32, "unrolling more than 32 is not allowed")?;
-                let fr = self.first_reduce();
-                if self.full_shape()[a] == amt && a == fr {
-                    self.local_dims += 1;
-                }
-                if self.full_shape()[a] == amt && a < fr + self.group_for_reduces {
-                    self.group_for_reduces -= 1;
-                }
-                self.shift_to(a, amt, false, None)?;
-                self.upcast(opt)?;
-            }
-            OptOp::Upcast => {
-                let a = axis.ok_or_else(|| self.invalid(opt, "needs an axis"))?;
-                check(
-                    self,
-                    a < self.first_reduce(),
-                    "UPCAST is for non-reduce axes",
-                )?;
-                // A target's vector lanes may be more than 8 (16 floats in 512 bits).
-                let most = 8.max(self.target.simd_lanes as usize);
-                check(self, amt <= most, "upcasting more than 8 is not allowed")?;
-                self.shift_to(a, amt, false, None)?;
-                self.upcast(opt)?;
-            }
-            OptOp::NoLocals => {
-                check(
-                    self,
-                    self.target.has_local && !self.dont_use_locals,
-                    "the target has no locals to drop",
-                )?;
-                check(
-                    self,
-                    self.local_dims == 0 && self.group_for_reduces == 0,
-                    "locals are already in use",
-                )?;
-                self.dont_use_locals = true;
-            }
-            OptOp::PadTo => self.pad_to(opt, axis, amt)?,
+        let acc_sz = self.reduceops[0].dtype().size();
+        let start = self.shape_len() - self.upcasted;
+        let upcast_sz: usize = (start..self.shape_len())
+            .filter(|&i| self.full_shape()[i] == self.output_shape()[i])
+            .map(|i| self.full_shape()[i])
+            .product();
+        let fr = self.first_reduce();
+        let local_sz: usize = self.full_shape()[fr - self.local_dims..fr + self.group_for_reduces]
+            .iter()
+            .product();
+        let smem = amt * acc_sz * upcast_sz * local_sz;
+        self.require(
+            opt,
+            smem <= self.target.shared_max,
+            format!(
+                "needs {smem} bytes of local memory, the limit is {}",
+                self.target.shared_max
+            ),
+        )
+    }
+
+    /// LOCAL: the inner `amt` of global axis `a` becomes a local axis.
+    fn apply_local(&mut self, opt: Opt, a: usize, amt: usize) -> Result<(), KernelError> {
+        self.require(opt, self.target.has_local, "the target has no local dims")?;
+        self.require(opt, a < self.global_dims(), "LOCAL is for global axes")?;
+        let fr = self.first_reduce();
+        self.shift_to(a, amt, false, Some(fr))?;
+        self.local_dims += 1;
+        Ok(())
+    }
+
+    /// GROUP / GROUPTOP: `amt` of reduce axis `a` is reduced across threads in local memory.
+    fn apply_group(&mut self, opt: Opt, a: usize, amt: usize) -> Result<(), KernelError> {
+        self.require(
+            opt,
+            self.target.has_local && self.target.has_shared,
+            "the target has no local memory",
+        )?;
+        let fr = self.first_reduce();
+        let in_reduce = a >= fr + self.group_for_reduces && a < self.shape_len() - self.upcasted;
+        self.require(opt, in_reduce, "GROUP is for reduce axes")?;
+        self.shift_to(
+            a,
+            amt,
+            opt.op == OptOp::GroupTop,
+            Some(fr + self.group_for_reduces),
+        )?;
+        self.group_for_reduces += 1;
+        Ok(())
+    }
+
+    /// UNROLL: `amt` of reduce axis `a` is unrolled (upcast).
+    fn apply_unroll(&mut self, opt: Opt, a: usize, amt: usize) -> Result<(), KernelError> {
+        self.require(
+            opt,
+            a < self.shape_len() - self.upcasted,
+            "the axis is already upcast",
+        )?;
+        self.require(opt, amt <= 32, "unrolling more than 32 is not allowed")?;
+        let fr = self.first_reduce();
+        if self.full_shape()[a] == amt && a == fr {
+            self.local_dims += 1;
         }
-        self.applied_opts.push(opt);
-        self.simplify_ones()?;
+        if self.full_shape()[a] == amt && a < fr + self.group_for_reduces {
+            self.group_for_reduces -= 1;
+        }
+        self.shift_to(a, amt, false, None)?;
+        self.upcast(opt)
+    }
+
+    /// UPCAST: each thread computes `amt` outputs of non-reduce axis `a`.
+    fn apply_upcast(&mut self, opt: Opt, a: usize, amt: usize) -> Result<(), KernelError> {
+        self.require(
+            opt,
+            a < self.first_reduce(),
+            "UPCAST is for non-reduce axes",
+        )?;
+        // A target's vector lanes may be more than 8 (16 floats in 512 bits).
+        let most = 8.max(self.target.simd_lanes as usize);
+        self.require(opt, amt <= most, "upcasting more than 8 is not allowed")?;
+        self.shift_to(a, amt, false, None)?;
+        self.upcast(opt)
+    }
+
+    /// NOLOCALS: the kernel uses no local dims.
+    fn apply_no_locals(&mut self, opt: Opt) -> Result<(), KernelError> {
+        self.require(
+            opt,
+            self.target.has_local && !self.dont_use_locals,
+            "the target has no locals to drop",
+        )?;
+        self.require(
+            opt,
+            self.local_dims == 0 && self.group_for_reduces == 0,
+            "locals are already in use",
+        )?;
+        self.dont_use_locals = true;
         Ok(())
     }
 

@@ -7,6 +7,7 @@
 
 pub mod expand;
 pub mod grouped_dims;
+mod idx;
 mod load_store;
 mod parse;
 pub mod program;
@@ -15,12 +16,11 @@ mod reduce;
 use crate::kernel::ast::{LazyOp, Op};
 use crate::kernel::{Kernel, KernelBuffer, KernelError};
 use crate::render::RenderError;
-use crate::shape::{render_to, Node, NodeRenderer, ShapeTracker};
+use crate::shape::{Node, ShapeTracker};
 use crate::uop::{Linear, OrderError, UOpGraph, UOpId, UOpKind};
 use expand::UPCAST_PREFIX;
 pub use grouped_dims::{grouped_dims, GroupedDims, GroupedDimsError};
 pub use program::{candidate_key, candidate_programs, to_program, Program};
-use std::cell::RefCell;
 use std::collections::HashMap;
 
 /// Why a kernel could not be linearized or rendered. Each names the kernel.
@@ -75,56 +75,6 @@ struct Lin {
     vector_groups: Vec<Vec<UOpId>>,
 }
 
-/// The index (`Node`) → UOp table, over the graph and the loop/thread variables.
-struct IdxRenderer<'a> {
-    g: RefCell<&'a mut UOpGraph>,
-    vars: &'a HashMap<String, UOpId>,
-}
-
-impl NodeRenderer<UOpId> for IdxRenderer<'_> {
-    fn num(&self, v: i64) -> UOpId {
-        self.g.borrow_mut().const_int(v)
-    }
-    fn var(&self, name: &str, min: i64, max: i64) -> UOpId {
-        match self.vars.get(name) {
-            Some(&u) => u,
-            None => self.g.borrow_mut().node(
-                UOpKind::DefineVar {
-                    name: name.to_string(),
-                    min,
-                    max,
-                },
-                Some(crate::dtype::DType::I32),
-                vec![],
-            ),
-        }
-    }
-    fn mul(&self, a: UOpId, b: i64) -> UOpId {
-        let c = self.num(b);
-        self.g.borrow_mut().binary(crate::ops::BinaryOp::Mul, a, c)
-    }
-    fn div(&self, a: UOpId, b: i64) -> UOpId {
-        let c = self.num(b);
-        self.g.borrow_mut().binary(crate::ops::BinaryOp::Div, a, c)
-    }
-    fn modulo(&self, a: UOpId, b: i64) -> UOpId {
-        let c = self.num(b);
-        self.g.borrow_mut().binary(crate::ops::BinaryOp::Mod, a, c)
-    }
-    fn lt(&self, a: UOpId, b: i64) -> UOpId {
-        let c = self.num(b);
-        self.g
-            .borrow_mut()
-            .binary(crate::ops::BinaryOp::CmpLt, a, c)
-    }
-    fn add(&self, a: UOpId, b: UOpId) -> UOpId {
-        self.g.borrow_mut().binary(crate::ops::BinaryOp::Add, a, b)
-    }
-    fn and(&self, a: UOpId, b: UOpId) -> UOpId {
-        self.g.borrow_mut().binary(crate::ops::BinaryOp::And, a, b)
-    }
-}
-
 fn zeros_like(v: &[Node]) -> Vec<Node> {
     v.iter().map(|_| Node::num(0)).collect()
 }
@@ -158,14 +108,6 @@ pub fn linearize(kernel: &Kernel) -> Result<Linearized, LinearizeError> {
 }
 
 impl Lin {
-    fn render(&mut self, n: &Node) -> UOpId {
-        let r = IdxRenderer {
-            g: RefCell::new(&mut self.g),
-            vars: &self.loop_uops,
-        };
-        render_to(n, &r)
-    }
-
     fn dims_err(&self, source: GroupedDimsError) -> LinearizeError {
         LinearizeError::Dims {
             kernel: self.k.label(),
@@ -174,112 +116,12 @@ impl Lin {
     }
 
     fn run(mut self) -> Result<Linearized, LinearizeError> {
-        let k = &self.k;
-        let (fr, gd, gfr, n, up) = (
-            k.first_reduce(),
-            k.global_dims(),
-            k.group_for_reduces,
-            k.shape_len(),
-            k.upcasted,
-        );
-        let mut globals = Vec::new();
-        for b in &self.k.bufs {
-            self.buf_uops.push(match b {
-                KernelBuffer::Mem(m) => {
-                    let mutable = self
-                        .k
-                        .ast
-                        .iter()
-                        .any(|s| matches!(s.op(), Op::Store(o) if o.idx == m.idx));
-                    let u = self.g.node(
-                        UOpKind::DefineGlobal {
-                            buf: m.idx,
-                            mutable,
-                        },
-                        Some(m.dtype),
-                        vec![],
-                    );
-                    globals.push(u);
-                    Some(u)
-                }
-                _ => None,
-            });
-        }
-        if gfr > 0 {
-            let nred = self.k.reduceops.len();
-            let dtype = self.k.reduceops[0].dtype();
-            let full = self.k.full_shape().to_vec();
-            let mut shape = vec![1; gd];
-            shape.extend_from_slice(&full[gd..fr + gfr]);
-            shape.extend(std::iter::repeat_n(1, n - up - gfr - fr));
-            shape.extend(self.k.upcasted_axis(0).iter().map(|a| a.0));
-            for i in 0..nred {
-                let st = ShapeTracker::from_shape(&shape);
-                let name = if nred > 1 {
-                    format!("temp{i}")
-                } else {
-                    "temp".to_string()
-                };
-                let size = st.size();
-                self.k.sts.push(st);
-                self.k.bufs.push(KernelBuffer::Local {
-                    name: name.clone(),
-                    size,
-                    dtype,
-                });
-                let u = self
-                    .g
-                    .node(UOpKind::DefineLocal { name, size }, Some(dtype), vec![]);
-                self.buf_uops.push(Some(u));
-            }
-        }
+        let globals = self.define_globals();
+        self.define_temps();
         let name = self.k.label();
-        let t = self.k.target.clone();
-        let full = self.k.full_shape().to_vec();
-        let gl_dims = &full[..fr + gfr];
-        let gprefix = if self.k.dont_use_locals {
-            "idx"
-        } else {
-            "gidx"
-        };
-        let gmax = if t.has_local {
-            t.global_max.as_deref()
-        } else {
-            None
-        };
-        let gg = grouped_dims(gprefix, 0, &gl_dims[..gd], gmax, t.has_local)
-            .map_err(|e| self.dims_err(e))?;
-        let lmax: Option<&[usize]> = if t.has_local {
-            t.local_max.as_deref()
-        } else {
-            Some(&[])
-        };
-        let lg =
-            grouped_dims("lidx", gd, &gl_dims[gd..], lmax, false).map_err(|e| self.dims_err(e))?;
-        let out_shape = self.k.output_shape().to_vec();
-        let upcast_idxs: Vec<Node> = (n - up..n)
-            .enumerate()
-            .map(|(i, a)| Node::var(&format!("{UPCAST_PREFIX}{i}"), 0, out_shape[a] as i64 - 1))
-            .collect();
-        let full_upcast_idxs: Vec<Node> = (n - up..n)
-            .enumerate()
-            .map(|(i, a)| Node::var(&format!("{UPCAST_PREFIX}{i}"), 0, full[a] as i64 - 1))
-            .collect();
-        let (global_size, local_size) = if t.has_local {
-            for (i, v) in gg.loop_vars.iter().enumerate() {
-                self.special(v, false, i);
-            }
-            if !self.k.dont_use_locals {
-                for (i, v) in lg.loop_vars.iter().enumerate() {
-                    self.special(v, true, i);
-                }
-            }
-            (Some(gg.sizes.clone()), Some(lg.sizes.clone()))
-        } else {
-            let vars: Vec<Node> = gg.loop_vars.iter().chain(&lg.loop_vars).cloned().collect();
-            self.render_loop(&vars, 1, false);
-            (None, None)
-        };
+        let (gg, lg) = self.thread_dims()?;
+        let (upcast_idxs, full_upcast_idxs) = self.upcast_idxs();
+        let (global_size, local_size) = self.open_threads(&gg, &lg);
         let global_idxs = gg.idxs;
         let mut local_idxs = lg.idxs;
         let mut accs: Accs = HashMap::new();
@@ -310,6 +152,138 @@ impl Lin {
             kernel: self.k,
             relayouts: Vec::new(),
         })
+    }
+
+    /// A `DEFINE_GLOBAL` per memory buffer (mutable where the kernel stores into it); returns
+    /// them, in buffer order.
+    fn define_globals(&mut self) -> Vec<UOpId> {
+        let mut globals = Vec::new();
+        for b in &self.k.bufs {
+            self.buf_uops.push(match b {
+                KernelBuffer::Mem(m) => {
+                    let mutable = self
+                        .k
+                        .ast
+                        .iter()
+                        .any(|s| matches!(s.op(), Op::Store(o) if o.idx == m.idx));
+                    let u = self.g.node(
+                        UOpKind::DefineGlobal {
+                            buf: m.idx,
+                            mutable,
+                        },
+                        Some(m.dtype),
+                        vec![],
+                    );
+                    globals.push(u);
+                    Some(u)
+                }
+                _ => None,
+            });
+        }
+        globals
+    }
+
+    /// With grouped reduces: a local-memory temp buffer per reduce (`temp`, or `temp0`,
+    /// `temp1`, …), shaped by the grouped and upcast axes, added to the kernel's buffers.
+    fn define_temps(&mut self) {
+        let k = &self.k;
+        let (fr, gd, gfr, n, up) = (
+            k.first_reduce(),
+            k.global_dims(),
+            k.group_for_reduces,
+            k.shape_len(),
+            k.upcasted,
+        );
+        if gfr == 0 {
+            return;
+        }
+        let nred = self.k.reduceops.len();
+        let dtype = self.k.reduceops[0].dtype();
+        let full = self.k.full_shape().to_vec();
+        let mut shape = vec![1; gd];
+        shape.extend_from_slice(&full[gd..fr + gfr]);
+        shape.extend(std::iter::repeat_n(1, n - up - gfr - fr));
+        shape.extend(self.k.upcasted_axis(0).iter().map(|a| a.0));
+        for i in 0..nred {
+            let st = ShapeTracker::from_shape(&shape);
+            let name = if nred > 1 {
+                format!("temp{i}")
+            } else {
+                "temp".to_string()
+            };
+            let size = st.size();
+            self.k.sts.push(st);
+            self.k.bufs.push(KernelBuffer::Local {
+                name: name.clone(),
+                size,
+                dtype,
+            });
+            let u = self
+                .g
+                .node(UOpKind::DefineLocal { name, size }, Some(dtype), vec![]);
+            self.buf_uops.push(Some(u));
+        }
+    }
+
+    /// The global and the local (and grouped-reduce) dims, mapped onto the target's thread
+    /// axes and their limits.
+    fn thread_dims(&self) -> Result<(GroupedDims, GroupedDims), LinearizeError> {
+        let k = &self.k;
+        let (fr, gd, gfr) = (k.first_reduce(), k.global_dims(), k.group_for_reduces);
+        let t = &k.target;
+        let full = k.full_shape();
+        let gl_dims = &full[..fr + gfr];
+        let gprefix = if k.dont_use_locals { "idx" } else { "gidx" };
+        let gmax = if t.has_local {
+            t.global_max.as_deref()
+        } else {
+            None
+        };
+        let gg = grouped_dims(gprefix, 0, &gl_dims[..gd], gmax, t.has_local)
+            .map_err(|e| self.dims_err(e))?;
+        let lmax: Option<&[usize]> = if t.has_local {
+            t.local_max.as_deref()
+        } else {
+            Some(&[])
+        };
+        let lg =
+            grouped_dims("lidx", gd, &gl_dims[gd..], lmax, false).map_err(|e| self.dims_err(e))?;
+        Ok((gg, lg))
+    }
+
+    /// A variable per upcast axis, over the output's size of it and over the full size.
+    fn upcast_idxs(&self) -> (Vec<Node>, Vec<Node>) {
+        let (n, up) = (self.k.shape_len(), self.k.upcasted);
+        let idxs = |shape: &[usize]| -> Vec<Node> {
+            (n - up..n)
+                .enumerate()
+                .map(|(i, a)| Node::var(&format!("{UPCAST_PREFIX}{i}"), 0, shape[a] as i64 - 1))
+                .collect()
+        };
+        (idxs(self.k.output_shape()), idxs(self.k.full_shape()))
+    }
+
+    /// The thread ids (`SPECIAL`s) of a target with threads, with the launch's global and local
+    /// sizes; on one without, a loop over every global and local variable instead.
+    fn open_threads(
+        &mut self,
+        gg: &GroupedDims,
+        lg: &GroupedDims,
+    ) -> (Option<Vec<usize>>, Option<Vec<usize>>) {
+        if !self.k.target.has_local {
+            let vars: Vec<Node> = gg.loop_vars.iter().chain(&lg.loop_vars).cloned().collect();
+            self.render_loop(&vars, 1, false);
+            return (None, None);
+        }
+        for (i, v) in gg.loop_vars.iter().enumerate() {
+            self.special(v, false, i);
+        }
+        if !self.k.dont_use_locals {
+            for (i, v) in lg.loop_vars.iter().enumerate() {
+                self.special(v, true, i);
+            }
+        }
+        (Some(gg.sizes.clone()), Some(lg.sizes.clone()))
     }
 
     fn special(&mut self, v: &Node, local: bool, axis: usize) {

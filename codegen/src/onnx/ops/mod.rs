@@ -23,6 +23,7 @@ mod pool;
 mod quant;
 mod reduce;
 mod resize;
+mod rotary;
 mod scatter;
 mod shape;
 mod sort;
@@ -33,7 +34,7 @@ pub use ctx::{checked_numel, dtype_of, invalid, materialize, Ctx, OpError, Value
 pub type Builder = fn(&mut Ctx) -> Result<Vec<Value>, OpError>;
 
 /// Every op family's table.
-const FAMILIES: [&[(&str, Builder)]; 22] = [
+const FAMILIES: [&[(&str, Builder)]; 23] = [
     constant::OPS,
     elementwise::OPS,
     activation::OPS,
@@ -51,6 +52,7 @@ const FAMILIES: [&[(&str, Builder)]; 22] = [
     norm::OPS,
     loss::OPS,
     attention::OPS,
+    rotary::OPS,
     sort::OPS,
     grid::OPS,
     scatter::OPS,

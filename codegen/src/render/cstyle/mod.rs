@@ -4,9 +4,10 @@
 //! named local. Loads are always named, so that gated loads are evaluated where they stand.
 
 mod alu;
+mod body;
 mod entry;
 
-use super::{fill, Dialect, Entry, RenderError, VectorAccess};
+use super::{fill, Dialect, RenderError, VectorAccess};
 use crate::dtype::{DType, Scalar};
 use crate::target::Target;
 use crate::uop::{Linear, UOp, UOpKind};
@@ -164,122 +165,6 @@ impl<'a> Renderer<'a> {
                 v.size(),
                 v.scalar().size()
             ));
-        }
-        Ok(())
-    }
-
-    fn body(&mut self) -> Result<(), RenderError> {
-        self.simd_types()?;
-        let d = self.dialect.clone();
-        for (i, u) in self.prog.uops.iter().enumerate() {
-            let dtype = u.dtype;
-            match &u.kind {
-                UOpKind::DefineGlobal { buf, mutable } => {
-                    let t = self.storage(dtype.expect("typed"))?;
-                    self.exprs[i] = format!("data{}", buf.0);
-                    if d.entry == Entry::Bindings {
-                        self.bindings.push(Binding {
-                            id: buf.0,
-                            storage: t,
-                            mutable: *mutable,
-                        });
-                        continue;
-                    }
-                    let c = if *mutable { "" } else { "const " };
-                    let p = format!("{}{c}{t}* {} data{}", d.buffer_prefix, d.restrict, buf.0);
-                    self.params.push((buf.0, p));
-                }
-                UOpKind::DefineVar { name, .. } => {
-                    if d.entry == Entry::Bindings {
-                        return Err(self.unsupported(format!("the variable {name}")));
-                    }
-                    self.exprs[i] = name.clone();
-                    self.params.push((u32::MAX, format!("const int {name}")));
-                }
-                UOpKind::DefineLocal { name, size } => {
-                    let t = self.ty(dtype.expect("typed"))?;
-                    self.exprs[i] = name.clone();
-                    let decl = format!("{}{t} {name}[{size}];", d.smem_prefix);
-                    match d.entry {
-                        Entry::Params => self.line(decl),
-                        Entry::Bindings => self.module.push(decl),
-                    }
-                }
-                UOpKind::Special {
-                    local, axis, name, ..
-                } => {
-                    if !self.target.has_local {
-                        return Err(self.unsupported(format!("thread index {name}")));
-                    }
-                    let f = if *local { d.lid } else { d.gid };
-                    let (a, c) = (axis.to_string(), ["x", "y", "z"][*axis as usize % 3]);
-                    let id = fill(f, &[("$a", &a), ("$c", c)]);
-                    self.exprs[i] = name.clone();
-                    self.line(format!("int {name} = {id}; /* {name} */"));
-                }
-                UOpKind::Const(v) => {
-                    self.exprs[i] = self.constant(*v, dtype.expect("typed"))?;
-                }
-                UOpKind::DefineAcc { .. } => {
-                    let name = self.fresh("acc");
-                    let t = self.ty(dtype.expect("typed"))?;
-                    self.line(format!("{t} {name} = {};", self.src(u, 0)));
-                    self.exprs[i] = name;
-                }
-                UOpKind::Range { .. } => {
-                    let name = self.fresh("ridx");
-                    let (a, b) = (self.src(u, 0).to_string(), self.src(u, 1).to_string());
-                    self.line(format!("for (int {name} = {a}; {name} < {b}; {name}++) {{"));
-                    self.exprs[i] = name;
-                    self.depth += 1;
-                }
-                UOpKind::If => {
-                    let c = self.src(u, 0).to_string();
-                    self.line(format!("if ({c}) {{"));
-                    self.depth += 1;
-                }
-                UOpKind::EndRange | UOpKind::EndIf => {
-                    self.depth -= 1;
-                    self.line("}".into());
-                }
-                UOpKind::Barrier => {
-                    let b = d.barrier.to_string();
-                    self.line(b);
-                }
-                UOpKind::Phi => {
-                    let (acc, v) = (self.src(u, 0).to_string(), self.src(u, 1).to_string());
-                    self.line(format!("{acc} = {v};"));
-                    self.exprs[i] = acc;
-                }
-                UOpKind::Load => self.load(i, u)?,
-                UOpKind::Store => self.store(u)?,
-                UOpKind::Alu(op) => {
-                    let e = self.alu(*op, u)?;
-                    self.value(i, "alu", e)?;
-                }
-                UOpKind::Cast => {
-                    let t = self.ty(dtype.expect("typed"))?;
-                    let e = if u.src.len() > 1 {
-                        let parts: Vec<&str> = (0..u.src.len()).map(|k| self.src(u, k)).collect();
-                        fill(d.pack, &[("$t", &t), ("$x", &parts.join(", "))])
-                    } else {
-                        fill(d.cast, &[("$t", &t), ("$x", self.src(u, 0))])
-                    };
-                    self.value(i, "cast", e)?;
-                }
-                UOpKind::Bitcast => {
-                    let to = dtype.expect("typed");
-                    let t = self.ty(to)?;
-                    let e = (d.bitcast)(to, self.dtype_of(u, 0), &t, self.src(u, 0))
-                        .ok_or_else(|| self.unsupported(format!("a bitcast to {to}")))?;
-                    self.value(i, "cast", e)?;
-                }
-                UOpKind::Gep(l) => {
-                    let e = fill(d.gep, &[("$x", self.src(u, 0)), ("$n", &l.to_string())]);
-                    self.value(i, "gep", e)?;
-                }
-                UOpKind::Sink => {}
-            }
         }
         Ok(())
     }

@@ -1,0 +1,148 @@
+//! Kiln's side of the benchmark: compile time, host latency, arena, and on the emulated board
+//! the instructions per inference and the image's flash and RAM.
+
+use super::models::BenchModel;
+use super::BOARD;
+use crate::model::BeamCost;
+use crate::model::{compile, compile_with_cost, Compiled, ModelArgs};
+use crate::run::{run_on, target_for};
+use anyhow::{Context, Result};
+use kiln_codegen::target::Target;
+use std::time::{Duration, Instant};
+
+/// What Kiln measured on one model.
+#[derive(Default)]
+pub struct KilnNumbers {
+    pub compile: Duration,
+    pub host_best: Duration,
+    pub host_median: Duration,
+    pub arena: usize,
+    pub bound: usize,
+    pub weights: usize,
+    pub kernels: usize,
+    pub board: Option<BoardNumbers>,
+    pub board_error: Option<String>,
+}
+
+/// What Kiln measured on the emulated board.
+pub struct BoardNumbers {
+    pub instructions: u64,
+    pub flash: usize,
+    pub ram: usize,
+}
+
+/// Deterministic inputs: f32 in [-1, 1) from a fixed linear congruential sequence.
+fn inputs_for(c: &Compiled) -> Vec<Vec<u8>> {
+    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+    c.inputs
+        .iter()
+        .map(|(_, dtype, shape)| {
+            let n: usize = shape.iter().product();
+            let size = dtype.scalar.size();
+            let mut out = Vec::with_capacity(n * size);
+            for _ in 0..n {
+                x = x
+                    .wrapping_mul(6_364_136_223_846_793_005)
+                    .wrapping_add(1_442_695_040_888_963_407);
+                if size == 4 {
+                    let v = ((x >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0;
+                    out.extend_from_slice(&v.to_le_bytes());
+                } else {
+                    out.extend(std::iter::repeat_n(0u8, size));
+                }
+            }
+            out
+        })
+        .collect()
+}
+
+fn best_and_median(mut v: Vec<Duration>) -> (Duration, Duration) {
+    v.sort();
+    match v.len() {
+        0 => (Duration::ZERO, Duration::ZERO),
+        n => (v[0], v[n / 2]),
+    }
+}
+
+/// Compiles `m` for the host (timed, without search), runs it `runs` times there and, with
+/// `board`, once on the emulated board.
+pub fn measure_kiln(
+    m: &BenchModel,
+    runs: usize,
+    board: bool,
+    beam: usize,
+    board_beam: bool,
+) -> Result<KilnNumbers> {
+    let mut args = ModelArgs {
+        model: m.onnx.clone(),
+        shapes: vec![],
+        beam: 0,
+    };
+    // The compile time is without search; with --beam the searched bundle is measured.
+    let started = Instant::now();
+    let mut c = compile(&args, &Target::host())?;
+    let compile_time = started.elapsed();
+    if beam > 0 {
+        args.beam = beam;
+        c = compile(&args, &Target::host())?;
+    }
+    let inputs = inputs_for(&c);
+    let mut k = measure_host(&c, &inputs, runs)?;
+    k.compile = compile_time;
+    if board {
+        match measure_board(ModelArgs { beam, ..args }, board_beam, &inputs)? {
+            Ok(b) => k.board = Some(b),
+            Err(e) => k.board_error = Some(e),
+        }
+    }
+    Ok(k)
+}
+
+/// Runs the host bundle `c` `runs` times through the firmware executor; the numbers of its
+/// report and its best and median latency.
+fn measure_host(c: &Compiled, inputs: &[Vec<u8>], runs: usize) -> Result<KilnNumbers> {
+    let dir = tempfile::tempdir().context("a temporary folder for the bundle")?;
+    c.bundle.write(dir.path())?;
+    let lib = kiln_runners::host::compile(dir.path())?;
+    let run = kiln_runners::host::run_repeated(&c.bundle, &lib, inputs, runs.max(1))?;
+    let (host_best, host_median) = best_and_median(run.run_times);
+    let r = &c.bundle.report;
+    Ok(KilnNumbers {
+        host_best,
+        host_median,
+        arena: r.arena_bytes,
+        bound: r.arena_lower_bound,
+        weights: r.weight_bytes,
+        kernels: r.steps.len(),
+        ..KilnNumbers::default()
+    })
+}
+
+/// Compiles the model for [`BOARD`] and runs it there once: its numbers, or the run's error
+/// as text (a failed compile is an error of the benchmark).
+fn measure_board(
+    args: ModelArgs,
+    board_beam: bool,
+    inputs: &[Vec<u8>],
+) -> Result<Result<BoardNumbers, String>> {
+    // The board has no float vectors: its kernels are plain C, with their opts searched
+    // by the board's instructions (`--board-beam`) or the hand-coded ones.
+    let c = match board_beam && args.beam > 0 {
+        true => compile_with_cost(
+            &args,
+            &target_for(BOARD),
+            BeamCost::Board(kiln_runners::board::info(BOARD)?),
+        )?,
+        false => compile(&ModelArgs { beam: 0, ..args }, &target_for(BOARD))?,
+    };
+    Ok(run_on(BOARD, &c, inputs, kiln_runners::board::Io::Files)
+        .map(|ran| {
+            let (flash, ram) = ran.image.unwrap_or((0, 0));
+            BoardNumbers {
+                instructions: ran.step_cost.iter().sum::<f64>() as u64,
+                flash,
+                ram,
+            }
+        })
+        .map_err(|e| format!("{e:#}")))
+}
