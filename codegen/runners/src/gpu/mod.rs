@@ -1,5 +1,5 @@
 //! Running GPU bundles: the OpenCL and Vulkan runtimes ([`opencl`], [`vulkan`]), which execute a
-//! bundle's schedule on this machine's device, and where its buffers live there ([`layout`]).
+//! bundle's schedule on this machine's device, and where its buffers live there (`layout`).
 
 mod layout;
 pub mod opencl;
