@@ -5,6 +5,7 @@
 
 mod activation;
 mod attention;
+mod col2im;
 mod constant;
 mod conv;
 mod ctx;
@@ -34,7 +35,7 @@ pub use ctx::{checked_numel, dtype_of, invalid, materialize, Ctx, OpError, Value
 pub type Builder = fn(&mut Ctx) -> Result<Vec<Value>, OpError>;
 
 /// Every op family's table.
-const FAMILIES: [&[(&str, Builder)]; 23] = [
+const FAMILIES: [&[(&str, Builder)]; 24] = [
     constant::OPS,
     elementwise::OPS,
     activation::OPS,
@@ -55,6 +56,7 @@ const FAMILIES: [&[(&str, Builder)]; 23] = [
     rotary::OPS,
     sort::OPS,
     grid::OPS,
+    col2im::OPS,
     scatter::OPS,
     dft::OPS,
     einsum::OPS,
