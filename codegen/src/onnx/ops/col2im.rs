@@ -2,11 +2,11 @@
 //! known 0/1 matrix from (block offset, block position) to image position.
 
 use super::ctx::{checked_numel, invalid, materialize, to_usize, Ctx, OpError, Value};
-use super::Builder;
+use super::OpBuilder;
 use crate::onnx::{ElemType, TensorData};
 use crate::uop::interp::HostBuffer;
 
-pub(super) const OPS: &[(&str, Builder)] = &[("Col2Im", col2im)];
+pub(super) const OPS: &[(&str, OpBuilder)] = &[("Col2Im", col2im)];
 
 type Out = Result<Vec<Value>, OpError>;
 

@@ -4,14 +4,14 @@
 //! time.
 
 use super::ctx::{invalid, materialize, norm_axis, to_usize, Ctx, OpError, Value};
-use super::Builder;
+use super::OpBuilder;
 use crate::graph::{Graph, Lazy};
 use crate::onnx::{ElemType, TensorData};
 use crate::ops::BinaryOp;
 use crate::uop::interp::HostBuffer;
 use std::f64::consts::TAU;
 
-pub(super) const OPS: &[(&str, Builder)] = &[
+pub(super) const OPS: &[(&str, OpBuilder)] = &[
     ("DFT", dft),
     ("HannWindow", hann_window),
     ("HammingWindow", hamming_window),

@@ -3,12 +3,12 @@
 //! in the output summed.
 
 use super::ctx::{invalid, Ctx, OpError, Value};
-use super::Builder;
+use super::OpBuilder;
 use crate::graph::tensor::broadcast_to;
 use crate::graph::{Graph, Lazy};
 use crate::ops::{BinaryOp, ReduceOp};
 
-pub(super) const OPS: &[(&str, Builder)] = &[("Einsum", einsum)];
+pub(super) const OPS: &[(&str, OpBuilder)] = &[("Einsum", einsum)];
 
 type Out = Result<Vec<Value>, OpError>;
 

@@ -5,12 +5,12 @@
 //! AffineGrid makes such grids from affine matrices.
 
 use super::ctx::{invalid, Ctx, OpError, Value};
-use super::Builder;
+use super::OpBuilder;
 use crate::graph::tensor::broadcast_to;
 use crate::graph::{Graph, Lazy};
 use crate::ops::{BinaryOp, ReduceOp};
 
-pub(super) const OPS: &[(&str, Builder)] =
+pub(super) const OPS: &[(&str, OpBuilder)] =
     &[("GridSample", grid_sample), ("AffineGrid", affine_grid)];
 
 type Out = Result<Vec<Value>, OpError>;

@@ -32,10 +32,10 @@ mod sort;
 pub use ctx::{checked_numel, dtype_of, invalid, materialize, Ctx, OpError, Value, MAX_ELEMENTS};
 
 /// Builds one node: its outputs, in order.
-pub type Builder = fn(&mut Ctx) -> Result<Vec<Value>, OpError>;
+pub type OpBuilder = fn(&mut Ctx) -> Result<Vec<Value>, OpError>;
 
 /// Every op family's table.
-const FAMILIES: [&[(&str, Builder)]; 24] = [
+const FAMILIES: [&[(&str, OpBuilder)]; 24] = [
     constant::OPS,
     elementwise::OPS,
     activation::OPS,
@@ -63,7 +63,7 @@ const FAMILIES: [&[(&str, Builder)]; 24] = [
 ];
 
 /// The builder of `op_type` in `domain` (`""` or `"ai.onnx"` is the default domain).
-pub fn builder(domain: &str, op_type: &str) -> Option<Builder> {
+pub fn op_builder(domain: &str, op_type: &str) -> Option<OpBuilder> {
     if !matches!(domain, "" | "ai.onnx") {
         return None;
     }
