@@ -232,68 +232,9 @@ pub fn serve<T: Transport>(
     executor: &mut Executor,
     mut hook: impl FnMut(KernelEvent) -> Option<u32>,
 ) -> Result<u32, LinkError<T::Error>> {
-    let bundle = executor.bundle();
-    let sizes = |tensors: &[crate::schedule::TensorDesc]| {
-        tensors
-            .iter()
-            .map(|t| t.span.bytes)
-            .collect::<heapless::Vec<u32, MAX_MODEL_TENSORS>>()
-    };
-    let hello = Hello {
-        version: CHANNEL_VERSION,
-        arena_bytes: bundle.plan().arena_bytes,
-        steps: bundle.step_count(),
-        inputs: sizes(bundle.inputs()),
-        outputs: sizes(bundle.outputs()),
-    };
+    let hello = hello_of(executor);
     link.send(&ToHost::Hello(hello.clone()))?;
-
-    let mut received = [0u32; MAX_MODEL_TENSORS];
-    loop {
-        let refusal = match link.receive()? {
-            ToDevice::Run => {
-                match (0..hello.inputs.len()).find(|&i| received[i] != hello.inputs[i]) {
-                    None => break,
-                    Some(i) => Refusal::Incomplete {
-                        index: i,
-                        got: received[i],
-                        size: hello.inputs[i],
-                    },
-                }
-            }
-            ToDevice::Input {
-                index,
-                offset,
-                chunk,
-            } => {
-                let index = usize::from(index);
-                match executor.input_mut(index) {
-                    None => Refusal::NoInput { index },
-                    Some(_) if offset != received[index] => Refusal::OutOfOrder {
-                        index,
-                        offset,
-                        expected: received[index],
-                    },
-                    Some(bytes) => {
-                        match bytes.get_mut(offset as usize..offset as usize + chunk.len()) {
-                            None => Refusal::TooLong {
-                                index,
-                                size: hello.inputs[index],
-                            },
-                            Some(target) => {
-                                target.copy_from_slice(chunk);
-                                received[index] += chunk.len() as u32;
-                                continue;
-                            }
-                        }
-                    }
-                }
-            }
-        };
-        link.send_error(format_args!("{refusal}"))?;
-        return Err(LinkError::Protocol);
-    }
-
+    receive_inputs(link, executor, &hello)?;
     let mut sent = Ok(());
     let ran = executor.run(&mut |event| {
         if let (Some(count), KernelEvent::After { step, .. }) = (hook(event), event) {
@@ -319,6 +260,78 @@ pub fn serve<T: Transport>(
     }
     link.send(&ToHost::Done { steps: hello.steps })?;
     Ok(hello.steps)
+}
+
+/// What the device says of the model it runs.
+fn hello_of(executor: &Executor) -> Hello {
+    let bundle = executor.bundle();
+    let sizes = |tensors: &[crate::schedule::TensorDesc]| {
+        tensors
+            .iter()
+            .map(|t| t.span.bytes)
+            .collect::<heapless::Vec<u32, MAX_MODEL_TENSORS>>()
+    };
+    Hello {
+        version: CHANNEL_VERSION,
+        arena_bytes: bundle.plan().arena_bytes,
+        steps: bundle.step_count(),
+        inputs: sizes(bundle.inputs()),
+        outputs: sizes(bundle.outputs()),
+    }
+}
+
+/// Takes the inputs' chunks into the executor until `Run`, with every input complete. Any
+/// other message is answered with `Error` and ends the session.
+fn receive_inputs<T: Transport>(
+    link: &mut Link<T>,
+    executor: &mut Executor,
+    hello: &Hello,
+) -> Result<(), LinkError<T::Error>> {
+    let mut received = [0u32; MAX_MODEL_TENSORS];
+    let refusal = loop {
+        match link.receive()? {
+            ToDevice::Run => {
+                match (0..hello.inputs.len()).find(|&i| received[i] != hello.inputs[i]) {
+                    None => return Ok(()),
+                    Some(i) => {
+                        break Refusal::Incomplete {
+                            index: i,
+                            got: received[i],
+                            size: hello.inputs[i],
+                        }
+                    }
+                }
+            }
+            ToDevice::Input {
+                index,
+                offset,
+                chunk,
+            } => {
+                let index = usize::from(index);
+                let Some(bytes) = executor.input_mut(index) else {
+                    break Refusal::NoInput { index };
+                };
+                if offset != received[index] {
+                    break Refusal::OutOfOrder {
+                        index,
+                        offset,
+                        expected: received[index],
+                    };
+                }
+                let Some(target) = bytes.get_mut(offset as usize..offset as usize + chunk.len())
+                else {
+                    break Refusal::TooLong {
+                        index,
+                        size: hello.inputs[index],
+                    };
+                };
+                target.copy_from_slice(chunk);
+                received[index] += chunk.len() as u32;
+            }
+        }
+    };
+    link.send_error(format_args!("{refusal}"))?;
+    Err(LinkError::Protocol)
 }
 
 /// Why the device refused a host message.

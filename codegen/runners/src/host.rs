@@ -87,11 +87,59 @@ pub fn time_kernels(
     programs: &[kiln_codegen::linearize::Program],
     buf_bytes: &[usize],
 ) -> Result<Vec<Option<f64>>, HostError> {
-    use std::fmt::Write as _;
     let dir = tempfile::tempdir().map_err(|e| HostError::Load {
         path: "a temporary folder".into(),
         reason: e.to_string(),
     })?;
+    let file = dir.path().join(KERNELS_FILE);
+    std::fs::write(&file, timing_source(programs)).map_err(|e| HostError::Load {
+        path: file.display().to_string(),
+        reason: e.to_string(),
+    })?;
+    let lib = compile(dir.path())?;
+    let load = |reason: String| HostError::Load {
+        path: lib.display().to_string(),
+        reason,
+    };
+    // SAFETY: the library was generated and compiled just now from the programs above.
+    let library = unsafe { libloading::Library::new(&lib) }.map_err(|e| load(e.to_string()))?;
+    let mut storage: Vec<Vec<u128>> = buf_bytes.iter().map(|&n| aligned(n)).collect();
+    let pointers: Vec<*mut std::ffi::c_void> =
+        storage.iter_mut().map(|v| v.as_mut_ptr().cast()).collect();
+    // Each runnable program, with its function and how many calls last about a millisecond.
+    let mut timed: Vec<Option<(TimeFn, i32)>> = Vec::with_capacity(programs.len());
+    for (i, p) in programs.iter().enumerate() {
+        if p.buffers.iter().any(|b| b.id.0 as usize >= pointers.len()) {
+            timed.push(None);
+            continue;
+        }
+        // SAFETY: `kiln_time{i}` has this type; every buffer it touches has the size the
+        // schedule gave it.
+        let f: TimeFn = unsafe {
+            *library
+                .get::<TimeFn>(format!("kiln_time{i}\0").as_bytes())
+                .map_err(|e| load(e.to_string()))?
+        };
+        // SAFETY: as above.
+        let once = unsafe { f(pointers.as_ptr(), 1) }.max(1e-9);
+        timed.push(Some((f, (1e-3 / once).clamp(1.0, 10_000.0) as i32)));
+    }
+    let best = best_of_rounds(&timed, &pointers);
+    Ok(timed
+        .iter()
+        .zip(best)
+        .map(|(t, b)| t.as_ref().map(|_| b))
+        .collect())
+}
+
+/// A timing function of the generated library: seconds for `reps` calls of one program on the
+/// buffers.
+type TimeFn = unsafe extern "C" fn(*const *mut std::ffi::c_void, i32) -> f64;
+
+/// The C of [`time_kernels`]: each program as `kiln_cand{i}`, and `kiln_time{i}`, which times
+/// `reps` calls of it on the buffers.
+fn timing_source(programs: &[kiln_codegen::linearize::Program]) -> String {
+    use std::fmt::Write as _;
     let mut c = String::from("#include <time.h>\n");
     for (i, p) in programs.iter().enumerate() {
         let src = p.src.replacen(
@@ -118,57 +166,24 @@ pub fn time_kernels(
             args.join(", ")
         );
     }
-    let file = dir.path().join(KERNELS_FILE);
-    std::fs::write(&file, c).map_err(|e| HostError::Load {
-        path: file.display().to_string(),
-        reason: e.to_string(),
-    })?;
-    let lib = compile(dir.path())?;
-    let load = |reason: String| HostError::Load {
-        path: lib.display().to_string(),
-        reason,
-    };
-    // SAFETY: the library was generated and compiled just now from the programs above.
-    let library = unsafe { libloading::Library::new(&lib) }.map_err(|e| load(e.to_string()))?;
-    let mut storage: Vec<Vec<u128>> = buf_bytes.iter().map(|&n| aligned(n)).collect();
-    let pointers: Vec<*mut std::ffi::c_void> =
-        storage.iter_mut().map(|v| v.as_mut_ptr().cast()).collect();
-    type TimeFn = unsafe extern "C" fn(*const *mut std::ffi::c_void, i32) -> f64;
-    // Each runnable program, with its function and how many calls last about a millisecond.
-    let mut timed: Vec<Option<(TimeFn, i32)>> = Vec::with_capacity(programs.len());
-    for (i, p) in programs.iter().enumerate() {
-        if p.buffers.iter().any(|b| b.id.0 as usize >= pointers.len()) {
-            timed.push(None);
-            continue;
-        }
-        // SAFETY: `kiln_time{i}` has this type; every buffer it touches has the size the
-        // schedule gave it.
-        let f: TimeFn = unsafe {
-            *library
-                .get::<TimeFn>(format!("kiln_time{i}\0").as_bytes())
-                .map_err(|e| load(e.to_string()))?
-        };
-        // SAFETY: as above.
-        let once = unsafe { f(pointers.as_ptr(), 1) }.max(1e-9);
-        timed.push(Some((f, (1e-3 / once).clamp(1.0, 10_000.0) as i32)));
-    }
-    // Rounds over all programs in turn, so that a slow moment of the machine falls on every
-    // program alike; each keeps its best round.
-    let mut best = vec![f64::INFINITY; programs.len()];
+    c
+}
+
+/// Rounds over all programs in turn, so that a slow moment of the machine falls on every
+/// program alike; each keeps its best round: seconds per call (infinity where not `timed`).
+fn best_of_rounds(timed: &[Option<(TimeFn, i32)>], pointers: &[*mut std::ffi::c_void]) -> Vec<f64> {
+    let mut best = vec![f64::INFINITY; timed.len()];
     for _ in 0..TIMING_ROUNDS {
-        for (b, t) in best.iter_mut().zip(&timed) {
+        for (b, t) in best.iter_mut().zip(timed) {
             if let Some((f, reps)) = t {
-                // SAFETY: as above.
+                // SAFETY: `f` is a `kiln_time{i}` of the library, loaded by `time_kernels` and
+                // still loaded; its buffers are `pointers`, of the sizes the schedule gave them.
                 let s = unsafe { f(pointers.as_ptr(), *reps) } / f64::from(*reps);
                 *b = b.min(s);
             }
         }
     }
-    Ok(timed
-        .iter()
-        .zip(best)
-        .map(|(t, b)| t.as_ref().map(|_| b))
-        .collect())
+    best
 }
 
 /// [`compile`] with the optimization flags `opt` (`-O1`, `-O2 -march=native`, …).
@@ -266,27 +281,8 @@ pub fn run_repeated(
             got: inputs.len(),
         });
     }
-    for (i, data) in inputs.iter().enumerate() {
-        let slot = ex.input_mut(i).ok_or(HostError::InputCount {
-            expected: i,
-            got: inputs.len(),
-        })?;
-        if slot.len() != data.len() {
-            return Err(HostError::InputSize {
-                index: i,
-                expected: slot.len(),
-                got: data.len(),
-            });
-        }
-        slot.copy_from_slice(data);
-    }
-    let mut times = Vec::new();
-    let mut started = Instant::now();
-    ex.run(&mut |e| match e {
-        KernelEvent::Before { .. } => started = Instant::now(),
-        KernelEvent::After { .. } => times.push(started.elapsed()),
-    })
-    .map_err(|e| HostError::Refused(e.to_string()))?;
+    copy_inputs(&mut ex, inputs)?;
+    let step_times = run_timing_steps(&mut ex)?;
     let outputs = (0..plan.outputs.len())
         .map(|i| ex.output(i).unwrap_or_default().to_vec())
         .collect();
@@ -304,9 +300,40 @@ pub fn run_repeated(
     }
     Ok(HostRun {
         outputs,
-        step_times: times,
+        step_times,
         run_times,
     })
+}
+
+/// Copies `inputs` into the executor's input slots, each checked against its size.
+fn copy_inputs(ex: &mut Executor<'_>, inputs: &[Vec<u8>]) -> Result<(), HostError> {
+    for (i, data) in inputs.iter().enumerate() {
+        let slot = ex.input_mut(i).ok_or(HostError::InputCount {
+            expected: i,
+            got: inputs.len(),
+        })?;
+        if slot.len() != data.len() {
+            return Err(HostError::InputSize {
+                index: i,
+                expected: slot.len(),
+                got: data.len(),
+            });
+        }
+        slot.copy_from_slice(data);
+    }
+    Ok(())
+}
+
+/// Runs the schedule once, timing each step.
+fn run_timing_steps(ex: &mut Executor<'_>) -> Result<Vec<Duration>, HostError> {
+    let mut times = Vec::new();
+    let mut started = Instant::now();
+    ex.run(&mut |e| match e {
+        KernelEvent::Before { .. } => started = Instant::now(),
+        KernelEvent::After { .. } => times.push(started.elapsed()),
+    })
+    .map_err(|e| HostError::Refused(e.to_string()))?;
+    Ok(times)
 }
 
 #[cfg(test)]

@@ -102,6 +102,55 @@ pub struct Kernel {
     pub free_layout: Vec<(usize, usize)>,
 }
 
+/// Every node of the stores `ast`, each once, in the order the stores reach them.
+fn unique_lazyops(ast: &[LazyOp]) -> Vec<LazyOp> {
+    let mut seen = HashSet::new();
+    let mut v = Vec::new();
+    for s in ast {
+        for x in s.lazyops() {
+            if seen.insert(x.key()) {
+                v.push(x);
+            }
+        }
+    }
+    v
+}
+
+/// The kernel's buffers: the stored ones first, then each loaded or constant one, once.
+fn kernel_buffers(ast: &[LazyOp], lazyops: &[LazyOp]) -> Vec<KernelBuffer> {
+    let mut bufs: Vec<KernelBuffer> = Vec::new();
+    for s in ast {
+        if let Op::Store(m) = s.op() {
+            bufs.push(KernelBuffer::Mem(m.clone()));
+        }
+    }
+    for x in lazyops {
+        let b = match x.op() {
+            Op::Load(m) => KernelBuffer::Mem(m.clone()),
+            Op::Const(c) => KernelBuffer::Const(c.clone()),
+            _ => continue,
+        };
+        if !bufs.contains(&b) {
+            bufs.push(b);
+        }
+    }
+    bufs
+}
+
+/// Positions in `bufs` of the buffers the reduce `r` reads.
+fn buffers_read(r: &LazyOp, bufs: &[KernelBuffer]) -> Vec<usize> {
+    r.lazyops()
+        .iter()
+        .filter_map(|x| match x.op() {
+            Op::Load(m) => bufs.iter().position(|b| *b == KernelBuffer::Mem(m.clone())),
+            Op::Const(c) => bufs
+                .iter()
+                .position(|b| *b == KernelBuffer::Const(c.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
 impl Kernel {
     /// Builds a kernel from its stores; reduce axes are moved to the end and trivial axes merged.
     pub fn new(ast: Vec<LazyOp>, target: Target) -> Result<Kernel, KernelError> {
@@ -112,18 +161,7 @@ impl Kernel {
         if ast.is_empty() || ast.iter().any(|s| !matches!(s.op(), Op::Store(_))) {
             return Err(bad("the AST must be one or more stores".into()));
         }
-        let lazyops: Vec<LazyOp> = {
-            let mut seen = HashSet::new();
-            let mut v = Vec::new();
-            for s in &ast {
-                for x in s.lazyops() {
-                    if seen.insert(x.key()) {
-                        v.push(x);
-                    }
-                }
-            }
-            v
-        };
+        let lazyops = unique_lazyops(&ast);
         // Children before parents, so that inner reduces come first.
         let mut reduceops: Vec<LazyOp> = lazyops
             .iter()
@@ -131,37 +169,8 @@ impl Kernel {
             .cloned()
             .collect();
         reduceops.reverse();
-        let mut bufs: Vec<KernelBuffer> = Vec::new();
-        for s in &ast {
-            if let Op::Store(m) = s.op() {
-                bufs.push(KernelBuffer::Mem(m.clone()));
-            }
-        }
-        for x in &lazyops {
-            let b = match x.op() {
-                Op::Load(m) => KernelBuffer::Mem(m.clone()),
-                Op::Const(c) => KernelBuffer::Const(c.clone()),
-                _ => continue,
-            };
-            if !bufs.contains(&b) {
-                bufs.push(b);
-            }
-        }
-        let earlybufs: Vec<Vec<usize>> = reduceops
-            .iter()
-            .map(|r| {
-                r.lazyops()
-                    .iter()
-                    .filter_map(|x| match x.op() {
-                        Op::Load(m) => bufs.iter().position(|b| *b == KernelBuffer::Mem(m.clone())),
-                        Op::Const(c) => bufs
-                            .iter()
-                            .position(|b| *b == KernelBuffer::Const(c.clone())),
-                        _ => None,
-                    })
-                    .collect()
-            })
-            .collect();
+        let bufs = kernel_buffers(&ast, &lazyops);
+        let earlybufs: Vec<Vec<usize>> = reduceops.iter().map(|r| buffers_read(r, &bufs)).collect();
         let full_buf_index = earlybufs.iter().flatten().next().copied().unwrap_or(0);
         let sts: Vec<ShapeTracker> = bufs
             .iter()
@@ -196,14 +205,19 @@ impl Kernel {
         };
         k.check_shapes().map_err(bad)?;
         k.pad_st = ShapeTracker::from_shape(k.full_shape());
-        let full = k.full_shape().to_vec();
-        let out = k.output_shape().to_vec();
-        let mut perm: Vec<usize> = (0..full.len()).filter(|&i| full[i] == out[i]).collect();
-        perm.extend((0..full.len()).filter(|&i| full[i] != out[i]));
-        k.reshape_and_permute(None, Some(&perm))?;
+        k.reduce_axes_last()?;
         k.simplify_ones()?;
         k.simplify_merge_adjacent()?;
         Ok(k)
+    }
+
+    /// Permutes the axes the output keeps before the reduced ones.
+    fn reduce_axes_last(&mut self) -> Result<(), KernelError> {
+        let full = self.full_shape().to_vec();
+        let out = self.output_shape().to_vec();
+        let mut perm: Vec<usize> = (0..full.len()).filter(|&i| full[i] == out[i]).collect();
+        perm.extend((0..full.len()).filter(|&i| full[i] != out[i]));
+        self.reshape_and_permute(None, Some(&perm))
     }
 
     fn check_shapes(&self) -> Result<(), String> {

@@ -68,7 +68,7 @@ pub fn grouped_dims(
         });
     }
     // Each size axis holds a list of (dim index, size) parts.
-    let mut axes: Vec<Vec<(usize, usize)>> = dims
+    let mut axes: Vec<Axis> = dims
         .iter()
         .enumerate()
         .map(|(i, &d)| vec![(i, d)])
@@ -76,6 +76,45 @@ pub fn grouped_dims(
     if reverse {
         axes.reverse();
     }
+    split_oversized(&mut axes, max_sizes, prefix)?;
+    merge_extra(&mut axes, max_sizes, prefix, dims)?;
+    let sizes: Vec<usize> = axes
+        .iter()
+        .map(|parts| parts.iter().map(|p| p.1).product())
+        .collect();
+    let n = sizes.len();
+    let loop_vars: Vec<Node> = sizes
+        .iter()
+        .enumerate()
+        .map(|(i, &s)| {
+            let num = if reverse { n - 1 - (i + off) } else { i + off };
+            Node::var(&format!("{prefix}{num}"), 0, s as i64 - 1)
+        })
+        .collect();
+    let idxs = dim_indices(&axes, &loop_vars, dims.len());
+    let loop_vars = loop_vars
+        .into_iter()
+        .filter(|v| v.as_num().is_none())
+        .collect();
+    let mut sizes = sizes;
+    sizes.resize(max_sizes.len().max(n), 1);
+    Ok(GroupedDims {
+        idxs,
+        loop_vars,
+        sizes,
+    })
+}
+
+/// One size axis: the (dim index, size) parts it holds, innermost first.
+type Axis = Vec<(usize, usize)>;
+
+/// Splits each dim larger than its axis' limit by the smallest factor whose quotient fits;
+/// the factor becomes an axis of its own after it.
+fn split_oversized(
+    axes: &mut Vec<Axis>,
+    max_sizes: &[usize],
+    prefix: &str,
+) -> Result<(), GroupedDimsError> {
     for a in 0..max_sizes.len().min(axes.len()) {
         let (dim_index, size) = axes[a][0];
         let limit = max_sizes[a];
@@ -101,6 +140,16 @@ pub fn grouped_dims(
             }
         }
     }
+    Ok(())
+}
+
+/// With more axes than limits: merges each extra axis onto the left-most axis that still fits.
+fn merge_extra(
+    axes: &mut Vec<Axis>,
+    max_sizes: &[usize],
+    prefix: &str,
+    dims: &[usize],
+) -> Result<(), GroupedDimsError> {
     let mut cur = 0;
     while axes.len() > max_sizes.len() {
         let here: usize = axes[cur].iter().map(|p| p.1).product();
@@ -117,20 +166,12 @@ pub fn grouped_dims(
             });
         }
     }
-    let sizes: Vec<usize> = axes
-        .iter()
-        .map(|parts| parts.iter().map(|p| p.1).product())
-        .collect();
-    let n = sizes.len();
-    let loop_vars: Vec<Node> = sizes
-        .iter()
-        .enumerate()
-        .map(|(i, &s)| {
-            let num = if reverse { n - 1 - (i + off) } else { i + off };
-            Node::var(&format!("{prefix}{num}"), 0, s as i64 - 1)
-        })
-        .collect();
-    let mut idxs = vec![Node::num(0); dims.len()];
+    Ok(())
+}
+
+/// Each of the `n` dims' index: its parts on the axes, from their variables in `loop_vars`.
+fn dim_indices(axes: &[Axis], loop_vars: &[Node], n: usize) -> Vec<Node> {
+    let mut idxs = vec![Node::num(0); n];
     for (a, var) in loop_vars.iter().enumerate() {
         let mut v = var.clone();
         for &(dim_index, size) in &axes[a] {
@@ -139,17 +180,7 @@ pub fn grouped_dims(
             v = v.div_i(size as i64);
         }
     }
-    let loop_vars = loop_vars
-        .into_iter()
-        .filter(|v| v.as_num().is_none())
-        .collect();
-    let mut sizes = sizes;
-    sizes.resize(max_sizes.len().max(n), 1);
-    Ok(GroupedDims {
-        idxs,
-        loop_vars,
-        sizes,
-    })
+    idxs
 }
 
 #[cfg(test)]

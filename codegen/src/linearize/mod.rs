@@ -140,7 +140,7 @@ impl Lin {
         sinks.extend(globals);
         let sinks = crate::uop::vectorize::vectorize(&mut self.g, &self.vector_groups, &sinks);
         let uops =
-            crate::uop::linearize(&self.g, &sinks).map_err(|source| LinearizeError::Order {
+            crate::uop::order_uops(&self.g, &sinks).map_err(|source| LinearizeError::Order {
                 kernel: name.clone(),
                 source,
             })?;

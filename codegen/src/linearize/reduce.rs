@@ -141,32 +141,73 @@ impl Lin {
         local_idxs: &mut Vec<Node>,
         upcast_idxs: &[Node],
     ) -> Result<Vec<UOpId>, LinearizeError> {
-        let (ld, gfr, gd, fr) = (
+        let (ld, gfr, gd) = (
             self.k.local_dims,
             self.k.group_for_reduces,
             self.k.global_dims(),
-            self.k.first_reduce(),
         );
-        let nred = self.k.reduceops.len();
         let fake_global = zeros_like(global_idxs);
         let fake_reduce = zeros_like(&self.reduce_idxs());
         let idxs = cat(&[&fake_global, local_idxs, &fake_reduce, upcast_idxs]);
-        let mut stores = self.global_store(out_buf, &idxs, &acc);
-        stores.extend(self.last_barrier);
-        let mut barrier = self.g.node(UOpKind::Barrier, None, stores);
-        if self.k.target.has_local {
-            let temp_st = self.k.sts.last().expect("temp buffer").clone();
-            let mut fake = vec![Node::num(0); temp_st.shape().len()];
-            for (j, l) in local_idxs[ld..].iter().enumerate() {
-                fake[gd + ld + j] = l.clone();
-            }
-            let cond_node = temp_st.expr_idxs(&fake).0.lt_i(1);
-            let cond = self.render(&cond_node);
-            barrier = self.g.node(UOpKind::If, None, vec![cond, barrier]);
+        let barrier = self.store_partials(out_buf, &idxs, &acc, &local_idxs[ld..]);
+        let end_local = self.end_local_idxs();
+        let mut late_local: Vec<Node> = local_idxs[..ld].to_vec();
+        late_local.extend_from_slice(&end_local[gd + ld..]);
+        let loop_ctx = self.render_loop(&end_local, i as u32 * 2 + 3, true);
+        let idxs = cat(&[&fake_global, &late_local, &fake_reduce, upcast_idxs]);
+        let mut acc = self.reduce_partials(r, out_buf, &idxs, barrier, &loop_ctx);
+        if i + 1 < self.k.reduceops.len() {
+            // The next reduce reads this one's result from local memory, after a barrier.
+            let fake_local: Vec<Node> = late_local[..ld]
+                .iter()
+                .cloned()
+                .chain(late_local[ld..].iter().map(|_| Node::num(0)))
+                .collect();
+            let idxs = cat(&[&fake_global, &fake_local, &fake_reduce, upcast_idxs]);
+            let stores = self.global_store(out_buf, &idxs, &acc);
+            let barrier = self.g.node(UOpKind::Barrier, None, stores);
+            self.last_barrier = Some(barrier);
+            acc = self.global_load(out_buf, &idxs, None, Some(barrier), &[]);
+        } else {
+            local_idxs.truncate(ld);
+            local_idxs.extend(std::iter::repeat_n(Node::num(0), gfr));
         }
-        let full = self.k.full_shape().to_vec();
+        Ok(acc)
+    }
+
+    /// Stores each thread's partial results `acc` into the temp buffer `out_buf` at `idxs`,
+    /// then a barrier; on a target with threads, the rest runs in the first thread of the group
+    /// only (`group_idxs`: the grouped local indices). Returns what the loads must follow.
+    fn store_partials(
+        &mut self,
+        out_buf: usize,
+        idxs: &[Node],
+        acc: &[UOpId],
+        group_idxs: &[Node],
+    ) -> UOpId {
+        let (ld, gd) = (self.k.local_dims, self.k.global_dims());
+        let mut stores = self.global_store(out_buf, idxs, acc);
+        stores.extend(self.last_barrier);
+        let barrier = self.g.node(UOpKind::Barrier, None, stores);
+        if !self.k.target.has_local {
+            return barrier;
+        }
+        let temp_st = self.k.sts.last().expect("temp buffer").clone();
+        let mut fake = vec![Node::num(0); temp_st.shape().len()];
+        for (j, l) in group_idxs.iter().enumerate() {
+            fake[gd + ld + j] = l.clone();
+        }
+        let cond_node = temp_st.expr_idxs(&fake).0.lt_i(1);
+        let cond = self.render(&cond_node);
+        self.g.node(UOpKind::If, None, vec![cond, barrier])
+    }
+
+    /// The loop variables over the grouped axes (`tidx{j}`), the others fixed at 0.
+    fn end_local_idxs(&self) -> Vec<Node> {
+        let (gfr, fr) = (self.k.group_for_reduces, self.k.first_reduce());
+        let full = self.k.full_shape();
         let mid = self.k.upcast_in_mid_reduce_axes();
-        let end_local: Vec<Node> = (0..fr + gfr)
+        (0..fr + gfr)
             .map(|j| {
                 let max = if j >= fr && !mid.contains(&j) {
                     full[j] as i64 - 1
@@ -175,13 +216,21 @@ impl Lin {
                 };
                 Node::var(&format!("tidx{j}"), 0, max)
             })
-            .collect();
-        let mut late_local: Vec<Node> = local_idxs[..ld].to_vec();
-        late_local.extend_from_slice(&end_local[gd + ld..]);
-        let loop_ctx = self.render_loop(&end_local, i as u32 * 2 + 3, true);
-        let idxs = cat(&[&fake_global, &late_local, &fake_reduce, upcast_idxs]);
-        let mut acc = self.global_load(0, &idxs, Some(r), None, &loop_ctx);
-        let partials = self.global_load(out_buf, &idxs, None, Some(barrier), &[]);
+            .collect()
+    }
+
+    /// Reduces the partial results in the temp buffer `out_buf` (read at `idxs` after
+    /// `barrier`) with `r`'s op, in the loop `loop_ctx`: the new accumulators.
+    fn reduce_partials(
+        &mut self,
+        r: &LazyOp,
+        out_buf: usize,
+        idxs: &[Node],
+        barrier: UOpId,
+        loop_ctx: &[UOpId],
+    ) -> Vec<UOpId> {
+        let mut acc = self.global_load(0, idxs, Some(r), None, loop_ctx);
+        let partials = self.global_load(out_buf, idxs, None, Some(barrier), &[]);
         let mut loaded: Loaded = HashMap::new();
         loaded.insert(out_buf, partials);
         let Op::Reduce(rop, _) = r.op() else {
@@ -202,21 +251,6 @@ impl Lin {
             &mut cache,
         );
         self.load_cache.clear();
-        if i + 1 < nred {
-            let fake_local: Vec<Node> = late_local[..ld]
-                .iter()
-                .cloned()
-                .chain(late_local[ld..].iter().map(|_| Node::num(0)))
-                .collect();
-            let idxs = cat(&[&fake_global, &fake_local, &fake_reduce, upcast_idxs]);
-            let stores = self.global_store(out_buf, &idxs, &acc);
-            let barrier = self.g.node(UOpKind::Barrier, None, stores);
-            self.last_barrier = Some(barrier);
-            acc = self.global_load(out_buf, &idxs, None, Some(barrier), &[]);
-        } else {
-            local_idxs.truncate(ld);
-            local_idxs.extend(std::iter::repeat_n(Node::num(0), gfr));
-        }
-        Ok(acc)
+        acc
     }
 }

@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 
 use thiserror::Error;
 
-use super::ops::{self, checked_numel, dtype_of, materialize, Builder, Ctx, OpError, Value};
+use super::ops::{self, checked_numel, dtype_of, materialize, Ctx, OpBuilder, OpError, Value};
 use super::{pin_dims, ElemType, OnnxError, OnnxModel, OnnxNode, TensorData};
 use crate::graph::{Graph, Lazy};
 use crate::schedule::{eval::run_interpreted, schedule_unfolded};
@@ -87,7 +87,7 @@ pub fn import(model: &OnnxModel, shapes: &[(String, Vec<usize>)]) -> Result<Impo
         .graph
         .nodes
         .iter()
-        .filter(|n| ops::builder(&n.domain, &n.op_type).is_none())
+        .filter(|n| ops::op_builder(&n.domain, &n.op_type).is_none())
         .map(|n| (qualified_op(n), n.name.clone()))
         .collect();
     if !unsupported.is_empty() {
@@ -147,7 +147,7 @@ impl Importer {
             op: node.op_type.clone(),
             source: Box::new(source),
         };
-        let build = ops::builder(&node.domain, &node.op_type)
+        let build = ops::op_builder(&node.domain, &node.op_type)
             .ok_or_else(|| fail(OpError::Unsupported("no builder".into())))?;
         let inputs: Vec<Option<Value>> = node
             .inputs
@@ -206,7 +206,7 @@ fn eval_on_host(
     node: &OnnxNode,
     inputs: &[Option<Value>],
     opset: i64,
-    build: Builder,
+    build: OpBuilder,
 ) -> Result<Option<Vec<Value>>, OpError> {
     let mut g = Graph::new();
     let mut cache = HashMap::new();

@@ -1,21 +1,23 @@
 //! Building each realized node's kernel AST: unrealized sources are inlined through their
 //! views, realized ones become loads.
 
-use super::realize::Plan;
+use super::realize::Realization;
 use super::{compose, BufId, BufKind, BufferInfo, Schedule, ScheduleError, ScheduleItem};
 use crate::graph::{GOp, Graph, Lazy, NodeId};
 use crate::kernel::ast::LazyOp;
 use crate::shape::ShapeTracker;
 use std::collections::HashMap;
 
-struct Builder<'a> {
+/// The schedule being built over a graph and its realization: the buffers made so far, and
+/// each node's buffer.
+struct Scheduler<'a> {
     g: &'a Graph,
-    plan: &'a Plan,
+    realization: &'a Realization,
     buffers: Vec<BufferInfo>,
     buf_of: HashMap<NodeId, BufId>,
 }
 
-impl Builder<'_> {
+impl Scheduler<'_> {
     fn buffer(&mut self, id: NodeId, kind: BufKind) -> BufId {
         if let Some(&b) = self.buf_of.get(&id) {
             return b;
@@ -62,11 +64,11 @@ impl KernelCtx {
 pub(super) fn build_schedule(
     g: &Graph,
     outputs: &[Lazy],
-    plan: &Plan,
+    realization: &Realization,
 ) -> Result<Schedule, ScheduleError> {
-    let mut b = Builder {
+    let mut b = Scheduler {
         g,
-        plan,
+        realization,
         buffers: vec![],
         buf_of: HashMap::new(),
     };
@@ -89,9 +91,10 @@ pub(super) fn build_schedule(
         outs.push(buf);
     }
     let mut items = Vec::new();
-    for &id in &plan.order {
+    for &id in &realization.order {
         let node = g.node(id);
-        if !plan.realized[id.0 as usize] || matches!(node.op, GOp::Input(_) | GOp::Weight(_)) {
+        if !realization.realized[id.0 as usize] || matches!(node.op, GOp::Input(_) | GOp::Weight(_))
+        {
             continue;
         }
         let out = b.buffer(id, BufKind::Intermediate);
@@ -99,7 +102,7 @@ pub(super) fn build_schedule(
             // An empty buffer has nothing to compute.
             continue;
         }
-        let space = match plan.fused.get(&id) {
+        let space = match realization.fused.get(&id) {
             Some(r) => g.node(*r).shape.clone(),
             None => node.shape.clone(),
         };
@@ -128,18 +131,18 @@ pub(super) fn build_schedule(
 
 /// The AST computing node `id` seen through `st` (a view over the node's shape).
 fn expand(
-    b: &mut Builder,
+    b: &mut Scheduler,
     ctx: &mut KernelCtx,
     id: NodeId,
     st: &ShapeTracker,
 ) -> Result<LazyOp, ScheduleError> {
     let node = b.g.node(id);
-    let realized = b.plan.realized[id.0 as usize];
+    let realized = b.realization.realized[id.0 as usize];
     if (realized && id != ctx.root) || matches!(node.op, GOp::Input(_) | GOp::Weight(_)) {
         let buf = b.source_buffer(id);
         return Ok(LazyOp::load(ctx.index(buf), node.dtype, st.clone()));
     }
-    let through = |b: &mut Builder, ctx: &mut KernelCtx, s: &Lazy| {
+    let through = |b: &mut Scheduler, ctx: &mut KernelCtx, s: &Lazy| {
         expand(b, ctx, s.base, &compose(&s.st, st))
     };
     Ok(match &node.op {

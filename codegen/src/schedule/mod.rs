@@ -103,6 +103,6 @@ pub fn schedule_unfolded(graph: &Graph, outputs: &[Lazy]) -> Result<Schedule, Sc
         .iter()
         .map(|o| realize::output_view(&mut g, o))
         .collect();
-    let plan = realize::plan(&g, &outputs);
-    build::build_schedule(&g, &outputs, &plan)
+    let realization = realize::realization(&g, &outputs);
+    build::build_schedule(&g, &outputs, &realization)
 }

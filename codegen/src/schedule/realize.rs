@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 /// The realization decisions for a graph.
 #[derive(Debug, Default)]
-pub struct Plan {
+pub struct Realization {
     /// Per node: computed into (or already in) its own buffer.
     pub realized: Vec<bool>,
     /// Kernel root → the reduce fused into its kernel.
@@ -38,7 +38,9 @@ pub fn output_view(g: &mut Graph, o: &Lazy) -> Lazy {
     }
 }
 
-pub fn plan(g: &Graph, outputs: &[Lazy]) -> Plan {
+/// Decides which nodes of `g` (for `outputs`) get buffers and which reduces fuse into a
+/// later kernel.
+pub fn realization(g: &Graph, outputs: &[Lazy]) -> Realization {
     let order = g.toposort(outputs);
     let n = g.nodes.len();
     let mut realized = vec![false; n];
@@ -74,7 +76,7 @@ pub fn plan(g: &Graph, outputs: &[Lazy]) -> Plan {
             _ => realized[r.0 as usize] = true,
         }
     }
-    Plan {
+    Realization {
         realized,
         fused,
         order,

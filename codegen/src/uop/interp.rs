@@ -238,6 +238,11 @@ fn local_buffers(prog: &Linear) -> Vec<Vec<ConstValue>> {
         .collect()
 }
 
+/// The value of instruction `id` in thread `t`, computed before it is read.
+fn reg(t: &Thread, id: UOpId) -> Val {
+    t.regs[id.index()].clone().expect("source computed")
+}
+
 struct Ctx<'a> {
     prog: &'a Linear,
     bufs: &'a mut HashMap<BufferId, HostBuffer>,
@@ -253,84 +258,98 @@ impl Ctx<'_> {
             .iter()
             .filter(|u| matches!(u.kind, UOpKind::DefineLocal { .. }))
             .count();
-        let prog = self.prog;
         while pc < end {
-            let u = &prog.uops[pc];
-            let reg = |t: &Thread, id: UOpId| t.regs[id.index()].clone().expect("source computed");
-            let next = pc + 1;
-            let val: Option<Val> = match &u.kind {
-                UOpKind::DefineGlobal { buf, .. } => Some(Val::Global(*buf)),
-                UOpKind::DefineLocal { .. } => {
-                    local_count += 1;
-                    Some(Val::Local(local_count - 1))
-                }
-                UOpKind::DefineVar { name, .. } => {
-                    let v = *self.vars.get(name).ok_or(InterpError::MissingVar {
-                        uop: pc,
-                        name: name.clone(),
-                    })?;
-                    Some(Val::Scalar(ConstValue::Int(v)))
-                }
-                UOpKind::Special { name, .. } => Some(Val::Scalar(ConstValue::Int(t.ids[name]))),
-                UOpKind::Const(c) => Some(splat(*c, u.dtype)),
-                UOpKind::DefineAcc { .. } => Some(reg(t, u.src[0])),
-                UOpKind::Range { .. } => {
-                    let (lo, hi) = (
-                        reg(t, u.src[0]).scalar().as_i64(),
-                        reg(t, u.src[1]).scalar().as_i64(),
-                    );
-                    if lo >= hi {
-                        pc = self.matching[&pc] + 1;
-                        continue;
-                    }
-                    Some(Val::Scalar(ConstValue::Int(lo)))
-                }
-                UOpKind::EndRange => {
-                    let r = u.src[0].index();
-                    let hi = reg(t, prog.uops[r].src[1]).scalar().as_i64();
-                    let v = reg(t, u.src[0]).scalar().as_i64() + 1;
-                    if v < hi {
-                        t.regs[r] = Some(Val::Scalar(ConstValue::Int(v)));
-                        pc = r + 1;
-                        continue;
-                    }
-                    None
-                }
-                UOpKind::If => {
-                    if reg(t, u.src[0]).scalar().is_zero() {
-                        pc = self.matching[&pc] + 1;
-                        continue;
-                    }
-                    None
-                }
-                UOpKind::EndIf | UOpKind::Barrier | UOpKind::Sink => None,
-                UOpKind::Phi => {
-                    let v = reg(t, u.src[1]);
-                    t.regs[u.src[0].index()] = Some(v.clone());
-                    Some(v)
-                }
-                UOpKind::Load => Some(self.load(pc, t)?),
-                UOpKind::Store => {
-                    self.store(pc, t)?;
-                    None
-                }
-                UOpKind::Alu(op) => Some(self.alu(pc, t, *op)?),
-                UOpKind::Cast => Some(cast(
-                    u,
-                    &u.src.iter().map(|s| reg(t, *s)).collect::<Vec<_>>(),
-                    |s| prog.uops[s].dtype,
-                )),
-                UOpKind::Bitcast => Some(bitcast(
-                    &reg(t, u.src[0]),
-                    prog.uops[u.src[0].index()].dtype,
-                    u.dtype,
-                )),
-                UOpKind::Gep(l) => Some(Val::Scalar(reg(t, u.src[0]).lane(*l as usize))),
-            };
-            t.regs[pc] = val;
-            pc = next;
+            if let Some(to) = self.jump(pc, t) {
+                pc = to;
+                continue;
+            }
+            t.regs[pc] = self.value(pc, t, &mut local_count)?;
+            pc += 1;
         }
         Ok(())
+    }
+
+    /// Where a loop or an `IF` at `pc` sends control instead of to the next instruction: past
+    /// the end of an empty loop or a false `IF`, back to the body of a loop with iterations
+    /// left (its counter advanced).
+    fn jump(&self, pc: usize, t: &mut Thread) -> Option<usize> {
+        let prog = self.prog;
+        let u = &prog.uops[pc];
+        let int = |t: &Thread, id: UOpId| reg(t, id).scalar().as_i64();
+        match &u.kind {
+            UOpKind::Range { .. } if int(t, u.src[0]) >= int(t, u.src[1]) => {
+                Some(self.matching[&pc] + 1)
+            }
+            UOpKind::EndRange => {
+                let r = u.src[0].index();
+                let v = int(t, u.src[0]) + 1;
+                if v < int(t, prog.uops[r].src[1]) {
+                    t.regs[r] = Some(Val::Scalar(ConstValue::Int(v)));
+                    return Some(r + 1);
+                }
+                None
+            }
+            UOpKind::If if reg(t, u.src[0]).scalar().is_zero() => Some(self.matching[&pc] + 1),
+            _ => None,
+        }
+    }
+
+    /// The value of the instruction at `pc` (none for control flow and stores, which it
+    /// performs).
+    fn value(
+        &mut self,
+        pc: usize,
+        t: &mut Thread,
+        local_count: &mut usize,
+    ) -> Result<Option<Val>, InterpError> {
+        let prog = self.prog;
+        let u = &prog.uops[pc];
+        Ok(match &u.kind {
+            UOpKind::DefineGlobal { buf, .. } => Some(Val::Global(*buf)),
+            UOpKind::DefineLocal { .. } => {
+                *local_count += 1;
+                Some(Val::Local(*local_count - 1))
+            }
+            UOpKind::DefineVar { name, .. } => {
+                let v = *self.vars.get(name).ok_or(InterpError::MissingVar {
+                    uop: pc,
+                    name: name.clone(),
+                })?;
+                Some(Val::Scalar(ConstValue::Int(v)))
+            }
+            UOpKind::Special { name, .. } => Some(Val::Scalar(ConstValue::Int(t.ids[name]))),
+            UOpKind::Const(c) => Some(splat(*c, u.dtype)),
+            UOpKind::DefineAcc { .. } => Some(reg(t, u.src[0])),
+            // A loop that runs: its counter starts at the loop's start.
+            UOpKind::Range { .. } => Some(Val::Scalar(ConstValue::Int(
+                reg(t, u.src[0]).scalar().as_i64(),
+            ))),
+            UOpKind::EndRange | UOpKind::If | UOpKind::EndIf | UOpKind::Barrier | UOpKind::Sink => {
+                None
+            }
+            UOpKind::Phi => {
+                let v = reg(t, u.src[1]);
+                t.regs[u.src[0].index()] = Some(v.clone());
+                Some(v)
+            }
+            UOpKind::Load => Some(self.load(pc, t)?),
+            UOpKind::Store => {
+                self.store(pc, t)?;
+                None
+            }
+            UOpKind::Alu(op) => Some(self.alu(pc, t, *op)?),
+            UOpKind::Cast => Some(cast(
+                u,
+                &u.src.iter().map(|s| reg(t, *s)).collect::<Vec<_>>(),
+                |s| prog.uops[s].dtype,
+            )),
+            UOpKind::Bitcast => Some(bitcast(
+                &reg(t, u.src[0]),
+                prog.uops[u.src[0].index()].dtype,
+                u.dtype,
+            )),
+            UOpKind::Gep(l) => Some(Val::Scalar(reg(t, u.src[0]).lane(*l as usize))),
+        })
     }
 
     fn memory(&mut self, ptr: &Val) -> Option<(&mut Vec<ConstValue>, u32)> {

@@ -2,7 +2,7 @@
 //!
 //! UOps are built into a [`UOpGraph`] that hash-conses every node (so equal nodes are one node)
 //! and folds constants as they are added. The linearizer builds the graph from the final stores;
-//! [`order::linearize`] then orders the nodes reachable from those stores into a [`Linear`]
+//! [`order_uops`] then orders the nodes reachable from those stores into a [`Linear`]
 //! program, opening and closing loops and ifs.
 
 pub mod interp;
@@ -14,7 +14,7 @@ use crate::ops::{eval_alu, AluOp, BinaryOp, ConstValue, TernaryOp, UnaryOp};
 use std::collections::HashMap;
 use std::fmt;
 
-pub use order::{linearize, Linear, OrderError};
+pub use order::{order_uops, Linear, OrderError};
 
 /// Index of a node in a [`UOpGraph`], or of an instruction in a [`Linear`] program.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -25,13 +25,15 @@ pub struct Case {
     pub inputs: Vec<Input>,
 }
 
-struct Builder<'a> {
+/// Random pieces of one case's AST: its inputs (each with a random view and data), constants,
+/// elementwise chains and reduces.
+struct AstGen<'a> {
     rng: &'a mut Rng,
     dtype: DType,
     inputs: Vec<Input>,
 }
 
-impl Builder<'_> {
+impl AstGen<'_> {
     fn input(&mut self, shape: &[usize]) -> LazyOp {
         let id = self.inputs.len() as u32 + 1;
         let view = random_view(self.rng, shape, 3);
@@ -139,7 +141,7 @@ pub fn random_case(seed: u64) -> Case {
         axes.push(rng.below(full.len()));
     }
     let mut out_shape = full.clone();
-    let mut b = Builder {
+    let mut b = AstGen {
         rng: &mut rng,
         dtype,
         inputs: vec![],

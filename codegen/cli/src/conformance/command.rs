@@ -4,7 +4,7 @@
 use crate::conformance::{self, case, report, runner, CaseResult, Outcome};
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeSet;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -148,140 +148,21 @@ pub fn run(a: Args) -> Result<ExitCode> {
         Err(_) if !a.listed => BTreeSet::new(),
         Err(e) => bail!("reading {}: {e}", pass_path.display()),
     };
-    let mut names = conformance::list_cases(&cases)
-        .with_context(|| format!("listing cases in {}", cases.display()))?;
-    if let Some(f) = &a.filter {
-        let re = regex::Regex::new(f).with_context(|| format!("--filter {f:?}"))?;
-        names.retain(|n| re.is_match(n));
-    }
-    if a.listed {
-        let missing: Vec<&String> = listed.iter().filter(|n| !names.contains(n)).collect();
-        if a.filter.is_none() && !missing.is_empty() {
-            bail!("listed cases missing from {}: {missing:?}", cases.display());
-        }
-        names.retain(|n| listed.contains(n));
-    }
+    let names = select_cases(&a, &cases, &listed)?;
     let jobs = a.jobs.unwrap_or_else(|| {
         std::thread::available_parallelism()
             .map(|n| n.get())
             .unwrap_or(1)
     });
-    let runner = runner::Runner {
-        exe: std::env::current_exe().context("finding the kiln executable")?,
-        jobs,
-        timeout: Duration::from_secs(a.timeout),
-    };
     let started = Instant::now();
-    let bar = indicatif::ProgressBar::new(names.len() as u64);
-    let mut results = match (&board, a.listed) {
-        // The listed cases of a board passed on the host: they go to the board directly.
-        (Some(_), true) => names
-            .iter()
-            .map(|n| CaseResult {
-                name: n.clone(),
-                op: conformance::case_op(&cases, n),
-                outcome: Outcome::Pass,
-            })
-            .collect(),
-        _ => runner.run_all(&cases, &names, &|_r: &CaseResult| bar.inc(1)),
-    };
-    bar.finish_and_clear();
-    if let Some(board) = &board {
-        run_on_board(board, &cases, &mut results, jobs)?;
-    }
+    let results = run_cases(&a, board.as_ref(), &cases, &names, jobs)?;
     let elapsed = started.elapsed();
-
-    if a.markdown {
-        print!("{}", report::markdown(&results));
-    } else {
-        print!("{}", report::table(&results));
-    }
-    for (title, skips) in [("skip reasons", true), ("failure reasons", false)] {
-        let rs = report::reasons(&results, skips);
-        if !rs.is_empty() {
-            println!("\n{title}:");
-            for (reason, n) in rs {
-                println!("{n:>6}  {reason}");
-            }
-        }
-    }
-    if a.verbose {
-        println!("\nfailing cases:");
-        for r in &results {
-            if let Outcome::Fail { reason, detail } = &r.outcome {
-                println!("  {} ({}): {reason}: {detail}", r.name, r.op);
-            }
-        }
-    }
-    let regressions: Vec<&CaseResult> = results
-        .iter()
-        .filter(|r| listed.contains(&r.name) && r.outcome != Outcome::Pass)
-        .collect();
-    if !regressions.is_empty() {
-        println!("\ncases on {} that no longer pass:", pass_path.display());
-        for r in &regressions {
-            match &r.outcome {
-                Outcome::Fail { reason, detail } => println!("  {}: {reason}: {detail}", r.name),
-                Outcome::Skip { reason } => println!("  {}: skipped: {reason}", r.name),
-                Outcome::Pass => {}
-            }
-        }
-    }
-    let passing = report::passing(&results);
-    let new = passing.iter().filter(|n| !listed.contains(*n)).count();
-    if a.update {
-        let mut all = listed.clone();
-        all.extend(passing.iter().cloned());
-        let text: String = all.iter().map(|n| format!("{n}\n")).collect();
-        if let Some(dir) = pass_path.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
-        std::fs::write(&pass_path, text)
-            .with_context(|| format!("writing {}", pass_path.display()))?;
-        println!(
-            "\n{}: {new} cases added, {} in all",
-            pass_path.display(),
-            all.len()
-        );
-    } else if new > 0 {
-        println!("\n{new} passing cases are not on the pass list (--update adds them)");
-    }
+    print_results(&results, a.markdown, a.verbose);
+    let regressions = regressions(&results, &listed);
+    print_regressions(&regressions, &pass_path);
+    update_pass_list(&results, &listed, &pass_path, a.update)?;
     if a.readme {
-        let path = root.join("README.md");
-        let text = std::fs::read_to_string(&path)?;
-        let totals = report::totals(&results).line();
-        let new_text = match &board {
-            None => {
-                let body = format!("{}\n{totals}\n", report::markdown(&results));
-                report::replace_section(&text, &body)
-            }
-            Some(b) => {
-                let mut body = format!(
-                    "On {}: `{totals}` (the cases that pass on the host run on the board; the \
-                     others keep their host outcome).",
-                    b.name
-                );
-                let own = format!("{}: ", b.name);
-                for (title, skips) in [("Skipped there", true), ("Failed there", false)] {
-                    let mut reasons = report::reasons(&results, skips);
-                    reasons.retain(|(r, _)| r.starts_with(&own));
-                    if !reasons.is_empty() {
-                        let list: Vec<String> =
-                            reasons.iter().map(|(r, n)| format!("{r} ({n})")).collect();
-                        body += &format!(" {title}: {}.", list.join("; "));
-                    }
-                }
-                report::replace_board_section(&text, &b.name, &format!("{body}\n"))
-            }
-        };
-        let Some(new_text) = new_text else {
-            bail!(
-                "{} has no conformance section for {}",
-                path.display(),
-                a.board
-            );
-        };
-        std::fs::write(&path, new_text)?;
+        update_readme(&root, board.as_ref(), &a.board, &results)?;
     }
     eprintln!(
         "{} cases in {:.1} s with {jobs} jobs",
@@ -294,4 +175,185 @@ pub fn run(a: Args) -> Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// The names of the cases in `cases` that `--filter` (and with `--listed`, the pass list)
+/// selects.
+fn select_cases(a: &Args, cases: &Path, listed: &BTreeSet<String>) -> Result<Vec<String>> {
+    let mut names = conformance::list_cases(cases)
+        .with_context(|| format!("listing cases in {}", cases.display()))?;
+    if let Some(f) = &a.filter {
+        let re = regex::Regex::new(f).with_context(|| format!("--filter {f:?}"))?;
+        names.retain(|n| re.is_match(n));
+    }
+    if a.listed {
+        let missing: Vec<&String> = listed.iter().filter(|n| !names.contains(n)).collect();
+        if a.filter.is_none() && !missing.is_empty() {
+            bail!("listed cases missing from {}: {missing:?}", cases.display());
+        }
+        names.retain(|n| listed.contains(n));
+    }
+    Ok(names)
+}
+
+/// Runs the cases on the host, a child process each, `jobs` at once; with a board, those that
+/// pass there (all of them, for listed cases) then run on the board.
+fn run_cases(
+    a: &Args,
+    board: Option<&crate::board::BoardInfo>,
+    cases: &Path,
+    names: &[String],
+    jobs: usize,
+) -> Result<Vec<CaseResult>> {
+    let runner = runner::Runner {
+        exe: std::env::current_exe().context("finding the kiln executable")?,
+        jobs,
+        timeout: Duration::from_secs(a.timeout),
+    };
+    let bar = indicatif::ProgressBar::new(names.len() as u64);
+    let mut results = match (board, a.listed) {
+        // The listed cases of a board passed on the host: they go to the board directly.
+        (Some(_), true) => names
+            .iter()
+            .map(|n| CaseResult {
+                name: n.clone(),
+                op: conformance::case_op(cases, n),
+                outcome: Outcome::Pass,
+            })
+            .collect(),
+        _ => runner.run_all(cases, names, &|_r: &CaseResult| bar.inc(1)),
+    };
+    bar.finish_and_clear();
+    if let Some(board) = board {
+        run_on_board(board, cases, &mut results, jobs)?;
+    }
+    Ok(results)
+}
+
+/// The per-op table (as Markdown with `markdown`), the skip and failure reasons, and with
+/// `verbose` every failing case.
+fn print_results(results: &[CaseResult], markdown: bool, verbose: bool) {
+    if markdown {
+        print!("{}", report::markdown(results));
+    } else {
+        print!("{}", report::table(results));
+    }
+    for (title, skips) in [("skip reasons", true), ("failure reasons", false)] {
+        let rs = report::reasons(results, skips);
+        if !rs.is_empty() {
+            println!("\n{title}:");
+            for (reason, n) in rs {
+                println!("{n:>6}  {reason}");
+            }
+        }
+    }
+    if verbose {
+        println!("\nfailing cases:");
+        for r in results {
+            if let Outcome::Fail { reason, detail } = &r.outcome {
+                println!("  {} ({}): {reason}: {detail}", r.name, r.op);
+            }
+        }
+    }
+}
+
+/// The listed cases that no longer pass.
+fn regressions<'r>(results: &'r [CaseResult], listed: &BTreeSet<String>) -> Vec<&'r CaseResult> {
+    results
+        .iter()
+        .filter(|r| listed.contains(&r.name) && r.outcome != Outcome::Pass)
+        .collect()
+}
+
+fn print_regressions(regressions: &[&CaseResult], pass_path: &Path) {
+    if regressions.is_empty() {
+        return;
+    }
+    println!("\ncases on {} that no longer pass:", pass_path.display());
+    for r in regressions {
+        match &r.outcome {
+            Outcome::Fail { reason, detail } => println!("  {}: {reason}: {detail}", r.name),
+            Outcome::Skip { reason } => println!("  {}: skipped: {reason}", r.name),
+            Outcome::Pass => {}
+        }
+    }
+}
+
+/// With `update`, adds the passing cases to the pass list; else says how many are not on it.
+fn update_pass_list(
+    results: &[CaseResult],
+    listed: &BTreeSet<String>,
+    pass_path: &Path,
+    update: bool,
+) -> Result<()> {
+    let passing = report::passing(results);
+    let new = passing.iter().filter(|n| !listed.contains(*n)).count();
+    if update {
+        let mut all = listed.clone();
+        all.extend(passing.iter().cloned());
+        let text: String = all.iter().map(|n| format!("{n}\n")).collect();
+        if let Some(dir) = pass_path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        std::fs::write(pass_path, text)
+            .with_context(|| format!("writing {}", pass_path.display()))?;
+        println!(
+            "\n{}: {new} cases added, {} in all",
+            pass_path.display(),
+            all.len()
+        );
+    } else if new > 0 {
+        println!("\n{new} passing cases are not on the pass list (--update adds them)");
+    }
+    Ok(())
+}
+
+/// Rewrites the README's conformance section: the host's table, or a board's line.
+fn update_readme(
+    root: &Path,
+    board: Option<&crate::board::BoardInfo>,
+    board_name: &str,
+    results: &[CaseResult],
+) -> Result<()> {
+    let path = root.join("README.md");
+    let text = std::fs::read_to_string(&path)?;
+    let totals = report::totals(results).line();
+    let new_text = match board {
+        None => {
+            let body = format!("{}\n{totals}\n", report::markdown(results));
+            report::replace_section(&text, &body)
+        }
+        Some(b) => report::replace_board_section(
+            &text,
+            &b.name,
+            &format!("{}\n", board_summary(results, &b.name, &totals)),
+        ),
+    };
+    let Some(new_text) = new_text else {
+        bail!(
+            "{} has no conformance section for {}",
+            path.display(),
+            board_name
+        );
+    };
+    std::fs::write(&path, new_text)?;
+    Ok(())
+}
+
+/// A board's line of the README: its totals, and the reasons of its own skips and failures.
+fn board_summary(results: &[CaseResult], board: &str, totals: &str) -> String {
+    let mut body = format!(
+        "On {board}: `{totals}` (the cases that pass on the host run on the board; the \
+         others keep their host outcome)."
+    );
+    let own = format!("{board}: ");
+    for (title, skips) in [("Skipped there", true), ("Failed there", false)] {
+        let mut reasons = report::reasons(results, skips);
+        reasons.retain(|(r, _)| r.starts_with(&own));
+        if !reasons.is_empty() {
+            let list: Vec<String> = reasons.iter().map(|(r, n)| format!("{r} ({n})")).collect();
+            body += &format!(" {title}: {}.", list.join("; "));
+        }
+    }
+    body
 }

@@ -224,22 +224,7 @@ fn build_and_run(
     command.args(&qemu[1..]).arg(&image.elf);
     let log = io.path.join("insn.log");
     if counted.is_some() {
-        let bytes = std::fs::read(&image.elf).map_err(io_error(&image.elf))?;
-        let elf = Elf::parse(&bytes).map_err(|reason| BoardError::Image {
-            path: image.elf.clone(),
-            reason,
-        })?;
-        let Some((marker, _)) = elf.symbol("KILN_MARKER") else {
-            return Err(BoardError::Image {
-                path: image.elf.clone(),
-                reason: "the batch image has no KILN_MARKER to count instructions by".into(),
-            });
-        };
-        command
-            .arg("-plugin")
-            .arg(format!("{},marker={marker:#x}", plugin()?.display()))
-            .args(["-d", "plugin", "-D"])
-            .arg(&log);
+        count_instructions(&mut command, &image.elf, &log)?;
     }
     let timeout = BATCH_TIME + counted.unwrap_or(CASE_TIME) * cases.len() as u32;
     let output = match run_with_timeout(&mut command, &io.path, &board.name, timeout) {
@@ -251,6 +236,47 @@ fn build_and_run(
         }
         Err(other) => return Err(other),
     };
+    let mut outcomes = case_outcomes(&output, &io.path, cases);
+    if counted.is_some() {
+        // A log cut short by a hang still counts the cases before it.
+        let marks = std::fs::read_to_string(&log)
+            .map(|text| read_marks(&text))
+            .unwrap_or_default();
+        let steps: Vec<usize> = cases.iter().map(|c| c.bundle.report.steps.len()).collect();
+        attribute_counts(&mut outcomes, &steps, &marks);
+    }
+    Ok(outcomes)
+}
+
+/// Adds the instruction-count plugin to `command`, counting by the image's `KILN_MARKER`
+/// stores into `log`.
+fn count_instructions(
+    command: &mut std::process::Command,
+    elf_path: &Path,
+    log: &Path,
+) -> Result<(), BoardError> {
+    let bytes = std::fs::read(elf_path).map_err(io_error(elf_path))?;
+    let elf = Elf::parse(&bytes).map_err(|reason| BoardError::Image {
+        path: elf_path.to_path_buf(),
+        reason,
+    })?;
+    let Some((marker, _)) = elf.symbol("KILN_MARKER") else {
+        return Err(BoardError::Image {
+            path: elf_path.to_path_buf(),
+            reason: "the batch image has no KILN_MARKER to count instructions by".into(),
+        });
+    };
+    command
+        .arg("-plugin")
+        .arg(format!("{},marker={marker:#x}", plugin()?.display()))
+        .args(["-d", "plugin", "-D"])
+        .arg(log);
+    Ok(())
+}
+
+/// Each case's outcome from the image's `kiln: case N …` lines of `output` and the outputs it
+/// wrote into `io`; none for a case that did not report.
+fn case_outcomes(output: &str, io: &Path, cases: &[BatchCase]) -> Vec<Option<CountedOutcome>> {
     let mut outcomes: Vec<Option<CountedOutcome>> = vec![None; cases.len()];
     for line in output.lines() {
         let Some(rest) = line.strip_prefix("kiln: case ") else {
@@ -262,7 +288,7 @@ fn build_and_run(
         };
         outcomes[c] = Some(match verdict.strip_prefix("failed: ") {
             Some(why) => Err(CaseError::Failed(why.to_string())),
-            None => read_outputs(&io.path, c, cases[c].bundle)
+            None => read_outputs(io, c, cases[c].bundle)
                 .map(|outputs| CaseRun {
                     outputs,
                     step_instructions: Vec::new(),
@@ -270,15 +296,7 @@ fn build_and_run(
                 .map_err(CaseError::Failed),
         });
     }
-    if counted.is_some() {
-        // A log cut short by a hang still counts the cases before it.
-        let marks = std::fs::read_to_string(&log)
-            .map(|text| read_marks(&text))
-            .unwrap_or_default();
-        let steps: Vec<usize> = cases.iter().map(|c| c.bundle.report.steps.len()).collect();
-        attribute_counts(&mut outcomes, &steps, &marks);
-    }
-    Ok(outcomes)
+    outcomes
 }
 
 /// Hands each finished case its steps' instructions from `marks` (the running count at each

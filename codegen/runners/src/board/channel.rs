@@ -68,6 +68,12 @@ pub fn exchange(
             "the model takes inputs of {sizes:?} bytes, given {given:?}"
         )));
     }
+    send_inputs(&mut to_device, inputs)?;
+    collect_results(&mut frames, hello)
+}
+
+/// Sends each input in chunks, then `Run`.
+fn send_inputs(mut to_device: impl Write, inputs: &[Vec<u8>]) -> Result<(), ChannelError> {
     let mut buffer = [0u8; MAX_FRAME];
     let mut send = |message: &ToDevice| -> Result<(), ChannelError> {
         let frame = encode(message, &mut buffer).expect("a chunk message fits a frame");
@@ -86,7 +92,15 @@ pub fn exchange(
     }
     send(&ToDevice::Run)?;
     to_device.flush()?;
+    Ok(())
+}
 
+/// Collects the outputs' chunks and the steps' cycles until `Done`, checked against what
+/// `hello` announced.
+fn collect_results<R: Read>(
+    frames: &mut Frames<R>,
+    hello: Hello,
+) -> Result<ChannelRun, ChannelError> {
     let mut outputs: Vec<Vec<u8>> = hello
         .outputs
         .iter()

@@ -1,11 +1,11 @@
 //! Activation functions.
 
 use super::ctx::{invalid, Ctx, OpError, Value};
-use super::Builder;
+use super::OpBuilder;
 use crate::graph::{Graph, GraphError, Lazy};
 use crate::ops::{BinaryOp, UnaryOp};
 
-pub(super) const OPS: &[(&str, Builder)] = &[
+pub(super) const OPS: &[(&str, OpBuilder)] = &[
     ("Relu", relu),
     ("LeakyRelu", leaky_relu),
     ("PRelu", prelu),

@@ -3,13 +3,13 @@
 //! grouped key/value heads, soft-capping and padded key/value lengths.
 
 use super::ctx::{dtype_of, invalid, Ctx, OpError, Value};
-use super::Builder;
+use super::OpBuilder;
 use crate::dtype::DType;
 use crate::graph::{Graph, Lazy};
 use crate::onnx::ElemType;
 use crate::ops::{BinaryOp, ReduceOp, UnaryOp};
 
-pub(super) const OPS: &[(&str, Builder)] = &[("Attention", attention)];
+pub(super) const OPS: &[(&str, OpBuilder)] = &[("Attention", attention)];
 
 type Out = Result<Vec<Value>, OpError>;
 

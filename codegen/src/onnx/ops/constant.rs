@@ -1,9 +1,9 @@
 //! `Constant`: a tensor known at compile time, from whichever `value*` attribute it has.
 
 use super::ctx::{Ctx, OpError, Value};
-use super::Builder;
+use super::OpBuilder;
 
-pub(super) const OPS: &[(&str, Builder)] = &[("Constant", constant)];
+pub(super) const OPS: &[(&str, OpBuilder)] = &[("Constant", constant)];
 
 fn constant(ctx: &mut Ctx) -> Result<Vec<Value>, OpError> {
     Ok(vec![Value::known(ctx.attrs().constant()?)])

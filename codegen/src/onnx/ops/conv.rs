@@ -2,10 +2,10 @@
 //! dilations and padding (explicit or `auto_pad`, plus `ceil_mode`'s extra end padding).
 
 use super::ctx::{checked_numel, invalid, to_usize, Ctx, OpError, Value};
-use super::Builder;
+use super::OpBuilder;
 use crate::graph::Lazy;
 
-pub(super) const OPS: &[(&str, Builder)] = &[("Conv", conv), ("ConvTranspose", conv_transpose)];
+pub(super) const OPS: &[(&str, OpBuilder)] = &[("Conv", conv), ("ConvTranspose", conv_transpose)];
 
 type Out = Result<Vec<Value>, OpError>;
 

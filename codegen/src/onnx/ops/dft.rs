@@ -4,14 +4,14 @@
 //! time.
 
 use super::ctx::{invalid, materialize, norm_axis, to_usize, Ctx, OpError, Value};
-use super::Builder;
+use super::OpBuilder;
 use crate::graph::{Graph, Lazy};
 use crate::onnx::{ElemType, TensorData};
 use crate::ops::BinaryOp;
 use crate::uop::interp::HostBuffer;
 use std::f64::consts::TAU;
 
-pub(super) const OPS: &[(&str, Builder)] = &[
+pub(super) const OPS: &[(&str, OpBuilder)] = &[
     ("DFT", dft),
     ("HannWindow", hann_window),
     ("HammingWindow", hamming_window),
@@ -51,9 +51,64 @@ fn mix(g: &mut Graph, terms: &[(Option<&Lazy>, Lazy)]) -> Result<Lazy, OpError> 
     acc.ok_or_else(|| invalid("nothing to transform"))
 }
 
+/// What DFT transforms: along `axis`, `n` points of the `len` the input has there.
+struct DftShape {
+    axis: usize,
+    len: usize,
+    n: usize,
+    inverse: bool,
+    onesided: bool,
+}
+
 fn dft(ctx: &mut Ctx) -> Out {
     ctx.only_outputs(1)?;
     let x = ctx.tensor(0)?;
+    let d = dft_shape(ctx, &x)?;
+    let rank = x.shape().len();
+    // Split the parts and move the axis last: (..., len).
+    let mut perm: Vec<usize> = (0..rank - 1).filter(|&a| a != d.axis).collect();
+    perm.push(d.axis);
+    let part = |k: usize| -> Result<Lazy, OpError> {
+        let mut arg: Vec<(usize, usize)> = x.shape().iter().map(|&s| (0, s)).collect();
+        arg[rank - 1] = (k, k + 1);
+        Ok(x.shrink(&arg)?
+            .reshape(&x.shape()[..rank - 1])?
+            .permute(&perm)?)
+    };
+    let re = part(0)?;
+    let im = if x.shape()[rank - 1] == 2 {
+        Some(part(1)?)
+    } else {
+        None
+    };
+    let g = &mut *ctx.graph;
+    let (out_re, out_im, k) = if d.inverse && d.onesided {
+        (inverse_onesided(g, &re, im.as_ref(), &d)?, None, d.n)
+    } else {
+        let (r, i, k) = full_spectrum(g, &re, im.as_ref(), &d)?;
+        (r, Some(i), k)
+    };
+    // Back to the input's layout with the new axis length and a parts dim.
+    let mut back = vec![0; rank - 1];
+    for (i, &p) in perm.iter().enumerate() {
+        back[p] = i;
+    }
+    let mut with_part = x.shape()[..rank - 1].to_vec();
+    with_part[d.axis] = k;
+    with_part.push(1);
+    let r = out_re.permute(&back)?.reshape(&with_part)?;
+    let y = match out_im {
+        Some(i) => {
+            let i = i.permute(&back)?.reshape(&with_part)?;
+            g.concat(&[r, i], rank - 1)?
+        }
+        None => r,
+    };
+    Ok(vec![Value::Tensor(y)])
+}
+
+/// DFT's axis, direction, sidedness and length, checked against the input `x`.
+fn dft_shape(ctx: &mut Ctx, x: &Lazy) -> Result<DftShape, OpError> {
     let rank = x.shape().len();
     let inverse = ctx.attrs().int_or("inverse", 0)? != 0;
     let onesided = ctx.attrs().int_or("onesided", 0)? != 0;
@@ -87,99 +142,98 @@ fn dft(ctx: &mut Ctx) -> Out {
     if n == 0 {
         return Err(invalid("dft_length 0"));
     }
-    // Split the parts and move the axis last: (..., len).
-    let mut perm: Vec<usize> = (0..rank - 1).filter(|&a| a != axis).collect();
-    perm.push(axis);
-    let mut sq = x.shape()[..rank - 1].to_vec();
-    let part = |k: usize| -> Result<Lazy, OpError> {
-        let mut arg: Vec<(usize, usize)> = x.shape().iter().map(|&s| (0, s)).collect();
-        arg[rank - 1] = (k, k + 1);
-        Ok(x.shrink(&arg)?
-            .reshape(&x.shape()[..rank - 1])?
-            .permute(&perm)?)
-    };
-    let re = part(0)?;
-    let im = if parts == 2 { Some(part(1)?) } else { None };
-    let g = &mut *ctx.graph;
-    let nf = n as f64;
-    let angle = move |a: usize, b: usize| TAU * ((a * b) % n) as f64 / nf;
-    let (out_re, out_im, k) = if inverse && onesided {
-        // Real output from half a spectrum with Hermitian symmetry.
-        let weight = move |k: usize| {
-            if k == 0 || (n % 2 == 0 && k == n / 2) {
-                1.0
-            } else {
-                2.0
-            }
-        };
-        let used = move |k: usize| k <= n / 2;
-        let cr = matrix(g, &re, len, n, |k, j| {
-            if used(k) {
-                weight(k) * angle(k, j).cos() / nf
-            } else {
-                0.0
-            }
-        })?;
-        let ci = matrix(g, &re, len, n, |k, j| {
-            if used(k) && k != 0 && !(n % 2 == 0 && k == n / 2) {
-                -weight(k) * angle(k, j).sin() / nf
-            } else {
-                0.0
-            }
-        })?;
-        let r = mix(g, &[(Some(&re), cr), (im.as_ref(), ci)])?;
-        (r, None, n)
-    } else {
-        let k = if onesided && !inverse { n / 2 + 1 } else { n };
-        let (sign, scale) = if inverse {
-            (1.0, 1.0 / nf)
+    Ok(DftShape {
+        axis,
+        len,
+        n,
+        inverse,
+        onesided,
+    })
+}
+
+/// The angle of frequency `a` at point `b` of an `n`-point transform.
+fn angle(n: usize, a: usize, b: usize) -> f64 {
+    TAU * ((a * b) % n) as f64 / n as f64
+}
+
+/// The real output of an inverse transform of half a spectrum with Hermitian symmetry.
+fn inverse_onesided(
+    g: &mut Graph,
+    re: &Lazy,
+    im: Option<&Lazy>,
+    d: &DftShape,
+) -> Result<Lazy, OpError> {
+    let (n, nf) = (d.n, d.n as f64);
+    let weight = move |k: usize| {
+        if k == 0 || (n % 2 == 0 && k == n / 2) {
+            1.0
         } else {
-            (-1.0, 1.0)
-        };
-        let ok = move |j: usize| j < n;
-        let cos = matrix(g, &re, len, k, |j, f| {
-            if ok(j) {
-                angle(j, f).cos() * scale
-            } else {
-                0.0
-            }
-        })?;
-        let sin = matrix(g, &re, len, k, |j, f| {
-            if ok(j) {
-                sign * angle(j, f).sin() * scale
-            } else {
-                0.0
-            }
-        })?;
-        let neg_sin = matrix(g, &re, len, k, |j, f| {
-            if ok(j) {
-                -sign * angle(j, f).sin() * scale
-            } else {
-                0.0
-            }
-        })?;
-        // (re + i·im)(cos + i·s·sin) = re·cos - im·s·sin + i(re·s·sin + im·cos)
-        let r = mix(g, &[(Some(&re), cos.clone()), (im.as_ref(), neg_sin)])?;
-        let i = mix(g, &[(Some(&re), sin), (im.as_ref(), cos)])?;
-        (r, Some(i), k)
-    };
-    // Back to the input's layout with the new axis length and a parts dim.
-    let mut back = vec![0; rank - 1];
-    for (i, &p) in perm.iter().enumerate() {
-        back[p] = i;
-    }
-    sq[axis] = k;
-    let mut with_part = sq.clone();
-    with_part.push(1);
-    let r = out_re.permute(&back)?.reshape(&with_part)?;
-    let y = match out_im {
-        Some(i) => {
-            let i = i.permute(&back)?.reshape(&with_part)?;
-            g.concat(&[r, i], rank - 1)?
+            2.0
         }
-        None => r,
     };
-    Ok(vec![Value::Tensor(y)])
+    let used = move |k: usize| k <= n / 2;
+    let cr = matrix(g, re, d.len, n, |k, j| {
+        if used(k) {
+            weight(k) * angle(n, k, j).cos() / nf
+        } else {
+            0.0
+        }
+    })?;
+    let ci = matrix(g, re, d.len, n, |k, j| {
+        if used(k) && k != 0 && !(n % 2 == 0 && k == n / 2) {
+            -weight(k) * angle(n, k, j).sin() / nf
+        } else {
+            0.0
+        }
+    })?;
+    mix(g, &[(Some(re), cr), (im, ci)])
+}
+
+/// A forward (or inverse) transform to the full spectrum (the first half and one for a
+/// one-sided forward one): the real and imaginary parts, and their length.
+fn full_spectrum(
+    g: &mut Graph,
+    re: &Lazy,
+    im: Option<&Lazy>,
+    d: &DftShape,
+) -> Result<(Lazy, Lazy, usize), OpError> {
+    let (n, nf) = (d.n, d.n as f64);
+    let k = if d.onesided && !d.inverse {
+        n / 2 + 1
+    } else {
+        n
+    };
+    let (sign, scale) = if d.inverse {
+        (1.0, 1.0 / nf)
+    } else {
+        (-1.0, 1.0)
+    };
+    let ok = move |j: usize| j < n;
+    let cos = matrix(g, re, d.len, k, |j, f| {
+        if ok(j) {
+            angle(n, j, f).cos() * scale
+        } else {
+            0.0
+        }
+    })?;
+    let sin = matrix(g, re, d.len, k, |j, f| {
+        if ok(j) {
+            sign * angle(n, j, f).sin() * scale
+        } else {
+            0.0
+        }
+    })?;
+    let neg_sin = matrix(g, re, d.len, k, |j, f| {
+        if ok(j) {
+            -sign * angle(n, j, f).sin() * scale
+        } else {
+            0.0
+        }
+    })?;
+    // (re + i·im)(cos + i·s·sin) = re·cos - im·s·sin + i(re·s·sin + im·cos)
+    let r = mix(g, &[(Some(re), cos.clone()), (im, neg_sin)])?;
+    let i = mix(g, &[(Some(re), sin), (im, cos)])?;
+    Ok((r, i, k))
 }
 
 /// A window of the size in input 0, `f(n, N)` at each `n` (N is the size when `periodic`,

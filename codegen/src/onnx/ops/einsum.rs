@@ -3,12 +3,12 @@
 //! in the output summed.
 
 use super::ctx::{invalid, Ctx, OpError, Value};
-use super::Builder;
+use super::OpBuilder;
 use crate::graph::tensor::broadcast_to;
-use crate::graph::Lazy;
+use crate::graph::{Graph, Lazy};
 use crate::ops::{BinaryOp, ReduceOp};
 
-pub(super) const OPS: &[(&str, Builder)] = &[("Einsum", einsum)];
+pub(super) const OPS: &[(&str, OpBuilder)] = &[("Einsum", einsum)];
 
 type Out = Result<Vec<Value>, OpError>;
 
@@ -84,6 +84,9 @@ fn diagonals(mut x: Lazy, mut labels: Vec<char>) -> Result<(Lazy, Vec<char>), Op
     }
 }
 
+/// Each operand with its labels, and each label's size.
+type Labeled = (Vec<(Lazy, Vec<char>)>, Vec<(char, usize)>);
+
 fn einsum(ctx: &mut Ctx) -> Out {
     ctx.only_outputs(1)?;
     let eq: String = ctx
@@ -105,9 +108,29 @@ fn einsum(ctx: &mut Ctx) -> Out {
             xs.len()
         )));
     }
-    // The widest ellipsis.
+    let width = ellipsis_width(&terms, &xs)?;
+    let (ops, sizes) = label_operands(&terms, &xs, width)?;
+    let out = output_labels(rhs.as_deref(), width, &sizes, &terms)?;
+    let mut order = out.clone();
+    order.extend(sizes.iter().map(|&(c, _)| c).filter(|c| !out.contains(c)));
+    let size = |c: char| sizes.iter().find(|(l, _)| *l == c).map_or(1, |&(_, s)| s);
+    let full: Vec<usize> = order.iter().map(|&c| size(c)).collect();
+    let g = &mut *ctx.graph;
+    let prod = multiply(g, ops, &order, &full)?;
+    let axes: Vec<usize> = (out.len()..order.len()).collect();
+    let r = if axes.is_empty() {
+        prod
+    } else {
+        g.reduce(ReduceOp::Sum, &prod, &axes)?
+    };
+    let shape: Vec<usize> = out.iter().map(|&c| size(c)).collect();
+    Ok(vec![Value::Tensor(r.reshape(&shape)?)])
+}
+
+/// The number of dims the widest ellipsis of `terms` stands for.
+fn ellipsis_width(terms: &[&str], xs: &[Lazy]) -> Result<usize, OpError> {
     let mut width = 0;
-    for (t, x) in terms.iter().zip(&xs) {
+    for (t, x) in terms.iter().zip(xs) {
         if t.contains("...") {
             let letters = t.replace("...", "").chars().count();
             let r = x.shape().len();
@@ -117,9 +140,15 @@ fn einsum(ctx: &mut Ctx) -> Out {
             );
         }
     }
+    Ok(width)
+}
+
+/// Each operand with its diagonals taken and its labels, and each label's size (a size-1
+/// dim broadcasts).
+fn label_operands(terms: &[&str], xs: &[Lazy], width: usize) -> Result<Labeled, OpError> {
     let mut ops = Vec::with_capacity(xs.len());
     let mut sizes: Vec<(char, usize)> = Vec::new();
-    for (t, x) in terms.iter().zip(&xs) {
+    for (t, x) in terms.iter().zip(xs) {
         let labels = expand_term(t, Some(x.shape().len()), width)?;
         if labels.len() != x.shape().len() {
             return Err(invalid(format!(
@@ -140,7 +169,18 @@ fn einsum(ctx: &mut Ctx) -> Out {
         }
         ops.push((y, labels));
     }
-    let out: Vec<char> = match &rhs {
+    Ok((ops, sizes))
+}
+
+/// The output's labels: the right-hand side's, or without one the ellipsis and then the
+/// letters that occur once, sorted. Each must be in an operand.
+fn output_labels(
+    rhs: Option<&str>,
+    width: usize,
+    sizes: &[(char, usize)],
+    terms: &[&str],
+) -> Result<Vec<char>, OpError> {
+    let out: Vec<char> = match rhs {
         Some(r) => expand_term(r, None, width)?,
         None => {
             let mut v: Vec<char> = (0..width).map(ellipsis_label).collect();
@@ -160,11 +200,16 @@ fn einsum(ctx: &mut Ctx) -> Out {
             return Err(invalid(format!("output label {c:?} is in no operand")));
         }
     }
-    let mut order = out.clone();
-    order.extend(sizes.iter().map(|&(c, _)| c).filter(|c| !out.contains(c)));
-    let size = |c: char| sizes.iter().find(|(l, _)| *l == c).map_or(1, |&(_, s)| s);
-    let full: Vec<usize> = order.iter().map(|&c| size(c)).collect();
-    let g = &mut *ctx.graph;
+    Ok(out)
+}
+
+/// The product of the operands, each permuted into `order` and broadcast to `full`.
+fn multiply(
+    g: &mut Graph,
+    ops: Vec<(Lazy, Vec<char>)>,
+    order: &[char],
+    full: &[usize],
+) -> Result<Lazy, OpError> {
     let mut prod: Option<Lazy> = None;
     for (y, labels) in ops {
         let present: Vec<usize> = order
@@ -177,23 +222,15 @@ fn einsum(ctx: &mut Ctx) -> Out {
         let y = y.permute(&present)?;
         let shape: Vec<usize> = order
             .iter()
-            .map(|c| x_dim(&labels, &order, c, y.shape()).unwrap_or(1))
+            .map(|c| x_dim(&labels, order, c, y.shape()).unwrap_or(1))
             .collect();
-        let y = broadcast_to(&y.reshape(&shape)?, &full)?;
+        let y = broadcast_to(&y.reshape(&shape)?, full)?;
         prod = Some(match prod {
             Some(p) => g.binary(BinaryOp::Mul, &p, &y)?,
             None => y,
         });
     }
-    let prod = prod.ok_or_else(|| invalid("no operands"))?;
-    let axes: Vec<usize> = (out.len()..order.len()).collect();
-    let r = if axes.is_empty() {
-        prod
-    } else {
-        g.reduce(ReduceOp::Sum, &prod, &axes)?
-    };
-    let shape: Vec<usize> = out.iter().map(|&c| size(c)).collect();
-    Ok(vec![Value::Tensor(r.reshape(&shape)?)])
+    prod.ok_or_else(|| invalid("no operands"))
 }
 
 /// The size of label `c` in an operand permuted into `order`.

@@ -1,12 +1,12 @@
 //! Elementwise arithmetic and math functions (numpy broadcasting throughout).
 
 use super::ctx::{invalid, Ctx, OpError, Value};
-use super::Builder;
+use super::OpBuilder;
 use crate::graph::tensor::{broadcast_shape, broadcast_to};
 use crate::graph::{Graph, GraphError, Lazy};
 use crate::ops::{BinaryOp, UnaryOp};
 
-pub(super) const OPS: &[(&str, Builder)] = &[
+pub(super) const OPS: &[(&str, OpBuilder)] = &[
     ("Add", add),
     ("Sub", sub),
     ("Mul", mul),

@@ -4,12 +4,12 @@
 
 use super::ctx::{invalid, norm_axis, Ctx, OpError, Value};
 use super::index::range_on;
-use super::Builder;
+use super::OpBuilder;
 use crate::dtype::DType;
 use crate::graph::{Graph, Lazy};
 use crate::ops::ReduceOp;
 
-pub(super) const OPS: &[(&str, Builder)] = &[
+pub(super) const OPS: &[(&str, OpBuilder)] = &[
     ("Gather", gather),
     ("GatherElements", gather_elements),
     ("OneHot", one_hot),

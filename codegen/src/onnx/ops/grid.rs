@@ -2,19 +2,16 @@
 //! linear or cubic interpolation and zeros, border or reflection padding, in any number of
 //! spatial dims. Each spatial dim gets a weight per output point and source index (taps
 //! matched against the indices), and the output sums the input against their product.
-//! AffineGrid makes such grids from affine matrices; Col2Im sums blocks back into images.
+//! AffineGrid makes such grids from affine matrices.
 
 use super::ctx::{invalid, Ctx, OpError, Value};
-use super::Builder;
+use super::OpBuilder;
 use crate::graph::tensor::broadcast_to;
 use crate::graph::{Graph, Lazy};
 use crate::ops::{BinaryOp, ReduceOp};
 
-pub(super) const OPS: &[(&str, Builder)] = &[
-    ("GridSample", grid_sample),
-    ("AffineGrid", affine_grid),
-    ("Col2Im", col2im),
-];
+pub(super) const OPS: &[(&str, OpBuilder)] =
+    &[("GridSample", grid_sample), ("AffineGrid", affine_grid)];
 
 type Out = Result<Vec<Value>, OpError>;
 
@@ -182,59 +179,9 @@ fn dim_weights(
     padding: Padding,
     align: bool,
 ) -> Result<Lazy, OpError> {
+    let (x, (lo, hi)) = source_coords(g, coord, d, mode, padding, align)?;
+    let taps = taps(g, &x, mode)?;
     let df = d as f64;
-    // Denormalize.
-    let c1 = g.add_scalar(coord, 1.0)?;
-    let mut x = if align {
-        g.mul_scalar(&c1, (df - 1.0) / 2.0)?
-    } else {
-        let s = g.mul_scalar(&c1, df / 2.0)?;
-        g.add_scalar(&s, -0.5)?
-    };
-    if mode == Mode::Nearest {
-        x = g.round_even(&x)?;
-    }
-    let (lo, hi) = if align {
-        (0.0, df - 1.0)
-    } else {
-        (-0.5, df - 0.5)
-    };
-    match padding {
-        Padding::Zeros => {}
-        Padding::Border => {
-            let lo_c = g.scalar_like(&x, lo);
-            let hi_c = g.scalar_like(&x, hi);
-            let below = g.lt(&x, &lo_c)?;
-            let above = g.lt(&hi_c, &x)?;
-            let clamped = g.clip(&x, Some(0.0), Some(df - 1.0))?;
-            let y = g.where_(&above, &clamped, &x)?;
-            x = g.where_(&below, &clamped, &y)?;
-        }
-        Padding::Reflection => x = reflect(g, &x, lo, hi)?,
-    }
-    // One buffer of coordinates, instead of recomputing them in every use.
-    let x = g.contiguous(&x);
-    let taps: Vec<(Lazy, Option<Lazy>)> = match mode {
-        Mode::Nearest => vec![(g.trunc(&x)?, None)],
-        Mode::Linear | Mode::Cubic => {
-            let x0 = g.floor(&x)?;
-            let t = g.binary(BinaryOp::Sub, &x, &x0)?;
-            if mode == Mode::Linear {
-                let nt = g.neg(&t)?;
-                let w0 = g.add_scalar(&nt, 1.0)?;
-                let x1 = g.add_scalar(&x0, 1.0)?;
-                vec![(x0, Some(w0)), (x1, Some(t))]
-            } else {
-                let ws = cubic_weights(g, &t)?;
-                let mut v = Vec::with_capacity(4);
-                for (j, w) in ws.into_iter().enumerate() {
-                    let xi = g.add_scalar(&x0, j as f64 - 1.0)?;
-                    v.push((xi, Some(w)));
-                }
-                v
-            }
-        }
-    };
     let mut shape = coord.shape().to_vec();
     shape.push(d);
     let mut ones = vec![1; coord.shape().len()];
@@ -268,6 +215,73 @@ fn dim_weights(
         });
     }
     total.ok_or_else(|| invalid("no taps"))
+}
+
+/// The normalized coordinates as source positions along a dim of size `d` (rounded for
+/// nearest, padded by `padding`, in one buffer), and the range of positions inside the dim.
+fn source_coords(
+    g: &mut Graph,
+    coord: &Lazy,
+    d: usize,
+    mode: Mode,
+    padding: Padding,
+    align: bool,
+) -> Result<(Lazy, (f64, f64)), OpError> {
+    let df = d as f64;
+    // Denormalize.
+    let c1 = g.add_scalar(coord, 1.0)?;
+    let mut x = if align {
+        g.mul_scalar(&c1, (df - 1.0) / 2.0)?
+    } else {
+        let s = g.mul_scalar(&c1, df / 2.0)?;
+        g.add_scalar(&s, -0.5)?
+    };
+    if mode == Mode::Nearest {
+        x = g.round_even(&x)?;
+    }
+    let (lo, hi) = if align {
+        (0.0, df - 1.0)
+    } else {
+        (-0.5, df - 0.5)
+    };
+    match padding {
+        Padding::Zeros => {}
+        Padding::Border => {
+            let lo_c = g.scalar_like(&x, lo);
+            let hi_c = g.scalar_like(&x, hi);
+            let below = g.lt(&x, &lo_c)?;
+            let above = g.lt(&hi_c, &x)?;
+            let clamped = g.clip(&x, Some(0.0), Some(df - 1.0))?;
+            let y = g.where_(&above, &clamped, &x)?;
+            x = g.where_(&below, &clamped, &y)?;
+        }
+        Padding::Reflection => x = reflect(g, &x, lo, hi)?,
+    }
+    // One buffer of coordinates, instead of recomputing them in every use.
+    Ok((g.contiguous(&x), (lo, hi)))
+}
+
+/// The interpolation's taps at source positions `x`: each tap's index and weight (none for
+/// nearest, whose one tap weighs 1).
+fn taps(g: &mut Graph, x: &Lazy, mode: Mode) -> Result<Vec<(Lazy, Option<Lazy>)>, OpError> {
+    if mode == Mode::Nearest {
+        return Ok(vec![(g.trunc(x)?, None)]);
+    }
+    let x0 = g.floor(x)?;
+    let t = g.binary(BinaryOp::Sub, x, &x0)?;
+    if mode == Mode::Linear {
+        let nt = g.neg(&t)?;
+        let w0 = g.add_scalar(&nt, 1.0)?;
+        let x1 = g.add_scalar(&x0, 1.0)?;
+        return Ok(vec![(x0, Some(w0)), (x1, Some(t))]);
+    }
+    let ws = cubic_weights(g, &t)?;
+    let mut v = Vec::with_capacity(4);
+    for (j, w) in ws.into_iter().enumerate() {
+        let xi = g.add_scalar(&x0, j as f64 - 1.0)?;
+        v.push((xi, Some(w)));
+    }
+    Ok(v)
 }
 
 /// AffineGrid: the normalized coordinates of every output position, `(x, y[, z], 1)`,
@@ -327,101 +341,4 @@ fn affine_grid(ctx: &mut Ctx) -> Out {
     out.extend(&dims);
     out.push(k);
     Ok(vec![Value::Tensor(grid.reshape(&out)?)])
-}
-
-/// Col2Im: sums sliding blocks (columns of the input) back into an image, as a product with a
-/// known 0/1 matrix from (block offset, block position) to image position.
-fn col2im(ctx: &mut Ctx) -> Out {
-    use super::ctx::to_usize;
-    ctx.only_outputs(1)?;
-    let x = ctx.tensor(0)?;
-    let image: Vec<usize> = ctx
-        .ints(1)?
-        .iter()
-        .map(|&v| to_usize(v, "image_shape"))
-        .collect::<Result<_, _>>()?;
-    let block: Vec<usize> = ctx
-        .ints(2)?
-        .iter()
-        .map(|&v| to_usize(v, "block_shape"))
-        .collect::<Result<_, _>>()?;
-    let k = image.len();
-    let ints = |name: &str, default: i64, n: usize| -> Result<Vec<usize>, OpError> {
-        let v = ctx.attrs().ints_or(name, vec![default; n])?;
-        if v.len() != n {
-            return Err(invalid(format!("{name} has {} values, not {n}", v.len())));
-        }
-        v.iter().map(|&x| to_usize(x, name)).collect()
-    };
-    let dil = ints("dilations", 1, k)?;
-    let strides = ints("strides", 1, k)?;
-    let pads = ints("pads", 0, 2 * k)?;
-    let xs = x.shape().to_vec();
-    let kn: usize = block.iter().product();
-    if block.len() != k || xs.len() != 3 || kn == 0 || xs[1] % kn != 0 || strides.contains(&0) {
-        return Err(invalid(format!(
-            "input {xs:?}, image {image:?} and block {block:?} do not match"
-        )));
-    }
-    let mut nblocks = Vec::with_capacity(k);
-    for i in 0..k {
-        let span = dil[i] * (block[i].saturating_sub(1)) + 1;
-        let room = image[i] + pads[i] + pads[k + i];
-        if room < span {
-            return Err(invalid(format!(
-                "block {i} is larger than the padded image"
-            )));
-        }
-        nblocks.push((room - span) / strides[i] + 1);
-    }
-    let l: usize = nblocks.iter().product();
-    let p = super::ctx::checked_numel(&image)?;
-    if xs[2] != l {
-        return Err(invalid(format!(
-            "input {xs:?} has {} blocks, the geometry gives {l}",
-            xs[2]
-        )));
-    }
-    super::ctx::checked_numel(&[kn, l, p])?;
-    let split = |mut v: usize, dims: &[usize]| -> Vec<usize> {
-        let mut out = vec![0; dims.len()];
-        for a in (0..dims.len()).rev() {
-            out[a] = v % dims[a];
-            v /= dims[a];
-        }
-        out
-    };
-    let mut w = vec![0.0; kn * l * p];
-    for ki in 0..kn {
-        let kk = split(ki, &block);
-        for li in 0..l {
-            let ll = split(li, &nblocks);
-            let mut pos = 0usize;
-            let mut inside = true;
-            for a in 0..k {
-                let q = (ll[a] * strides[a] + kk[a] * dil[a]) as i64 - pads[a] as i64;
-                if q < 0 || q >= image[a] as i64 {
-                    inside = false;
-                    break;
-                }
-                pos = pos * image[a] + q as usize;
-            }
-            if inside {
-                w[(ki * l + li) * p + pos] = 1.0;
-            }
-        }
-    }
-    let t = crate::onnx::TensorData {
-        elem: crate::onnx::ElemType::from(x.dtype.scalar),
-        dims: vec![kn * l, p],
-        bytes: crate::uop::interp::HostBuffer::from_f64(x.dtype.scalar, &w).to_bytes(),
-    };
-    let g = &mut *ctx.graph;
-    let wm = super::ctx::materialize(g, "col2im_matrix", &t)?;
-    let c = xs[1] / kn;
-    let xr = x.reshape(&[xs[0], c, kn * l])?;
-    let y = g.matmul(&xr, &wm)?;
-    let mut out = vec![xs[0], c];
-    out.extend(&image);
-    Ok(vec![Value::Tensor(y.reshape(&out)?)])
 }

@@ -1,12 +1,12 @@
 //! Ops that cut, assemble or mask tensors along axes: Concat, Split, Slice, Pad, Trilu.
 
 use super::ctx::{checked_numel, invalid, norm_axes, norm_axis, to_usize, Ctx, OpError, Value};
-use super::Builder;
+use super::OpBuilder;
 use crate::dtype::DType;
 use crate::graph::{Graph, Lazy};
 use crate::ops::{BinaryOp, ConstValue};
 
-pub(super) const OPS: &[(&str, Builder)] = &[
+pub(super) const OPS: &[(&str, OpBuilder)] = &[
     ("Concat", concat),
     ("Split", split),
     ("Slice", slice),

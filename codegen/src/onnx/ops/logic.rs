@@ -1,13 +1,13 @@
 //! Comparisons, logic, selection and type conversion.
 
 use super::ctx::{dtype_of, invalid, output_name, Ctx, OpError, Value};
-use super::Builder;
+use super::OpBuilder;
 use crate::dtype::DType;
 use crate::graph::{Graph, GraphError, Lazy};
 use crate::onnx::ElemType;
 use crate::ops::BinaryOp;
 
-pub(super) const OPS: &[(&str, Builder)] = &[
+pub(super) const OPS: &[(&str, OpBuilder)] = &[
     ("Equal", equal),
     ("Less", less),
     ("Greater", greater),

@@ -2,12 +2,12 @@
 //! SoftmaxCrossEntropyLoss: the same on the log-softmax of the scores.
 
 use super::ctx::{invalid, Ctx, OpError, Value};
-use super::Builder;
+use super::OpBuilder;
 use crate::dtype::DType;
 use crate::graph::{Graph, Lazy};
 use crate::ops::{BinaryOp, ReduceOp};
 
-pub(super) const OPS: &[(&str, Builder)] = &[
+pub(super) const OPS: &[(&str, OpBuilder)] = &[
     ("NegativeLogLikelihoodLoss", nll_loss),
     ("SoftmaxCrossEntropyLoss", softmax_cross_entropy_loss),
 ];

@@ -2,12 +2,12 @@
 //! bitwise ops on integers, and determinants of small matrices.
 
 use super::ctx::{invalid, Ctx, OpError, Value};
-use super::Builder;
+use super::OpBuilder;
 use crate::dtype::Scalar;
 use crate::graph::{Graph, GraphError, Lazy};
 use crate::ops::{BinaryOp, UnaryOp};
 
-pub(super) const OPS: &[(&str, Builder)] = &[
+pub(super) const OPS: &[(&str, OpBuilder)] = &[
     ("Tan", tan),
     ("Sinh", sinh),
     ("Cosh", cosh),

@@ -5,6 +5,7 @@
 
 mod activation;
 mod attention;
+mod col2im;
 mod constant;
 mod conv;
 mod ctx;
@@ -31,10 +32,10 @@ mod sort;
 pub use ctx::{checked_numel, dtype_of, invalid, materialize, Ctx, OpError, Value, MAX_ELEMENTS};
 
 /// Builds one node: its outputs, in order.
-pub type Builder = fn(&mut Ctx) -> Result<Vec<Value>, OpError>;
+pub type OpBuilder = fn(&mut Ctx) -> Result<Vec<Value>, OpError>;
 
 /// Every op family's table.
-const FAMILIES: [&[(&str, Builder)]; 23] = [
+const FAMILIES: [&[(&str, OpBuilder)]; 24] = [
     constant::OPS,
     elementwise::OPS,
     activation::OPS,
@@ -55,13 +56,14 @@ const FAMILIES: [&[(&str, Builder)]; 23] = [
     rotary::OPS,
     sort::OPS,
     grid::OPS,
+    col2im::OPS,
     scatter::OPS,
     dft::OPS,
     einsum::OPS,
 ];
 
 /// The builder of `op_type` in `domain` (`""` or `"ai.onnx"` is the default domain).
-pub fn builder(domain: &str, op_type: &str) -> Option<Builder> {
+pub fn op_builder(domain: &str, op_type: &str) -> Option<OpBuilder> {
     if !matches!(domain, "" | "ai.onnx") {
         return None;
     }

@@ -2,12 +2,12 @@
 //! normalizations, softmax and friends, dropout (inference: identity).
 
 use super::ctx::{invalid, norm_axis, Ctx, OpError, Value};
-use super::Builder;
+use super::OpBuilder;
 use crate::dtype::DType;
 use crate::graph::{Graph, GraphError, Lazy};
 use crate::ops::{BinaryOp, ReduceOp, UnaryOp};
 
-pub(super) const OPS: &[(&str, Builder)] = &[
+pub(super) const OPS: &[(&str, OpBuilder)] = &[
     ("Gemm", gemm),
     ("MatMul", matmul),
     ("BatchNormalization", batch_norm),

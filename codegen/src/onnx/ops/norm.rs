@@ -1,10 +1,10 @@
 //! RMSNormalization and LpNormalization.
 
 use super::ctx::{invalid, norm_axis, Ctx, OpError, Value};
-use super::Builder;
+use super::OpBuilder;
 use crate::ops::{BinaryOp, ReduceOp, UnaryOp};
 
-pub(super) const OPS: &[(&str, Builder)] =
+pub(super) const OPS: &[(&str, OpBuilder)] =
     &[("RMSNormalization", rms_norm), ("LpNormalization", lp_norm)];
 
 type Out = Result<Vec<Value>, OpError>;

@@ -2,14 +2,14 @@
 
 use super::conv::{window, Window};
 use super::ctx::{checked_numel, invalid, materialize, to_usize, Ctx, OpError, Value};
-use super::Builder;
+use super::OpBuilder;
 use crate::dtype::DType;
 use crate::graph::{Graph, GraphError, Lazy};
 use crate::onnx::{ElemType, TensorData};
 use crate::ops::{BinaryOp, ReduceOp, UnaryOp};
 use crate::uop::interp::HostBuffer;
 
-pub(super) const OPS: &[(&str, Builder)] = &[
+pub(super) const OPS: &[(&str, OpBuilder)] = &[
     ("AveragePool", average_pool),
     ("MaxPool", max_pool),
     ("LpPool", lp_pool),

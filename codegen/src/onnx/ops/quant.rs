@@ -3,14 +3,14 @@
 //! their quantized forms (`QLinearMatMul`, `QLinearConv`).
 
 use super::ctx::{dtype_of, invalid, norm_axis, Ctx, OpError, Value};
-use super::Builder;
+use super::OpBuilder;
 use crate::dtype::{DType, Scalar};
 use crate::graph::Graph;
 use crate::graph::Lazy;
 use crate::onnx::ElemType;
 use crate::ops::{BinaryOp, ReduceOp};
 
-pub(super) const OPS: &[(&str, Builder)] = &[
+pub(super) const OPS: &[(&str, OpBuilder)] = &[
     ("DequantizeLinear", dequantize_linear),
     ("QuantizeLinear", quantize_linear),
     ("DynamicQuantizeLinear", dynamic_quantize_linear),

@@ -3,12 +3,12 @@
 
 use super::ctx::{norm_axes, norm_axis, Ctx, OpError, Value};
 use super::shape::axes_arg;
-use super::Builder;
+use super::OpBuilder;
 use crate::dtype::DType;
 use crate::graph::{Graph, GraphError, Lazy};
 use crate::ops::{BinaryOp, ReduceOp, UnaryOp};
 
-pub(super) const OPS: &[(&str, Builder)] = &[
+pub(super) const OPS: &[(&str, OpBuilder)] = &[
     ("ReduceSum", reduce_sum),
     ("ReduceMean", reduce_mean),
     ("ReduceMax", reduce_max),

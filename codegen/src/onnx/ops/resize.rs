@@ -4,13 +4,13 @@
 
 use super::ctx::{invalid, materialize, norm_axes, to_usize, Ctx, OpError, Value};
 use super::gather::take;
-use super::Builder;
+use super::OpBuilder;
 use crate::graph::{Graph, Lazy};
 use crate::onnx::{ElemType, TensorData};
 use crate::ops::BinaryOp;
 use crate::uop::interp::HostBuffer;
 
-pub(super) const OPS: &[(&str, Builder)] = &[("Resize", resize), ("Upsample", upsample)];
+pub(super) const OPS: &[(&str, OpBuilder)] = &[("Resize", resize), ("Upsample", upsample)];
 
 type Out = Result<Vec<Value>, OpError>;
 
@@ -43,7 +43,7 @@ enum Rounding {
 }
 
 /// The parsed arguments: per axis the output size, scale and region of interest.
-struct Plan {
+struct ResizeSpec {
     mode: Mode,
     coord: Coord,
     rounding: Rounding,
@@ -57,10 +57,10 @@ struct Plan {
     antialias: bool,
 }
 
-impl Plan {
-    fn simple(mode: Mode, sizes: Vec<usize>, scales: Vec<f32>) -> Plan {
+impl ResizeSpec {
+    fn simple(mode: Mode, sizes: Vec<usize>, scales: Vec<f32>) -> ResizeSpec {
         let roi = vec![(0.0, 1.0); sizes.len()];
-        Plan {
+        ResizeSpec {
             mode,
             coord: Coord::Asymmetric,
             rounding: Rounding::Simple,
@@ -152,14 +152,14 @@ fn sizes_and_scales(
     Ok((out, sc))
 }
 
-fn plan_resize(ctx: &Ctx, input: &[usize]) -> Result<Plan, OpError> {
+fn parse_resize(ctx: &Ctx, input: &[usize]) -> Result<ResizeSpec, OpError> {
     let a = ctx.attrs();
     let mode = parse_mode(&a.string_or("mode", "nearest".into())?)?;
     if ctx.opset < 11 {
         let scales = ctx.known(1)?.to_f64().ok_or_else(|| invalid("scales"))?;
         let axes: Vec<usize> = (0..input.len()).collect();
         let (sizes, scales) = sizes_and_scales(input, &axes, Some(scales), None, "stretch")?;
-        return Ok(Plan::simple(mode, sizes, scales));
+        return Ok(ResizeSpec::simple(mode, sizes, scales));
     }
     let antialias = a.int_or("antialias", 0)? != 0;
     if antialias && mode == Mode::Nearest {
@@ -197,7 +197,7 @@ fn plan_resize(ctx: &Ctx, input: &[usize]) -> Result<Plan, OpError> {
             roi[ax] = (r[k], r[axes.len() + k]);
         }
     }
-    Ok(Plan {
+    Ok(ResizeSpec {
         mode,
         coord,
         rounding,
@@ -258,7 +258,7 @@ fn cubic(d: f64, a: f64) -> f64 {
 }
 
 /// The taps of output coordinate `x`: source indices (clamped to the input) and weights.
-fn taps(p: &Plan, x: f32, scale: f32, input: usize) -> Vec<(usize, f64)> {
+fn taps(p: &ResizeSpec, x: f32, scale: f32, input: usize) -> Vec<(usize, f64)> {
     let x = f64::from(x);
     let s = if p.antialias {
         f64::from(scale).min(1.0)
@@ -332,7 +332,7 @@ fn axis_weights(g: &mut Graph, x: &Lazy, axis: usize, w: &[f64]) -> Result<Lazy,
 }
 
 /// Resizes one axis.
-fn resize_axis(g: &mut Graph, x: &Lazy, axis: usize, p: &Plan) -> Result<Lazy, OpError> {
+fn resize_axis(g: &mut Graph, x: &Lazy, axis: usize, p: &ResizeSpec) -> Result<Lazy, OpError> {
     let (input, output, scale) = (x.shape()[axis], p.sizes[axis], p.scales[axis]);
     let coords: Vec<(f32, bool)> = (0..output)
         .map(|o| match p.coord {
@@ -393,26 +393,26 @@ fn resize_axis(g: &mut Graph, x: &Lazy, axis: usize, p: &Plan) -> Result<Lazy, O
     Ok(y)
 }
 
-fn apply(ctx: &mut Ctx, plan: &Plan) -> Out {
+fn apply(ctx: &mut Ctx, spec: &ResizeSpec) -> Out {
     let mut y = ctx.tensor(0)?;
-    super::ctx::checked_numel(&plan.sizes)?;
-    for axis in 0..plan.sizes.len() {
-        if plan.sizes[axis] != y.shape()[axis]
-            || plan.scales[axis] != 1.0
-            || plan.roi[axis] != (0.0, 1.0)
+    super::ctx::checked_numel(&spec.sizes)?;
+    for axis in 0..spec.sizes.len() {
+        if spec.sizes[axis] != y.shape()[axis]
+            || spec.scales[axis] != 1.0
+            || spec.roi[axis] != (0.0, 1.0)
         {
             if y.shape()[axis] == 0 {
                 return Err(invalid("resizing an empty axis"));
             }
-            y = resize_axis(ctx.graph, &y, axis, plan)?;
+            y = resize_axis(ctx.graph, &y, axis, spec)?;
         }
     }
     Ok(vec![Value::Tensor(y)])
 }
 
 fn resize(ctx: &mut Ctx) -> Out {
-    let plan = plan_resize(ctx, &ctx.shape(0)?)?;
-    apply(ctx, &plan)
+    let spec = parse_resize(ctx, &ctx.shape(0)?)?;
+    apply(ctx, &spec)
 }
 
 /// `Upsample` (opsets 7 to 9): scales from the attribute or input 1, asymmetric coordinates.
@@ -430,5 +430,5 @@ fn upsample(ctx: &mut Ctx) -> Out {
     };
     let axes: Vec<usize> = (0..input.len()).collect();
     let (sizes, scales) = sizes_and_scales(&input, &axes, Some(scales), None, "stretch")?;
-    apply(ctx, &Plan::simple(mode, sizes, scales))
+    apply(ctx, &ResizeSpec::simple(mode, sizes, scales))
 }

@@ -2,11 +2,11 @@
 //! and a sin cache at each position.
 
 use super::ctx::{invalid, Ctx, OpError, Value};
-use super::Builder;
+use super::OpBuilder;
 use crate::graph::{Graph, Lazy};
 use crate::ops::BinaryOp;
 
-pub(super) const OPS: &[(&str, Builder)] = &[("RotaryEmbedding", rotary_embedding)];
+pub(super) const OPS: &[(&str, OpBuilder)] = &[("RotaryEmbedding", rotary_embedding)];
 
 type Out = Result<Vec<Value>, OpError>;
 

@@ -5,13 +5,13 @@
 //! it writes.
 
 use super::ctx::{invalid, norm_axis, Ctx, OpError, Value};
-use super::Builder;
+use super::OpBuilder;
 use crate::dtype::DType;
 use crate::graph::tensor::broadcast_to;
 use crate::graph::{Graph, Lazy};
 use crate::ops::{BinaryOp, ReduceOp};
 
-pub(super) const OPS: &[(&str, Builder)] = &[
+pub(super) const OPS: &[(&str, OpBuilder)] = &[
     ("ScatterElements", scatter_elements),
     ("Scatter", scatter_elements),
     ("ScatterND", scatter_nd),

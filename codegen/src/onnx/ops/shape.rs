@@ -5,12 +5,12 @@ use super::ctx::{
     checked_numel, dtype_of, invalid, norm_axes, norm_axis, output_name, to_usize, Ctx, OpError,
     Value,
 };
-use super::Builder;
+use super::OpBuilder;
 use crate::graph::tensor::{broadcast_shape, broadcast_to};
 use crate::graph::Lazy;
 use crate::onnx::{ElemType, TensorData};
 
-pub(super) const OPS: &[(&str, Builder)] = &[
+pub(super) const OPS: &[(&str, OpBuilder)] = &[
     ("Reshape", reshape),
     ("Flatten", flatten),
     ("Transpose", transpose),

@@ -2,13 +2,13 @@
 //! ranking every element against every other (stable: equal values keep their order).
 
 use super::ctx::{invalid, norm_axis, to_usize, Ctx, OpError, Value};
-use super::Builder;
+use super::OpBuilder;
 use crate::dtype::DType;
 use crate::graph::tensor::broadcast_to;
 use crate::graph::{Graph, Lazy};
 use crate::ops::{BinaryOp, ReduceOp};
 
-pub(super) const OPS: &[(&str, Builder)] = &[("TopK", top_k)];
+pub(super) const OPS: &[(&str, OpBuilder)] = &[("TopK", top_k)];
 
 type Out = Result<Vec<Value>, OpError>;
 

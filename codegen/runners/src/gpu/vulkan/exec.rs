@@ -100,74 +100,30 @@ impl<'a> Exec<'a> {
         let vk = self.vk;
         let d = &vk.device;
         let n = launches.len() as u32;
-        // SAFETY: valid create infos on a live device; the command buffer only names
-        // objects of this run, which outlive the wait below.
+        let cb = self.command_buffer()?;
+        let timed = vk.timestamp_ns.is_some() && n > 0;
+        if timed {
+            self.query_pool(2 * n)?;
+        }
+        // SAFETY: the command buffer and the query pool were made just now on this device;
+        // the command buffer only names objects of this run, which outlive the wait in
+        // `submit`.
         unsafe {
-            let info = vk::CommandPoolCreateInfo::default().queue_family_index(vk.queue_family);
-            self.commands = d
-                .create_command_pool(&info, None)
-                .map_err(driver("vkCreateCommandPool"))?;
-            let info = vk::CommandBufferAllocateInfo::default()
-                .command_pool(self.commands)
-                .level(vk::CommandBufferLevel::PRIMARY)
-                .command_buffer_count(1);
-            let cb = d
-                .allocate_command_buffers(&info)
-                .map_err(driver("vkAllocateCommandBuffers"))?[0];
-            let timed = vk.timestamp_ns.is_some() && n > 0;
-            if timed {
-                let info = vk::QueryPoolCreateInfo::default()
-                    .query_type(vk::QueryType::TIMESTAMP)
-                    .query_count(2 * n);
-                self.queries = d
-                    .create_query_pool(&info, None)
-                    .map_err(driver("vkCreateQueryPool"))?;
-            }
             let begin = vk::CommandBufferBeginInfo::default();
             d.begin_command_buffer(cb, &begin)
                 .map_err(driver("vkBeginCommandBuffer"))?;
             if timed {
                 d.cmd_reset_query_pool(cb, self.queries, 0, 2 * n);
             }
-            let stage = vk::PipelineStageFlags::COMPUTE_SHADER;
             for (i, (l, set)) in launches.iter().zip(&sets).enumerate() {
-                let k = &kernels[l.kernel];
-                d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, self.pipelines[l.kernel]);
-                d.cmd_bind_descriptor_sets(
-                    cb,
-                    vk::PipelineBindPoint::COMPUTE,
-                    self.layouts[l.kernel],
-                    0,
-                    &[*set],
-                    &[],
-                );
-                if timed {
-                    d.cmd_write_timestamp(cb, stage, self.queries, 2 * i as u32);
-                }
-                let [x, y, z] = k.groups.map(|g| g as u32);
-                d.cmd_dispatch(cb, x, y, z);
-                if timed {
-                    d.cmd_write_timestamp(cb, stage, self.queries, 2 * i as u32 + 1);
-                }
-                let barrier = vk::MemoryBarrier::default()
-                    .src_access_mask(vk::AccessFlags::SHADER_WRITE)
-                    .dst_access_mask(vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE);
-                d.cmd_pipeline_barrier(
-                    cb,
-                    stage,
-                    stage,
-                    vk::DependencyFlags::empty(),
-                    &[barrier],
-                    &[],
-                    &[],
-                );
+                self.record_launch(cb, &kernels[l.kernel], l.kernel, *set, timed.then_some(i));
             }
             let to_host = vk::MemoryBarrier::default()
                 .src_access_mask(vk::AccessFlags::SHADER_WRITE)
                 .dst_access_mask(vk::AccessFlags::HOST_READ);
             d.cmd_pipeline_barrier(
                 cb,
-                stage,
+                vk::PipelineStageFlags::COMPUTE_SHADER,
                 vk::PipelineStageFlags::HOST,
                 vk::DependencyFlags::empty(),
                 &[to_host],
@@ -179,9 +135,90 @@ impl<'a> Exec<'a> {
             self.fence = d
                 .create_fence(&vk::FenceCreateInfo::default(), None)
                 .map_err(driver("vkCreateFence"))?;
-            self.recorded = Some((cb, if timed { n } else { 0 }));
         }
+        self.recorded = Some((cb, if timed { n } else { 0 }));
         Ok(())
+    }
+
+    /// The run's command pool and its one primary command buffer.
+    fn command_buffer(&mut self) -> Result<vk::CommandBuffer, GpuError> {
+        let vk = self.vk;
+        let d = &vk.device;
+        // SAFETY: valid create infos on a live device.
+        unsafe {
+            let info = vk::CommandPoolCreateInfo::default().queue_family_index(vk.queue_family);
+            self.commands = d
+                .create_command_pool(&info, None)
+                .map_err(driver("vkCreateCommandPool"))?;
+            let info = vk::CommandBufferAllocateInfo::default()
+                .command_pool(self.commands)
+                .level(vk::CommandBufferLevel::PRIMARY)
+                .command_buffer_count(1);
+            Ok(d.allocate_command_buffers(&info)
+                .map_err(driver("vkAllocateCommandBuffers"))?[0])
+        }
+    }
+
+    /// The run's pool of `count` timestamp queries.
+    fn query_pool(&mut self, count: u32) -> Result<(), GpuError> {
+        let info = vk::QueryPoolCreateInfo::default()
+            .query_type(vk::QueryType::TIMESTAMP)
+            .query_count(count);
+        // SAFETY: a valid create info on a live device.
+        self.queries = unsafe { self.vk.device.create_query_pool(&info, None) }
+            .map_err(driver("vkCreateQueryPool"))?;
+        Ok(())
+    }
+
+    /// Records one launch of `k` (pipeline `pipeline`) on descriptor set `set`, with
+    /// timestamps around it as launch `timed` when given, and a barrier after it.
+    ///
+    /// # Safety
+    ///
+    /// `cb` is this run's command buffer, recording; with `timed`, the query pool holds two
+    /// queries per launch.
+    unsafe fn record_launch(
+        &self,
+        cb: vk::CommandBuffer,
+        k: &GpuKernel,
+        pipeline: usize,
+        set: vk::DescriptorSet,
+        timed: Option<usize>,
+    ) {
+        let d = &self.vk.device;
+        let stage = vk::PipelineStageFlags::COMPUTE_SHADER;
+        // SAFETY: the caller's; the pipeline, its layout and the set belong to this run.
+        unsafe {
+            d.cmd_bind_pipeline(cb, vk::PipelineBindPoint::COMPUTE, self.pipelines[pipeline]);
+            d.cmd_bind_descriptor_sets(
+                cb,
+                vk::PipelineBindPoint::COMPUTE,
+                self.layouts[pipeline],
+                0,
+                &[set],
+                &[],
+            );
+            if let Some(i) = timed {
+                d.cmd_write_timestamp(cb, stage, self.queries, 2 * i as u32);
+            }
+            let [x, y, z] = k.groups.map(|g| g as u32);
+            d.cmd_dispatch(cb, x, y, z);
+            if let Some(i) = timed {
+                d.cmd_write_timestamp(cb, stage, self.queries, 2 * i as u32 + 1);
+            }
+            let barrier = vk::MemoryBarrier::default()
+                .src_access_mask(vk::AccessFlags::SHADER_WRITE)
+                .dst_access_mask(vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE);
+            d.cmd_pipeline_barrier(
+                cb,
+                stage,
+                stage,
+                vk::DependencyFlags::empty(),
+                &[barrier],
+                &[],
+                &[],
+            );
+        }
     }
 
     /// Submits the recorded launches; waits; returns each launch's device time (zero when the

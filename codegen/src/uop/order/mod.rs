@@ -9,6 +9,8 @@
 //! accumulates over. The result is then checked: every node sits inside the loops it depends
 //! on, and every value it reads is still in scope.
 
+mod verify;
+
 use super::{UOp, UOpGraph, UOpId, UOpKind};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, HashSet};
@@ -54,47 +56,94 @@ pub enum OrderError {
 }
 
 /// Orders the nodes of `g` reachable from `sinks` into a [`Linear`] program.
-pub fn linearize(g: &UOpGraph, sinks: &[UOpId]) -> Result<Linear, OrderError> {
+pub fn order_uops(g: &UOpGraph, sinks: &[UOpId]) -> Result<Linear, OrderError> {
     let nodes = reachable(g, sinks);
+    let (children, in_degree) = edges(g, &nodes);
+    let scopes = block_scopes(g, &nodes, &children);
+    let (order, end_markers) = topological_order(g, &nodes, &children, in_degree, scopes)?;
+    let (order, ends) = place_ends(g, order, end_markers);
+    let linear = build_linear(g, &order, &ends, sinks);
+    if let Err(e) = verify::verify(&linear) {
+        if std::env::var_os("KILN_DEBUG_ORDER").is_some() {
+            eprintln!("{}", linear.listing());
+        }
+        return Err(e);
+    }
+    Ok(linear)
+}
+
+/// Each node's users, and its number of distinct sources, over `nodes`.
+type Edges = (HashMap<UOpId, Vec<UOpId>>, HashMap<UOpId, usize>);
+
+fn edges(g: &UOpGraph, nodes: &[UOpId]) -> Edges {
     let mut children: HashMap<UOpId, Vec<UOpId>> = HashMap::new();
     let mut in_degree: HashMap<UOpId, usize> = HashMap::new();
-    for &n in &nodes {
+    for &n in nodes {
         in_degree.entry(n).or_insert(0);
         for &s in unique(&g.get(n).src).iter() {
             children.entry(s).or_default().push(n);
             *in_degree.entry(n).or_insert(0) += 1;
         }
     }
-    let mut scopes: Vec<(UOpId, HashSet<UOpId>)> = Vec::new();
+    (children, in_degree)
+}
+
+/// Each `RANGE`'s and `IF`'s scope (see the module documentation), last node first.
+fn block_scopes(
+    g: &UOpGraph,
+    nodes: &[UOpId],
+    children: &HashMap<UOpId, Vec<UOpId>>,
+) -> Vec<(UOpId, HashSet<UOpId>)> {
+    let mut scopes = Vec::new();
     for &n in nodes.iter().rev() {
         let end = match g.get(n).kind {
             UOpKind::Range { .. } => UOpKind::Phi,
             UOpKind::If => UOpKind::Store,
             _ => continue,
         };
-        scopes.push((n, scope_of(g, &children, n, &end)));
+        scopes.push((n, scope_of(g, children, n, &end)));
     }
+    scopes
+}
+
+/// Each node's priority: lower inside more and deeper loops.
+fn loop_priorities(g: &UOpGraph, scopes: &[(UOpId, HashSet<UOpId>)]) -> HashMap<UOpId, i64> {
     let mut priorities: HashMap<UOpId, i64> = HashMap::new();
-    for (r, members) in &scopes {
+    for (r, members) in scopes {
         if let UOpKind::Range { depth, index, .. } = g.get(*r).kind {
             for m in members {
                 *priorities.entry(*m).or_insert(0) -= depth as i64 * 1000 + index as i64;
             }
         }
     }
+    priorities
+}
+
+/// The nodes in order, and for each block the node its scope ends with and the block's
+/// owner.
+type Ordered = (Vec<UOpId>, Vec<(UOpId, UOpId)>);
+
+/// The topological sort by priority, blocks nested: what a block's scope does not need waits
+/// until the block closes.
+fn topological_order(
+    g: &UOpGraph,
+    nodes: &[UOpId],
+    children: &HashMap<UOpId, Vec<UOpId>>,
+    mut in_degree: HashMap<UOpId, usize>,
+    mut scopes: Vec<(UOpId, HashSet<UOpId>)>,
+) -> Result<Ordered, OrderError> {
+    let priorities = loop_priorities(g, &scopes);
     let priority = |u: UOpId| -> i64 { priorities.get(&u).copied().unwrap_or(0) };
     let mut heap = BinaryHeap::new();
     let push = |heap: &mut BinaryHeap<_>, u: UOpId| {
         heap.push(Reverse((priority(u), tie_break(g.get(u)), u)));
     };
-    for &n in &nodes {
+    for &n in nodes {
         if in_degree[&n] == 0 {
             push(&mut heap, n);
         }
     }
-    // `order` holds graph ids, and `None` for an END marker of the scope owner in `ends`.
     let mut order: Vec<UOpId> = Vec::new();
-    let mut ends: HashMap<usize, UOpId> = HashMap::new();
     let mut end_markers: Vec<(UOpId, UOpId)> = Vec::new();
     // What may be placed while each block is the innermost open one: its scope and what its
     // scope needs. Anything else waits for the block to close, so that blocks nest and values
@@ -106,7 +155,6 @@ pub fn linearize(g: &UOpGraph, sinks: &[UOpId]) -> Result<Linear, OrderError> {
     let mut open: Vec<UOpId> = Vec::new();
     let mut deferred: Vec<UOpId> = Vec::new();
     while let Some(Reverse((_, _, x))) = heap.pop() {
-        let u = g.get(x);
         if let Some(inner) = open.last() {
             if !needed[inner].contains(&x) {
                 deferred.push(x);
@@ -116,15 +164,7 @@ pub fn linearize(g: &UOpGraph, sinks: &[UOpId]) -> Result<Linear, OrderError> {
         if needed.contains_key(&x) {
             open.push(x);
         }
-        if matches!(u.kind, UOpKind::DefineAcc { .. }) && u.src.len() > 1 {
-            let first = order
-                .iter()
-                .position(|o| u.src[1..].contains(o))
-                .ok_or(OrderError::Cycle)?;
-            order.insert(first, x);
-        } else {
-            order.push(x);
-        }
+        place(g, &mut order, x)?;
         for (owner, members) in scopes.iter_mut() {
             if members.remove(&x) && members.is_empty() {
                 end_markers.push((x, *owner));
@@ -145,7 +185,32 @@ pub fn linearize(g: &UOpGraph, sinks: &[UOpId]) -> Result<Linear, OrderError> {
     if order.len() != nodes.len() {
         return Err(OrderError::Cycle);
     }
-    // Place END markers (as sentinel ids past the graph) after the last node of each scope.
+    Ok((order, end_markers))
+}
+
+/// Appends `x` to `order`; an accumulator goes just before the first loop it accumulates over.
+fn place(g: &UOpGraph, order: &mut Vec<UOpId>, x: UOpId) -> Result<(), OrderError> {
+    let u = g.get(x);
+    if matches!(u.kind, UOpKind::DefineAcc { .. }) && u.src.len() > 1 {
+        let first = order
+            .iter()
+            .position(|o| u.src[1..].contains(o))
+            .ok_or(OrderError::Cycle)?;
+        order.insert(first, x);
+    } else {
+        order.push(x);
+    }
+    Ok(())
+}
+
+/// `order` with END markers (sentinel ids past the graph) after the last node of each scope,
+/// and the block each sentinel ends.
+fn place_ends(
+    g: &UOpGraph,
+    mut order: Vec<UOpId>,
+    mut end_markers: Vec<(UOpId, UOpId)>,
+) -> (Vec<UOpId>, HashMap<usize, UOpId>) {
+    let mut ends: HashMap<usize, UOpId> = HashMap::new();
     let sentinel_base = g.len() as u32;
     // Markers after the same node: outer scopes are inserted first, so inner ones close first.
     let opened = |u: &UOpId| order.iter().position(|o| o == u).unwrap_or(0);
@@ -156,14 +221,7 @@ pub fn linearize(g: &UOpGraph, sinks: &[UOpId]) -> Result<Linear, OrderError> {
         ends.insert(sentinel.index(), *owner);
         order.insert(pos + 1, sentinel);
     }
-    let linear = build_linear(g, &order, &ends, sinks);
-    if let Err(e) = verify(&linear) {
-        if std::env::var_os("KILN_DEBUG_ORDER").is_some() {
-            eprintln!("{}", linear.listing());
-        }
-        return Err(e);
-    }
-    Ok(linear)
+    (order, ends)
 }
 
 fn unique(v: &[UOpId]) -> Vec<UOpId> {
@@ -307,100 +365,4 @@ impl Linear {
         }
         s
     }
-}
-
-/// The position whose block a value lives in: an accumulator's PHI is declared with the
-/// accumulator; everything else where it stands.
-fn declared_at(l: &Linear, i: usize) -> usize {
-    match l.uops[i].kind {
-        UOpKind::Phi => declared_at(l, l.uops[i].src[0].index()),
-        _ => i,
-    }
-}
-
-fn verify(l: &Linear) -> Result<(), OrderError> {
-    let stacks = l.block_stacks();
-    let kind = |i: usize| l.uops[i].kind.to_string();
-    for (i, u) in l.uops.iter().enumerate() {
-        if matches!(u.kind, UOpKind::EndRange | UOpKind::EndIf) {
-            let open = stacks[i - 1..i].first().and_then(|_| {
-                let mut st = stacks[i - 1].clone();
-                if matches!(l.uops[i - 1].kind, UOpKind::Range { .. } | UOpKind::If) {
-                    st.push(i - 1);
-                }
-                st.last().copied()
-            });
-            if open != Some(u.src[0].index()) {
-                return Err(OrderError::BadNesting {
-                    index: i,
-                    block: u.src[0].index(),
-                    open,
-                });
-            }
-        }
-    }
-    // Loops each instruction depends on, through anything but a PHI's result.
-    let mut needs: Vec<HashSet<usize>> = Vec::with_capacity(l.uops.len());
-    for (i, u) in l.uops.iter().enumerate() {
-        let mut set = HashSet::new();
-        if matches!(u.kind, UOpKind::Range { .. }) {
-            set.insert(i);
-        }
-        for s in &u.src {
-            let s = s.index();
-            if s >= i && !matches!(u.kind, UOpKind::DefineAcc { .. }) {
-                return Err(OrderError::UseBeforeDef {
-                    index: i,
-                    kind: kind(i),
-                    src: s,
-                });
-            }
-            if matches!(u.kind, UOpKind::DefineAcc { .. } | UOpKind::EndRange) {
-                continue;
-            }
-            if matches!(l.uops[s].kind, UOpKind::Phi) {
-                // The PHI's result is visible after its loops close.
-                let acc = declared_at(l, s);
-                set.extend(
-                    needs[s]
-                        .iter()
-                        .filter(|r| !l.uops[acc].src.iter().any(|x| x.index() == **r)),
-                );
-            } else if s < needs.len() {
-                set.extend(needs[s].iter().copied());
-            }
-        }
-        for &r in &set {
-            if r != i && !stacks[i].contains(&r) {
-                return Err(OrderError::OutsideLoop {
-                    index: i,
-                    kind: kind(i),
-                    range: r,
-                });
-            }
-        }
-        needs.push(set);
-        if matches!(
-            u.kind,
-            UOpKind::EndRange | UOpKind::EndIf | UOpKind::DefineAcc { .. }
-        ) {
-            continue;
-        }
-        for s in &u.src {
-            let d = declared_at(l, s.index());
-            let visible = stacks[d].iter().all(|b| stacks[i].contains(b))
-                || matches!(
-                    l.uops[d].kind,
-                    UOpKind::Const(_) | UOpKind::Store | UOpKind::Barrier | UOpKind::If
-                );
-            if !visible {
-                return Err(OrderError::OutOfScope {
-                    index: i,
-                    kind: kind(i),
-                    src: s.index(),
-                });
-            }
-        }
-    }
-    Ok(())
 }
