@@ -4,7 +4,6 @@
 
 mod report;
 
-use crate::dtype::{DType, Scalar};
 use crate::linearize::Program;
 use crate::plan::ArenaPlan;
 use crate::schedule::{BufId, BufKind, Schedule};
@@ -48,24 +47,6 @@ pub enum BundleError {
         #[source]
         source: std::io::Error,
     },
-}
-
-fn fw_dtype(d: DType) -> fw::DType {
-    use fw::DType as F;
-    match d.scalar {
-        Scalar::Bool => F::Bool,
-        Scalar::I8 => F::I8,
-        Scalar::U8 => F::U8,
-        Scalar::I16 => F::I16,
-        Scalar::U16 => F::U16,
-        Scalar::I32 => F::I32,
-        Scalar::U32 => F::U32,
-        Scalar::I64 => F::I64,
-        Scalar::U64 => F::U64,
-        Scalar::F16 => F::F16,
-        Scalar::F32 => F::F32,
-        Scalar::F64 => F::F64,
-    }
 }
 
 /// Lays out the weights the schedule uses, each at a 16-byte boundary.
@@ -162,7 +143,7 @@ fn tensor_desc(s: &Schedule, plan: &ArenaPlan, b: BufId) -> Result<fw::TensorDes
     let shape: Vec<u32> = info.shape.iter().map(|&d| d as u32).collect();
     fw::TensorDesc::new(
         fw::Span::new(p.offset as u32, info.bytes() as u32),
-        fw_dtype(info.dtype),
+        info.dtype.scalar,
         &shape,
     )
     .map_err(|e| BundleError::Capacity(format!("{e:?}")))

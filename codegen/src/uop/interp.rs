@@ -20,7 +20,7 @@ impl HostBuffer {
     pub fn zeros(dtype: Scalar, len: usize) -> Self {
         HostBuffer {
             dtype,
-            data: vec![ConstValue::zero(dtype.vec(1)); len],
+            data: vec![ConstValue::zero(dtype.into()); len],
         }
     }
 
@@ -29,7 +29,7 @@ impl HostBuffer {
             dtype,
             data: v
                 .iter()
-                .map(|&x| ConstValue::from_f64(dtype.vec(1), x))
+                .map(|&x| ConstValue::from_f64(dtype.into(), x))
                 .collect(),
         }
     }
@@ -60,13 +60,13 @@ fn decode_le(s: Scalar, c: &[u8]) -> ConstValue {
     b[..c.len()].copy_from_slice(c);
     let raw = u64::from_le_bytes(b);
     match s {
-        Scalar::F16 => ConstValue::from_f64(s.vec(1), crate::dtype::f16_to_f64(raw as u16)),
-        Scalar::F32 => ConstValue::from_f64(s.vec(1), f32::from_bits(raw as u32) as f64),
+        Scalar::F16 => ConstValue::from_f64(s.into(), crate::dtype::f16_to_f64(raw as u16)),
+        Scalar::F32 => ConstValue::from_f64(s.into(), f32::from_bits(raw as u32) as f64),
         Scalar::F64 => ConstValue::Float(raw),
         Scalar::I8 => ConstValue::Int(raw as u8 as i8 as i64),
         Scalar::I16 => ConstValue::Int(raw as u16 as i16 as i64),
         Scalar::I32 => ConstValue::Int(raw as u32 as i32 as i64),
-        _ => ConstValue::from_i64(s.vec(1), raw as i64),
+        _ => ConstValue::from_i64(s.into(), raw as i64),
     }
 }
 
@@ -480,8 +480,8 @@ fn to_bits(v: ConstValue, s: Scalar) -> u64 {
 
 fn from_bits(b: u64, s: Scalar) -> ConstValue {
     match s {
-        Scalar::F32 => ConstValue::from_f64(s.vec(1), f32::from_bits(b as u32) as f64),
+        Scalar::F32 => ConstValue::from_f64(s.into(), f32::from_bits(b as u32) as f64),
         Scalar::F64 => ConstValue::Float(b),
-        _ => ConstValue::from_i64(s.vec(1), b as i64),
+        _ => ConstValue::from_i64(s.into(), b as i64),
     }
 }

@@ -80,7 +80,7 @@ pub fn invalid(reason: impl Into<String>) -> OpError {
 
 /// Kiln's type for an ONNX element type; `tensor` names the value in the error.
 pub fn dtype_of(elem: ElemType, tensor: &str) -> Result<DType, OnnxError> {
-    Ok(elem.to_scalar(tensor)?.vec(1))
+    Ok(DType::from(elem.to_scalar(tensor)?))
 }
 
 /// A known tensor as a graph value: a broadcast constant when all its elements are equal,
