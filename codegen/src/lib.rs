@@ -28,6 +28,7 @@ pub mod plan;
 pub mod render;
 pub mod schedule;
 pub mod shape;
+pub mod tensor;
 pub mod tensorio;
 pub mod uop;
 
