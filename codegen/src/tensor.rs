@@ -98,6 +98,18 @@ impl Tensor {
         Tensor::from_values(dtype, shape, cast)
     }
 
+    /// The vector (rank 1) of `values` converted to `dtype` (C cast semantics).
+    pub fn vector(dtype: Scalar, values: &[f64]) -> Tensor {
+        let cast = values
+            .iter()
+            .map(|&v| ConstValue::from_f64(dtype.into(), v));
+        Tensor {
+            dtype,
+            shape: vec![values.len()],
+            bytes: encode_all(dtype, cast),
+        }
+    }
+
     /// `values` converted to `dtype` (C cast semantics), one per element of `shape`.
     pub fn from_i64(
         dtype: Scalar,
@@ -124,11 +136,7 @@ impl Tensor {
         values: impl ExactSizeIterator<Item = ConstValue>,
     ) -> Result<Tensor, TensorError> {
         check_count(dtype, &shape, values.len())?;
-        let mut bytes = Vec::with_capacity(values.len() * dtype.size());
-        for v in values {
-            encode_element(dtype, v, &mut bytes);
-        }
-        Tensor::new(dtype, shape, bytes)
+        Tensor::new(dtype, shape, encode_all(dtype, values))
     }
 
     pub fn dtype(&self) -> Scalar {
@@ -189,6 +197,15 @@ impl Tensor {
         let values = chunks.map(|c| f32::from_le_bytes(c.try_into().expect("4 bytes")));
         (self.dtype == Scalar::F32).then(|| values.collect())
     }
+}
+
+/// Constants of `dtype`, encoded one after the other.
+fn encode_all(dtype: Scalar, values: impl ExactSizeIterator<Item = ConstValue>) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(values.len() * dtype.size());
+    for v in values {
+        encode_element(dtype, v, &mut bytes);
+    }
+    bytes
 }
 
 /// One little-endian element of `dtype` (`dtype.size()` bytes) as a constant: booleans read as

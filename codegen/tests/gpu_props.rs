@@ -15,16 +15,18 @@ use kiln_codegen::gpu::{opencl, vulkan, Api, GpuKernel, KernelCall};
 use kiln_codegen::kernel::{gpu_heuristic, Kernel};
 use kiln_codegen::linearize::{to_program, LinearizeError};
 use kiln_codegen::render::DeviceLimits;
-use kiln_codegen::uop::interp::HostBuffer;
+use kiln_codegen::tensor::Tensor;
 
 const CASES: u64 = 150;
 
 fn encode(case: &Case, v: &[f64]) -> Vec<u8> {
-    HostBuffer::from_f64(case.dtype.scalar, v).to_bytes()
+    Tensor::vector(case.dtype.scalar, v).into_bytes()
 }
 
 fn decode(case: &Case, b: &[u8]) -> Vec<f64> {
-    HostBuffer::from_bytes(case.dtype.scalar, b).to_f64()
+    let s = case.dtype.scalar;
+    let t = Tensor::new(s, vec![b.len() / s.size()], b.to_vec()).expect("whole elements");
+    t.to_f64()
 }
 
 struct Prepared {

@@ -55,7 +55,7 @@ fn layout_weights(s: &Schedule) -> (Vec<u8>, HashMap<BufId, fw::Span>) {
     let mut spans = HashMap::new();
     for (i, b) in s.buffers.iter().enumerate() {
         if let BufKind::Weight(w) = b.kind {
-            let bytes = &s.weights[w.0 as usize].bytes;
+            let bytes = s.weights[w.0 as usize].tensor.bytes();
             blob.resize(blob.len().next_multiple_of(kiln_firmware::exec::ALIGN), 0);
             spans.insert(
                 BufId(i as u32),

@@ -106,6 +106,13 @@ fn f32_values_keep_their_bits() {
 }
 
 #[test]
+fn a_vector_is_rank_one() {
+    let v = Tensor::vector(Scalar::I64, &[3.0, -1.0]);
+    assert_eq!(v, Tensor::from_i64(Scalar::I64, vec![2], &[3, -1]).unwrap());
+    assert_eq!(Tensor::vector(Scalar::U8, &[]).shape(), [0]);
+}
+
+#[test]
 fn scalars_and_empty_tensors() {
     let scalar = Tensor::from_f64(Scalar::F32, vec![], &[2.5]).unwrap();
     assert_eq!((scalar.shape(), scalar.numel()), (&[][..], 1));
