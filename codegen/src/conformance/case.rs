@@ -376,3 +376,6 @@ pub fn compare(got: &[u8], scalar: Scalar, shape: &[usize], want: &Tensor) -> Re
         )),
     }
 }
+
+#[cfg(test)]
+mod tests;
