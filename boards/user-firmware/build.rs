@@ -18,7 +18,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 .join(format!("{file}.npy"));
             println!("cargo:rerun-if-changed={}", npy.display());
             let tensor = kiln_codegen::tensorio::read_tensor(&npy)?;
-            fs::write(out.join(format!("{name}_{file}.bin")), &tensor.bytes)?;
+            fs::write(out.join(format!("{name}_{file}.bin")), tensor.bytes())?;
         }
     }
 

@@ -128,8 +128,10 @@ fn store_relayouts(schedule: &mut Schedule, kernels: &[Kernel], programs: &[Prog
     }
     for (buf, r) in reordered {
         if let BufKind::Weight(w) = schedule.buffers[buf.0 as usize].kind {
-            let data = &mut schedule.weights[w.0 as usize];
-            data.bytes = reorder_bytes(&r, &data.bytes, data.dtype.size());
+            // A relayout is a permutation of the weight's elements: as many bytes.
+            let data = &mut schedule.weights[w.0 as usize].tensor;
+            let reordered = reorder_bytes(&r, data.bytes(), data.dtype().size());
+            data.bytes_mut().copy_from_slice(&reordered);
         }
     }
 }

@@ -2,107 +2,9 @@
 
 use std::fmt;
 
-/// A scalar element type.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Scalar {
-    Bool,
-    I8,
-    U8,
-    I16,
-    U16,
-    I32,
-    U32,
-    I64,
-    U64,
-    F16,
-    F32,
-    F64,
-}
-
-impl Scalar {
-    /// All scalar types, in promotion order.
-    pub const ALL: [Scalar; 12] = [
-        Scalar::Bool,
-        Scalar::I8,
-        Scalar::U8,
-        Scalar::I16,
-        Scalar::U16,
-        Scalar::I32,
-        Scalar::U32,
-        Scalar::I64,
-        Scalar::U64,
-        Scalar::F16,
-        Scalar::F32,
-        Scalar::F64,
-    ];
-
-    /// Size of one element in bytes.
-    pub const fn size(self) -> usize {
-        match self {
-            Scalar::Bool | Scalar::I8 | Scalar::U8 => 1,
-            Scalar::I16 | Scalar::U16 | Scalar::F16 => 2,
-            Scalar::I32 | Scalar::U32 | Scalar::F32 => 4,
-            Scalar::I64 | Scalar::U64 | Scalar::F64 => 8,
-        }
-    }
-
-    pub const fn is_float(self) -> bool {
-        matches!(self, Scalar::F16 | Scalar::F32 | Scalar::F64)
-    }
-
-    pub const fn is_int(self) -> bool {
-        !self.is_float() && !matches!(self, Scalar::Bool)
-    }
-
-    pub const fn is_unsigned(self) -> bool {
-        matches!(self, Scalar::U8 | Scalar::U16 | Scalar::U32 | Scalar::U64)
-    }
-
-    /// Short name used in kernel names and reports (`f32`, `i8`, …).
-    pub const fn name(self) -> &'static str {
-        match self {
-            Scalar::Bool => "bool",
-            Scalar::I8 => "i8",
-            Scalar::U8 => "u8",
-            Scalar::I16 => "i16",
-            Scalar::U16 => "u16",
-            Scalar::I32 => "i32",
-            Scalar::U32 => "u32",
-            Scalar::I64 => "i64",
-            Scalar::U64 => "u64",
-            Scalar::F16 => "f16",
-            Scalar::F32 => "f32",
-            Scalar::F64 => "f64",
-        }
-    }
-
-    /// The smallest value of the type (−∞ for floats): the identity of MAX.
-    pub fn min_value(self) -> f64 {
-        match self {
-            Scalar::Bool => 0.0,
-            Scalar::I8 => i8::MIN as f64,
-            Scalar::U8 | Scalar::U16 | Scalar::U32 | Scalar::U64 => 0.0,
-            Scalar::I16 => i16::MIN as f64,
-            Scalar::I32 => i32::MIN as f64,
-            Scalar::I64 => i64::MIN as f64,
-            Scalar::F16 | Scalar::F32 | Scalar::F64 => f64::NEG_INFINITY,
-        }
-    }
-
-    /// A vector of `count` lanes of this scalar.
-    pub const fn vec(self, count: u8) -> DType {
-        DType {
-            scalar: self,
-            count,
-        }
-    }
-}
-
-impl fmt::Display for Scalar {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
+/// A scalar element type: the runtime's own, so that the schedule and the compiler cannot
+/// disagree on one.
+pub use kiln_firmware::scalar::Scalar;
 
 /// A value type: a scalar, or a vector of `count` (2, 4, 8 or 16) lanes of it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -112,26 +14,31 @@ pub struct DType {
 }
 
 impl DType {
-    pub const BOOL: DType = Scalar::Bool.vec(1);
-    pub const I8: DType = Scalar::I8.vec(1);
-    pub const U8: DType = Scalar::U8.vec(1);
-    pub const I16: DType = Scalar::I16.vec(1);
-    pub const U16: DType = Scalar::U16.vec(1);
-    pub const I32: DType = Scalar::I32.vec(1);
-    pub const U32: DType = Scalar::U32.vec(1);
-    pub const I64: DType = Scalar::I64.vec(1);
-    pub const U64: DType = Scalar::U64.vec(1);
-    pub const F16: DType = Scalar::F16.vec(1);
-    pub const F32: DType = Scalar::F32.vec(1);
-    pub const F64: DType = Scalar::F64.vec(1);
+    /// `count` lanes of `scalar` (1 for a scalar).
+    pub const fn new(scalar: Scalar, count: u8) -> DType {
+        DType { scalar, count }
+    }
+
+    pub const BOOL: DType = DType::new(Scalar::Bool, 1);
+    pub const I8: DType = DType::new(Scalar::I8, 1);
+    pub const U8: DType = DType::new(Scalar::U8, 1);
+    pub const I16: DType = DType::new(Scalar::I16, 1);
+    pub const U16: DType = DType::new(Scalar::U16, 1);
+    pub const I32: DType = DType::new(Scalar::I32, 1);
+    pub const U32: DType = DType::new(Scalar::U32, 1);
+    pub const I64: DType = DType::new(Scalar::I64, 1);
+    pub const U64: DType = DType::new(Scalar::U64, 1);
+    pub const F16: DType = DType::new(Scalar::F16, 1);
+    pub const F32: DType = DType::new(Scalar::F32, 1);
+    pub const F64: DType = DType::new(Scalar::F64, 1);
 
     /// The lane type of a vector (the type itself for a scalar).
     pub const fn scalar(self) -> DType {
-        self.scalar.vec(1)
+        DType::new(self.scalar, 1)
     }
 
     pub const fn vec(self, count: u8) -> DType {
-        self.scalar.vec(count)
+        DType::new(self.scalar, count)
     }
 
     pub const fn is_vector(self) -> bool {
@@ -154,7 +61,7 @@ impl DType {
 
 impl From<Scalar> for DType {
     fn from(s: Scalar) -> Self {
-        s.vec(1)
+        DType::new(s, 1)
     }
 }
 
@@ -222,7 +129,6 @@ mod tests {
         assert_eq!(DType::F32.vec(4).scalar(), DType::F32);
         assert_eq!(DType::I8.vec(4).to_string(), "i8x4");
         assert!(DType::F64.is_float() && !DType::BOOL.is_int() && DType::U8.is_int());
-        assert_eq!(Scalar::I8.min_value(), -128.0);
     }
 
     #[test]

@@ -30,6 +30,7 @@ pub mod render;
 pub mod schedule;
 pub mod shape;
 pub mod target;
+pub mod tensor;
 pub mod tensorio;
 pub mod uop;
 

@@ -1,5 +1,7 @@
 //! Tensor files on the host: NumPy `.npy` (read and write) and ONNX `TensorProto` `.pb` (read),
-//! as used for test vectors (`input_0.npy`, `output_0.pb`, …).
+//! as used for test vectors (`input_0.npy`, `output_0.pb`, …), read into [`Tensor`]s. A `.pb`
+//! is decoded as the ONNX loader decodes initializers ([`decode_tensor`]), so the two refuse
+//! the same element types.
 
 mod npy;
 #[cfg(test)]
@@ -10,10 +12,8 @@ use std::path::{Path, PathBuf};
 
 use thiserror::Error;
 
-use crate::onnx::{decode_tensor, ElemType, OnnxError, TensorData};
-
-/// A tensor in host memory: dense little-endian bytes in C order.
-pub type HostTensor = TensorData;
+use crate::onnx::{decode_tensor, OnnxError};
+use crate::tensor::Tensor;
 
 #[derive(Debug, Error)]
 #[non_exhaustive]
@@ -32,8 +32,8 @@ pub enum TensorIoError {
     },
     #[error("{path}: unknown tensor file extension (expected .npy or .pb)")]
     UnknownExtension { path: PathBuf },
-    #[error("{path}: .npy has no dtype for {elem}")]
-    NoNpyDtype { path: PathBuf, elem: ElemType },
+    #[error("{path}: a rank-{rank} shape makes a .npy header longer than 4 GiB")]
+    NpyHeaderTooLong { path: PathBuf, rank: usize },
     #[error("{dir}: both {prefix}_{index}.npy and {prefix}_{index}.pb exist")]
     Ambiguous {
         dir: PathBuf,
@@ -51,7 +51,7 @@ pub enum TensorIoError {
 }
 
 /// Reads a `.npy` or `.pb` tensor file, by its extension.
-pub fn read_tensor(path: &Path) -> Result<HostTensor, TensorIoError> {
+pub fn read_tensor(path: &Path) -> Result<Tensor, TensorIoError> {
     let kind = path.extension().and_then(|e| e.to_str());
     if !matches!(kind, Some("npy" | "pb")) {
         return Err(TensorIoError::UnknownExtension {
@@ -75,16 +75,16 @@ pub fn read_tensor(path: &Path) -> Result<HostTensor, TensorIoError> {
 }
 
 /// Writes `tensor` as a `.npy` file.
-pub fn write_npy(path: &Path, tensor: &HostTensor) -> Result<(), TensorIoError> {
-    let bytes = npy::encode(tensor).ok_or_else(|| TensorIoError::NoNpyDtype {
+pub fn write_npy(path: &Path, tensor: &Tensor) -> Result<(), TensorIoError> {
+    let bytes = npy::encode(tensor).ok_or_else(|| TensorIoError::NpyHeaderTooLong {
         path: path.to_path_buf(),
-        elem: tensor.elem,
+        rank: tensor.shape().len(),
     })?;
     std::fs::write(path, bytes).map_err(|source| io_error(path, source))
 }
 
 /// Reads `<prefix>_0.*`, `<prefix>_1.*`, … from `dir` in order, each a `.npy` or a `.pb` file.
-pub fn read_dir_tensors(dir: &Path, prefix: &str) -> Result<Vec<HostTensor>, TensorIoError> {
+pub fn read_dir_tensors(dir: &Path, prefix: &str) -> Result<Vec<Tensor>, TensorIoError> {
     let mut found: BTreeMap<usize, Vec<PathBuf>> = BTreeMap::new();
     let entries = std::fs::read_dir(dir).map_err(|source| io_error(dir, source))?;
     for entry in entries {

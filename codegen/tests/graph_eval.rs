@@ -1,9 +1,10 @@
 //! Tensor-level ops, scheduled and run through the kernels in the UOp interpreter, against
 //! naive loops.
 
-use kiln_codegen::dtype::DType;
+use kiln_codegen::dtype::{DType, Scalar};
 use kiln_codegen::graph::{Graph, Lazy};
 use kiln_codegen::schedule::{create_schedule, eval::run_interpreted};
+use kiln_codegen::tensor::Tensor;
 use kiln_codegen::uop::interp::HostBuffer;
 
 fn data(n: usize, seed: u64) -> Vec<f64> {
@@ -20,15 +21,15 @@ fn data(n: usize, seed: u64) -> Vec<f64> {
 }
 
 fn weight(g: &mut Graph, name: &str, shape: &[usize], v: &[f64]) -> Lazy {
-    let bytes = v.iter().flat_map(|x| (*x as f32).to_le_bytes()).collect();
-    g.weight(name, DType::F32, shape, bytes)
+    let t = Tensor::from_f64(Scalar::F32, shape.to_vec(), v).expect("values fill the shape");
+    g.weight(name, t)
 }
 
 fn run(g: &Graph, outs: &[Lazy], inputs: &[Vec<f64>]) -> (Vec<Vec<f64>>, usize) {
     let s = create_schedule(g, outs).expect("schedule");
     let ins: Vec<HostBuffer> = inputs
         .iter()
-        .map(|v| HostBuffer::from_f64(kiln_codegen::dtype::Scalar::F32, v))
+        .map(|v| HostBuffer::from_f64(Scalar::F32, v))
         .collect();
     let r = run_interpreted(&s, &ins).expect("run");
     (r.iter().map(|b| b.to_f64()).collect(), s.items.len())
@@ -211,8 +212,10 @@ fn an_empty_output_schedules_no_kernel() {
 #[test]
 fn reduce_min_of_bools_and_unsigned_integers() {
     let mut g = Graph::new();
-    let b = g.weight("b", DType::BOOL, &[2, 3], vec![1, 0, 1, 1, 1, 1]);
-    let u = g.weight("u", DType::U8, &[2, 3], vec![0, 200, 7, 255, 9, 3]);
+    let bools = Tensor::new(Scalar::Bool, vec![2, 3], vec![1, 0, 1, 1, 1, 1]).unwrap();
+    let bytes = Tensor::new(Scalar::U8, vec![2, 3], vec![0, 200, 7, 255, 9, 3]).unwrap();
+    let b = g.weight("b", bools);
+    let u = g.weight("u", bytes);
     let mb = g.reduce_min(&b, &[1]).unwrap();
     let mu = g.reduce_min(&u, &[1]).unwrap();
     let s = create_schedule(&g, &[mb, mu]).expect("schedule");

@@ -10,7 +10,8 @@ use kiln_codegen::onnx::proto::tensor_shape_proto::dimension;
 use kiln_codegen::onnx::proto::{type_proto, ModelProto};
 use kiln_codegen::onnx::{self, import, ImportError, Imported, OnnxError, OnnxModel};
 use kiln_codegen::schedule::{create_schedule, eval::run_interpreted};
-use kiln_codegen::tensorio::{read_dir_tensors, HostTensor, TensorIoError};
+use kiln_codegen::tensor::Tensor;
+use kiln_codegen::tensorio::{read_dir_tensors, TensorIoError};
 use kiln_codegen::uop::interp::HostBuffer;
 use prost::Message;
 
@@ -62,18 +63,12 @@ fn run_reference(model: &OnnxModel, data: &Path, tol: Tolerance) -> Result<Outco
         .inputs
         .iter()
         .zip(&inputs)
-        .map(|(v, t)| (v.name.clone(), t.dims.clone()))
+        .map(|(v, t)| (v.name.clone(), t.shape().to_vec()))
         .collect();
     let imported = import(model, &shapes).map_err(|e| e.to_string())?;
     let schedule =
         create_schedule(&imported.graph, &imported.outputs).map_err(|e| e.to_string())?;
-    let host: Vec<HostBuffer> = imported
-        .graph
-        .inputs
-        .iter()
-        .zip(&inputs)
-        .map(|(info, t)| HostBuffer::from_bytes(info.dtype.scalar, &t.bytes))
-        .collect();
+    let host: Vec<HostBuffer> = inputs.iter().map(HostBuffer::from).collect();
     let start = Instant::now();
     let got = run_interpreted(&schedule, &host).map_err(|e| e.to_string())?;
     let seconds = start.elapsed().as_secs_f64();
@@ -95,13 +90,13 @@ fn run_reference(model: &OnnxModel, data: &Path, tol: Tolerance) -> Result<Outco
 fn compare(
     got: &HostBuffer,
     out: &Lazy,
-    want: &HostTensor,
+    want: &Tensor,
     tol: Tolerance,
 ) -> Result<(f64, f64), String> {
-    if out.shape() != want.dims.as_slice() {
-        return Err(format!("shape {:?}, want {:?}", out.shape(), want.dims));
+    if out.shape() != want.shape() {
+        return Err(format!("shape {:?}, want {:?}", out.shape(), want.shape()));
     }
-    let want = want.to_f64().ok_or("reference type has no numbers")?;
+    let want = want.to_f64();
     let got = got.to_f64();
     let (mut max_abs, mut max_rel) = (0f64, 0f64);
     for (i, (&g, &w)) in got.iter().zip(&want).enumerate() {

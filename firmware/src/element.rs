@@ -1,7 +1,7 @@
 //! Typed views of a model's inputs and outputs: what code generated for one model uses to hand
 //! out `&mut [f32; 490]` instead of bytes.
 
-use crate::schedule::DType;
+use crate::scalar::Scalar;
 
 /// A Rust type that holds one element of a model tensor of [`DTYPE`](Element::DTYPE).
 ///
@@ -9,13 +9,13 @@ use crate::schedule::DType;
 /// The type's size and alignment are those of the element type, every bit pattern the kernels
 /// write is a valid value of it, and it has no padding.
 pub unsafe trait Element: Copy + 'static {
-    const DTYPE: DType;
+    const DTYPE: Scalar;
 }
 
 macro_rules! elements {
     ($($t:ty => $d:ident),* $(,)?) => {
         // SAFETY: plain numbers of the dtype's size: every bit pattern is valid, no padding.
-        $(unsafe impl Element for $t { const DTYPE: DType = DType::$d; })*
+        $(unsafe impl Element for $t { const DTYPE: Scalar = Scalar::$d; })*
     };
 }
 
@@ -26,7 +26,7 @@ elements!(
 
 // SAFETY: one byte; the kernels store only 0 and 1 into boolean tensors.
 unsafe impl Element for bool {
-    const DTYPE: DType = DType::Bool;
+    const DTYPE: Scalar = Scalar::Bool;
 }
 
 /// `bytes` as `N` elements of `T`, if the length and alignment allow it.

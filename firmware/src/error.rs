@@ -1,7 +1,7 @@
 //! Why a bundle is refused. Every check of [`Bundle::parse`](crate::schedule::Bundle::parse) and
 //! [`Executor::new`](crate::exec::Executor::new) ends in one of these, never in a panic.
 
-use crate::schedule::DType;
+use crate::scalar::Scalar;
 use core::fmt;
 
 /// The memory a slice of a schedule points into.
@@ -84,9 +84,9 @@ pub enum BundleError {
     /// another bundle.
     TensorTypeMismatch {
         place: Place,
-        dtype: DType,
+        dtype: Scalar,
         elements: u64,
-        asked_dtype: DType,
+        asked_dtype: Scalar,
         asked_elements: usize,
     },
 }

@@ -1,6 +1,7 @@
 //! Kiln's `no_std`, heap-free runtime: the schedule format shared with the host compiler
-//! ([`schedule`]), the kernel ABI and the executor that runs a bundle's steps over one static
-//! arena ([`exec`]), and the C math functions kernels call (`math`, feature `c-math`).
+//! ([`schedule`]) and the element types both use ([`scalar`]), the kernel ABI and the executor
+//! that runs a bundle's steps over one static arena ([`exec`]), and the C math functions
+//! kernels call (`math`, feature `c-math`).
 //!
 //! Features: `std` lets the host write schedules ([`schedule::encode`]); `c-math` exports
 //! `expf`, `sqrtf`, … for the C kernels (off on the host, whose libc has them); `defmt` derives
@@ -17,6 +18,7 @@ pub mod exec;
 pub mod half;
 #[cfg(feature = "c-math")]
 pub mod math;
+pub mod scalar;
 pub mod schedule;
 
 #[cfg(any(feature = "std", test))]
@@ -24,6 +26,7 @@ pub mod testdata;
 
 pub use element::Element;
 pub use error::{BundleError, CapacityError};
+pub use scalar::Scalar;
 
 /// Includes the Rust module that `kiln_codegen::Builder` generated for model `name` in the
 /// crate's build script, as module `name`:

@@ -32,6 +32,7 @@ mod bundle;
 pub use bundle::{read_plan, Bundle, Steps};
 
 use crate::error::CapacityError;
+pub use crate::scalar::Scalar;
 use serde::{Deserialize, Serialize};
 
 /// The first four bytes of every schedule.
@@ -109,49 +110,17 @@ impl Step {
     }
 }
 
-/// Element type of a model input or output. The discriminant is the code on the wire; the
-/// order is the host compiler's scalar promotion order.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[cfg_attr(feature = "defmt", derive(defmt::Format))]
-#[repr(u8)]
-pub enum DType {
-    Bool = 0,
-    I8 = 1,
-    U8 = 2,
-    I16 = 3,
-    U16 = 4,
-    I32 = 5,
-    U32 = 6,
-    I64 = 7,
-    U64 = 8,
-    F16 = 9,
-    F32 = 10,
-    F64 = 11,
-}
-
-impl DType {
-    /// Size of one element in bytes.
-    pub const fn size(self) -> u32 {
-        match self {
-            DType::Bool | DType::I8 | DType::U8 => 1,
-            DType::I16 | DType::U16 | DType::F16 => 2,
-            DType::I32 | DType::U32 | DType::F32 => 4,
-            DType::I64 | DType::U64 | DType::F64 => 8,
-        }
-    }
-}
-
 /// A model input or output: where it lives in the arena, and what it holds (row-major,
 /// little-endian, densely packed).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TensorDesc {
     pub span: Span,
-    pub dtype: DType,
+    pub dtype: Scalar,
     pub shape: heapless::Vec<u32, MAX_RANK>,
 }
 
 impl TensorDesc {
-    pub fn new(span: Span, dtype: DType, shape: &[u32]) -> Result<Self, CapacityError> {
+    pub fn new(span: Span, dtype: Scalar, shape: &[u32]) -> Result<Self, CapacityError> {
         let shape = bounded(shape, CapacityError::Rank { len: shape.len() })?;
         Ok(TensorDesc { span, dtype, shape })
     }
@@ -162,7 +131,7 @@ impl TensorDesc {
             .shape
             .iter()
             .try_fold(1u64, |n, &d| n.checked_mul(u64::from(d)));
-        elements?.checked_mul(u64::from(self.dtype.size()))
+        elements?.checked_mul(self.dtype.size() as u64)
     }
 }
 

@@ -5,7 +5,7 @@
 //! Kernel table: 0 `add(out, a, b)`, 1 `relu(out, x)`, 2 `sigmoid(out, x)`.
 
 use crate::schedule::WeightsDigest;
-use crate::schedule::{encode, Arg, DType, KernelIndex, Plan, Span, Step, TensorDesc};
+use crate::schedule::{encode, Arg, KernelIndex, Plan, Scalar, Span, Step, TensorDesc};
 use std::vec;
 use std::vec::Vec;
 
@@ -68,7 +68,7 @@ fn slot_span(slot: u32) -> Span {
 
 fn tensor(slot: u32) -> TensorDesc {
     let shape = [1, ELEMENTS as u32];
-    TensorDesc::new(slot_span(slot), DType::F32, &shape).expect("within the format's capacities")
+    TensorDesc::new(slot_span(slot), Scalar::F32, &shape).expect("within the format's capacities")
 }
 
 fn step(kernel: u16, args: &[Arg]) -> Step {

@@ -3,6 +3,7 @@
 //! each compared with onnxruntime like on the host; a board too small refuses them with the
 //! numbers before anything is built. Needs `scripts/setup-toolchain.sh` (run by the test script).
 
+use kiln_codegen::tensor::Tensor;
 use kiln_runners::board::{self, BoardError};
 use kiln_tests::{compare, compile, references, MLPERF, SMALL};
 use std::time::Duration;
@@ -18,7 +19,7 @@ fn run_on(board_name: &str, model: &str) {
     let image = board::build(&info, &dir)
         .unwrap_or_else(|e| panic!("building {model} for {board_name}: {e}"));
     let (inputs, want) = references(model).unwrap();
-    let inputs: Vec<Vec<u8>> = inputs.into_iter().map(|t| t.bytes).collect();
+    let inputs: Vec<Vec<u8>> = inputs.into_iter().map(Tensor::into_bytes).collect();
     let run = board::run(&info, &image, &inputs, Duration::from_secs(600))
         .unwrap_or_else(|e| panic!("{model} on {board_name}: {e}"));
     let (abs, rel) = compare(model, &run.outputs, &want, 1e-4, 1e-5)

@@ -6,8 +6,8 @@ use kiln_codegen::bundle::Bundle;
 use kiln_codegen::compile::compile_graph;
 use kiln_codegen::onnx;
 use kiln_codegen::target::Target;
-use kiln_codegen::tensorio::{read_dir_tensors, HostTensor};
-use kiln_codegen::uop::interp::HostBuffer;
+use kiln_codegen::tensor::Tensor;
+use kiln_codegen::tensorio::read_dir_tensors;
 use std::path::PathBuf;
 
 /// The repository root.
@@ -47,7 +47,7 @@ pub fn model_path(name: &str) -> PathBuf {
 }
 
 /// Inputs and onnxruntime's outputs for a model.
-pub fn references(name: &str) -> Result<(Vec<HostTensor>, Vec<HostTensor>)> {
+pub fn references(name: &str) -> Result<(Vec<Tensor>, Vec<Tensor>)> {
     let dir = root().join("tests/data").join(name);
     let i = read_dir_tensors(&dir, "input").with_context(|| format!("inputs of {name}"))?;
     let o = read_dir_tensors(&dir, "output").with_context(|| format!("outputs of {name}"))?;
@@ -73,7 +73,7 @@ pub fn compile(name: &str) -> Result<Bundle> {
 pub fn compare(
     name: &str,
     got: &[Vec<u8>],
-    want: &[HostTensor],
+    want: &[Tensor],
     rtol: f64,
     atol: f64,
 ) -> Result<(f64, f64)> {
@@ -82,18 +82,9 @@ pub fn compare(
     }
     let (mut max_abs, mut max_rel) = (0f64, 0f64);
     for (k, (g, w)) in got.iter().zip(want).enumerate() {
-        let s = w.elem.to_scalar("expected output")?;
-        let (g, w) = (
-            HostBuffer::from_bytes(s, g).to_f64(),
-            HostBuffer::from_bytes(s, &w.bytes).to_f64(),
-        );
-        if g.len() != w.len() {
-            bail!(
-                "{name} output {k}: {} elements, {} expected",
-                g.len(),
-                w.len()
-            );
-        }
+        let g = Tensor::new(w.dtype(), w.shape().to_vec(), g.clone())
+            .with_context(|| format!("{name} output {k}"))?;
+        let (g, w) = (g.to_f64(), w.to_f64());
         for (i, (a, b)) in g.iter().zip(&w).enumerate() {
             let d = (a - b).abs();
             max_abs = max_abs.max(d);

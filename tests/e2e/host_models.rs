@@ -1,6 +1,7 @@
 //! Every test model compiled to C, built by the system C compiler, run by the firmware executor
 //! on the host, and compared with onnxruntime (rtol 1e-4, atol 1e-5).
 
+use kiln_codegen::tensor::Tensor;
 use kiln_runners::host;
 use kiln_tests::{compare, compile, references, MLPERF, SMALL};
 
@@ -10,7 +11,7 @@ fn run_model(name: &str) {
     bundle.write(&dir).unwrap();
     let lib = host::compile(&dir).unwrap_or_else(|e| panic!("{name}: {e}"));
     let (inputs, want) = references(name).unwrap();
-    let inputs: Vec<Vec<u8>> = inputs.into_iter().map(|t| t.bytes).collect();
+    let inputs: Vec<Vec<u8>> = inputs.into_iter().map(Tensor::into_bytes).collect();
     let run = host::run(&bundle, &lib, &inputs).unwrap_or_else(|e| panic!("{name}: {e}"));
     let (abs, rel) =
         compare(name, &run.outputs, &want, 1e-4, 1e-5).unwrap_or_else(|e| panic!("{e:#}"));

@@ -7,7 +7,8 @@ use kiln_codegen::compile::{compile as compile_model, io_of};
 use kiln_codegen::onnx;
 use kiln_codegen::optimize::{Beam, Cache, CostModel, Optimize};
 use kiln_codegen::target::Target;
-use kiln_codegen::tensorio::{self, HostTensor};
+use kiln_codegen::tensor::Tensor;
+use kiln_codegen::tensorio;
 use kiln_runners::board::measure::BoardInstructions;
 use kiln_runners::board::BoardInfo;
 use kiln_runners::host::HostWallTime;
@@ -171,15 +172,15 @@ pub fn read_inputs(dir: &Path, c: &Compiled) -> Result<Vec<Vec<u8>>> {
     }
     let mut out = Vec::new();
     for (i, (t, (name, dtype, shape))) in tensors.iter().zip(&c.inputs).enumerate() {
-        let elem = onnx::ElemType::from(dtype.scalar);
-        if t.elem != elem || t.dims.iter().product::<usize>() != shape.iter().product::<usize>() {
+        let want = dtype.scalar;
+        if t.dtype() != want || t.numel() != shape.iter().product::<usize>() {
             bail!(
-                "input {i} ({name}): the model wants {elem} {shape:?}, input_{i} is {} {:?}",
-                t.elem,
-                t.dims
+                "input {i} ({name}): the model wants {want} {shape:?}, input_{i} is {} {:?}",
+                t.dtype(),
+                t.shape()
             );
         }
-        out.push(t.bytes.clone());
+        out.push(t.bytes().to_vec());
     }
     Ok(out)
 }
@@ -188,11 +189,8 @@ pub fn read_inputs(dir: &Path, c: &Compiled) -> Result<Vec<Vec<u8>>> {
 pub fn write_outputs(dir: &Path, c: &Compiled, outputs: &[Vec<u8>]) -> Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     for (i, (bytes, (_, dtype, shape))) in outputs.iter().zip(&c.outputs).enumerate() {
-        let t = HostTensor {
-            elem: onnx::ElemType::from(dtype.scalar),
-            dims: shape.clone(),
-            bytes: bytes.clone(),
-        };
+        let t = Tensor::new(dtype.scalar, shape.clone(), bytes.clone())
+            .with_context(|| format!("output {i}"))?;
         tensorio::write_npy(&dir.join(format!("output_{i}.npy")), &t)?;
     }
     Ok(())

@@ -6,8 +6,8 @@ use super::model::{
 };
 use anyhow::{bail, Context, Result};
 use kiln_codegen::target::Target;
+use kiln_codegen::tensor::Tensor;
 use kiln_codegen::tensorio;
-use kiln_codegen::uop::interp::HostBuffer;
 use kiln_runners::board;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -135,10 +135,13 @@ pub fn compare(
         );
     }
     let mut all_ok = true;
-    for (i, ((got, w), (name, dtype, _))) in outputs.iter().zip(&want).zip(&c.outputs).enumerate() {
-        let g = HostBuffer::from_bytes(dtype.scalar, got).to_f64();
-        let wd = w.elem.to_scalar(name)?;
-        let e = HostBuffer::from_bytes(wd, &w.bytes).to_f64();
+    for (i, ((got, w), (name, dtype, shape))) in
+        outputs.iter().zip(&want).zip(&c.outputs).enumerate()
+    {
+        let g = Tensor::new(dtype.scalar, shape.clone(), got.clone())
+            .with_context(|| format!("output {i} ({name})"))?
+            .to_f64();
+        let e = w.to_f64();
         if g.len() != e.len() {
             bail!(
                 "output {i} ({name}): {} elements, expected {}",

@@ -6,8 +6,8 @@ mod gpu_support;
 use gpu_support::{limits, run};
 use kiln_codegen::gpu::{self, Api};
 use kiln_codegen::onnx::{self, import};
-use kiln_codegen::tensorio::{read_dir_tensors, HostTensor, TensorIoError};
-use kiln_codegen::uop::interp::HostBuffer;
+use kiln_codegen::tensor::Tensor;
+use kiln_codegen::tensorio::{read_dir_tensors, TensorIoError};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -24,8 +24,8 @@ fn mlperf(name: &str) -> PathBuf {
 }
 
 /// Max abs and rel errors of `got` against `want`; panics past the tolerance.
-fn compare(what: &str, got: &[f64], want: &HostTensor) -> (f64, f64) {
-    let want = want.to_f64().expect("numeric reference");
+fn compare(what: &str, got: &[f64], want: &Tensor) -> (f64, f64) {
+    let want = want.to_f64();
     assert_eq!(got.len(), want.len(), "{what}: length");
     let (mut abs, mut rel) = (0f64, 0f64);
     for (i, (&g, &w)) in got.iter().zip(&want).enumerate() {
@@ -54,10 +54,10 @@ fn check(name: &str, path: &Path, data: &Path) {
         .inputs
         .iter()
         .zip(&inputs)
-        .map(|(v, t)| (v.name.clone(), t.dims.clone()))
+        .map(|(v, t)| (v.name.clone(), t.shape().to_vec()))
         .collect();
     let imported = import(&model, &shapes).unwrap_or_else(|e| panic!("{name}: {e}"));
-    let bytes: Vec<Vec<u8>> = inputs.iter().map(|t| t.bytes.clone()).collect();
+    let bytes: Vec<Vec<u8>> = inputs.iter().map(|t| t.bytes().to_vec()).collect();
     for api in [Api::OpenCl, Api::Vulkan] {
         let Some(l) = limits(api) else { continue };
         let gb = gpu::compile(
@@ -79,8 +79,10 @@ fn check(name: &str, path: &Path, data: &Path) {
             .zip(&expected)
             .enumerate()
         {
-            assert_eq!(out.shape(), want.dims.as_slice(), "{name} output {k} shape");
-            let got = HostBuffer::from_bytes(out.dtype.scalar, got).to_f64();
+            assert_eq!(out.shape(), want.shape(), "{name} output {k} shape");
+            let got = Tensor::new(out.dtype.scalar, out.shape().to_vec(), got.clone())
+                .unwrap_or_else(|e| panic!("{name} output {k}: {e}"))
+                .to_f64();
             let (a, e) = compare(&format!("{name} on {} output {k}", api.name()), &got, want);
             (abs, rel) = (abs.max(a), rel.max(e));
         }

@@ -17,17 +17,19 @@ use kiln_codegen::kernel::Kernel;
 use kiln_codegen::linearize::{to_program, LinearizeError};
 use kiln_codegen::optimize::gpu_heuristic;
 use kiln_codegen::target::DeviceLimits;
-use kiln_codegen::uop::interp::HostBuffer;
+use kiln_codegen::tensor::Tensor;
 use kiln_runners::gpu::{opencl, vulkan, KernelCall};
 
 const CASES: u64 = 150;
 
 fn encode(case: &Case, v: &[f64]) -> Vec<u8> {
-    HostBuffer::from_f64(case.dtype.scalar, v).to_bytes()
+    Tensor::vector(case.dtype.scalar, v).into_bytes()
 }
 
 fn decode(case: &Case, b: &[u8]) -> Vec<f64> {
-    HostBuffer::from_bytes(case.dtype.scalar, b).to_f64()
+    let s = case.dtype.scalar;
+    let t = Tensor::new(s, vec![b.len() / s.size()], b.to_vec()).expect("whole elements");
+    t.to_f64()
 }
 
 struct Prepared {

@@ -4,7 +4,6 @@
 
 mod report;
 
-use crate::dtype::{DType, Scalar};
 use crate::linearize::Program;
 use crate::plan::ArenaPlan;
 use crate::schedule::{BufId, BufKind, Schedule};
@@ -52,31 +51,13 @@ pub enum BundleError {
     },
 }
 
-fn fw_dtype(d: DType) -> fw::DType {
-    use fw::DType as F;
-    match d.scalar {
-        Scalar::Bool => F::Bool,
-        Scalar::I8 => F::I8,
-        Scalar::U8 => F::U8,
-        Scalar::I16 => F::I16,
-        Scalar::U16 => F::U16,
-        Scalar::I32 => F::I32,
-        Scalar::U32 => F::U32,
-        Scalar::I64 => F::I64,
-        Scalar::U64 => F::U64,
-        Scalar::F16 => F::F16,
-        Scalar::F32 => F::F32,
-        Scalar::F64 => F::F64,
-    }
-}
-
 /// Lays out the weights the schedule uses, each at a 16-byte boundary.
 fn layout_weights(s: &Schedule) -> (Vec<u8>, HashMap<BufId, fw::Span>) {
     let mut blob = Vec::new();
     let mut spans = HashMap::new();
     for (i, b) in s.buffers.iter().enumerate() {
         if let BufKind::Weight(w) = b.kind {
-            let bytes = &s.weights[w.0 as usize].bytes;
+            let bytes = s.weights[w.0 as usize].tensor.bytes();
             blob.resize(blob.len().next_multiple_of(kiln_firmware::exec::ALIGN), 0);
             spans.insert(
                 BufId(i as u32),
@@ -164,7 +145,7 @@ fn tensor_desc(s: &Schedule, plan: &ArenaPlan, b: BufId) -> Result<fw::TensorDes
     let shape: Vec<u32> = info.shape.iter().map(|&d| d as u32).collect();
     fw::TensorDesc::new(
         fw::Span::new(p.offset as u32, info.bytes() as u32),
-        fw_dtype(info.dtype),
+        info.dtype.scalar,
         &shape,
     )
     .map_err(|e| BundleError::Capacity(format!("{e:?}")))

@@ -11,6 +11,7 @@ pub mod tensor;
 use crate::dtype::DType;
 use crate::ops::{AluOp, ConstValue, ReduceOp, TernaryOp};
 use crate::shape::{ShapeError, ShapeTracker};
+use crate::tensor::Tensor;
 
 /// Index of a node in a [`Graph`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -65,13 +66,11 @@ impl Lazy {
     }
 }
 
-/// Constant data of a weight, little-endian, densely packed.
+/// A weight: a named tensor of constant data.
 #[derive(Clone, Debug, PartialEq)]
 pub struct WeightData {
     pub name: String,
-    pub dtype: DType,
-    pub shape: Vec<usize>,
-    pub bytes: Vec<u8>,
+    pub tensor: Tensor,
 }
 
 /// A model input.
@@ -153,16 +152,15 @@ impl Graph {
         self.push(GOp::Input(n), dtype, shape.to_vec(), vec![])
     }
 
-    /// A new weight tensor with the given data.
-    pub fn weight(&mut self, name: &str, dtype: DType, shape: &[usize], bytes: Vec<u8>) -> Lazy {
+    /// A new weight holding `tensor`.
+    pub fn weight(&mut self, name: &str, tensor: Tensor) -> Lazy {
         let id = WeightId(self.weights.len() as u32);
+        let (dtype, shape) = (DType::from(tensor.dtype()), tensor.shape().to_vec());
         self.weights.push(WeightData {
             name: name.into(),
-            dtype,
-            shape: shape.to_vec(),
-            bytes,
+            tensor,
         });
-        self.push(GOp::Weight(id), dtype, shape.to_vec(), vec![])
+        self.push(GOp::Weight(id), dtype, shape, vec![])
     }
 
     /// The scalar `v` broadcast to `shape`.

@@ -5,7 +5,7 @@ use super::tensor::{broadcast_shape, broadcast_to};
 use super::{GOp, Graph, GraphError, Lazy};
 use crate::dtype::{DType, Scalar};
 use crate::ops::{AluOp, BinaryOp, ConstValue, ReduceOp, UnaryOp};
-use crate::uop::interp::HostBuffer;
+use crate::tensor::Tensor;
 
 /// Abramowitz & Stegun 7.1.26: `erf(x) ≈ 1 - t·P(t)·exp(-x²)`, `t = 1 / (1 + p·x)`, x ≥ 0;
 /// absolute error below 1.5e-7.
@@ -34,8 +34,10 @@ impl Graph {
     /// `0, 1, …, n - 1` as a weight of `dtype`.
     pub fn arange(&mut self, n: usize, dtype: DType) -> Lazy {
         let values: Vec<f64> = (0..n).map(|i| i as f64).collect();
-        let bytes = HostBuffer::from_f64(dtype.scalar, &values).to_bytes();
-        self.weight(&format!("arange_{n}"), dtype, &[n], bytes)
+        self.weight(
+            &format!("arange_{n}"),
+            Tensor::vector(dtype.scalar, &values),
+        )
     }
 
     /// `a == b` with broadcasting (bool).

@@ -4,7 +4,9 @@ use super::error::{AttrProblem, OnnxError};
 use super::model::OnnxGraph;
 use super::proto::attribute_proto::AttributeType;
 use super::proto::AttributeProto;
-use super::tensor::{tensor_from_proto, ElemType, TensorData};
+use super::tensor::tensor_from_proto;
+use crate::dtype::Scalar;
+use crate::tensor::Tensor;
 
 /// The attributes that can hold a `Constant` node's value (exactly one is set).
 const CONSTANT_ATTRS: [&str; 8] = [
@@ -27,7 +29,7 @@ pub enum AttrValue {
     Ints(Vec<i64>),
     Floats(Vec<f32>),
     Strings(Vec<String>),
-    Tensor(TensorData),
+    Tensor(Tensor),
     /// A subgraph (`If`, `Loop`, `Scan` bodies): not read yet.
     Graph,
     /// A kind Kiln does not read (lists of tensors or graphs, sparse tensors, type protos).
@@ -124,7 +126,7 @@ impl Attributes {
     getter!(floats, floats_or, Floats, "floats", Vec<f32>);
     getter!(strings, strings_or, Strings, "strings", Vec<String>);
 
-    pub fn tensor(&self, name: &str) -> Result<&TensorData, OnnxError> {
+    pub fn tensor(&self, name: &str) -> Result<&Tensor, OnnxError> {
         match self.get(name) {
             Some(AttrValue::Tensor(t)) => Ok(t),
             Some(other) => Err(self.wrong_kind(name, "tensor", other)),
@@ -142,7 +144,7 @@ impl Attributes {
     }
 
     /// The value of a `Constant` node, from whichever `value*` attribute it has.
-    pub fn constant(&self) -> Result<TensorData, OnnxError> {
+    pub fn constant(&self) -> Result<Tensor, OnnxError> {
         let found = self
             .list
             .iter()
@@ -150,28 +152,25 @@ impl Attributes {
         let Some((name, value)) = found else {
             return Err(self.error("value", AttrProblem::Missing));
         };
-        let ints = |dims: Vec<usize>, v: &[i64]| TensorData {
-            elem: ElemType::I64,
-            dims,
-            bytes: v.iter().flat_map(|x| x.to_le_bytes()).collect(),
-        };
-        match (name.as_str(), value) {
-            ("value", AttrValue::Tensor(t)) => Ok(t.clone()),
-            ("value_float", AttrValue::Float(v)) => Ok(TensorData::from_f32(vec![], &[*v])),
-            ("value_floats", AttrValue::Floats(v)) => Ok(TensorData::from_f32(vec![v.len()], v)),
-            ("value_int", AttrValue::Int(v)) => Ok(ints(vec![], &[*v])),
-            ("value_ints", AttrValue::Ints(v)) => Ok(ints(vec![v.len()], v)),
+        let ints = |dims: Vec<usize>, v: &[i64]| Tensor::from_i64(Scalar::I64, dims, v);
+        let made = match (name.as_str(), value) {
+            ("value", AttrValue::Tensor(t)) => return Ok(t.clone()),
+            ("value_float", AttrValue::Float(v)) => Tensor::from_f32(vec![], &[*v]),
+            ("value_floats", AttrValue::Floats(v)) => Tensor::from_f32(vec![v.len()], v),
+            ("value_int", AttrValue::Int(v)) => ints(vec![], &[*v]),
+            ("value_ints", AttrValue::Ints(v)) => ints(vec![v.len()], v),
             ("value_string" | "value_strings", _) => {
-                Err(self.error(name, AttrProblem::Unsupported("string constants")))
+                return Err(self.error(name, AttrProblem::Unsupported("string constants")))
             }
             ("sparse_value", _) => {
-                Err(self.error(name, AttrProblem::Unsupported("sparse constants")))
+                return Err(self.error(name, AttrProblem::Unsupported("sparse constants")))
             }
             (_, other) => {
                 let problem = AttrProblem::Invalid(format!("unexpected {}", other.kind()));
-                Err(self.error(name, problem))
+                return Err(self.error(name, problem));
             }
-        }
+        };
+        made.map_err(|e| self.error(name, AttrProblem::Invalid(e.to_string())))
     }
 
     fn error(&self, attr: &str, problem: AttrProblem) -> OnnxError {

@@ -11,9 +11,10 @@ use std::fmt::Write as _;
 use thiserror::Error;
 
 use super::ops::{self, checked_numel, dtype_of, materialize, Ctx, OpBuilder, OpError, Value};
-use super::{pin_dims, ElemType, OnnxError, OnnxModel, OnnxNode, TensorData};
+use super::{pin_dims, OnnxError, OnnxModel, OnnxNode};
 use crate::graph::{Graph, Lazy};
 use crate::schedule::{eval::run_interpreted, schedule_unfolded};
+use crate::tensor::Tensor;
 
 /// Known inputs up to this many elements (each) are computed on at compile time.
 const HOST_LIMIT: usize = 1 << 14;
@@ -155,7 +156,7 @@ impl Importer {
             .map(|n| self.values.get(n).cloned())
             .collect();
         let foldable = inputs.iter().flatten().all(|v| match v {
-            Value::Known(t) => t.elem_count() <= HOST_LIMIT,
+            Value::Known(t) => t.numel() <= HOST_LIMIT,
             Value::Tensor(_) => false,
         });
         let folded = match foldable {
@@ -237,14 +238,11 @@ fn eval_on_host(
                     0 => Vec::new(),
                     _ => results.next().map(|b| b.to_bytes()).unwrap_or_default(),
                 };
-                Value::known(TensorData {
-                    elem: ElemType::from(l.dtype.scalar),
-                    dims: l.shape().to_vec(),
-                    bytes,
-                })
+                let t = Tensor::new(l.dtype.scalar, l.shape().to_vec(), bytes)?;
+                Ok(Value::known(t))
             }
-            known => known,
+            known => Ok(known),
         })
-        .collect();
+        .collect::<Result<_, OpError>>()?;
     Ok(Some(known))
 }

@@ -20,7 +20,7 @@ pub use error::{AttrProblem, OnnxError, OPSET_RANGE};
 pub use import::{import, ImportError, Imported};
 pub use model::{load, load_bytes, Dim, OnnxGraph, OnnxModel, OnnxNode, ValueInfo};
 pub use shape::{parse_shape_override, pin_dims};
-pub use tensor::{decode_tensor, ElemType, TensorData};
+pub use tensor::{decode_tensor, ElemType};
 
 #[cfg(test)]
 mod tests;

@@ -11,7 +11,8 @@ use super::proto::tensor_shape_proto::dimension::Value as DimValue;
 use super::proto::type_proto::Value as TypeValue;
 use super::proto::{GraphProto, ModelProto, NodeProto, OperatorSetIdProto, ValueInfoProto};
 use super::sort::sort_nodes;
-use super::tensor::{tensor_from_proto, ElemType, TensorData};
+use super::tensor::{tensor_from_proto, ElemType};
+use crate::tensor::Tensor;
 
 /// A loaded model.
 #[derive(Clone, Debug, PartialEq)]
@@ -31,7 +32,7 @@ pub struct OnnxGraph {
     pub inputs: Vec<ValueInfo>,
     pub outputs: Vec<ValueInfo>,
     /// Weights and constants, in file order.
-    pub initializers: Vec<(String, TensorData)>,
+    pub initializers: Vec<(String, Tensor)>,
     /// Nodes in topological order (file order where the file allows it).
     pub nodes: Vec<OnnxNode>,
 }

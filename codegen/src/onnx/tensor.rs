@@ -1,4 +1,5 @@
-//! Element types and tensor data, decoded from `TensorProto` into plain little-endian bytes.
+//! ONNX element types, and tensor data decoded from `TensorProto` into Kiln's host tensors:
+//! where an ONNX type code becomes a [`Scalar`], or is refused.
 
 use std::fmt;
 
@@ -8,6 +9,7 @@ use super::error::OnnxError;
 use super::proto::tensor_proto::DataLocation;
 use super::proto::TensorProto;
 use crate::dtype::Scalar;
+use crate::tensor::{Tensor, TensorError};
 
 /// The element type of an ONNX tensor (`TensorProto.DataType`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -109,25 +111,6 @@ impl ElemType {
     }
 }
 
-impl From<Scalar> for ElemType {
-    fn from(scalar: Scalar) -> ElemType {
-        match scalar {
-            Scalar::Bool => ElemType::Bool,
-            Scalar::I8 => ElemType::I8,
-            Scalar::U8 => ElemType::U8,
-            Scalar::I16 => ElemType::I16,
-            Scalar::U16 => ElemType::U16,
-            Scalar::I32 => ElemType::I32,
-            Scalar::U32 => ElemType::U32,
-            Scalar::I64 => ElemType::I64,
-            Scalar::U64 => ElemType::U64,
-            Scalar::F16 => ElemType::F16,
-            Scalar::F32 => ElemType::F32,
-            Scalar::F64 => ElemType::F64,
-        }
-    }
-}
-
 impl fmt::Display for ElemType {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -139,104 +122,8 @@ impl fmt::Display for ElemType {
     }
 }
 
-/// A dense tensor: `bytes` holds the elements little-endian, in C order, densely packed.
-#[derive(Clone, Debug, PartialEq)]
-pub struct TensorData {
-    pub elem: ElemType,
-    pub dims: Vec<usize>,
-    pub bytes: Vec<u8>,
-}
-
-impl TensorData {
-    /// An `f32` tensor. Panics if `values` does not fill `dims`.
-    pub fn from_f32(dims: Vec<usize>, values: &[f32]) -> TensorData {
-        assert_eq!(
-            dims.iter().product::<usize>(),
-            values.len(),
-            "values do not fill dims"
-        );
-        let bytes = values.iter().flat_map(|v| v.to_le_bytes()).collect();
-        TensorData {
-            elem: ElemType::F32,
-            dims,
-            bytes,
-        }
-    }
-
-    /// Number of elements (1 for a scalar).
-    pub fn elem_count(&self) -> usize {
-        self.dims.iter().product()
-    }
-
-    /// The elements of an `f32` tensor; `None` for any other type.
-    pub fn to_f32(&self) -> Option<Vec<f32>> {
-        let values = le::<4>(&self.bytes).map(f32::from_le_bytes);
-        (self.elem == ElemType::F32).then(|| values.collect())
-    }
-
-    /// The elements of an integer or bool tensor as `i64` (`u64` values wrap); `None` otherwise.
-    pub fn to_i64(&self) -> Option<Vec<i64>> {
-        let b = &self.bytes;
-        Some(match self.elem {
-            ElemType::Bool | ElemType::U8 => b.iter().map(|&v| i64::from(v)).collect(),
-            ElemType::I8 => b.iter().map(|&v| i64::from(v as i8)).collect(),
-            ElemType::I16 => le::<2>(b)
-                .map(|c| i64::from(i16::from_le_bytes(c)))
-                .collect(),
-            ElemType::U16 => le::<2>(b)
-                .map(|c| i64::from(u16::from_le_bytes(c)))
-                .collect(),
-            ElemType::I32 => le::<4>(b)
-                .map(|c| i64::from(i32::from_le_bytes(c)))
-                .collect(),
-            ElemType::U32 => le::<4>(b)
-                .map(|c| i64::from(u32::from_le_bytes(c)))
-                .collect(),
-            ElemType::I64 => le::<8>(b).map(i64::from_le_bytes).collect(),
-            ElemType::U64 => le::<8>(b).map(|c| u64::from_le_bytes(c) as i64).collect(),
-            _ => return None,
-        })
-    }
-
-    /// The elements of any numeric or bool tensor as `f64`; `None` for strings and unknown types.
-    pub fn to_f64(&self) -> Option<Vec<f64>> {
-        let b = &self.bytes;
-        Some(match self.elem {
-            ElemType::F32 => le::<4>(b)
-                .map(|c| f64::from(f32::from_le_bytes(c)))
-                .collect(),
-            ElemType::F64 => le::<8>(b).map(f64::from_le_bytes).collect(),
-            ElemType::F16 => le::<2>(b)
-                .map(|c| f16_to_f64(u16::from_le_bytes(c)))
-                .collect(),
-            ElemType::BF16 => le::<2>(b)
-                .map(|c| f64::from(f32::from_bits(u32::from(u16::from_le_bytes(c)) << 16)))
-                .collect(),
-            ElemType::U64 => le::<8>(b).map(|c| u64::from_le_bytes(c) as f64).collect(),
-            _ => self.to_i64()?.into_iter().map(|v| v as f64).collect(),
-        })
-    }
-}
-
-fn le<const N: usize>(bytes: &[u8]) -> impl Iterator<Item = [u8; N]> + '_ {
-    bytes.chunks_exact(N).map(|c| c.try_into().unwrap())
-}
-
-/// IEEE half-precision bits to `f64`.
-fn f16_to_f64(bits: u16) -> f64 {
-    let sign = if bits & 0x8000 != 0 { -1.0 } else { 1.0 };
-    let exp = i32::from((bits >> 10) & 0x1f);
-    let frac = f64::from(bits & 0x3ff);
-    match exp {
-        0 => sign * frac * 2f64.powi(-24),
-        31 if frac == 0.0 => sign * f64::INFINITY,
-        31 => f64::NAN,
-        _ => sign * (1.0 + frac / 1024.0) * 2f64.powi(exp - 15),
-    }
-}
-
 /// Decodes a serialized `TensorProto` (a `.pb` test-data file): its name and its data.
-pub fn decode_tensor(bytes: &[u8]) -> Result<(String, TensorData), OnnxError> {
+pub fn decode_tensor(bytes: &[u8]) -> Result<(String, Tensor), OnnxError> {
     let proto = TensorProto::decode(bytes).map_err(|e| OnnxError::NotTensor {
         reason: e.to_string(),
     })?;
@@ -247,7 +134,7 @@ pub fn decode_tensor(bytes: &[u8]) -> Result<(String, TensorData), OnnxError> {
 
 /// Reads a `TensorProto`'s data, from `raw_data` or the typed `*_data` field its type uses.
 /// `label` names the tensor in errors when the proto has no name.
-pub(crate) fn tensor_from_proto(t: TensorProto, label: &str) -> Result<TensorData, OnnxError> {
+pub(crate) fn tensor_from_proto(t: TensorProto, label: &str) -> Result<Tensor, OnnxError> {
     let name = t.name.as_deref().filter(|n| !n.is_empty()).unwrap_or(label);
     let bad = |reason: String| OnnxError::BadTensor {
         tensor: name.to_string(),
@@ -261,17 +148,12 @@ pub(crate) fn tensor_from_proto(t: TensorProto, label: &str) -> Result<TensorDat
     if t.segment.is_some() {
         return Err(bad("segmented tensors are not supported".to_string()));
     }
-    let code = t.data_type.unwrap_or(0);
-    let elem = ElemType::from_code(code);
-    let size = match elem {
-        ElemType::String => {
+    let dtype = match ElemType::from_code(t.data_type.unwrap_or(0)) {
+        ElemType::Other(code) => {
             let tensor = name.to_string();
-            return Err(OnnxError::UnsupportedElemType { tensor, elem });
+            return Err(OnnxError::UnknownElemType { tensor, code });
         }
-        _ => elem.size().ok_or_else(|| OnnxError::UnknownElemType {
-            tensor: name.to_string(),
-            code,
-        })?,
+        elem => elem.to_scalar(name)?,
     };
     let dims = t
         .dims
@@ -280,44 +162,44 @@ pub(crate) fn tensor_from_proto(t: TensorProto, label: &str) -> Result<TensorDat
         .collect::<Result<Vec<_>, _>>()?;
     let count = dims.iter().try_fold(1usize, |n, &d| n.checked_mul(d));
     let want = count
-        .and_then(|n| n.checked_mul(size))
+        .and_then(|n| n.checked_mul(dtype.size()))
         .ok_or_else(|| bad(format!("dims {dims:?} are too large")))?;
     let bytes = match t.raw_data {
         Some(raw) if !raw.is_empty() || want == 0 => raw,
-        _ => typed_bytes(&t, elem).map_err(bad)?,
+        _ => typed_bytes(&t, dtype).map_err(bad)?,
     };
-    if bytes.len() != want {
-        let reason = format!(
-            "holds {} bytes, dims {dims:?} of {elem} need {want}",
-            bytes.len()
-        );
-        return Err(bad(reason));
-    }
-    Ok(TensorData { elem, dims, bytes })
+    Tensor::new(dtype, dims, bytes).map_err(|e| match e {
+        TensorError::ByteLength {
+            dtype,
+            shape,
+            got,
+            want,
+        } => bad(format!(
+            "holds {got} bytes, dims {shape:?} of {dtype} need {want}"
+        )),
+        other => bad(other.to_string()),
+    })
 }
 
-/// Packs the typed `*_data` field that ONNX uses for `elem` into little-endian bytes.
-fn typed_bytes(t: &TensorProto, elem: ElemType) -> Result<Vec<u8>, String> {
+/// Packs the typed `*_data` field that ONNX uses for `dtype` into little-endian bytes.
+fn typed_bytes(t: &TensorProto, dtype: Scalar) -> Result<Vec<u8>, String> {
     let ints = &t.int32_data;
-    let packed = match elem {
-        ElemType::F32 => Some(t.float_data.iter().flat_map(|v| v.to_le_bytes()).collect()),
-        ElemType::F64 => Some(t.double_data.iter().flat_map(|v| v.to_le_bytes()).collect()),
-        ElemType::I64 => Some(t.int64_data.iter().flat_map(|v| v.to_le_bytes()).collect()),
-        ElemType::U64 => Some(t.uint64_data.iter().flat_map(|v| v.to_le_bytes()).collect()),
-        ElemType::U32 => narrow(&t.uint64_data, |v| {
+    let packed = match dtype {
+        Scalar::F32 => Some(t.float_data.iter().flat_map(|v| v.to_le_bytes()).collect()),
+        Scalar::F64 => Some(t.double_data.iter().flat_map(|v| v.to_le_bytes()).collect()),
+        Scalar::I64 => Some(t.int64_data.iter().flat_map(|v| v.to_le_bytes()).collect()),
+        Scalar::U64 => Some(t.uint64_data.iter().flat_map(|v| v.to_le_bytes()).collect()),
+        Scalar::U32 => narrow(&t.uint64_data, |v| {
             u32::try_from(v).ok().map(u32::to_le_bytes)
         }),
-        ElemType::I32 => Some(ints.iter().flat_map(|v| v.to_le_bytes()).collect()),
-        ElemType::I16 => narrow(ints, |v| i16::try_from(v).ok().map(i16::to_le_bytes)),
-        ElemType::U16 | ElemType::F16 | ElemType::BF16 => {
-            narrow(ints, |v| u16::try_from(v).ok().map(u16::to_le_bytes))
-        }
-        ElemType::I8 => narrow(ints, |v| i8::try_from(v).ok().map(i8::to_le_bytes)),
-        ElemType::U8 => narrow(ints, |v| u8::try_from(v).ok().map(u8::to_le_bytes)),
-        ElemType::Bool => Some(ints.iter().map(|&v| u8::from(v != 0)).collect()),
-        ElemType::String | ElemType::Other(_) => None,
+        Scalar::I32 => Some(ints.iter().flat_map(|v| v.to_le_bytes()).collect()),
+        Scalar::I16 => narrow(ints, |v| i16::try_from(v).ok().map(i16::to_le_bytes)),
+        Scalar::U16 | Scalar::F16 => narrow(ints, |v| u16::try_from(v).ok().map(u16::to_le_bytes)),
+        Scalar::I8 => narrow(ints, |v| i8::try_from(v).ok().map(i8::to_le_bytes)),
+        Scalar::U8 => narrow(ints, |v| u8::try_from(v).ok().map(u8::to_le_bytes)),
+        Scalar::Bool => Some(ints.iter().map(|&v| u8::from(v != 0)).collect()),
     };
-    packed.ok_or_else(|| format!("a value in the typed data does not fit {elem}"))
+    packed.ok_or_else(|| format!("a value in the typed data does not fit {dtype}"))
 }
 
 /// Narrows each wide value to `N` bytes; `None` if one does not fit.

@@ -64,7 +64,7 @@ pub fn opencl_type_name(d: DType) -> String {
 /// Kernel parameters cannot point to `bool`: booleans are stored as bytes.
 fn opencl_storage_type(d: DType) -> Option<String> {
     Some(match d.scalar {
-        Scalar::Bool => opencl_type_name(Scalar::U8.vec(d.count)),
+        Scalar::Bool => opencl_type_name(DType::U8.vec(d.count)),
         _ => opencl_type_name(d),
     })
 }

@@ -19,7 +19,7 @@ pub fn run_interpreted(
         .iter()
         .map(|b| match b.kind {
             BufKind::Weight(w) => {
-                HostBuffer::from_bytes(b.dtype.scalar, &s.weights[w.0 as usize].bytes)
+                HostBuffer::from_bytes(b.dtype.scalar, s.weights[w.0 as usize].tensor.bytes())
             }
             BufKind::Input(i) => inputs
                 .get(i)

@@ -5,6 +5,7 @@ use super::eval::run_interpreted;
 use super::{schedule_unfolded, ScheduleError};
 use crate::graph::{GNode, GOp, Graph, Lazy, NodeId, WeightData, WeightId};
 use crate::shape::ShapeTracker;
+use crate::tensor::Tensor;
 
 /// Folded nodes may not be larger than this many elements, or than the weights they come
 /// from: folding must not grow the model.
@@ -66,12 +67,12 @@ fn fold_node(g: &mut Graph, id: NodeId) -> Result<(), ScheduleError> {
     let sched = schedule_unfolded(g, &[out])?;
     let result = run_interpreted(&sched, &[]).map_err(|e| ScheduleError::Fold(e.to_string()))?;
     let bytes = result[0].to_bytes();
+    let tensor = Tensor::new(node.dtype.scalar, node.shape.clone(), bytes)
+        .map_err(|e| ScheduleError::Fold(e.to_string()))?;
     let w = WeightId(g.weights.len() as u32);
     g.weights.push(WeightData {
         name: format!("folded_{}", id.0),
-        dtype: node.dtype,
-        shape: node.shape.clone(),
-        bytes,
+        tensor,
     });
     g.nodes[id.0 as usize] = GNode {
         op: GOp::Weight(w),

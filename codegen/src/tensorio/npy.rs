@@ -3,12 +3,13 @@
 //! A file is the magic `\x93NUMPY`, a version, a header length, a header that is a Python dict
 //! literal (`{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }`), then the data.
 
-use crate::onnx::{ElemType, TensorData};
+use crate::dtype::Scalar;
+use crate::tensor::{Tensor, TensorError};
 
 const MAGIC: &[u8] = b"\x93NUMPY";
 
 /// Decodes a whole `.npy` file; the error is the reason it is refused.
-pub(super) fn decode(bytes: &[u8]) -> Result<TensorData, String> {
+pub(super) fn decode(bytes: &[u8]) -> Result<Tensor, String> {
     let rest = bytes.strip_prefix(MAGIC).ok_or("no .npy magic")?;
     let (len_size, utf8) = match rest.first() {
         Some(1) => (2, false),
@@ -31,31 +32,22 @@ pub(super) fn decode(bytes: &[u8]) -> Result<TensorData, String> {
             .to_string(),
         false => header.iter().map(|&b| char::from(b)).collect(),
     };
-    let (elem, dims) = read_header(&header)?;
+    let (dtype, dims) = read_header(&header)?;
     let data = &rest[header_len..];
-    let size = elem.size().ok_or("element type without a size")?;
-    let want = dims
-        .iter()
-        .try_fold(size, |n, &d| n.checked_mul(d))
-        .ok_or("shape is too large")?;
-    if data.len() != want {
-        return Err(format!(
-            "{} data bytes, shape {dims:?} needs {want}",
-            data.len()
-        ));
-    }
-    Ok(TensorData {
-        elem,
-        dims,
-        bytes: data.to_vec(),
+    Tensor::new(dtype, dims, data.to_vec()).map_err(|e| match e {
+        TensorError::ByteLength {
+            shape, got, want, ..
+        } => format!("{got} data bytes, shape {shape:?} needs {want}"),
+        _ => "shape is too large".to_string(),
     })
 }
 
 /// Encodes a tensor as a version 1 file (version 2 if the header needs it), padded as NumPy
 /// pads it so the data starts on a 64-byte boundary.
-pub(super) fn encode(t: &TensorData) -> Option<Vec<u8>> {
-    let descr = descr(t.elem)?;
-    let shape = match t.dims.as_slice() {
+/// `None` when the header is too long for the format.
+pub(super) fn encode(t: &Tensor) -> Option<Vec<u8>> {
+    let descr = descr(t.dtype());
+    let shape = match t.shape() {
         [d] => format!("({d},)"),
         dims => format!(
             "({})",
@@ -80,66 +72,65 @@ pub(super) fn encode(t: &TensorData) -> Option<Vec<u8>> {
         out.extend(u32::try_from(header.len()).ok()?.to_le_bytes());
     }
     out.extend(header.as_bytes());
-    out.extend(&t.bytes);
+    out.extend(t.bytes());
     Some(out)
 }
 
-fn descr(elem: ElemType) -> Option<&'static str> {
-    Some(match elem {
-        ElemType::F32 => "<f4",
-        ElemType::F64 => "<f8",
-        ElemType::F16 => "<f2",
-        ElemType::I8 => "|i1",
-        ElemType::U8 => "|u1",
-        ElemType::I16 => "<i2",
-        ElemType::U16 => "<u2",
-        ElemType::I32 => "<i4",
-        ElemType::U32 => "<u4",
-        ElemType::I64 => "<i8",
-        ElemType::U64 => "<u8",
-        ElemType::Bool => "|b1",
-        ElemType::BF16 | ElemType::String | ElemType::Other(_) => return None,
-    })
+fn descr(dtype: Scalar) -> &'static str {
+    match dtype {
+        Scalar::F32 => "<f4",
+        Scalar::F64 => "<f8",
+        Scalar::F16 => "<f2",
+        Scalar::I8 => "|i1",
+        Scalar::U8 => "|u1",
+        Scalar::I16 => "<i2",
+        Scalar::U16 => "<u2",
+        Scalar::I32 => "<i4",
+        Scalar::U32 => "<u4",
+        Scalar::I64 => "<i8",
+        Scalar::U64 => "<u8",
+        Scalar::Bool => "|b1",
+    }
 }
 
-fn elem_of(descr: &str) -> Result<ElemType, String> {
+fn dtype_of(descr: &str) -> Result<Scalar, String> {
     let (order, code) = descr.split_at_checked(1).ok_or("empty descr")?;
-    let elem = match code {
-        "f4" => ElemType::F32,
-        "f8" => ElemType::F64,
-        "f2" => ElemType::F16,
-        "i1" => ElemType::I8,
-        "u1" => ElemType::U8,
-        "i2" => ElemType::I16,
-        "u2" => ElemType::U16,
-        "i4" => ElemType::I32,
-        "u4" => ElemType::U32,
-        "i8" => ElemType::I64,
-        "u8" => ElemType::U64,
-        "b1" => ElemType::Bool,
+    let dtype = match code {
+        "f4" => Scalar::F32,
+        "f8" => Scalar::F64,
+        "f2" => Scalar::F16,
+        "i1" => Scalar::I8,
+        "u1" => Scalar::U8,
+        "i2" => Scalar::I16,
+        "u2" => Scalar::U16,
+        "i4" => Scalar::I32,
+        "u4" => Scalar::U32,
+        "i8" => Scalar::I64,
+        "u8" => Scalar::U64,
+        "b1" => Scalar::Bool,
         _ => return Err(format!("unsupported dtype {descr:?}")),
     };
     match order {
-        "<" | "|" => Ok(elem),
-        _ if elem.size() == Some(1) => Ok(elem),
+        "<" | "|" => Ok(dtype),
+        _ if dtype.size() == 1 => Ok(dtype),
         ">" => Err(format!("big-endian dtype {descr:?}")),
         _ => Err(format!("dtype {descr:?} has no little-endian byte order")),
     }
 }
 
 /// Reads `descr`, `fortran_order` and `shape` from the header dict.
-fn read_header(header: &str) -> Result<(ElemType, Vec<usize>), String> {
+fn read_header(header: &str) -> Result<(Scalar, Vec<usize>), String> {
     let mut p = Literal {
         s: header.trim_end().as_bytes(),
         pos: 0,
     };
-    let (mut elem, mut fortran, mut dims) = (None, None, None);
+    let (mut dtype, mut fortran, mut dims) = (None, None, None);
     p.expect(b'{')?;
     while !p.eat(b'}') {
         let key = p.string()?;
         p.expect(b':')?;
         match key.as_str() {
-            "descr" => elem = Some(elem_of(&p.string()?)?),
+            "descr" => dtype = Some(dtype_of(&p.string()?)?),
             "fortran_order" => fortran = Some(p.boolean()?),
             "shape" => dims = Some(p.tuple()?),
             _ => return Err(format!("unexpected header key {key:?}")),
@@ -153,7 +144,7 @@ fn read_header(header: &str) -> Result<(ElemType, Vec<usize>), String> {
         return Err("Fortran order is not supported (save in C order)".to_string());
     }
     Ok((
-        elem.ok_or("header lacks 'descr'")?,
+        dtype.ok_or("header lacks 'descr'")?,
         dims.ok_or("header lacks 'shape'")?,
     ))
 }

@@ -2,9 +2,11 @@ use std::path::{Path, PathBuf};
 
 use proptest::prelude::*;
 
-use super::{npy, read_dir_tensors, read_tensor, write_npy, HostTensor, TensorIoError};
+use super::{npy, read_dir_tensors, read_tensor, write_npy, TensorIoError};
 use crate::dtype::Scalar;
-use crate::onnx::{ElemType, TensorData};
+use crate::onnx::proto::TensorProto;
+use crate::onnx::{ElemType, OnnxError};
+use crate::tensor::Tensor;
 
 /// The fixtures `scripts/make_tensor_fixtures.py` writes, by element type name.
 const FIXTURES: [&str; 12] = [
@@ -28,20 +30,17 @@ fn fixture_values(name: &str) -> Vec<f64> {
     }
 }
 
-fn elem_named(name: &str) -> ElemType {
-    match name {
-        "bool" => ElemType::Bool,
-        _ => ElemType::from(*Scalar::ALL.iter().find(|s| s.name() == name).unwrap()),
-    }
+fn scalar_named(name: &str) -> Scalar {
+    *Scalar::ALL.iter().find(|s| s.name() == name).unwrap()
 }
 
 #[test]
 fn reads_npy_files_written_by_numpy() {
     for name in FIXTURES {
         let t = read_tensor(&fixture("npy", &format!("{name}.npy"))).unwrap();
-        assert_eq!(t.elem, elem_named(name), "{name}");
-        assert_eq!(t.dims, [2, 3], "{name}");
-        assert_eq!(t.to_f64().unwrap(), fixture_values(name), "{name}");
+        assert_eq!(t.dtype(), scalar_named(name), "{name}");
+        assert_eq!(t.shape(), [2, 3], "{name}");
+        assert_eq!(t.to_f64(), fixture_values(name), "{name}");
     }
 }
 
@@ -60,21 +59,21 @@ fn reads_pb_files_written_by_onnx_raw_and_typed() {
 fn reads_scalar_empty_rank4_and_version2_npy() {
     let scalar = read_tensor(&fixture("npy", "scalar_f32.npy")).unwrap();
     assert_eq!(
-        (scalar.dims.len(), scalar.to_f32().unwrap()),
+        (scalar.shape().len(), scalar.to_f32().unwrap()),
         (0, vec![2.5])
     );
     let empty = read_tensor(&fixture("npy", "empty_f32.npy")).unwrap();
-    assert_eq!((empty.dims, empty.bytes.len()), (vec![0, 3], 0));
+    assert_eq!((empty.shape(), empty.bytes().len()), (&[0, 3][..], 0));
     let rank4 = read_tensor(&fixture("npy", "rank4_f32.npy")).unwrap();
-    assert_eq!(rank4.dims, [1, 2, 2, 3]);
+    assert_eq!(rank4.shape(), [1, 2, 2, 3]);
     assert_eq!(
         rank4.to_f32().unwrap(),
         (0..12).map(|v| v as f32).collect::<Vec<_>>()
     );
     let v2 = read_tensor(&fixture("npy", "v2_i32.npy")).unwrap();
     assert_eq!(
-        (v2.elem, v2.to_f64().unwrap()),
-        (ElemType::I32, fixture_values("i32"))
+        (v2.dtype(), v2.to_f64()),
+        (Scalar::I32, fixture_values("i32"))
     );
 }
 
@@ -116,21 +115,30 @@ fn truncated_or_garbage_npy_is_an_error() {
 }
 
 #[test]
-fn bf16_cannot_be_written_as_npy() {
+fn a_pb_of_a_type_kiln_lacks_is_refused_for_its_type() {
     let dir = tempfile::tempdir().unwrap();
-    let t = HostTensor {
-        elem: ElemType::BF16,
+    let path = dir.path().join("input_0.pb");
+    let bf16 = TensorProto {
+        data_type: Some(ElemType::BF16.code()),
         dims: vec![1],
-        bytes: vec![0, 0],
+        raw_data: Some(vec![0x80, 0x3f]),
+        ..Default::default()
     };
-    let err = write_npy(&dir.path().join("x.npy"), &t).unwrap_err();
-    assert!(matches!(
-        err,
-        TensorIoError::NoNpyDtype {
-            elem: ElemType::BF16,
-            ..
-        }
-    ));
+    std::fs::write(&path, prost::Message::encode_to_vec(&bf16)).unwrap();
+    let err = read_tensor(&path).unwrap_err();
+    let TensorIoError::BadPb { source, .. } = &err else {
+        panic!("{err}");
+    };
+    assert!(
+        matches!(
+            source.as_ref(),
+            OnnxError::UnsupportedElemType {
+                elem: ElemType::BF16,
+                ..
+            }
+        ),
+        "{err}"
+    );
 }
 
 #[test]
@@ -146,8 +154,8 @@ fn unknown_extension_missing_and_garbage_files_are_errors() {
     assert!(matches!(err, TensorIoError::BadPb { .. }), "{err}");
 }
 
-fn tensor(value: f32) -> HostTensor {
-    TensorData::from_f32(vec![1, 2], &[value, -value])
+fn tensor(value: f32) -> Tensor {
+    Tensor::from_f32(vec![1, 2], &[value, -value]).unwrap()
 }
 
 #[test]
@@ -161,7 +169,10 @@ fn reads_a_directory_of_tensors_in_order() {
     write_npy(&d.join("input_01.npy"), &tensor(9.0)).unwrap();
     let read = read_dir_tensors(d, "input").unwrap();
     assert_eq!(read.len(), 3);
-    assert_eq!((read[0].clone(), read[1].elem), (tensor(1.0), ElemType::I8));
+    assert_eq!(
+        (read[0].clone(), read[1].dtype()),
+        (tensor(1.0), Scalar::I8)
+    );
     assert_eq!(read[2], tensor(3.0));
     assert_eq!(read_dir_tensors(d, "output").unwrap(), [tensor(9.0)]);
 
@@ -183,19 +194,15 @@ fn reads_a_directory_of_tensors_in_order() {
     assert!(matches!(err, TensorIoError::NoTensors { .. }), "{err}");
 }
 
-fn any_tensor() -> impl Strategy<Value = HostTensor> {
-    let elems = Scalar::ALL.map(ElemType::from).to_vec();
+fn any_tensor() -> impl Strategy<Value = Tensor> {
     (
-        prop::sample::select(elems),
+        prop::sample::select(Scalar::ALL.to_vec()),
         prop::collection::vec(0usize..5, 0..5),
     )
-        .prop_flat_map(|(elem, dims)| {
-            let len = dims.iter().product::<usize>() * elem.size().unwrap();
-            prop::collection::vec(any::<u8>(), len).prop_map(move |bytes| HostTensor {
-                elem,
-                dims: dims.clone(),
-                bytes,
-            })
+        .prop_flat_map(|(dtype, dims)| {
+            let len = dims.iter().product::<usize>() * dtype.size();
+            prop::collection::vec(any::<u8>(), len)
+                .prop_map(move |bytes| Tensor::new(dtype, dims.clone(), bytes).unwrap())
         })
 }
 

@@ -7,6 +7,7 @@
 use super::{BufferId, Linear, UOpId, UOpKind};
 use crate::dtype::{DType, Scalar};
 use crate::ops::{eval_alu, AluOp, ConstValue};
+use crate::tensor::{decode_element, encode_element, Tensor};
 use std::collections::HashMap;
 
 /// A host buffer: its element type and values.
@@ -20,7 +21,7 @@ impl HostBuffer {
     pub fn zeros(dtype: Scalar, len: usize) -> Self {
         HostBuffer {
             dtype,
-            data: vec![ConstValue::zero(dtype.vec(1)); len],
+            data: vec![ConstValue::zero(dtype.into()); len],
         }
     }
 
@@ -29,7 +30,7 @@ impl HostBuffer {
             dtype,
             data: v
                 .iter()
-                .map(|&x| ConstValue::from_f64(dtype.vec(1), x))
+                .map(|&x| ConstValue::from_f64(dtype.into(), x))
                 .collect(),
         }
     }
@@ -41,7 +42,10 @@ impl HostBuffer {
     /// Decodes little-endian, densely packed elements.
     pub fn from_bytes(dtype: Scalar, bytes: &[u8]) -> Self {
         let n = dtype.size();
-        let data = bytes.chunks_exact(n).map(|c| decode_le(dtype, c)).collect();
+        let data = bytes
+            .chunks_exact(n)
+            .map(|c| decode_element(dtype, c))
+            .collect();
         HostBuffer { dtype, data }
     }
 
@@ -49,36 +53,20 @@ impl HostBuffer {
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(self.data.len() * self.dtype.size());
         for v in &self.data {
-            encode_le(self.dtype, *v, &mut out);
+            encode_element(self.dtype, *v, &mut out);
         }
         out
     }
 }
 
-fn decode_le(s: Scalar, c: &[u8]) -> ConstValue {
-    let mut b = [0u8; 8];
-    b[..c.len()].copy_from_slice(c);
-    let raw = u64::from_le_bytes(b);
-    match s {
-        Scalar::F16 => ConstValue::from_f64(s.vec(1), crate::dtype::f16_to_f64(raw as u16)),
-        Scalar::F32 => ConstValue::from_f64(s.vec(1), f32::from_bits(raw as u32) as f64),
-        Scalar::F64 => ConstValue::Float(raw),
-        Scalar::I8 => ConstValue::Int(raw as u8 as i8 as i64),
-        Scalar::I16 => ConstValue::Int(raw as u16 as i16 as i64),
-        Scalar::I32 => ConstValue::Int(raw as u32 as i32 as i64),
-        _ => ConstValue::from_i64(s.vec(1), raw as i64),
+impl From<&Tensor> for HostBuffer {
+    /// The tensor's elements, as the interpreter holds them.
+    fn from(t: &Tensor) -> Self {
+        HostBuffer {
+            dtype: t.dtype(),
+            data: t.values().collect(),
+        }
     }
-}
-
-fn encode_le(s: Scalar, v: ConstValue, out: &mut Vec<u8>) {
-    let n = s.size();
-    let raw: u64 = match s {
-        Scalar::F16 => crate::dtype::f64_to_f16(v.as_f64()) as u64,
-        Scalar::F32 => (v.as_f64() as f32).to_bits() as u64,
-        Scalar::F64 => v.as_f64().to_bits(),
-        _ => v.as_i64() as u64,
-    };
-    out.extend_from_slice(&raw.to_le_bytes()[..n]);
 }
 
 /// Why a program could not be interpreted.
@@ -499,8 +487,8 @@ fn to_bits(v: ConstValue, s: Scalar) -> u64 {
 
 fn from_bits(b: u64, s: Scalar) -> ConstValue {
     match s {
-        Scalar::F32 => ConstValue::from_f64(s.vec(1), f32::from_bits(b as u32) as f64),
+        Scalar::F32 => ConstValue::from_f64(s.into(), f32::from_bits(b as u32) as f64),
         Scalar::F64 => ConstValue::Float(b),
-        _ => ConstValue::from_i64(s.vec(1), b as i64),
+        _ => ConstValue::from_i64(s.into(), b as i64),
     }
 }

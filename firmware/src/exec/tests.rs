@@ -1,5 +1,5 @@
 use super::*;
-use crate::schedule::{Bundle, DType};
+use crate::schedule::{Bundle, Scalar};
 use crate::testdata::{add_relu, from_le_bytes, ELEMENTS};
 use std::vec::Vec;
 
@@ -168,9 +168,9 @@ fn typed_views_refuse_other_types_and_lengths() {
         let input = Place::Input { index: 0 };
         let wrong_type = BundleError::TensorTypeMismatch {
             place: input,
-            dtype: DType::F32,
+            dtype: Scalar::F32,
             elements: ELEMENTS as u64,
-            asked_dtype: DType::I32,
+            asked_dtype: Scalar::I32,
             asked_elements: ELEMENTS,
         };
         assert_eq!(

@@ -200,7 +200,7 @@ fn select_cases(a: &Args, cases: &Path, listed: &BTreeSet<String>) -> Result<Vec
 /// pass there (all of them, for listed cases) then run on the board.
 fn run_cases(
     a: &Args,
-    board: Option<&crate::board::BoardInfo>,
+    board: Option<&kiln_runners::board::BoardInfo>,
     cases: &Path,
     names: &[String],
     jobs: usize,
@@ -311,7 +311,7 @@ fn update_pass_list(
 /// Rewrites the README's conformance section: the host's table, or a board's line.
 fn update_readme(
     root: &Path,
-    board: Option<&crate::board::BoardInfo>,
+    board: Option<&kiln_runners::board::BoardInfo>,
     board_name: &str,
     results: &[CaseResult],
 ) -> Result<()> {

@@ -105,10 +105,7 @@ pub fn assert_close(what: &str, got: &[f32], want: &[f32], rtol: f32, atol: f32)
 
 pub fn weight(g: &mut Graph, name: &str, shape: &[usize], seed: u64) -> Lazy {
     let n: usize = shape.iter().product();
-    g.weight(
-        name,
-        kiln_codegen::dtype::DType::F32,
-        shape,
-        bytes(&data(n, seed)),
-    )
+    let t = kiln_codegen::tensor::Tensor::from_f32(shape.to_vec(), &data(n, seed))
+        .expect("values fill the shape");
+    g.weight(name, t)
 }

@@ -3,8 +3,7 @@
 
 use super::ctx::{checked_numel, invalid, materialize, to_usize, Ctx, OpError, Value};
 use super::OpBuilder;
-use crate::onnx::{ElemType, TensorData};
-use crate::uop::interp::HostBuffer;
+use crate::tensor::Tensor;
 
 pub(super) const OPS: &[(&str, OpBuilder)] = &[("Col2Im", col2im)];
 
@@ -51,11 +50,7 @@ fn col2im(ctx: &mut Ctx) -> Out {
     }
     checked_numel(&[kn, l, p])?;
     let w = block_matrix(&geo, kn, l, p);
-    let t = TensorData {
-        elem: ElemType::from(x.dtype.scalar),
-        dims: vec![kn * l, p],
-        bytes: HostBuffer::from_f64(x.dtype.scalar, &w).to_bytes(),
-    };
+    let t = Tensor::from_f64(x.dtype.scalar, vec![kn * l, p], &w)?;
     let g = &mut *ctx.graph;
     let wm = materialize(g, "col2im_matrix", &t)?;
     let c = xs[1] / kn;

@@ -8,37 +8,32 @@ use thiserror::Error;
 
 use crate::dtype::{DType, Scalar};
 use crate::graph::{Graph, GraphError, Lazy};
-use crate::onnx::{Attributes, ElemType, OnnxError, OnnxNode, TensorData};
+use crate::onnx::{Attributes, ElemType, OnnxError, OnnxNode};
 use crate::ops::ConstValue;
-use crate::uop::interp::HostBuffer;
+use crate::tensor::{decode_element, Tensor, TensorError};
 
 /// A value of the model: a lazy tensor of the graph, or a tensor known at compile time
 /// (initializers, `Constant` nodes and everything computed only from them).
 #[derive(Clone, Debug)]
 pub enum Value {
     Tensor(Lazy),
-    Known(Rc<TensorData>),
+    Known(Rc<Tensor>),
 }
 
 impl Value {
-    pub fn known(t: TensorData) -> Value {
+    pub fn known(t: Tensor) -> Value {
         Value::Known(Rc::new(t))
     }
 
     /// A known `i64` tensor.
-    pub fn ints(dims: Vec<usize>, values: &[i64]) -> Value {
-        let bytes = values.iter().flat_map(|v| v.to_le_bytes()).collect();
-        Value::known(TensorData {
-            elem: ElemType::I64,
-            dims,
-            bytes,
-        })
+    pub fn ints(dims: Vec<usize>, values: &[i64]) -> Result<Value, OpError> {
+        Ok(Value::known(Tensor::from_i64(Scalar::I64, dims, values)?))
     }
 
     pub fn shape(&self) -> &[usize] {
         match self {
             Value::Tensor(l) => l.shape(),
-            Value::Known(t) => &t.dims,
+            Value::Known(t) => t.shape(),
         }
     }
 }
@@ -51,6 +46,8 @@ pub enum OpError {
     Graph(#[from] GraphError),
     #[error("{}", onnx_reason(.0))]
     Onnx(#[from] OnnxError),
+    #[error(transparent)]
+    Tensor(#[from] TensorError),
     #[error("input {index} is missing")]
     MissingInput { index: usize },
     #[error("input {index} ({name:?}) must be known at compile time")]
@@ -80,22 +77,21 @@ pub fn invalid(reason: impl Into<String>) -> OpError {
 
 /// Kiln's type for an ONNX element type; `tensor` names the value in the error.
 pub fn dtype_of(elem: ElemType, tensor: &str) -> Result<DType, OnnxError> {
-    Ok(elem.to_scalar(tensor)?.vec(1))
+    Ok(DType::from(elem.to_scalar(tensor)?))
 }
 
 /// A known tensor as a graph value: a broadcast constant when all its elements are equal,
 /// otherwise a weight.
-pub fn materialize(g: &mut Graph, name: &str, t: &TensorData) -> Result<Lazy, OpError> {
-    let dtype = dtype_of(t.elem, name)?;
-    let size = dtype.size();
-    let mut chunks = t.bytes.chunks_exact(size);
+pub fn materialize(g: &mut Graph, name: &str, t: &Tensor) -> Result<Lazy, OpError> {
+    let dtype = DType::from(t.dtype());
+    let mut chunks = t.bytes().chunks_exact(dtype.size());
     if let Some(first) = chunks.next() {
         if chunks.all(|c| c == first) {
-            let v = HostBuffer::from_bytes(dtype.scalar, first).data[0];
-            return Ok(g.const_exact(v, dtype, &t.dims));
+            let v = decode_element(dtype.scalar, first);
+            return Ok(g.const_exact(v, dtype, t.shape()));
         }
     }
-    Ok(g.weight(name, dtype, &t.dims, t.bytes.clone()))
+    Ok(g.weight(name, t.clone()))
 }
 
 /// A node's inputs and the graph its builder adds to.
@@ -184,7 +180,7 @@ impl<'a> Ctx<'a> {
     }
 
     /// Input `i`, which must be known at compile time.
-    pub fn known(&self, i: usize) -> Result<&TensorData, OpError> {
+    pub fn known(&self, i: usize) -> Result<&Tensor, OpError> {
         match self.value(i)? {
             Value::Known(t) => Ok(t),
             Value::Tensor(_) => Err(OpError::NotKnown {
@@ -198,7 +194,7 @@ impl<'a> Ctx<'a> {
     pub fn ints(&self, i: usize) -> Result<Vec<i64>, OpError> {
         let t = self.known(i)?;
         t.to_i64()
-            .ok_or_else(|| invalid(format!("input {i} holds {}, not integers", t.elem)))
+            .ok_or_else(|| invalid(format!("input {i} holds {}, not integers", t.dtype())))
     }
 
     /// Like `ints`, `None` when the input is omitted.
@@ -222,8 +218,8 @@ impl<'a> Ctx<'a> {
     /// Input `i` as one known number.
     pub fn scalar(&self, i: usize) -> Result<f64, OpError> {
         let t = self.known(i)?;
-        match t.to_f64().as_deref() {
-            Some([v]) => Ok(*v),
+        match t.to_f64().as_slice() {
+            [v] => Ok(*v),
             _ => Err(invalid(format!("input {i} is not a single number"))),
         }
     }
@@ -233,7 +229,7 @@ impl<'a> Ctx<'a> {
         let Ok(Value::Known(t)) = self.value(i) else {
             return None;
         };
-        let v = t.to_f64()?;
+        let v = t.to_f64();
         let first = *v.first()?;
         v.iter().all(|&x| x == first).then_some(first)
     }
@@ -245,7 +241,7 @@ impl<'a> Ctx<'a> {
     pub fn dtype(&self, i: usize) -> Result<DType, OpError> {
         match self.value(i)? {
             Value::Tensor(l) => Ok(l.dtype),
-            Value::Known(t) => Ok(dtype_of(t.elem, &self.node.inputs[i])?),
+            Value::Known(t) => Ok(DType::from(t.dtype())),
         }
     }
 

@@ -6,9 +6,9 @@
 use super::ctx::{invalid, materialize, norm_axis, to_usize, Ctx, OpError, Value};
 use super::OpBuilder;
 use crate::graph::{Graph, Lazy};
-use crate::onnx::{ElemType, TensorData};
+use crate::onnx::ElemType;
 use crate::ops::BinaryOp;
-use crate::uop::interp::HostBuffer;
+use crate::tensor::Tensor;
 use std::f64::consts::TAU;
 
 pub(super) const OPS: &[(&str, OpBuilder)] = &[
@@ -29,11 +29,7 @@ fn matrix(
     f: impl Fn(usize, usize) -> f64,
 ) -> Result<Lazy, OpError> {
     let values: Vec<f64> = (0..rows * cols).map(|i| f(i / cols, i % cols)).collect();
-    let t = TensorData {
-        elem: ElemType::from(x.dtype.scalar),
-        dims: vec![rows, cols],
-        bytes: HostBuffer::from_f64(x.dtype.scalar, &values).to_bytes(),
-    };
+    let t = Tensor::from_f64(x.dtype.scalar, vec![rows, cols], &values)?;
     materialize(g, "dft_matrix", &t)
 }
 
@@ -254,11 +250,7 @@ fn window(ctx: &mut Ctx, f: fn(f64, f64) -> f64) -> Out {
         size as f64 - 1.0
     };
     let values: Vec<f64> = (0..size).map(|i| f(i as f64, big_n)).collect();
-    Ok(vec![Value::known(TensorData {
-        elem,
-        dims: vec![size],
-        bytes: HostBuffer::from_f64(dtype.scalar, &values).to_bytes(),
-    })])
+    Ok(vec![Value::known(Tensor::vector(dtype.scalar, &values))])
 }
 
 fn hann_window(ctx: &mut Ctx) -> Out {

@@ -5,9 +5,10 @@
 use super::ctx::{invalid, norm_axis, Ctx, OpError, Value};
 use super::index::range_on;
 use super::OpBuilder;
-use crate::dtype::DType;
+use crate::dtype::{DType, Scalar};
 use crate::graph::{Graph, Lazy};
 use crate::ops::ReduceOp;
+use crate::tensor::Tensor;
 
 pub(super) const OPS: &[(&str, OpBuilder)] = &[
     ("Gather", gather),
@@ -65,8 +66,7 @@ pub(super) fn take(g: &mut Graph, x: &Lazy, axis: usize, idx: &[usize]) -> Resul
         return Ok(g.concat(&parts, axis)?);
     }
     let values: Vec<f64> = idx.iter().map(|&i| i as f64).collect();
-    let bytes = crate::uop::interp::HostBuffer::from_f64(DType::I64.scalar, &values).to_bytes();
-    let w = g.weight("gather_indices", DType::I64, &[idx.len()], bytes);
+    let w = g.weight("gather_indices", Tensor::vector(Scalar::I64, &values));
     gather_one_hot(g, x, axis, &w)
 }
 

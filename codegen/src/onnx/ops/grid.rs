@@ -9,6 +9,7 @@ use super::OpBuilder;
 use crate::graph::tensor::broadcast_to;
 use crate::graph::{Graph, Lazy};
 use crate::ops::{BinaryOp, ReduceOp};
+use crate::tensor::Tensor;
 
 pub(super) const OPS: &[(&str, OpBuilder)] =
     &[("GridSample", grid_sample), ("AffineGrid", affine_grid)];
@@ -328,11 +329,7 @@ fn affine_grid(ctx: &mut Ctx) -> Out {
         }
         base.push(1.0);
     }
-    let t = crate::onnx::TensorData {
-        elem: crate::onnx::ElemType::from(theta.dtype.scalar),
-        dims: vec![positions, k + 1],
-        bytes: crate::uop::interp::HostBuffer::from_f64(theta.dtype.scalar, &base).to_bytes(),
-    };
+    let t = Tensor::from_f64(theta.dtype.scalar, vec![positions, k + 1], &base)?;
     let g = &mut *ctx.graph;
     let base = super::ctx::materialize(g, "affine_grid_base", &t)?;
     let tt = theta.permute(&[0, 2, 1])?;

@@ -334,9 +334,9 @@ fn hardmax(ctx: &mut Ctx) -> Out {
 /// Inference-mode Dropout: the identity, with an all-true mask. Training mode with a nonzero
 /// ratio draws random numbers, which Kiln does not.
 fn dropout(ctx: &mut Ctx) -> Out {
-    if ctx.has(2) && ctx.known(2)?.bytes.iter().any(|&b| b != 0) {
+    if ctx.has(2) && ctx.known(2)?.bytes().iter().any(|&b| b != 0) {
         let ratio = match ctx.has(1) {
-            true => ctx.known(1)?.to_f64().unwrap_or_default(),
+            true => ctx.known(1)?.to_f64(),
             false => vec![0.5],
         };
         if ratio.iter().any(|&r| r != 0.0) {

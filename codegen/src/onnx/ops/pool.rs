@@ -5,9 +5,8 @@ use super::ctx::{checked_numel, invalid, materialize, to_usize, Ctx, OpError, Va
 use super::OpBuilder;
 use crate::dtype::DType;
 use crate::graph::{Graph, GraphError, Lazy};
-use crate::onnx::{ElemType, TensorData};
 use crate::ops::{BinaryOp, ReduceOp, UnaryOp};
-use crate::uop::interp::HostBuffer;
+use crate::tensor::Tensor;
 
 pub(super) const OPS: &[(&str, OpBuilder)] = &[
     ("AveragePool", average_pool),
@@ -92,11 +91,7 @@ fn average_pool(ctx: &mut Ctx) -> Out {
         let inv: Vec<f64> = counts.iter().map(|&c| 1.0 / c.max(1) as f64).collect();
         let mut shape = vec![1; rank];
         shape[2 + i] = inv.len();
-        let t = TensorData {
-            elem: ElemType::from(x.dtype.scalar),
-            dims: shape,
-            bytes: HostBuffer::from_f64(x.dtype.scalar, &inv).to_bytes(),
-        };
+        let t = Tensor::from_f64(x.dtype.scalar, shape, &inv)?;
         let name = format!("{}.count{i}", ctx.node.name);
         let w = materialize(ctx.graph, &name, &t)?;
         y = ctx.graph.binary(BinaryOp::Mul, &y, &w)?;

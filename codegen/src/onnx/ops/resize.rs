@@ -6,9 +6,8 @@ use super::ctx::{invalid, materialize, norm_axes, to_usize, Ctx, OpError, Value}
 use super::gather::take;
 use super::OpBuilder;
 use crate::graph::{Graph, Lazy};
-use crate::onnx::{ElemType, TensorData};
 use crate::ops::BinaryOp;
-use crate::uop::interp::HostBuffer;
+use crate::tensor::Tensor;
 
 pub(super) const OPS: &[(&str, OpBuilder)] = &[("Resize", resize), ("Upsample", upsample)];
 
@@ -156,7 +155,7 @@ fn parse_resize(ctx: &Ctx, input: &[usize]) -> Result<ResizeSpec, OpError> {
     let a = ctx.attrs();
     let mode = parse_mode(&a.string_or("mode", "nearest".into())?)?;
     if ctx.opset < 11 {
-        let scales = ctx.known(1)?.to_f64().ok_or_else(|| invalid("scales"))?;
+        let scales = ctx.known(1)?.to_f64();
         let axes: Vec<usize> = (0..input.len()).collect();
         let (sizes, scales) = sizes_and_scales(input, &axes, Some(scales), None, "stretch")?;
         return Ok(ResizeSpec::simple(mode, sizes, scales));
@@ -175,7 +174,7 @@ fn parse_resize(ctx: &Ctx, input: &[usize]) -> Result<ResizeSpec, OpError> {
     let present =
         |i: usize| ctx.has(i) && ctx.shape(i).is_ok_and(|s| s.iter().product::<usize>() > 0);
     let scales = match present(2) {
-        true => Some(ctx.known(2)?.to_f64().ok_or_else(|| invalid("scales"))?),
+        true => Some(ctx.known(2)?.to_f64()),
         false => None,
     };
     let sizes = if present(3) { Some(ctx.ints(3)?) } else { None };
@@ -183,7 +182,7 @@ fn parse_resize(ctx: &Ctx, input: &[usize]) -> Result<ResizeSpec, OpError> {
     let mut roi = vec![(0.0, 1.0); input.len()];
     if coord == Coord::TfCropAndResize {
         let r = match present(1) {
-            true => ctx.known(1)?.to_f64().ok_or_else(|| invalid("roi"))?,
+            true => ctx.known(1)?.to_f64(),
             false => return Err(invalid("tf_crop_and_resize needs a roi")),
         };
         if r.len() != 2 * axes.len() {
@@ -323,11 +322,7 @@ fn nearest(x: f32, rounding: Rounding, scale: f32, input: usize) -> usize {
 fn axis_weights(g: &mut Graph, x: &Lazy, axis: usize, w: &[f64]) -> Result<Lazy, OpError> {
     let mut dims = vec![1; x.shape().len()];
     dims[axis] = w.len();
-    let t = TensorData {
-        elem: ElemType::from(x.dtype.scalar),
-        dims,
-        bytes: HostBuffer::from_f64(x.dtype.scalar, w).to_bytes(),
-    };
+    let t = Tensor::from_f64(x.dtype.scalar, dims, w)?;
     materialize(g, "resize_weights", &t)
 }
 
@@ -426,7 +421,7 @@ fn upsample(ctx: &mut Ctx) -> Out {
             .into_iter()
             .map(f64::from)
             .collect(),
-        None => ctx.known(1)?.to_f64().ok_or_else(|| invalid("scales"))?,
+        None => ctx.known(1)?.to_f64(),
     };
     let axes: Vec<usize> = (0..input.len()).collect();
     let (sizes, scales) = sizes_and_scales(&input, &axes, Some(scales), None, "stretch")?;

@@ -6,9 +6,11 @@ use super::ctx::{
     Value,
 };
 use super::OpBuilder;
+use crate::dtype::Scalar;
 use crate::graph::tensor::{broadcast_shape, broadcast_to};
 use crate::graph::Lazy;
-use crate::onnx::{ElemType, TensorData};
+use crate::onnx::ElemType;
+use crate::tensor::Tensor;
 
 pub(super) const OPS: &[(&str, OpBuilder)] = &[
     ("Reshape", reshape),
@@ -233,12 +235,12 @@ fn shape(ctx: &mut Ctx) -> Out {
     let start = clamp(ctx.attrs().int_or("start", 0)?);
     let end = clamp(ctx.attrs().int_or("end", rank)?).max(start);
     let v: Vec<i64> = dims[start..end].iter().map(|&d| d as i64).collect();
-    Ok(vec![Value::ints(vec![v.len()], &v)])
+    Ok(vec![Value::ints(vec![v.len()], &v)?])
 }
 
 fn size(ctx: &mut Ctx) -> Out {
     let n: usize = ctx.shape(0)?.iter().product();
-    Ok(vec![Value::ints(vec![], &[n as i64])])
+    Ok(vec![Value::ints(vec![], &[n as i64])?])
 }
 
 fn constant_of_shape(ctx: &mut Ctx) -> Out {
@@ -249,25 +251,22 @@ fn constant_of_shape(ctx: &mut Ctx) -> Out {
         .collect::<Result<_, _>>()?;
     let fill = match ctx.attrs().get("value") {
         Some(_) => ctx.attrs().tensor("value")?.clone(),
-        None => TensorData::from_f32(vec![1], &[0.0]),
+        None => Tensor::from_f32(vec![1], &[0.0])?,
     };
-    if fill.elem_count() != 1 {
-        return Err(invalid("value must hold one element"));
-    }
+    let v = match (fill.numel(), fill.values().next()) {
+        (1, Some(v)) => v,
+        _ => return Err(invalid("value must hold one element")),
+    };
     let n = checked_numel(&dims)?;
     if n <= KNOWN_LIMIT {
-        let bytes = fill.bytes.repeat(n);
-        let elem = fill.elem;
-        return Ok(vec![Value::known(TensorData { elem, dims, bytes })]);
+        let bytes = fill.bytes().repeat(n);
+        return Ok(vec![Value::known(Tensor::new(fill.dtype(), dims, bytes)?)]);
     }
-    let dtype = dtype_of(fill.elem, output_name(ctx.node, 0))?;
-    let v = crate::uop::interp::HostBuffer::from_bytes(dtype.scalar, &fill.bytes).data[0];
-    one(ctx.graph.const_exact(v, dtype, &dims))
+    one(ctx.graph.const_exact(v, fill.dtype().into(), &dims))
 }
 
 fn range(ctx: &mut Ctx) -> Out {
-    let t = ctx.known(0)?;
-    let elem = t.elem;
+    let dtype = ctx.known(0)?.dtype();
     let (start, limit, delta) = (ctx.scalar(0)?, ctx.scalar(1)?, ctx.scalar(2)?);
     if delta == 0.0 {
         return Err(invalid("delta is 0"));
@@ -277,7 +276,7 @@ fn range(ctx: &mut Ctx) -> Out {
         return Err(invalid(format!("{n} elements is too many")));
     }
     let dims = vec![n];
-    let out = if matches!(elem, ElemType::F32) {
+    let out = if dtype == Scalar::F32 {
         let (mut acc, step) = (start as f32, delta as f32);
         let v: Vec<f32> = (0..n)
             .map(|_| {
@@ -286,12 +285,10 @@ fn range(ctx: &mut Ctx) -> Out {
                 v
             })
             .collect();
-        TensorData::from_f32(dims, &v)
+        Tensor::from_f32(dims, &v)?
     } else {
-        let dtype = dtype_of(elem, &ctx.node.inputs[0])?;
         let v: Vec<f64> = (0..n).map(|i| start + i as f64 * delta).collect();
-        let bytes = crate::uop::interp::HostBuffer::from_f64(dtype.scalar, &v).to_bytes();
-        TensorData { elem, dims, bytes }
+        Tensor::from_f64(dtype, dims, &v)?
     };
     Ok(vec![Value::known(out)])
 }
@@ -319,12 +316,8 @@ fn eye_like(ctx: &mut Ctx) -> Out {
             row[c as usize] = 1.0;
         }
     }
-    let bytes = crate::uop::interp::HostBuffer::from_f64(dtype.scalar, &values).to_bytes();
-    Ok(vec![Value::known(TensorData {
-        elem: ElemType::from(dtype.scalar),
-        dims: vec![rows, cols],
-        bytes,
-    })])
+    let t = Tensor::from_f64(dtype.scalar, vec![rows, cols], &values)?;
+    Ok(vec![Value::known(t)])
 }
 
 /// Crops or pads (with zeros) each of `axes` to the given size, centered.

@@ -1,7 +1,8 @@
 use super::protos::{attr, bytes, f32_tensor, graph, model, node, with_attr};
 use super::{mlperf_model, test_model};
+use crate::dtype::Scalar;
 use crate::onnx::proto::attribute_proto::AttributeType;
-use crate::onnx::{load, load_bytes, AttrProblem, AttrValue, ElemType, OnnxError, OnnxNode};
+use crate::onnx::{load, load_bytes, AttrProblem, AttrValue, OnnxError, OnnxNode};
 
 fn first<'a>(nodes: &'a [OnnxNode], op: &str) -> &'a OnnxNode {
     nodes.iter().find(|n| n.op_type == op).unwrap()
@@ -68,10 +69,7 @@ fn constant_nodes_read_every_value_form() {
         .attrs
         .constant()
         .unwrap();
-    assert_eq!(
-        (value.elem, value.dims.as_slice()),
-        (ElemType::F32, &[4][..])
-    );
+    assert_eq!((value.dtype(), value.shape()), (Scalar::F32, &[4][..]));
 
     let constant = |a| with_attr(node("Constant", &[], &["c"]), a);
     let mut ints = attr("value_ints");
@@ -95,11 +93,11 @@ fn constant_nodes_read_every_value_form() {
         .map(|n| n.attrs.constant().unwrap())
         .collect();
     assert_eq!(
-        (values[0].to_i64().unwrap(), values[0].dims.clone()),
+        (values[0].to_i64().unwrap(), values[0].shape().to_vec()),
         (vec![3, -1], vec![2])
     );
     assert_eq!(
-        (values[1].to_f32().unwrap(), values[1].dims.len()),
+        (values[1].to_f32().unwrap(), values[1].shape().len()),
         (vec![0.25], 0)
     );
     assert_eq!(values[2].to_f32().unwrap(), [1.0, 2.0]);

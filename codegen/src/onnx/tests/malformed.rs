@@ -161,6 +161,21 @@ fn bad_initializers_are_errors_naming_the_tensor() {
         }
     ));
 
+    let mut half = f32_tensor("bf", &[1], &[]);
+    half.data_type = Some(ElemType::BF16.code());
+    half.raw_data = Some(vec![0x80, 0x3f]);
+    let err = load_err(&with_initializer(half));
+    assert!(
+        matches!(
+            &err,
+            OnnxError::UnsupportedElemType {
+                tensor,
+                elem: ElemType::BF16,
+            } if tensor == "bf"
+        ),
+        "{err}"
+    );
+
     let short = f32_tensor("short", &[3], &[1.0, 2.0]);
     let err = load_err(&with_initializer(short));
     assert!(
@@ -197,10 +212,10 @@ fn typed_half_and_bool_data_become_bytes() {
     let loaded = load_bytes(&bytes(&m)).unwrap();
     let (_, h) = &loaded.graph.initializers[0];
     assert_eq!(
-        (h.bytes.as_slice(), h.to_f64().unwrap()),
+        (h.bytes(), h.to_f64()),
         (&[0, 0x3c, 0, 0xc0][..], vec![1.0, -2.0])
     );
-    assert_eq!(loaded.graph.initializers[1].1.bytes, [0, 1, 1]);
+    assert_eq!(loaded.graph.initializers[1].1.bytes(), [0, 1, 1]);
 }
 
 #[test]
