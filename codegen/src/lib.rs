@@ -15,6 +15,7 @@ pub mod compile;
 #[cfg(feature = "cli")]
 pub mod conformance;
 pub mod dtype;
+pub mod error;
 #[cfg(feature = "gpu")]
 pub mod gpu;
 pub mod graph;
