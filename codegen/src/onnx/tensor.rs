@@ -237,9 +237,7 @@ fn f16_to_f64(bits: u16) -> f64 {
 
 /// Decodes a serialized `TensorProto` (a `.pb` test-data file): its name and its data.
 pub fn decode_tensor(bytes: &[u8]) -> Result<(String, TensorData), OnnxError> {
-    let proto = TensorProto::decode(bytes).map_err(|e| OnnxError::NotTensor {
-        reason: e.to_string(),
-    })?;
+    let proto = TensorProto::decode(bytes).map_err(OnnxError::NotTensor)?;
     let name = proto.name.clone().unwrap_or_default();
     let data = tensor_from_proto(proto, "")?;
     Ok((name, data))
