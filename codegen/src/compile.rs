@@ -218,9 +218,9 @@ fn search_kernels(
             cached_beam_search_many(fresh, b.width, &b.cache, &context, &mut cost)?
         }
         BeamCost::Board(board) => {
-            let measure_error = |e: crate::board::BoardError| SearchError::Board {
+            let measure_error = |e| SearchError::Board {
                 board: board.name.clone(),
-                reason: e.to_string(),
+                source: Box::new(e),
             };
             let context = crate::board::measure::cost_name(board).map_err(measure_error)?;
             let mut cost = |groups: &[Candidates]| {
@@ -259,9 +259,9 @@ fn time_on_host(
     sizes: &[usize],
     label: &str,
 ) -> Result<Vec<Option<f64>>, SearchError> {
-    crate::host::time_kernels(programs, sizes).map_err(|e| SearchError::Measure {
+    crate::host::time_kernels(programs, sizes).map_err(|source| SearchError::Host {
         kernel: label.to_string(),
-        reason: e.to_string(),
+        source,
     })
 }
 

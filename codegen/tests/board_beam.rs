@@ -118,7 +118,7 @@ fn a_board_search_is_cached_and_measures_nothing_the_second_time() {
             measure::count_candidates(&board, &candidates, &mut |_, _| {}).map_err(|e| {
                 kiln_codegen::kernel::search::SearchError::Board {
                     board: board.name.clone(),
-                    reason: e.to_string(),
+                    source: Box::new(e),
                 }
             })?;
         Ok(counts

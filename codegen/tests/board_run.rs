@@ -5,6 +5,7 @@
 mod common;
 
 use common::weights::weight;
+use kiln_codegen::board::channel::ChannelError;
 use kiln_codegen::board::{self, BoardError, BoardInfo, BuiltImage, Io, RunOptions};
 use kiln_codegen::bundle::{Bundle, SCHEDULE_FILE};
 use kiln_codegen::compile::compile_graph;
@@ -175,7 +176,10 @@ fn the_channel_carries_refusals() {
     let image = build(&board, &out);
     let short = vec![input[..input.len() - 4].to_vec()];
     match board::run_with_options(&board, &image, &short, TIMEOUT, channel) {
-        Err(BoardError::Channel { message, .. }) => {
+        Err(BoardError::Channel {
+            source: ChannelError::Inputs(message),
+            ..
+        }) => {
             assert!(message.contains("[768] bytes, given [764]"), "{message}")
         }
         other => panic!("expected the host to refuse the inputs, got {other:?}"),

@@ -121,7 +121,7 @@ fn run_on_board(
                     board.name,
                     e.to_string().lines().next().unwrap_or("")
                 ),
-                detail: e.to_string(),
+                detail: crate::error::chain(&e),
             },
         };
     }

@@ -28,9 +28,21 @@ const SEARCH_VERSION: u32 = 4;
 pub enum SearchError {
     #[error("measuring kernel {kernel}: {reason}")]
     Measure { kernel: String, reason: String },
-    #[error("measuring kernels on {board}: {reason}")]
-    Board { board: String, reason: String },
-    #[error("the search cache {path}: {source}")]
+    /// The host could not compile or run a kernel's candidates.
+    #[cfg(feature = "host")]
+    #[error("measuring kernel {kernel}")]
+    Host {
+        kernel: String,
+        #[source]
+        source: crate::host::HostError,
+    },
+    #[error("measuring kernels on {board}")]
+    Board {
+        board: String,
+        #[source]
+        source: Box<crate::board::BoardError>,
+    },
+    #[error("the search cache {path}")]
     Cache {
         path: String,
         #[source]
