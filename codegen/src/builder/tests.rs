@@ -88,6 +88,7 @@ fn a_missing_model_is_a_clear_error() {
         "{shown}"
     );
     assert!(!shown.contains("Load {"), "{shown}");
+    assert_eq!(shown.matches("cannot read").count(), 1, "{shown}");
     assert!(!out.path().join("kiln").exists(), "nothing is written");
 }
 

@@ -139,7 +139,7 @@ pub enum GpuError {
     #[error("{api}: no usable device: {reason}")]
     NoDevice { api: &'static str, reason: String },
     /// The driver could not be loaded, or found no device: there is none to run on.
-    #[error("{api}: no usable device: {call} failed (is a {api} driver installed?)")]
+    #[error("{api}: no usable device: {call} failed (is a driver for {api} installed?)")]
     NoDriver {
         api: &'static str,
         call: &'static str,

@@ -2,7 +2,7 @@
 //! step, with the device's own limits checked first.
 //!
 //! The OpenCL library is loaded when first used, so Kiln builds and runs without it; a machine
-//! without a driver gets [`GpuError::NoDevice`]. `$KILN_OPENCL_DEVICE` picks the first device
+//! without a driver gets [`GpuError::NoDriver`]. `$KILN_OPENCL_DEVICE` picks the first device
 //! whose name contains it.
 
 use super::layout::{prepare, prepare_calls, Prepared, Region, Slice};
