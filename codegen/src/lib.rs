@@ -18,6 +18,7 @@ pub mod builder;
 pub mod bundle;
 pub mod compile;
 pub mod dtype;
+pub mod error;
 pub mod gpu;
 pub mod graph;
 pub mod kernel;

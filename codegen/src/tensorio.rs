@@ -18,16 +18,18 @@ use crate::tensor::Tensor;
 #[derive(Debug, Error)]
 #[non_exhaustive]
 pub enum TensorIoError {
-    #[error("cannot access {path}: {source}")]
+    #[error("cannot access {path}")]
     Io {
         path: PathBuf,
+        #[source]
         source: std::io::Error,
     },
     #[error("{path}: not a usable .npy file: {reason}")]
     BadNpy { path: PathBuf, reason: String },
-    #[error("{path}: {source}")]
+    #[error("{path}")]
     BadPb {
         path: PathBuf,
+        #[source]
         source: Box<OnnxError>,
     },
     #[error("{path}: unknown tensor file extension (expected .npy or .pb)")]

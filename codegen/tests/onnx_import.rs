@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use kiln_codegen::error::chain;
 use kiln_codegen::graph::{GOp, Graph, Lazy};
 use kiln_codegen::onnx::proto::tensor_shape_proto::dimension;
 use kiln_codegen::onnx::proto::{type_proto, ModelProto};
@@ -55,9 +56,9 @@ struct Outcome {
 fn run_reference(model: &OnnxModel, data: &Path, tol: Tolerance) -> Result<Outcome, String> {
     let inputs = match read_dir_tensors(data, "input") {
         Err(TensorIoError::NoTensors { .. }) => Vec::new(),
-        other => other.map_err(|e| e.to_string())?,
+        other => other.map_err(|e| chain(&e))?,
     };
-    let expected = read_dir_tensors(data, "output").map_err(|e| e.to_string())?;
+    let expected = read_dir_tensors(data, "output").map_err(|e| chain(&e))?;
     let shapes: Vec<(String, Vec<usize>)> = model
         .graph
         .inputs
@@ -65,12 +66,11 @@ fn run_reference(model: &OnnxModel, data: &Path, tol: Tolerance) -> Result<Outco
         .zip(&inputs)
         .map(|(v, t)| (v.name.clone(), t.shape().to_vec()))
         .collect();
-    let imported = import(model, &shapes).map_err(|e| e.to_string())?;
-    let schedule =
-        create_schedule(&imported.graph, &imported.outputs).map_err(|e| e.to_string())?;
+    let imported = import(model, &shapes).map_err(|e| chain(&e))?;
+    let schedule = create_schedule(&imported.graph, &imported.outputs).map_err(|e| chain(&e))?;
     let host: Vec<HostBuffer> = inputs.iter().map(HostBuffer::from).collect();
     let start = Instant::now();
-    let got = run_interpreted(&schedule, &host).map_err(|e| e.to_string())?;
+    let got = run_interpreted(&schedule, &host).map_err(|e| chain(&e))?;
     let seconds = start.elapsed().as_secs_f64();
     let (mut max_abs, mut max_rel) = (0f64, 0f64);
     for (k, (want, out)) in expected.iter().zip(&imported.outputs).enumerate() {
@@ -259,7 +259,7 @@ fn every_op_case_matches_onnxruntime() {
     for case in &cases {
         let name = case.file_name().unwrap().to_string_lossy().into_owned();
         let result = onnx::load(&case.join("model.onnx"))
-            .map_err(|e| e.to_string())
+            .map_err(|e| chain(&e))
             .and_then(|m| run_reference(&m, case, FLOAT));
         match result {
             Ok(o) => println!("{name:>32}: ok, max abs err {:.1e}", o.max_abs),
@@ -295,12 +295,12 @@ fn a_failing_node_names_itself_its_op_and_the_reason() {
     let err = import(&invalid_model("bad_reshape.onnx"), &[]).unwrap_err();
     assert!(matches!(err, ImportError::Node { .. }), "{err}");
     assert_eq!(
-        err.to_string(),
+        chain(&err),
         "node bad_reshape (Reshape): cannot reshape [2, 12] to [5, -1]"
     );
     let err = import(&invalid_model("bad_attribute.onnx"), &[]).unwrap_err();
     assert_eq!(
-        err.to_string(),
+        chain(&err),
         "node flat (Flatten): attribute \"axis\": expected int, found float"
     );
 }

@@ -131,6 +131,9 @@ impl fmt::Display for CapacityError {
     }
 }
 
+/// So that host code can keep it as the `source` of its own errors.
+impl core::error::Error for CapacityError {}
+
 impl fmt::Display for Region {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
@@ -232,3 +235,5 @@ impl fmt::Display for BundleError {
         }
     }
 }
+
+impl core::error::Error for BundleError {}

@@ -157,3 +157,83 @@ fn compile_writes_replay_records() {
     let records: Vec<_> = std::fs::read_dir(&replay).unwrap().collect();
     assert!(!records.is_empty());
 }
+
+/// A model of one `Softmax` node named `Softmax_0` whose `axis` is 7, on a `[2, 3]` input.
+fn softmax_with_axis_7() -> Vec<u8> {
+    use kiln_codegen::onnx::proto::attribute_proto::AttributeType;
+    use kiln_codegen::onnx::proto::tensor_shape_proto::{dimension, Dimension};
+    use kiln_codegen::onnx::proto::type_proto::{self, Tensor};
+    use kiln_codegen::onnx::proto::{
+        AttributeProto, GraphProto, ModelProto, NodeProto, OperatorSetIdProto, TensorShapeProto,
+        TypeProto, ValueInfoProto,
+    };
+    use prost::Message;
+    let value = |name: &str| ValueInfoProto {
+        name: Some(name.into()),
+        r#type: Some(TypeProto {
+            value: Some(type_proto::Value::TensorType(Tensor {
+                elem_type: Some(1),
+                shape: Some(TensorShapeProto {
+                    dim: [2, 3]
+                        .map(|d| Dimension {
+                            value: Some(dimension::Value::DimValue(d)),
+                            ..Default::default()
+                        })
+                        .to_vec(),
+                }),
+            })),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let axis = AttributeProto {
+        name: Some("axis".into()),
+        r#type: Some(AttributeType::Int as i32),
+        i: Some(7),
+        ..Default::default()
+    };
+    let softmax = NodeProto {
+        name: Some("Softmax_0".into()),
+        op_type: Some("Softmax".into()),
+        input: vec!["x".into()],
+        output: vec!["y".into()],
+        attribute: vec![axis],
+        ..Default::default()
+    };
+    ModelProto {
+        ir_version: Some(8),
+        opset_import: vec![OperatorSetIdProto {
+            domain: Some(String::new()),
+            version: Some(13),
+        }],
+        graph: Some(GraphProto {
+            name: Some("g".into()),
+            node: vec![softmax],
+            input: vec![value("x")],
+            output: vec![value("y")],
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+    .encode_to_vec()
+}
+
+#[test]
+fn a_failing_node_is_named_with_its_file_and_op_and_its_cause_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("axisoob.onnx");
+    std::fs::write(&model, softmax_with_axis_7()).unwrap();
+    let out = dir.path().join("b");
+    let o = kiln(&[
+        "compile",
+        model.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(e.contains("axisoob.onnx"), "{e}");
+    assert!(e.contains("node Softmax_0 (Softmax)"), "{e}");
+    assert_eq!(e.matches("out of range for rank 2").count(), 1, "{e}");
+    assert!(!out.exists(), "nothing is written on failure");
+}

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 /// Errors of the host board.
 #[derive(Debug, thiserror::Error)]
 pub enum HostError {
-    #[error("could not run the C compiler `{cc}`: {source}")]
+    #[error("could not run the C compiler `{cc}`")]
     NoCompiler {
         cc: String,
         #[source]
@@ -22,10 +22,21 @@ pub enum HostError {
     },
     #[error("the C compiler failed on {file}:\n{stderr}")]
     Compile { file: String, stderr: String },
-    #[error("loading the kernels library {path}: {reason}")]
-    Load { path: String, reason: String },
-    #[error("the bundle was refused: {0}")]
-    Refused(String),
+    #[error("loading the kernels library {path}")]
+    Load {
+        path: String,
+        #[source]
+        source: libloading::Error,
+    },
+    /// Making the files of a timing run: `doing` says which.
+    #[error("{doing}")]
+    Io {
+        doing: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the bundle was refused")]
+    Refused(#[source] kiln_firmware::error::BundleError),
     #[error("input {index}: expected {expected} bytes, got {got}")]
     InputSize {
         index: usize,
@@ -69,7 +80,7 @@ impl CostModel for HostWallTime {
                 let programs = candidate_programs(g)?;
                 time_kernels(&programs, &g.buffer_bytes).map_err(|e| SearchError::Measure {
                     kernel: g.label.clone(),
-                    reason: e.to_string(),
+                    source: Box::new(e),
                 })
             })
             .collect()
@@ -87,22 +98,22 @@ pub fn time_kernels(
     programs: &[kiln_codegen::linearize::Program],
     buf_bytes: &[usize],
 ) -> Result<Vec<Option<f64>>, HostError> {
-    let dir = tempfile::tempdir().map_err(|e| HostError::Load {
-        path: "a temporary folder".into(),
-        reason: e.to_string(),
+    let dir = tempfile::tempdir().map_err(|source| HostError::Io {
+        doing: "creating a temporary folder".into(),
+        source,
     })?;
     let file = dir.path().join(KERNELS_FILE);
-    std::fs::write(&file, timing_source(programs)).map_err(|e| HostError::Load {
-        path: file.display().to_string(),
-        reason: e.to_string(),
+    std::fs::write(&file, timing_source(programs)).map_err(|source| HostError::Io {
+        doing: format!("writing {}", file.display()),
+        source,
     })?;
     let lib = compile(dir.path())?;
-    let load = |reason: String| HostError::Load {
+    let load = |source| HostError::Load {
         path: lib.display().to_string(),
-        reason,
+        source,
     };
     // SAFETY: the library was generated and compiled just now from the programs above.
-    let library = unsafe { libloading::Library::new(&lib) }.map_err(|e| load(e.to_string()))?;
+    let library = unsafe { libloading::Library::new(&lib) }.map_err(load)?;
     let mut storage: Vec<Vec<u128>> = buf_bytes.iter().map(|&n| aligned(n)).collect();
     let pointers: Vec<*mut std::ffi::c_void> =
         storage.iter_mut().map(|v| v.as_mut_ptr().cast()).collect();
@@ -118,7 +129,7 @@ pub fn time_kernels(
         let f: TimeFn = unsafe {
             *library
                 .get::<TimeFn>(format!("kiln_time{i}\0").as_bytes())
-                .map_err(|e| load(e.to_string()))?
+                .map_err(load)?
         };
         // SAFETY: as above.
         let once = unsafe { f(pointers.as_ptr(), 1) }.max(1e-9);
@@ -243,27 +254,26 @@ pub fn run_repeated(
     inputs: &[Vec<u8>],
     repeats: usize,
 ) -> Result<HostRun, HostError> {
-    let load = |reason: String| HostError::Load {
+    let load = |source| HostError::Load {
         path: lib.display().to_string(),
-        reason,
+        source,
     };
     // SAFETY: the library is the bundle's own kernels.c, compiled just now.
-    let library = unsafe { libloading::Library::new(lib) }.map_err(|e| load(e.to_string()))?;
+    let library = unsafe { libloading::Library::new(lib) }.map_err(load)?;
     // SAFETY: kernels.c defines these two symbols with these types.
     let kernels: &[KernelFn] = unsafe {
         let table = library
             .get::<*const KernelFn>(b"kiln_kernels\0")
-            .map_err(|e| load(e.to_string()))?;
+            .map_err(load)?;
         let count = library
             .get::<*const u32>(b"kiln_kernel_count\0")
-            .map_err(|e| load(e.to_string()))?;
+            .map_err(load)?;
         std::slice::from_raw_parts(*table, **count as usize)
     };
-    let plan = kiln_firmware::schedule::read_plan(&bundle.schedule)
-        .map_err(|e| HostError::Refused(e.to_string()))?;
+    let plan = kiln_firmware::schedule::read_plan(&bundle.schedule).map_err(HostError::Refused)?;
     let arena_len = plan.arena_bytes as usize;
-    let parsed = Schedule::parse(&bundle.schedule, arena_len, kernels.len())
-        .map_err(|e| HostError::Refused(e.to_string()))?;
+    let parsed =
+        Schedule::parse(&bundle.schedule, arena_len, kernels.len()).map_err(HostError::Refused)?;
     let mut arena = aligned(arena_len);
     let mut weights = aligned(bundle.weights.len());
     bytes_mut(&mut weights, bundle.weights.len()).copy_from_slice(&bundle.weights);
@@ -274,7 +284,7 @@ pub fn run_repeated(
         bytes_mut(&mut arena, arena_len),
         weights_bytes,
     )
-    .map_err(|e| HostError::Refused(e.to_string()))?;
+    .map_err(HostError::Refused)?;
     if inputs.len() != plan.inputs.len() {
         return Err(HostError::InputCount {
             expected: plan.inputs.len(),
@@ -294,8 +304,7 @@ pub fn run_repeated(
             }
         }
         let started = Instant::now();
-        ex.run(&mut |_| {})
-            .map_err(|e| HostError::Refused(e.to_string()))?;
+        ex.run(&mut |_| {}).map_err(HostError::Refused)?;
         run_times.push(started.elapsed());
     }
     Ok(HostRun {
@@ -332,7 +341,7 @@ fn run_timing_steps(ex: &mut Executor<'_>) -> Result<Vec<Duration>, HostError> {
         KernelEvent::Before { .. } => started = Instant::now(),
         KernelEvent::After { .. } => times.push(started.elapsed()),
     })
-    .map_err(|e| HostError::Refused(e.to_string()))?;
+    .map_err(HostError::Refused)?;
     Ok(times)
 }
 

@@ -11,6 +11,7 @@ use kiln_codegen::compile::compile_graph;
 use kiln_codegen::dtype::DType;
 use kiln_codegen::graph::Graph;
 use kiln_codegen::target::Target;
+use kiln_runners::board::channel::ChannelError;
 use kiln_runners::board::{self, BoardError, BoardInfo, BuiltImage, Io, RunOptions};
 use kiln_runners::host;
 use std::path::Path;
@@ -176,7 +177,10 @@ fn the_channel_carries_refusals() {
     let image = build(&board, &out);
     let short = vec![input[..input.len() - 4].to_vec()];
     match board::run_with_options(&board, &image, &short, TIMEOUT, channel) {
-        Err(BoardError::Channel { message, .. }) => {
+        Err(BoardError::Channel {
+            source: ChannelError::Inputs(message),
+            ..
+        }) => {
             assert!(message.contains("[768] bytes, given [764]"), "{message}")
         }
         other => panic!("expected the host to refuse the inputs, got {other:?}"),

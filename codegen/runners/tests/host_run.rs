@@ -11,6 +11,7 @@ use kiln_codegen::graph::Graph;
 use kiln_codegen::schedule::{create_schedule, eval::run_interpreted};
 use kiln_codegen::target::Target;
 use kiln_codegen::uop::interp::HostBuffer;
+use kiln_firmware::error::BundleError;
 use kiln_runners::host;
 
 /// Compiles `out` of `g` for `target`, runs it on the host on `input`: the bundle and the
@@ -125,4 +126,30 @@ fn vectorized_kernels_on_the_host_match_the_interpreter() {
             "{got:?} vs {want:?}"
         );
     }
+}
+
+#[test]
+fn a_damaged_schedule_is_refused_with_the_runtime_s_own_error() {
+    let mut g = Graph::new();
+    let x = g.input("x", DType::F32, &[4]);
+    let y = g.relu(&x).unwrap();
+    let mut bundle = compile_graph("test", &g, &[y], &Target::c(), true, &mut |_, _| {}).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bundle");
+    bundle.write(&path).unwrap();
+    let lib = host::compile(&path).unwrap();
+    *bundle.schedule.last_mut().unwrap() ^= 1;
+    let err = host::run(&bundle, &lib, &[vec![0; 16]]).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            host::HostError::Refused(BundleError::ChecksumMismatch { .. })
+        ),
+        "{err:?}"
+    );
+    let text = kiln_codegen::error::chain(&err);
+    assert!(
+        text.starts_with("the bundle was refused: schedule is damaged"),
+        "{text}"
+    );
 }

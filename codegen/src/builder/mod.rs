@@ -135,25 +135,25 @@ impl Cpu {
 #[derive(thiserror::Error)]
 #[non_exhaustive]
 pub enum BuildError {
-    #[error("{model}: {source}")]
+    #[error("{model}")]
     Load {
         model: PathBuf,
         #[source]
         source: Box<OnnxError>,
     },
-    #[error("{model}: {source}")]
+    #[error("{model}")]
     Import {
         model: PathBuf,
         #[source]
         source: Box<ImportError>,
     },
-    #[error("{model}: {source}")]
+    #[error("{model}")]
     Compile {
         model: PathBuf,
         #[source]
         source: Box<CompileError>,
     },
-    #[error("{model}: {source}")]
+    #[error("{model}")]
     Bundle {
         model: PathBuf,
         #[source]
@@ -181,28 +181,23 @@ pub enum BuildError {
         var: &'static str,
         setter: &'static str,
     },
-    #[error("writing {path}: {source}")]
+    #[error("writing {path}")]
     Io {
         path: PathBuf,
         #[source]
         source: std::io::Error,
     },
-    #[error("compiling the kernels of {model} with the C compiler: {message}")]
-    CCompiler { model: PathBuf, message: String },
+    #[error("compiling the kernels of {model} with the C compiler")]
+    CCompiler {
+        model: PathBuf,
+        #[source]
+        source: cc::Error,
+    },
 }
 
 impl fmt::Debug for BuildError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{self}")?;
-        let mut cause = std::error::Error::source(self);
-        while let Some(c) = cause {
-            // The messages above already include their direct cause; show deeper ones.
-            if !self.to_string().contains(&c.to_string()) {
-                write!(f, "\n  caused by: {c}")?;
-            }
-            cause = c.source();
-        }
-        Ok(())
+        f.write_str(&crate::error::chain(self))
     }
 }
 
@@ -302,9 +297,9 @@ impl Builder {
             .flags(cpu.cflags())
             .warnings(false)
             .try_compile(&library)
-            .map_err(|e| BuildError::CCompiler {
+            .map_err(|source| BuildError::CCompiler {
                 model: self.model.clone(),
-                message: e.to_string(),
+                source,
             })?;
         Ok(built)
     }

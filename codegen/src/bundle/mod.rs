@@ -3,10 +3,13 @@
 //! and nothing else.
 
 mod report;
+#[cfg(test)]
+mod tests;
 
 use crate::linearize::Program;
 use crate::plan::ArenaPlan;
 use crate::schedule::{BufId, BufKind, Schedule};
+use kiln_firmware::error::{BundleError as FirmwareError, CapacityError};
 use kiln_firmware::schedule as fw;
 pub use report::Report;
 use std::collections::HashMap;
@@ -39,11 +42,14 @@ pub struct Bundle {
 /// Why a bundle could not be made or written.
 #[derive(Debug, thiserror::Error)]
 pub enum BundleError {
-    #[error("the model does not fit the schedule format: {0}")]
-    Capacity(String),
+    #[error("the model does not fit the schedule format")]
+    Capacity(#[source] CapacityError),
     #[error("the bundle failed its own check: {0}")]
     SelfCheck(String),
-    #[error("writing the bundle to {path}: {source}")]
+    /// The runtime's own reader refuses the schedule just written.
+    #[error("the bundle failed its own check")]
+    Unreadable(#[source] FirmwareError),
+    #[error("writing the bundle to {path}")]
     Io {
         path: String,
         #[source]
@@ -148,7 +154,7 @@ fn tensor_desc(s: &Schedule, plan: &ArenaPlan, b: BufId) -> Result<fw::TensorDes
         info.dtype.scalar,
         &shape,
     )
-    .map_err(|e| BundleError::Capacity(format!("{e:?}")))
+    .map_err(BundleError::Capacity)
 }
 
 /// Assembles the bundle of a scheduled, rendered and planned model.
@@ -191,10 +197,7 @@ pub fn build(
                 }
             })
             .collect();
-        steps.push(
-            fw::Step::new(fw::KernelIndex(k), &args)
-                .map_err(|e| BundleError::Capacity(format!("{e:?}")))?,
-        );
+        steps.push(fw::Step::new(fw::KernelIndex(k), &args).map_err(BundleError::Capacity)?);
     }
     let inputs = s
         .inputs
@@ -213,10 +216,10 @@ pub fn build(
         &inputs,
         &outputs,
     )
-    .map_err(|e| BundleError::Capacity(format!("{e:?}")))?;
+    .map_err(BundleError::Capacity)?;
     let schedule = fw::encode(&fplan, &steps);
     fw::Bundle::parse(&schedule, plan.arena_bytes, kernel_names.len())
-        .map_err(|e| BundleError::SelfCheck(e.to_string()))?;
+        .map_err(BundleError::Unreadable)?;
     let report = Report::new(model, s, programs, plan, weights.len(), &kernel_names);
     Ok(Bundle {
         kernels_c,

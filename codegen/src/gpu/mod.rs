@@ -92,11 +92,20 @@ pub enum GpuError {
     Compile(#[from] CompileError),
     #[error("{api}: no usable device: {reason}")]
     NoDevice { api: &'static str, reason: String },
-    #[error("{api}: {call} failed: {reason}")]
+    /// The driver could not be loaded, or found no device: there is none to run on.
+    #[error("{api}: no usable device: {call} failed (is a driver for {api} installed?)")]
+    NoDriver {
+        api: &'static str,
+        call: &'static str,
+        #[source]
+        source: DriverError,
+    },
+    #[error("{api}: {call} failed")]
     Driver {
         api: &'static str,
         call: &'static str,
-        reason: String,
+        #[source]
+        source: DriverError,
     },
     #[error("{what} did not compile:\n{log}")]
     Build { what: String, log: String },
@@ -114,6 +123,12 @@ pub enum GpuError {
     },
     #[error("the bundle was refused: {0}")]
     Refused(String),
+    /// The runtime's reader refuses the bundle's schedule.
+    #[error("the bundle was refused")]
+    Schedule(#[source] kiln_firmware::error::BundleError),
+    /// The bundle could not be written (other than for an I/O error, which is `Io`).
+    #[error("the bundle was refused")]
+    Bundle(#[source] crate::bundle::BundleError),
     #[error("the model has {expected} inputs, {got} were given")]
     InputCount { expected: usize, got: usize },
     #[error("input {index}: expected {expected} bytes, got {got}")]
@@ -122,7 +137,7 @@ pub enum GpuError {
         expected: usize,
         got: usize,
     },
-    #[error("{path}: {source}")]
+    #[error("{path}")]
     Io {
         path: String,
         #[source]
@@ -130,9 +145,10 @@ pub enum GpuError {
     },
 }
 
-/// Compiles a graph's `outputs` for `api` on a device with `limits`: the compile pipeline for
-/// the interface's target (the GPU heuristics pick each kernel's opts), then each kernel's
-/// source and launch sizes. `progress` is called after each kernel with (done, total).
+/// What a driver call failed with: the runtime's own error value (an OpenCL status, a Vulkan
+/// result, a loader error), kept as the cause.
+pub type DriverError = crate::error::Cause;
+
 pub fn compile(
     name: &str,
     graph: &Graph,
@@ -188,14 +204,13 @@ pub fn from_bundle(api: Api, mut bundle: Bundle) -> Result<GpuBundle, GpuError> 
 
 /// The kernel index of each step of the bundle's schedule.
 fn step_kernels(bundle: &Bundle) -> Result<Vec<usize>, GpuError> {
-    let plan = kiln_firmware::schedule::read_plan(&bundle.schedule)
-        .map_err(|e| GpuError::Refused(e.to_string()))?;
+    let plan = kiln_firmware::schedule::read_plan(&bundle.schedule).map_err(GpuError::Schedule)?;
     let parsed = kiln_firmware::schedule::Bundle::parse(
         &bundle.schedule,
         plan.arena_bytes as usize,
         bundle.kernel_names.len(),
     )
-    .map_err(|e| GpuError::Refused(e.to_string()))?;
+    .map_err(GpuError::Schedule)?;
     Ok(parsed.steps().map(|s| s.kernel.0 as usize).collect())
 }
 
@@ -251,7 +266,7 @@ impl GpuBundle {
     pub fn write(&self, dir: &Path) -> Result<Vec<PathBuf>, GpuError> {
         self.bundle.write(dir).map_err(|e| match e {
             crate::bundle::BundleError::Io { path, source } => GpuError::Io { path, source },
-            other => GpuError::Refused(other.to_string()),
+            other => GpuError::Bundle(other),
         })?;
         write_sources(dir, self)
     }

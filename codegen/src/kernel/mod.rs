@@ -69,7 +69,7 @@ pub enum KernelError {
         axis: usize,
         dims: usize,
     },
-    #[error("kernel {kernel}: {source}")]
+    #[error("kernel {kernel}")]
     Shape {
         kernel: String,
         #[source]

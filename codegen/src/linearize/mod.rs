@@ -28,13 +28,13 @@ use std::collections::HashMap;
 pub enum LinearizeError {
     #[error(transparent)]
     Kernel(#[from] KernelError),
-    #[error("kernel {kernel}: {source}")]
+    #[error("kernel {kernel}")]
     Dims {
         kernel: String,
         #[source]
         source: GroupedDimsError,
     },
-    #[error("kernel {kernel}: {source}")]
+    #[error("kernel {kernel}")]
     Order {
         kernel: String,
         #[source]

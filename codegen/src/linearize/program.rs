@@ -198,7 +198,7 @@ pub fn candidate_programs(group: &Candidates) -> Result<Vec<Program>, SearchErro
         .map(|k| {
             to_program(k).map_err(|e| SearchError::Measure {
                 kernel: group.label.clone(),
-                reason: e.to_string(),
+                source: Box::new(e),
             })
         })
         .collect()

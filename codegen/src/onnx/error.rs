@@ -12,15 +12,18 @@ pub const OPSET_RANGE: std::ops::RangeInclusive<i64> = 7..=27;
 #[derive(Debug, Error)]
 #[non_exhaustive]
 pub enum OnnxError {
-    #[error("cannot read {path}: {source}")]
+    #[error("cannot read {path}")]
     Io {
         path: PathBuf,
+        #[source]
         source: std::io::Error,
     },
     #[error("not an ONNX model: {reason}")]
     NotOnnx { reason: String },
-    #[error("not an ONNX tensor: {reason}")]
-    NotTensor { reason: String },
+    #[error("not an ONNX model")]
+    Undecodable(#[source] prost::DecodeError),
+    #[error("not an ONNX tensor")]
+    NotTensor(#[source] prost::DecodeError),
     #[error("the model has no graph")]
     NoGraph,
     #[error("the model imports no opset for the default ONNX domain")]

@@ -13,7 +13,7 @@ use thiserror::Error;
 use super::ops::{self, checked_numel, dtype_of, materialize, Ctx, OpBuilder, OpError, Value};
 use super::{pin_dims, OnnxError, OnnxModel, OnnxNode};
 use crate::graph::{Graph, Lazy};
-use crate::schedule::{eval::run_interpreted, schedule_unfolded};
+use crate::schedule::{eval::run_interpreted, schedule_unfolded, ScheduleError};
 use crate::tensor::Tensor;
 
 /// Known inputs up to this many elements (each) are computed on at compile time.
@@ -38,7 +38,7 @@ pub enum ImportError {
     /// Every node whose op Kiln cannot import, as `(op type, node name)`.
     #[error("{}", describe_unsupported(.ops))]
     UnsupportedOps { ops: Vec<(String, String)> },
-    #[error("node {node} ({op}): {source}")]
+    #[error("node {node} ({op})")]
     Node {
         node: String,
         op: String,
@@ -225,9 +225,9 @@ fn eval_on_host(
     let mut results = if computed.is_empty() {
         Vec::new()
     } else {
-        let eval = |e: &dyn std::fmt::Display| OpError::Eval(e.to_string());
-        let sched = schedule_unfolded(&g, &computed).map_err(|e| eval(&e))?;
-        run_interpreted(&sched, &[]).map_err(|e| eval(&e))?
+        let eval = |e: ScheduleError| OpError::Eval(Box::new(e));
+        let sched = schedule_unfolded(&g, &computed).map_err(eval)?;
+        run_interpreted(&sched, &[]).map_err(eval)?
     }
     .into_iter();
     let known = outs

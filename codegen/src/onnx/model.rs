@@ -80,9 +80,7 @@ pub fn load_bytes(bytes: &[u8]) -> Result<OnnxModel, OnnxError> {
         let reason = "the input is empty".to_string();
         return Err(OnnxError::NotOnnx { reason });
     }
-    let proto = ModelProto::decode(bytes).map_err(|e| OnnxError::NotOnnx {
-        reason: e.to_string(),
-    })?;
+    let proto = ModelProto::decode(bytes).map_err(OnnxError::Undecodable)?;
     read_model(proto)
 }
 

@@ -124,9 +124,7 @@ impl fmt::Display for ElemType {
 
 /// Decodes a serialized `TensorProto` (a `.pb` test-data file): its name and its data.
 pub fn decode_tensor(bytes: &[u8]) -> Result<(String, Tensor), OnnxError> {
-    let proto = TensorProto::decode(bytes).map_err(|e| OnnxError::NotTensor {
-        reason: e.to_string(),
-    })?;
+    let proto = TensorProto::decode(bytes).map_err(OnnxError::NotTensor)?;
     let name = proto.name.clone().unwrap_or_default();
     let data = tensor_from_proto(proto, "")?;
     Ok((name, data))

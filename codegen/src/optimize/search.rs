@@ -10,6 +10,7 @@
 
 use super::cache::Cache;
 use super::heuristic::hand_coded_optimizations;
+use crate::error::Cause;
 use crate::kernel::{Kernel, Opt, OptOp};
 
 /// The most values one iteration computes (the product of the upcast and unrolled axes): the
@@ -26,11 +27,24 @@ const SEARCH_VERSION: u32 = 4;
 /// Errors of the search.
 #[derive(Debug, thiserror::Error)]
 pub enum SearchError {
-    #[error("measuring kernel {kernel}: {reason}")]
-    Measure { kernel: String, reason: String },
-    #[error("measuring kernels on {board}: {reason}")]
-    Board { board: String, reason: String },
-    #[error("the search cache {path}: {source}")]
+    /// A kernel's candidates could not be built or measured.
+    #[error("measuring kernel {kernel}")]
+    Measure {
+        kernel: String,
+        #[source]
+        source: Cause,
+    },
+    /// A board could not measure a round of candidates.
+    #[error("measuring kernels on {board}")]
+    Board {
+        board: String,
+        #[source]
+        source: Cause,
+    },
+    /// A cost model answered a round with the wrong number of cost lists.
+    #[error("the cost model gave {lists} cost lists for {kernels} kernels")]
+    CostCount { lists: usize, kernels: usize },
+    #[error("the search cache {path}")]
     Cache {
         path: String,
         #[source]
@@ -155,9 +169,9 @@ pub fn beam_search_many(
             .collect();
         let costs = cost.measure(&groups)?;
         if costs.len() != groups.len() {
-            return Err(SearchError::Measure {
-                kernel: fresh[open[0]].label(),
-                reason: format!("{} cost lists for {} kernels", costs.len(), groups.len()),
+            return Err(SearchError::CostCount {
+                lists: costs.len(),
+                kernels: groups.len(),
             });
         }
         for (i, c) in open.into_iter().zip(costs) {

@@ -30,7 +30,7 @@ pub fn run_interpreted(
         .collect();
     for item in &s.items {
         let k = Kernel::new(item.ast.clone(), Target::c())?;
-        let lin = linearize(&k).map_err(|e| ScheduleError::Internal(e.to_string()))?;
+        let lin = linearize(&k).map_err(|e| ScheduleError::Linearize(Box::new(e)))?;
         let mut bufs: HashMap<BufferId, HostBuffer> = HashMap::new();
         for (j, b) in item.bufs.iter().enumerate() {
             let taken = std::mem::replace(
@@ -39,8 +39,10 @@ pub fn run_interpreted(
             );
             bufs.insert(BufferId(j as u32), taken);
         }
-        run(&lin.uops, &mut bufs, &HashMap::new())
-            .map_err(|e| ScheduleError::Internal(format!("{}: {e}", lin.name)))?;
+        run(&lin.uops, &mut bufs, &HashMap::new()).map_err(|source| ScheduleError::Interpret {
+            kernel: lin.name.clone(),
+            source,
+        })?;
         for (j, b) in item.bufs.iter().enumerate() {
             host[b.0 as usize] = bufs.remove(&BufferId(j as u32)).expect("buffer given back");
         }

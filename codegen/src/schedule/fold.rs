@@ -65,10 +65,10 @@ fn fold_node(g: &mut Graph, id: NodeId) -> Result<(), ScheduleError> {
         dtype: node.dtype,
     };
     let sched = schedule_unfolded(g, &[out])?;
-    let result = run_interpreted(&sched, &[]).map_err(|e| ScheduleError::Fold(e.to_string()))?;
+    let result = run_interpreted(&sched, &[]).map_err(|e| ScheduleError::Fold(Box::new(e)))?;
     let bytes = result[0].to_bytes();
     let tensor = Tensor::new(node.dtype.scalar, node.shape.clone(), bytes)
-        .map_err(|e| ScheduleError::Fold(e.to_string()))?;
+        .map_err(|e| ScheduleError::Fold(Box::new(e.into())))?;
     let w = WeightId(g.weights.len() as u32);
     g.weights.push(WeightData {
         name: format!("folded_{}", id.0),

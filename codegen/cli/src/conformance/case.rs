@@ -5,6 +5,7 @@ use std::path::Path;
 use super::Outcome;
 use kiln_codegen::compile::compile_graph;
 use kiln_codegen::dtype::Scalar;
+use kiln_codegen::error::chain;
 use kiln_codegen::onnx::{self, ops::OpError, AttrProblem, ImportError, OnnxError};
 use kiln_codegen::target::Target;
 use kiln_codegen::tensor::Tensor;
@@ -71,7 +72,7 @@ fn classify_read(what: &str, e: &TensorIoError) -> Outcome {
         TensorIoError::BadPb { source, .. } => unsupported_type(source),
         _ => None,
     }
-    .unwrap_or_else(|| fail(what, e.to_string()))
+    .unwrap_or_else(|| fail(what, chain(e)))
 }
 
 /// Reads the case's `prefix` files from `data`; the outcome when one cannot be read. Data of a
@@ -109,22 +110,20 @@ fn classify_import(e: &ImportError) -> Outcome {
             skip(format!("unsupported op {}", kinds.join(", ")))
         }
         ImportError::Onnx(o) => {
-            unsupported_type(o).unwrap_or_else(|| fail("import: model", e.to_string()))
+            unsupported_type(o).unwrap_or_else(|| fail("import: model", chain(e)))
         }
         ImportError::Node { op, source, .. } => match source.as_ref() {
             OpError::Unsupported(what) => skip(format!("{op}: not supported: {what}")),
-            OpError::Onnx(o) => match o {
-                OnnxError::Attribute {
-                    attr,
-                    problem: AttrProblem::Unsupported(what),
-                    ..
-                } => skip(format!("{op}: attribute {attr}: not supported: {what}")),
-                other => unsupported_type(other)
-                    .unwrap_or_else(|| fail(format!("import: {op}"), e.to_string())),
-            },
-            _ => fail(format!("import: {op}"), e.to_string()),
+            OpError::Attribute {
+                attr,
+                problem: AttrProblem::Unsupported(what),
+            } => skip(format!("{op}: attribute {attr}: not supported: {what}")),
+            OpError::Onnx(o) => {
+                unsupported_type(o).unwrap_or_else(|| fail(format!("import: {op}"), chain(e)))
+            }
+            _ => fail(format!("import: {op}"), chain(e)),
         },
-        _ => fail("import", e.to_string()),
+        _ => fail("import", chain(e)),
     }
 }
 
@@ -155,7 +154,7 @@ pub fn run_case(dir: &Path) -> Outcome {
     };
     match kiln_runners::host::run(&case.bundle, &lib, &case.inputs) {
         Ok(ran) => check_outputs(&case, &ran.outputs),
-        Err(e) => fail("host run", e.to_string()),
+        Err(e) => fail("host run", chain(&e)),
     }
 }
 
@@ -203,7 +202,7 @@ pub fn prepare(dir: &Path, target: &Target) -> Result<Prepared, Outcome> {
         &mut |_, _| {},
     ) {
         Ok(b) => b,
-        Err(e) => return Err(fail("compile", e.to_string())),
+        Err(e) => return Err(fail("compile", chain(&e))),
     };
     let mut raw = Vec::new();
     for (i, ((_, t), v)) in inputs.iter().zip(&imported.graph.inputs).enumerate() {
@@ -240,7 +239,7 @@ pub fn import_case(dir: &Path, data: &Path) -> Result<ImportedCase, Outcome> {
             return Err(match &e {
                 OnnxError::UnsupportedOpset { opset } => skip(format!("opset {opset}")),
                 OnnxError::NoDefaultOpset => skip("only other domains than the default one"),
-                other => unsupported_type(other).unwrap_or_else(|| fail("load", e.to_string())),
+                other => unsupported_type(other).unwrap_or_else(|| fail("load", chain(&e))),
             })
         }
     };
@@ -326,7 +325,7 @@ fn compile_c(dir: &Path, source: &str) -> Result<std::path::PathBuf, String> {
         kiln_runners::host::HostError::Compile { stderr, .. } => {
             stderr.lines().take(5).collect::<Vec<_>>().join("\n")
         }
-        other => other.to_string(),
+        other => chain(&other),
     })
 }
 

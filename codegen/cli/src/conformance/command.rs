@@ -122,7 +122,7 @@ fn run_on_board(
                     board.name,
                     e.to_string().lines().next().unwrap_or("")
                 ),
-                detail: e.to_string(),
+                detail: kiln_codegen::error::chain(&e),
             },
         };
     }

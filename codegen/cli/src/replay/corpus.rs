@@ -4,6 +4,7 @@ use super::records::{ModelRecord, RecordSet, TargetRecord};
 use crate::conformance::{case, list_cases, runner::parallel_map, Outcome};
 use anyhow::{bail, Context, Result};
 use kiln_codegen::compile::compile_graph;
+use kiln_codegen::error::chain;
 use kiln_codegen::gpu::Api;
 use kiln_codegen::onnx;
 use kiln_codegen::target::Target;
@@ -122,8 +123,8 @@ fn outcome_text(o: &Outcome) -> String {
 fn import(source: &Source) -> Result<onnx::import::Imported, String> {
     match source {
         Source::File(path) => {
-            let model = onnx::load(path).map_err(|e| format!("loading: {e}"))?;
-            onnx::import::import(&model, &[]).map_err(|e| format!("importing: {e}"))
+            let model = onnx::load(path).map_err(|e| format!("loading: {}", chain(&e)))?;
+            onnx::import::import(&model, &[]).map_err(|e| format!("importing: {}", chain(&e)))
         }
         Source::Case { dir, data } => case::import_case(dir, data)
             .map(|c| c.imported)
@@ -136,12 +137,12 @@ fn compile_one(imported: &onnx::import::Imported, target: &ReplayTarget) -> Targ
     let compiled = match target {
         ReplayTarget::Cpu(t) => compile_graph("replay", graph, outputs, t, true, &mut |_, _| {})
             .map(|b| b.replay_records())
-            .map_err(|e| e.to_string()),
+            .map_err(|e| chain(&e)),
         ReplayTarget::Gpu(api) => {
             let limits = api.default_limits();
             kiln_codegen::gpu::compile("replay", graph, outputs, *api, &limits, &mut |_, _| {})
                 .map(|gb| gb.bundle.replay_records())
-                .map_err(|e| e.to_string())
+                .map_err(|e| chain(&e))
         }
     };
     match compiled {

@@ -13,7 +13,7 @@ use super::qemu::{emulator, plugin, read_marks, run_with_timeout, IoDir};
 use super::{boards_dir, io_error, BoardError, BoardFiles, BoardInfo};
 use kiln_codegen::bundle::Bundle;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// One model of a batch: its bundle and its inputs (raw little-endian, one per model input).
@@ -38,7 +38,7 @@ pub struct CaseRun {
 pub type CountedOutcome = Result<CaseRun, CaseError>;
 
 /// Why a model of a batch gave no outputs.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[derive(Clone, Debug, thiserror::Error)]
 pub enum CaseError {
     /// The board cannot run it at all (a type its C compiler lacks): it was not built.
     #[error("unsupported on this board: {0}")]
@@ -49,6 +49,13 @@ pub enum CaseError {
     /// The firmware refused it, or the image stopped in it (a crash, a hang).
     #[error("{0}")]
     Failed(String),
+    /// It ran, but one of its output files cannot be read.
+    #[error("{}", path.display())]
+    Output {
+        path: PathBuf,
+        #[source]
+        source: Arc<std::io::Error>,
+    },
 }
 
 /// Most models in one image.
@@ -293,7 +300,10 @@ fn case_outcomes(output: &str, io: &Path, cases: &[BatchCase]) -> Vec<Option<Cou
                     outputs,
                     step_instructions: Vec::new(),
                 })
-                .map_err(CaseError::Failed),
+                .map_err(|(path, e)| CaseError::Output {
+                    path,
+                    source: Arc::new(e),
+                }),
         });
     }
     outcomes
@@ -335,20 +345,24 @@ fn write_cases(dir: &Path, cases: &[BatchCase]) -> Result<(), BoardError> {
         let mut bundle = case.bundle.clone();
         bundle.kernels_c = bundle.kernels_c_with_prefix(&format!("kiln_{name}"));
         let path: PathBuf = dir.join(&name);
-        bundle.write(&path).map_err(|e| BoardError::Image {
+        bundle.write(&path).map_err(|source| BoardError::Bundle {
             path: path.clone(),
-            reason: e.to_string(),
+            source,
         })?;
     }
     Ok(())
 }
 
-/// Case `c`'s outputs, as many as its bundle has.
-fn read_outputs(dir: &Path, c: usize, bundle: &Bundle) -> Result<Vec<Vec<u8>>, String> {
+/// Case `c`'s outputs, as many as its bundle has; the file that cannot be read.
+fn read_outputs(
+    dir: &Path,
+    c: usize,
+    bundle: &Bundle,
+) -> Result<Vec<Vec<u8>>, (PathBuf, std::io::Error)> {
     (0..bundle.report.outputs.len())
         .map(|i| {
             let path = dir.join(format!("c{c}_output_{i}.bin"));
-            std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))
+            std::fs::read(&path).map_err(|e| (path, e))
         })
         .collect()
 }

@@ -36,7 +36,7 @@ pub enum ChannelError {
     Protocol(String),
     #[error("the channel closed before the device was done{}", seen(.0))]
     Closed(String),
-    #[error("the channel failed: {0}")]
+    #[error("the channel failed")]
     Io(#[from] std::io::Error),
 }
 

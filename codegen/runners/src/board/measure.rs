@@ -36,10 +36,10 @@ pub struct KernelCandidates<'a> {
 pub fn cost_name(board: &BoardInfo) -> Result<String, BoardError> {
     let files = BoardFiles::read(&board.name)?;
     let read = |path: std::path::PathBuf| {
-        std::fs::read_to_string(&path).map_err(|e| BoardError::Config {
+        std::fs::read_to_string(&path).map_err(|source| BoardError::ConfigIo {
             board: board.name.clone(),
             file: path,
-            reason: e.to_string(),
+            source,
         })
     };
     let build_rs = read(files.dir.join("build.rs"))?;
@@ -62,7 +62,7 @@ impl BoardInstructions {
     fn error(&self, e: BoardError) -> SearchError {
         SearchError::Board {
             board: self.board.name.clone(),
-            reason: e.to_string(),
+            source: Box::new(e),
         }
     }
 }
@@ -235,9 +235,11 @@ fn candidates_bundle(
         weights: Vec::new(),
     };
     let programs: Vec<Program> = programs.iter().map(|&p| p.clone()).collect();
-    bundle::build(kernel, &schedule, &programs, &plan, "c").map_err(|e| BoardError::Candidates {
-        kernel: kernel.to_string(),
-        reason: e.to_string(),
+    bundle::build(kernel, &schedule, &programs, &plan, "c").map_err(|source| {
+        BoardError::Candidates {
+            kernel: kernel.to_string(),
+            source,
+        }
     })
 }
 

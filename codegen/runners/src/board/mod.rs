@@ -68,6 +68,13 @@ pub enum BoardError {
         file: PathBuf,
         reason: String,
     },
+    #[error("board {board}: cannot read {}", file.display())]
+    ConfigIo {
+        board: String,
+        file: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     #[error(
         "{board} is a real board, not an emulated one: connect it through a debug probe and \
          run `{command}`"
@@ -87,8 +94,12 @@ pub enum BoardError {
     Refused { board: String, message: String },
     #[error("the firmware on {board} failed: {message}")]
     DeviceFailed { board: String, message: String },
-    #[error("the test-vector channel to {board} failed: {message}")]
-    Channel { board: String, message: String },
+    #[error("the test-vector channel to {board} failed")]
+    Channel {
+        board: String,
+        #[source]
+        source: channel::ChannelError,
+    },
     #[error("{board} did not finish within {} s; it was stopped", timeout.as_secs_f64())]
     Timeout { board: String, timeout: Duration },
     #[error("QEMU failed on {board} ({status}):\n{output}")]
@@ -97,7 +108,7 @@ pub enum BoardError {
         status: String,
         output: String,
     },
-    #[error("{}: {source}", path.display())]
+    #[error("{}", path.display())]
     Io {
         path: PathBuf,
         #[source]
@@ -105,12 +116,23 @@ pub enum BoardError {
     },
     #[error("{}: {reason}", path.display())]
     Image { path: PathBuf, reason: String },
+    /// A bundle could not be written into an image's folder.
+    #[error("{}", path.display())]
+    Bundle {
+        path: PathBuf,
+        #[source]
+        source: kiln_codegen::bundle::BundleError,
+    },
     #[error("{board} cannot run this model: {reason}")]
     Unsupported { board: String, reason: String },
     #[error("{board} is not emulated: kernels are measured by instructions only under QEMU")]
     NotMeasurable { board: String },
-    #[error("the candidates of kernel {kernel} make no bundle to measure: {reason}")]
-    Candidates { kernel: String, reason: String },
+    #[error("the candidates of kernel {kernel} make no bundle to measure")]
+    Candidates {
+        kernel: String,
+        #[source]
+        source: kiln_codegen::bundle::BundleError,
+    },
 }
 
 /// Why `board` cannot build kernels `kernels_c`, if it cannot: GCC for RISC-V has no
@@ -225,10 +247,10 @@ impl BoardFiles {
     pub fn read(name: &str) -> Result<BoardFiles, BoardError> {
         let dir = boards_dir().join(name);
         let read = |file: &str| {
-            std::fs::read_to_string(dir.join(file)).map_err(|e| BoardError::Config {
+            std::fs::read_to_string(dir.join(file)).map_err(|source| BoardError::ConfigIo {
                 board: name.to_string(),
                 file: dir.join(file),
-                reason: e.to_string(),
+                source,
             })
         };
         let config = config::CargoConfig::parse(&read(".cargo/config.toml")?);

@@ -271,7 +271,7 @@ fn channel_outputs(
             | ChannelError::Protocol(_)),
         ) => Err(BoardError::Channel {
             board,
-            message: error.to_string(),
+            source: error,
         }),
         Err(error) => Err(match failure(&board, status, output) {
             BoardError::Qemu {
@@ -280,7 +280,7 @@ fn channel_outputs(
                 output,
             } => BoardError::Qemu {
                 board,
-                status: format!("{status}; {error}"),
+                status: format!("{status}; {}", kiln_codegen::error::chain(&error)),
                 output,
             },
             other => other,
@@ -524,7 +524,16 @@ mod tests {
         let stderr = "kiln: channel: the host closed the console\n".to_string();
         let inputs = Err(ChannelError::Inputs("sizes".into()));
         let host = channel_outputs("b", failed, stderr.clone(), inputs);
-        assert!(matches!(host, Err(BoardError::Channel { .. })), "{host:?}");
+        assert!(
+            matches!(
+                &host,
+                Err(BoardError::Channel {
+                    source: ChannelError::Inputs(sizes),
+                    ..
+                }) if sizes == "sizes"
+            ),
+            "{host:?}"
+        );
         let closed = Err(ChannelError::Closed(String::new()));
         let device = channel_outputs("b", failed, stderr, closed);
         assert!(

@@ -94,14 +94,13 @@ pub(crate) fn prepare(
     inputs: &[Vec<u8>],
     align: usize,
 ) -> Result<Prepared, GpuError> {
-    let refused = |e: kiln_firmware::error::BundleError| GpuError::Refused(e.to_string());
-    let plan = fw::read_plan(&gb.bundle.schedule).map_err(refused)?;
+    let plan = fw::read_plan(&gb.bundle.schedule).map_err(GpuError::Schedule)?;
     let parsed = fw::Bundle::parse(
         &gb.bundle.schedule,
         plan.arena_bytes as usize,
         gb.kernels.len(),
     )
-    .map_err(refused)?;
+    .map_err(GpuError::Schedule)?;
     if inputs.len() != plan.inputs.len() {
         return Err(GpuError::InputCount {
             expected: plan.inputs.len(),

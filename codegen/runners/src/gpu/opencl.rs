@@ -2,7 +2,7 @@
 //! step, with the device's own limits checked first.
 //!
 //! The OpenCL library is loaded when first used, so Kiln builds and runs without it; a machine
-//! without a driver gets [`GpuError::NoDevice`]. `$KILN_OPENCL_DEVICE` picks the first device
+//! without a driver gets [`GpuError::NoDriver`]. `$KILN_OPENCL_DEVICE` picks the first device
 //! whose name contains it.
 
 use super::layout::{prepare, prepare_calls, Prepared, Region, Slice};
@@ -28,7 +28,7 @@ fn driver(call: &'static str) -> impl Fn(opencl3::error_codes::ClError) -> GpuEr
     move |e| GpuError::Driver {
         api: API,
         call,
-        reason: e.to_string(),
+        source: e.into(),
     }
 }
 
@@ -49,8 +49,12 @@ pub fn device() -> Result<ClDevice, GpuError> {
     static DISCOVERY: Mutex<()> = Mutex::new(());
     let _one = DISCOVERY.lock().unwrap_or_else(|e| e.into_inner());
     let no_device = |reason: String| GpuError::NoDevice { api: API, reason };
-    let ids = opencl3::device::get_all_devices(CL_DEVICE_TYPE_ALL)
-        .map_err(|e| no_device(format!("{e} (is an OpenCL driver installed?)")))?;
+    let ids =
+        opencl3::device::get_all_devices(CL_DEVICE_TYPE_ALL).map_err(|e| GpuError::NoDriver {
+            api: API,
+            call: "clGetDeviceIDs",
+            source: e.into(),
+        })?;
     let wanted = std::env::var("KILN_OPENCL_DEVICE").unwrap_or_default();
     for id in ids {
         let device = Device::new(id);

@@ -8,8 +8,9 @@ use thiserror::Error;
 
 use crate::dtype::{DType, Scalar};
 use crate::graph::{Graph, GraphError, Lazy};
-use crate::onnx::{Attributes, ElemType, OnnxError, OnnxNode};
+use crate::onnx::{AttrProblem, Attributes, ElemType, OnnxError, OnnxNode};
 use crate::ops::ConstValue;
+use crate::schedule::ScheduleError;
 use crate::tensor::{decode_element, Tensor, TensorError};
 
 /// A value of the model: a lazy tensor of the graph, or a tensor known at compile time
@@ -44,10 +45,17 @@ impl Value {
 pub enum OpError {
     #[error(transparent)]
     Graph(#[from] GraphError),
-    #[error("{}", onnx_reason(.0))]
-    Onnx(#[from] OnnxError),
+    #[error(transparent)]
+    Onnx(OnnxError),
     #[error(transparent)]
     Tensor(#[from] TensorError),
+    /// An attribute of the node: the import error that wraps this one names the node.
+    #[error("attribute {attr:?}")]
+    Attribute {
+        attr: String,
+        #[source]
+        problem: AttrProblem,
+    },
     #[error("input {index} is missing")]
     MissingInput { index: usize },
     #[error("input {index} ({name:?}) must be known at compile time")]
@@ -58,15 +66,17 @@ pub enum OpError {
     Invalid(String),
     #[error("not supported: {0}")]
     Unsupported(String),
-    #[error("evaluating at compile time: {0}")]
-    Eval(String),
+    #[error("evaluating at compile time")]
+    Eval(#[source] Box<ScheduleError>),
 }
 
-/// An ONNX error without the node context the import error adds anyway.
-fn onnx_reason(e: &OnnxError) -> String {
-    match e {
-        OnnxError::Attribute { attr, problem, .. } => format!("attribute {attr:?}: {problem}"),
-        other => other.to_string(),
+/// An attribute error loses the node context, which the import error adds anyway.
+impl From<OnnxError> for OpError {
+    fn from(e: OnnxError) -> Self {
+        match e {
+            OnnxError::Attribute { attr, problem, .. } => OpError::Attribute { attr, problem },
+            other => OpError::Onnx(other),
+        }
     }
 }
 

@@ -1,6 +1,9 @@
 use super::protos::{attr, bytes, f32_tensor, graph, model, node, with_attr};
 use super::{mlperf_model, test_model};
 use crate::dtype::Scalar;
+use crate::error::chain;
+use crate::onnx::import::{import, ImportError};
+use crate::onnx::ops::OpError;
 use crate::onnx::proto::attribute_proto::AttributeType;
 use crate::onnx::{load, load_bytes, AttrProblem, AttrValue, OnnxError, OnnxNode};
 
@@ -115,4 +118,33 @@ fn subgraphs_are_reported_unsupported() {
     let err = attrs.graph("then_branch").unwrap_err();
     let unsupported = AttrProblem::Unsupported("subgraphs");
     assert!(matches!(err, OnnxError::Attribute { problem, .. } if problem == unsupported));
+}
+
+#[test]
+fn a_node_s_attribute_error_is_its_typed_cause_named_once() {
+    let mut axis = attr("axis");
+    axis.r#type = Some(AttributeType::Float as i32);
+    axis.f = Some(1.5);
+    let mut n = with_attr(node("Flatten", &["x"], &["y"]), axis);
+    n.name = Some("flat".into());
+    let m = load_bytes(&bytes(&model(graph(vec![n], &["x"], &["y"]), 13))).unwrap();
+    let err = import(&m, &[]).unwrap_err();
+    let ImportError::Node { node, source, .. } = &err else {
+        panic!("{err:?}");
+    };
+    assert_eq!(node, "flat");
+    assert!(
+        matches!(
+            source.as_ref(),
+            OpError::Attribute {
+                attr,
+                problem: AttrProblem::WrongKind { expected: "int", .. },
+            } if attr == "axis"
+        ),
+        "{err:?}"
+    );
+    assert_eq!(
+        chain(&err),
+        "node flat (Flatten): attribute \"axis\": expected int, found float"
+    );
 }

@@ -3,7 +3,7 @@
 
 use super::API;
 use ash::vk;
-use kiln_codegen::gpu::GpuError;
+use kiln_codegen::gpu::{DriverError, GpuError};
 use kiln_codegen::target::DeviceLimits;
 use std::ffi::CStr;
 
@@ -11,7 +11,7 @@ pub(super) fn driver(call: &'static str) -> impl Fn(vk::Result) -> GpuError {
     move |e| GpuError::Driver {
         api: API,
         call,
-        reason: format!("{e:?}"),
+        source: Box::new(e),
     }
 }
 
@@ -47,17 +47,21 @@ pub struct Vk {
 impl Vk {
     /// The first device with a compute queue, or the first whose name contains `wanted`.
     pub fn new(wanted: &str) -> Result<Vk, GpuError> {
-        let no_device = |reason: String| GpuError::NoDevice { api: API, reason };
+        let no_driver = |call, source: DriverError| GpuError::NoDriver {
+            api: API,
+            call,
+            source,
+        };
         // SAFETY: loading the Vulkan loader library; its functions are used as documented.
         let entry = unsafe { ash::Entry::load() }
-            .map_err(|e| no_device(format!("{e} (is a Vulkan driver installed?)")))?;
+            .map_err(|e| no_driver("loading the Vulkan loader", e.into()))?;
         let app = vk::ApplicationInfo::default()
             .application_name(c"kiln")
             .api_version(vk::API_VERSION_1_2);
         let info = vk::InstanceCreateInfo::default().application_info(&app);
         // SAFETY: a valid create info with no extensions or layers.
         let instance = unsafe { entry.create_instance(&info, None) }
-            .map_err(|e| no_device(format!("vkCreateInstance: {e:?}")))?;
+            .map_err(|e| no_driver("vkCreateInstance", Box::new(e)))?;
         match Self::open(&entry, &instance, wanted) {
             Ok(parts) => Ok(Vk::assemble(entry, instance, parts)),
             Err(e) => {

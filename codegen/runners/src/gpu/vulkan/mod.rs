@@ -2,7 +2,7 @@
 //! the device's own limits checked first.
 //!
 //! The Vulkan loader is opened when first used, so Kiln builds and runs without it; a machine
-//! without a driver gets [`GpuError::NoDevice`]. `$KILN_VULKAN_DEVICE` picks the first device
+//! without a driver gets [`GpuError::NoDriver`]. `$KILN_VULKAN_DEVICE` picks the first device
 //! whose name contains it. The shaders are compiled to SPIR-V with `glslc` when the run starts.
 //! Buffers live in host-visible memory (what integrated and edge GPUs have; a discrete GPU
 //! would want staging copies).
