@@ -8,7 +8,9 @@
 //!   [`schedule`] → [`kernel`] → [`optimize`] → [`linearize`] (into [`uop`]s) → [`render`] →
 //!   [`plan`] → [`bundle`] (and [`gpu`], a bundle's form for OpenCL and Vulkan);
 //! - [`compile`], the one function that chains the stages for every target, and [`builder`],
-//!   the build-script API on top of it ([`Builder`]).
+//!   the build-script API on top of it ([`Builder`]);
+//! - [`interpret`], which runs a schedule's kernels in the UOp interpreter: the reference the
+//!   tests check the stages against.
 //!
 //! The runners (`kiln-runners`: the host, boards, GPUs, each a
 //! [`optimize::CostModel`] for the BEAM search) and the command line (`kiln-cli`) are crates
@@ -21,6 +23,7 @@ pub mod dtype;
 pub mod error;
 pub mod gpu;
 pub mod graph;
+pub mod interpret;
 pub mod kernel;
 pub mod linearize;
 pub mod onnx;

@@ -160,6 +160,20 @@ impl ConstValue {
         self.as_f64() == 0.0
     }
 
+    /// The value whose bits in `to` are `self`'s bits in `from` (a bitcast).
+    pub fn bitcast(self, from: DType, to: DType) -> Self {
+        let bits = match from.scalar {
+            Scalar::F32 => (self.as_f64() as f32).to_bits() as u64,
+            Scalar::F64 => self.as_f64().to_bits(),
+            _ => self.as_i64() as u64,
+        };
+        match to.scalar {
+            Scalar::F32 => Self::from_f64(to, f32::from_bits(bits as u32) as f64),
+            Scalar::F64 => ConstValue::Float(bits),
+            _ => Self::from_i64(to, bits as i64),
+        }
+    }
+
     /// Reinterprets `self` (of type `dtype`) in `to`, with C cast semantics.
     pub fn cast(self, from: DType, to: DType) -> Self {
         match self {

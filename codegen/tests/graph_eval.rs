@@ -1,11 +1,13 @@
 //! Tensor-level ops, scheduled and run through the kernels in the UOp interpreter, against
-//! naive loops.
+//! naive loops; and the graph's own evaluator (constant folding's), which must agree with the
+//! kernels bit for bit.
 
 use kiln_codegen::dtype::{DType, Scalar};
+use kiln_codegen::graph::eval::evaluate;
 use kiln_codegen::graph::{Graph, Lazy};
-use kiln_codegen::schedule::{create_schedule, eval::run_interpreted};
+use kiln_codegen::interpret::run_schedule;
+use kiln_codegen::schedule::create_schedule;
 use kiln_codegen::tensor::Tensor;
-use kiln_codegen::uop::interp::HostBuffer;
 
 fn data(n: usize, seed: u64) -> Vec<f64> {
     let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
@@ -27,11 +29,19 @@ fn weight(g: &mut Graph, name: &str, shape: &[usize], v: &[f64]) -> Lazy {
 
 fn run(g: &Graph, outs: &[Lazy], inputs: &[Vec<f64>]) -> (Vec<Vec<f64>>, usize) {
     let s = create_schedule(g, outs).expect("schedule");
-    let ins: Vec<HostBuffer> = inputs
+    let ins: Vec<Tensor> = inputs
         .iter()
-        .map(|v| HostBuffer::from_f64(Scalar::F32, v))
+        .map(|v| Tensor::vector(Scalar::F32, v))
         .collect();
-    let r = run_interpreted(&s, &ins).expect("run");
+    let r = run_schedule(&s, &ins).expect("run");
+    let by_graph = evaluate(g, outs, &ins).expect("evaluate");
+    for (k, (kernels, graph)) in r.iter().zip(&by_graph).enumerate() {
+        assert_eq!(
+            kernels.bytes(),
+            graph.bytes(),
+            "output {k}: kernels and graph evaluator"
+        );
+    }
     (r.iter().map(|b| b.to_f64()).collect(), s.items.len())
 }
 
@@ -218,8 +228,11 @@ fn reduce_min_of_bools_and_unsigned_integers() {
     let u = g.weight("u", bytes);
     let mb = g.reduce_min(&b, &[1]).unwrap();
     let mu = g.reduce_min(&u, &[1]).unwrap();
-    let s = create_schedule(&g, &[mb, mu]).expect("schedule");
-    let r = run_interpreted(&s, &[]).expect("run");
+    let outs = [mb, mu];
+    let s = create_schedule(&g, &outs).expect("schedule");
+    let r = run_schedule(&s, &[]).expect("run");
+    let by_graph = evaluate(&g, &outs, &[]).expect("evaluate");
+    assert_eq!(r, by_graph);
     assert_eq!(r[0].to_f64(), vec![0.0, 1.0]);
     assert_eq!(r[1].to_f64(), vec![0.0, 3.0]);
 }

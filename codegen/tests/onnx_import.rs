@@ -7,13 +7,13 @@ use std::time::Instant;
 
 use kiln_codegen::error::chain;
 use kiln_codegen::graph::{GOp, Graph, Lazy};
+use kiln_codegen::interpret::run_schedule;
 use kiln_codegen::onnx::proto::tensor_shape_proto::dimension;
 use kiln_codegen::onnx::proto::{type_proto, ModelProto};
 use kiln_codegen::onnx::{self, import, ImportError, Imported, OnnxError, OnnxModel};
-use kiln_codegen::schedule::{create_schedule, eval::run_interpreted};
+use kiln_codegen::schedule::create_schedule;
 use kiln_codegen::tensor::Tensor;
 use kiln_codegen::tensorio::{read_dir_tensors, TensorIoError};
-use kiln_codegen::uop::interp::HostBuffer;
 use prost::Message;
 
 /// How close outputs must be: `|got - want| <= atol + rtol * |want|`.
@@ -68,9 +68,8 @@ fn run_reference(model: &OnnxModel, data: &Path, tol: Tolerance) -> Result<Outco
         .collect();
     let imported = import(model, &shapes).map_err(|e| chain(&e))?;
     let schedule = create_schedule(&imported.graph, &imported.outputs).map_err(|e| chain(&e))?;
-    let host: Vec<HostBuffer> = inputs.iter().map(HostBuffer::from).collect();
     let start = Instant::now();
-    let got = run_interpreted(&schedule, &host).map_err(|e| chain(&e))?;
+    let got = run_schedule(&schedule, &inputs).map_err(|e| chain(&e))?;
     let seconds = start.elapsed().as_secs_f64();
     let (mut max_abs, mut max_rel) = (0f64, 0f64);
     for (k, (want, out)) in expected.iter().zip(&imported.outputs).enumerate() {
@@ -87,12 +86,7 @@ fn run_reference(model: &OnnxModel, data: &Path, tol: Tolerance) -> Result<Outco
 }
 
 /// Max abs and rel error of `got` (of lazy `out`) against `want`; an error past tolerance.
-fn compare(
-    got: &HostBuffer,
-    out: &Lazy,
-    want: &Tensor,
-    tol: Tolerance,
-) -> Result<(f64, f64), String> {
+fn compare(got: &Tensor, out: &Lazy, want: &Tensor, tol: Tolerance) -> Result<(f64, f64), String> {
     if out.shape() != want.shape() {
         return Err(format!("shape {:?}, want {:?}", out.shape(), want.shape()));
     }

@@ -8,9 +8,10 @@ use common::weights::weight;
 use kiln_codegen::compile::compile_graph;
 use kiln_codegen::dtype::{DType, Scalar};
 use kiln_codegen::graph::Graph;
-use kiln_codegen::schedule::{create_schedule, eval::run_interpreted};
+use kiln_codegen::interpret::run_schedule;
+use kiln_codegen::schedule::create_schedule;
 use kiln_codegen::target::Target;
-use kiln_codegen::uop::interp::HostBuffer;
+use kiln_codegen::tensor::Tensor;
 use kiln_firmware::error::BundleError;
 use kiln_runners::host;
 
@@ -46,8 +47,9 @@ fn host_and_interpreter(
         .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
         .collect();
     let sched = create_schedule(g, std::slice::from_ref(out)).unwrap();
-    let want =
-        run_interpreted(&sched, &[HostBuffer::from_bytes(Scalar::F32, input)]).unwrap()[0].to_f64();
+    let shape = g.inputs[0].shape.clone();
+    let x = Tensor::new(Scalar::F32, shape, input.to_vec()).unwrap();
+    let want = run_schedule(&sched, &[x]).unwrap()[0].to_f64();
     (bundle, run, got, want)
 }
 

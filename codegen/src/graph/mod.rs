@@ -5,6 +5,7 @@
 //! sources (model inputs, weights, constants), elementwise ALU ops, casts and reduces. The
 //! scheduler later decides which nodes become buffers and fuses the rest into kernels.
 
+pub mod eval;
 pub mod nn;
 pub mod tensor;
 

@@ -12,8 +12,8 @@ use thiserror::Error;
 
 use super::ops::{self, checked_numel, dtype_of, materialize, Ctx, OpBuilder, OpError, Value};
 use super::{pin_dims, OnnxError, OnnxModel, OnnxNode};
+use crate::graph::eval::evaluate;
 use crate::graph::{Graph, Lazy};
-use crate::schedule::{eval::run_interpreted, schedule_unfolded, ScheduleError};
 use crate::tensor::Tensor;
 
 /// Known inputs up to this many elements (each) are computed on at compile time.
@@ -201,7 +201,7 @@ impl Importer {
     }
 }
 
-/// Builds `node` on a scratch graph of its known inputs and runs it in the UOp interpreter:
+/// Builds `node` on a scratch graph of its known inputs and evaluates it there:
 /// its outputs as known values, or `None` when one is too large to keep on the host.
 fn eval_on_host(
     node: &OnnxNode,
@@ -225,20 +225,17 @@ fn eval_on_host(
     let mut results = if computed.is_empty() {
         Vec::new()
     } else {
-        let eval = |e: ScheduleError| OpError::Eval(Box::new(e));
-        let sched = schedule_unfolded(&g, &computed).map_err(eval)?;
-        run_interpreted(&sched, &[]).map_err(eval)?
+        evaluate(&g, &computed, &[]).map_err(OpError::Eval)?
     }
     .into_iter();
     let known = outs
         .into_iter()
         .map(|v| match v {
             Value::Tensor(l) => {
-                let bytes = match l.numel() {
-                    0 => Vec::new(),
-                    _ => results.next().map(|b| b.to_bytes()).unwrap_or_default(),
+                let t = match l.numel() {
+                    0 => Tensor::new(l.dtype.scalar, l.shape().to_vec(), Vec::new())?,
+                    _ => results.next().expect("one result per computed output"),
                 };
-                let t = Tensor::new(l.dtype.scalar, l.shape().to_vec(), bytes)?;
                 Ok(Value::known(t))
             }
             known => Ok(known),

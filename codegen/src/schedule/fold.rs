@@ -1,11 +1,10 @@
 //! Constant folding: a computed node that depends only on weights and constants is evaluated
-//! at compile time (its kernels run in the UOp interpreter) and becomes a weight.
+//! at compile time (by the graph's evaluator, [`crate::graph::eval`]) and becomes a weight.
 
-use super::eval::run_interpreted;
-use super::{schedule_unfolded, ScheduleError};
+use super::ScheduleError;
+use crate::graph::eval::evaluate;
 use crate::graph::{GNode, GOp, Graph, Lazy, NodeId, WeightData, WeightId};
 use crate::shape::ShapeTracker;
-use crate::tensor::Tensor;
 
 /// Folded nodes may not be larger than this many elements, or than the weights they come
 /// from: folding must not grow the model.
@@ -64,11 +63,7 @@ fn fold_node(g: &mut Graph, id: NodeId) -> Result<(), ScheduleError> {
         st: ShapeTracker::from_shape(&node.shape),
         dtype: node.dtype,
     };
-    let sched = schedule_unfolded(g, &[out])?;
-    let result = run_interpreted(&sched, &[]).map_err(|e| ScheduleError::Fold(Box::new(e)))?;
-    let bytes = result[0].to_bytes();
-    let tensor = Tensor::new(node.dtype.scalar, node.shape.clone(), bytes)
-        .map_err(|e| ScheduleError::Fold(Box::new(e.into())))?;
+    let tensor = evaluate(g, &[out], &[])?.remove(0);
     let w = WeightId(g.weights.len() as u32);
     g.weights.push(WeightData {
         name: format!("folded_{}", id.0),

@@ -7,7 +7,6 @@
 //! compile time into new weights ([`fold`]).
 
 mod build;
-pub mod eval;
 pub mod fold;
 mod realize;
 
@@ -15,9 +14,7 @@ use crate::dtype::DType;
 use crate::graph::{Graph, GraphError, Lazy, WeightData, WeightId};
 use crate::kernel::ast::LazyOp;
 use crate::kernel::KernelError;
-use crate::linearize::LinearizeError;
 use crate::shape::ShapeTracker;
-use crate::uop::interp::InterpError;
 
 /// A buffer of the compiled model.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -77,24 +74,11 @@ pub enum ScheduleError {
     #[error(transparent)]
     Graph(#[from] GraphError),
     #[error("folding constants")]
-    Fold(#[source] Box<ScheduleError>),
+    Fold(#[from] crate::graph::eval::EvalError),
     #[error(transparent)]
     Kernel(#[from] KernelError),
-    /// A folded constant's bytes did not make a tensor of its shape.
-    #[error(transparent)]
-    Tensor(#[from] crate::tensor::TensorError),
     #[error("scheduler: {0}")]
     Internal(String),
-    /// A kernel run on the host's interpreter did not linearize.
-    #[error("scheduler")]
-    Linearize(#[source] Box<LinearizeError>),
-    /// A kernel failed in the host's interpreter.
-    #[error("scheduler: {kernel}")]
-    Interpret {
-        kernel: String,
-        #[source]
-        source: InterpError,
-    },
 }
 
 /// `inner` seen through `outer` (a view over `inner`'s shape).

@@ -256,6 +256,47 @@ impl ShapeTracker {
         (idx, valid)
     }
 
+    /// The buffer index of the element at `idx` (one coordinate per axis), through every
+    /// view: what [`ShapeTracker::expr_idxs`] gives for constant indices, computed directly.
+    /// `None` where the element is padding.
+    ///
+    /// # Panics
+    /// If `idx` does not have one coordinate per axis.
+    pub fn index_of(&self, idx: &[usize]) -> Option<usize> {
+        assert_eq!(
+            idx.len(),
+            self.shape().len(),
+            "index_of needs one index per axis"
+        );
+        let mut coords: Vec<i64> = idx.iter().map(|&i| i as i64).collect();
+        for (k, view) in self.views.iter().enumerate().rev() {
+            if let Some(mask) = &view.mask {
+                let outside = coords
+                    .iter()
+                    .zip(mask)
+                    .any(|(&c, &(b, e))| c < b as i64 || c >= e as i64);
+                if outside {
+                    return None;
+                }
+            }
+            let flat = coords
+                .iter()
+                .zip(&view.strides)
+                .fold(view.offset, |acc, (&c, &s)| acc + c * s);
+            if k == 0 {
+                return usize::try_from(flat).ok();
+            }
+            let below = &self.views[k - 1].shape;
+            coords = vec![0; below.len()];
+            let mut rest = flat;
+            for (c, &size) in coords.iter_mut().zip(below).rev() {
+                *c = rest.rem_euclid(size.max(1) as i64);
+                rest = rest.div_euclid(size.max(1) as i64);
+            }
+        }
+        None
+    }
+
     /// [`ShapeTracker::expr_idxs`] of the element at the flat row-major index `idx`.
     pub fn expr_node(&self, idx: &Node) -> (Node, Node) {
         if self.size() == 0 {

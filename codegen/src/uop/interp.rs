@@ -472,23 +472,6 @@ fn cast(u: &super::UOp, srcs: &[Val], dtype_of: impl Fn(usize) -> Option<DType>)
 }
 
 fn bitcast(v: &Val, from: Option<DType>, to: Option<DType>) -> Val {
-    let (from, to) = (from.expect("typed").scalar, to.expect("typed").scalar);
-    let bits = to_bits(v.scalar(), from);
-    Val::Scalar(from_bits(bits, to))
-}
-
-fn to_bits(v: ConstValue, s: Scalar) -> u64 {
-    match s {
-        Scalar::F32 => (v.as_f64() as f32).to_bits() as u64,
-        Scalar::F64 => v.as_f64().to_bits(),
-        _ => v.as_i64() as u64,
-    }
-}
-
-fn from_bits(b: u64, s: Scalar) -> ConstValue {
-    match s {
-        Scalar::F32 => ConstValue::from_f64(s.into(), f32::from_bits(b as u32) as f64),
-        Scalar::F64 => ConstValue::Float(b),
-        _ => ConstValue::from_i64(s.into(), b as i64),
-    }
+    let (from, to) = (from.expect("typed").scalar(), to.expect("typed").scalar());
+    Val::Scalar(v.scalar().bitcast(from, to))
 }

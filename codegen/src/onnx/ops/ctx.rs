@@ -10,7 +10,6 @@ use crate::dtype::{DType, Scalar};
 use crate::graph::{Graph, GraphError, Lazy};
 use crate::onnx::{AttrProblem, Attributes, ElemType, OnnxError, OnnxNode};
 use crate::ops::ConstValue;
-use crate::schedule::ScheduleError;
 use crate::tensor::{decode_element, Tensor, TensorError};
 
 /// A value of the model: a lazy tensor of the graph, or a tensor known at compile time
@@ -67,7 +66,7 @@ pub enum OpError {
     #[error("not supported: {0}")]
     Unsupported(String),
     #[error("evaluating at compile time")]
-    Eval(#[source] Box<ScheduleError>),
+    Eval(#[source] crate::graph::eval::EvalError),
 }
 
 /// An attribute error loses the node context, which the import error adds anyway.

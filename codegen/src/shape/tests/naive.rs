@@ -192,6 +192,11 @@ pub(super) fn check(st: &ShapeTracker, naive: &Naive, context: &dyn std::fmt::De
             );
             assert!(idx.min() <= i && i <= idx.max(), "index bounds {idx:?}");
         }
+        assert_eq!(
+            st.index_of(&c),
+            *want,
+            "index_of at {c:?}: {st:?} after {context:?}"
+        );
     }
 }
 
