@@ -7,11 +7,12 @@ use crate::bundle::{self, Bundle, BundleError};
 use crate::dtype::DType;
 use crate::graph::{Graph, Lazy, WeightId};
 use crate::kernel::layout::reorder_bytes;
-use crate::kernel::{Kernel, KernelBuffer};
-use crate::linearize::{linearize, to_program, LinearizeError, Program};
+use crate::kernel::{Kernel, KernelBuffer, KernelError};
+use crate::linearize::{linearize, LinearizeError};
 use crate::onnx::import::Imported;
 use crate::optimize::{optimize, Optimize, SearchError, SearchStats};
 use crate::plan::{in_place_pairs, plan_arena_with, InPlace};
+use crate::render::{to_program, Program, ProgramError};
 use crate::schedule::{create_schedule, BufKind, Schedule, ScheduleError, ScheduleItem};
 use crate::target::Target;
 use std::collections::HashMap;
@@ -22,7 +23,12 @@ pub enum CompileError {
     #[error(transparent)]
     Schedule(#[from] ScheduleError),
     #[error(transparent)]
+    Kernel(#[from] KernelError),
+    #[error(transparent)]
     Linearize(#[from] LinearizeError),
+    /// A kernel did not linearize or render.
+    #[error(transparent)]
+    Program(#[from] ProgramError),
     #[error(transparent)]
     Bundle(#[from] BundleError),
     #[error(transparent)]
@@ -80,7 +86,7 @@ fn kernels_of(schedule: &Schedule, target: &Target) -> Result<Vec<Kernel>, Compi
     }
     let mut kernels = Vec::with_capacity(schedule.items.len());
     for item in &schedule.items {
-        let mut k = Kernel::new(item.ast.clone(), target.clone()).map_err(ScheduleError::from)?;
+        let mut k = Kernel::new(item.ast.clone(), target.clone())?;
         if target.simd_lanes > 0 {
             k.free_layout = free_weights(schedule, &readers, item, &k);
         }

@@ -1,10 +1,11 @@
 //! Bad opts and shapes that cannot fit a device: typed errors that name the kernel and axis.
 
 use kiln_codegen::dtype::DType;
-use kiln_codegen::kernel::ast::LazyOp;
 use kiln_codegen::kernel::{Kernel, KernelError, Opt, OptOp};
-use kiln_codegen::linearize::{linearize, to_program, GroupedDimsError, LinearizeError};
+use kiln_codegen::linearize::{linearize, GroupedDimsError, LinearizeError};
 use kiln_codegen::ops::{AluOp, BinaryOp, ReduceOp};
+use kiln_codegen::render::to_program;
+use kiln_codegen::schedule::ast::LazyOp;
 use kiln_codegen::shape::ShapeTracker;
 use kiln_codegen::target::Target;
 

@@ -11,7 +11,8 @@ use common::naive::{close, evaluate, Val};
 use common::rng::Rng;
 use kiln_codegen::kernel::layout::relayouts;
 use kiln_codegen::kernel::{Kernel, KernelBuffer, Opt, OptOp};
-use kiln_codegen::linearize::{linearize, to_program, LinearizeError};
+use kiln_codegen::linearize::{linearize, LinearizeError};
+use kiln_codegen::render::to_program;
 use kiln_codegen::target::Target;
 use kiln_codegen::uop::interp::{run, HostBuffer};
 use kiln_codegen::uop::BufferId;
@@ -240,7 +241,7 @@ fn random_kernels_match_the_naive_reference() {
         let nred = case.ast[0]
             .lazyops()
             .iter()
-            .filter(|x| matches!(x.op(), kiln_codegen::kernel::ast::Op::Reduce(..)))
+            .filter(|x| matches!(x.op(), kiln_codegen::schedule::ast::Op::Reduce(..)))
             .count();
         stats.reduces += (nred > 0) as usize;
         stats.multireduce += (nred > 1) as usize;

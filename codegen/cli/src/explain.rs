@@ -2,10 +2,10 @@
 
 use anyhow::{bail, Context, Result};
 use kiln_codegen::dtype::DType;
-use kiln_codegen::kernel::ast::LazyOp;
 use kiln_codegen::kernel::{Kernel, KernelBuffer, Opt, OptOp};
-use kiln_codegen::linearize::{to_program, Program};
 use kiln_codegen::ops::{AluOp, BinaryOp, ReduceOp};
+use kiln_codegen::render::{to_program, Program};
+use kiln_codegen::schedule::ast::LazyOp;
 use kiln_codegen::shape::ShapeTracker;
 use kiln_codegen::target::Target;
 use std::process::ExitCode;

@@ -3,8 +3,8 @@
 
 use kiln_codegen::bundle::{Bundle, KERNELS_FILE};
 use kiln_codegen::kernel::Kernel;
-use kiln_codegen::linearize::{candidate_key, candidate_programs};
 use kiln_codegen::optimize::{Candidates, CostModel, SearchError};
+use kiln_codegen::render::{candidate_key, candidate_programs};
 use kiln_firmware::exec::{Executor, KernelEvent, KernelFn};
 use kiln_firmware::schedule::Bundle as Schedule;
 use std::path::{Path, PathBuf};
@@ -95,7 +95,7 @@ const TIMING_ROUNDS: usize = 5;
 /// `TIMING_ROUNDS` timings of enough repeated calls to last about a millisecond, the programs
 /// timed in turn in each round.
 pub fn time_kernels(
-    programs: &[kiln_codegen::linearize::Program],
+    programs: &[kiln_codegen::render::Program],
     buf_bytes: &[usize],
 ) -> Result<Vec<Option<f64>>, HostError> {
     let dir = tempfile::tempdir().map_err(|source| HostError::Io {
@@ -149,7 +149,7 @@ type TimeFn = unsafe extern "C" fn(*const *mut std::ffi::c_void, i32) -> f64;
 
 /// The C of [`time_kernels`]: each program as `kiln_cand{i}`, and `kiln_time{i}`, which times
 /// `reps` calls of it on the buffers.
-fn timing_source(programs: &[kiln_codegen::linearize::Program]) -> String {
+fn timing_source(programs: &[kiln_codegen::render::Program]) -> String {
     use std::fmt::Write as _;
     let mut c = String::from("#include <time.h>\n");
     for (i, p) in programs.iter().enumerate() {

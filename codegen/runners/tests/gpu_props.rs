@@ -14,8 +14,9 @@ use gpu_support::limits;
 use kiln_codegen::dtype::Scalar;
 use kiln_codegen::gpu::{Api, GpuKernel};
 use kiln_codegen::kernel::Kernel;
-use kiln_codegen::linearize::{to_program, LinearizeError};
+use kiln_codegen::linearize::LinearizeError;
 use kiln_codegen::optimize::gpu_heuristic;
+use kiln_codegen::render::{to_program, ProgramError};
 use kiln_codegen::target::DeviceLimits;
 use kiln_codegen::tensor::Tensor;
 use kiln_runners::gpu::{opencl, vulkan, KernelCall};
@@ -52,7 +53,7 @@ fn prepare(api: Api, limits: &DeviceLimits, seed: u64) -> Option<Prepared> {
     };
     let p = match to_program(&k) {
         Ok(p) => p,
-        Err(LinearizeError::Dims { .. }) => return None,
+        Err(ProgramError::Linearize(LinearizeError::Dims { .. })) => return None,
         Err(e) => panic!("seed {seed:#x} on {}: {e}", api.name()),
     };
     let mut data: Vec<(u32, Vec<f64>)> = vec![(0, vec![0.0; want.len()])];

@@ -6,8 +6,8 @@ mod report;
 #[cfg(test)]
 mod tests;
 
-use crate::linearize::Program;
 use crate::plan::ArenaPlan;
+use crate::render::Program;
 use crate::schedule::{BufId, BufKind, Schedule};
 use kiln_firmware::error::{BundleError as FirmwareError, CapacityError};
 use kiln_firmware::schedule as fw;

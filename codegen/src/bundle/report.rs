@@ -1,7 +1,7 @@
 //! The human-readable report of a bundle: kernels with their cost estimates, and memory.
 
-use crate::linearize::Program;
 use crate::plan::ArenaPlan;
+use crate::render::Program;
 use crate::schedule::{BufKind, Schedule};
 use std::fmt;
 

@@ -2,7 +2,7 @@
 
 use super::{Api, GpuError, GpuKernel};
 use crate::dtype::Scalar;
-use crate::linearize::Program;
+use crate::render::Program;
 use crate::target::DeviceLimits;
 use crate::uop::UOpKind;
 

@@ -1,9 +1,9 @@
 //! Small kernels for tests and explanations.
 
-use super::ast::LazyOp;
 use super::Kernel;
 use crate::dtype::DType;
 use crate::ops::{AluOp, BinaryOp, ReduceOp};
+use crate::schedule::ast::LazyOp;
 use crate::shape::ShapeTracker;
 use crate::target::Target;
 

@@ -172,9 +172,9 @@ pub fn reorder_bytes(r: &Relayout, bytes: &[u8], size: usize) -> Vec<u8> {
 mod tests {
     use super::*;
     use crate::dtype::DType;
-    use crate::kernel::ast::LazyOp;
     use crate::kernel::{Opt, OptOp};
     use crate::ops::{AluOp, BinaryOp, ReduceOp};
+    use crate::schedule::ast::LazyOp;
     use crate::target::Target;
 
     /// out[o] = sum_i w[o, i] * x[i], `w` 16×4 row-major, on `target`.

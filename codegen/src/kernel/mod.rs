@@ -5,16 +5,15 @@
 //! upcast dims at the end. `first_reduce` is the first axis whose output size differs from
 //! the full (input) size.
 
-pub mod ast;
 pub mod examples;
 pub mod layout;
 pub mod opt;
 
 use crate::dtype::DType;
 use crate::ops::ConstValue;
+use crate::schedule::ast::{ConstBuffer, LazyOp, MemBuffer, Op};
 use crate::shape::{ShapeError, ShapeTracker};
 use crate::target::Target;
-use ast::{ConstBuffer, LazyOp, MemBuffer, Op};
 pub use opt::{Opt, OptOp};
 use std::collections::HashSet;
 

@@ -1,9 +1,9 @@
 //! Optimizations of a kernel's axes: each is validated, then applied by reshaping and
 //! permuting every buffer's view. A bad opt is an error naming the kernel, never a panic.
 
-use super::ast::Op;
 use super::{Kernel, KernelError};
 use crate::ops::{AluOp, BinaryOp, ReduceOp, TernaryOp, UnaryOp};
+use crate::schedule::ast::Op;
 use std::fmt;
 
 /// The kinds of optimization.

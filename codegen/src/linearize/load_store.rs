@@ -3,8 +3,8 @@
 
 use super::expand::{expand_idxs, expand_node, expand_self, iter_idxs};
 use super::Lin;
-use crate::kernel::ast::{LazyOp, Op};
 use crate::ops::{AluOp, ConstValue, TernaryOp};
+use crate::schedule::ast::{LazyOp, Op};
 use crate::shape::Node;
 use crate::uop::{UOpId, UOpKind};
 

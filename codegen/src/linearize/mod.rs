@@ -10,17 +10,14 @@ pub mod grouped_dims;
 mod idx;
 mod load_store;
 mod parse;
-pub mod program;
 mod reduce;
 
-use crate::kernel::ast::{LazyOp, Op};
 use crate::kernel::{Kernel, KernelBuffer, KernelError};
-use crate::render::RenderError;
+use crate::schedule::ast::{LazyOp, Op};
 use crate::shape::{Node, ShapeTracker};
 use crate::uop::{Linear, OrderError, UOpGraph, UOpId, UOpKind};
 use expand::UPCAST_PREFIX;
 pub use grouped_dims::{grouped_dims, GroupedDims, GroupedDimsError};
-pub use program::{candidate_key, candidate_programs, to_program, Program};
 use std::collections::HashMap;
 
 /// Why a kernel could not be linearized or rendered. Each names the kernel.
@@ -40,8 +37,6 @@ pub enum LinearizeError {
         #[source]
         source: OrderError,
     },
-    #[error(transparent)]
-    Render(#[from] RenderError),
 }
 
 /// A linearized kernel: its name, program and launch sizes (none for loop-only targets).
@@ -57,7 +52,7 @@ pub struct Linearized {
     pub relayouts: Vec<crate::kernel::layout::Relayout>,
 }
 
-type Accs = HashMap<*const crate::kernel::ast::LazyNode, Vec<UOpId>>;
+type Accs = HashMap<*const crate::schedule::ast::LazyNode, Vec<UOpId>>;
 type Loaded = HashMap<usize, Vec<UOpId>>;
 
 struct Lin {

@@ -1,9 +1,9 @@
 //! The AST → UOps walk, and the final stores.
 
 use super::{cat, zeros_like, Accs, Lin, Loaded};
-use crate::kernel::ast::{LazyOp, Op};
 use crate::kernel::KernelBuffer;
 use crate::ops::AluOp;
+use crate::schedule::ast::{LazyOp, Op};
 use crate::shape::Node;
 use crate::uop::{UOpId, UOpKind};
 use std::collections::HashMap;
@@ -55,7 +55,7 @@ impl Lin {
         offs: Option<&[usize]>,
         loaded: &Loaded,
         reduce_acc: Option<&mut Vec<UOpId>>,
-        cache: &mut HashMap<*const crate::kernel::ast::LazyNode, Vec<UOpId>>,
+        cache: &mut HashMap<*const crate::schedule::ast::LazyNode, Vec<UOpId>>,
     ) -> Vec<UOpId> {
         if let Some(v) = cache.get(&x.key()) {
             return v.clone();

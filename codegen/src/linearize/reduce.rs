@@ -2,8 +2,8 @@
 //! grouped reduce.
 
 use super::{cat, expand, zeros_like, Accs, Lin, LinearizeError, Loaded};
-use crate::kernel::ast::{LazyOp, Op};
 use crate::ops::AluOp;
+use crate::schedule::ast::{LazyOp, Op};
 use crate::shape::Node;
 use crate::uop::{UOpId, UOpKind};
 use std::collections::HashMap;

@@ -190,8 +190,8 @@ fn add_locals(k: &mut Kernel, mut budget: usize) -> bool {
 mod tests {
     use super::*;
     use crate::dtype::DType;
-    use crate::kernel::ast::LazyOp;
     use crate::ops::{AluOp, BinaryOp, ReduceOp};
+    use crate::schedule::ast::LazyOp;
     use crate::shape::ShapeTracker;
     use crate::target::{DeviceLimits, Target};
 

@@ -70,9 +70,9 @@ pub trait CostModel {
 /// Whether the search may run `k`: candidates run on zero-filled buffers, which is safe when
 /// every buffer holds floats and no integer division or remainder could meet a zero.
 pub fn searchable(k: &Kernel) -> bool {
-    use crate::kernel::ast::Op;
     use crate::kernel::KernelBuffer;
     use crate::ops::{AluOp, BinaryOp};
+    use crate::schedule::ast::Op;
     let float_buffers = k.bufs.iter().all(|b| match b {
         KernelBuffer::Mem(m) => m.dtype.is_float(),
         _ => true,
@@ -401,8 +401,8 @@ impl CostModel for Renumbered<'_> {
 mod tests {
     use super::*;
     use crate::dtype::DType;
-    use crate::kernel::ast::LazyOp;
     use crate::ops::{AluOp, BinaryOp};
+    use crate::schedule::ast::LazyOp;
     use crate::shape::ShapeTracker;
     use crate::target::Target;
 

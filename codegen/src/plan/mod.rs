@@ -9,7 +9,7 @@
 //! input only at the index it stores to, the input has the output's size and type, and nothing
 //! reads the input afterwards. Such buffers share one place; the bound counts them once.
 
-use crate::kernel::ast::Op;
+use crate::schedule::ast::Op;
 use crate::schedule::{BufId, BufKind, Schedule};
 
 /// Alignment of every buffer in the arena, in bytes.

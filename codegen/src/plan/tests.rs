@@ -45,8 +45,8 @@ fn a_chain_reuses_memory() {
 
 mod in_place {
     use super::*;
-    use crate::kernel::ast::LazyOp;
     use crate::ops::{AluOp, BinaryOp};
+    use crate::schedule::ast::LazyOp;
     use crate::shape::ShapeTracker;
 
     fn buffer(kind: BufKind) -> BufferInfo {
@@ -148,7 +148,7 @@ mod in_place {
     #[test]
     fn the_bundle_refuses_an_in_place_pair_the_schedule_does_not_allow() {
         use crate::kernel::Kernel;
-        use crate::linearize::to_program;
+        use crate::render::to_program;
         use crate::target::Target;
         let s = chain(plain());
         let programs: Vec<_> = s

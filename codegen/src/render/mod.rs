@@ -9,6 +9,11 @@
 pub mod cstyle;
 pub mod glsl;
 pub mod opencl;
+mod program;
+
+pub use program::{
+    candidate_key, candidate_programs, flops_mem, to_program, Program, ProgramBuffer, ProgramError,
+};
 
 use crate::dtype::{DType, Scalar};
 use crate::target::Language;

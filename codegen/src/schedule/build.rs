@@ -4,7 +4,7 @@
 use super::realize::Realization;
 use super::{compose, BufId, BufKind, BufferInfo, Schedule, ScheduleError, ScheduleItem};
 use crate::graph::{GOp, Graph, Lazy, NodeId};
-use crate::kernel::ast::LazyOp;
+use crate::schedule::ast::LazyOp;
 use crate::shape::ShapeTracker;
 use std::collections::HashMap;
 

@@ -6,15 +6,15 @@
 //! plain reshapes. Subgraphs that depend only on weights and constants are evaluated at
 //! compile time into new weights ([`fold`]).
 
+pub mod ast;
 mod build;
 pub mod fold;
 mod realize;
 
 use crate::dtype::DType;
 use crate::graph::{Graph, GraphError, Lazy, WeightData, WeightId};
-use crate::kernel::ast::LazyOp;
-use crate::kernel::KernelError;
 use crate::shape::ShapeTracker;
+use ast::LazyOp;
 
 /// A buffer of the compiled model.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -75,8 +75,6 @@ pub enum ScheduleError {
     Graph(#[from] GraphError),
     #[error("folding constants")]
     Fold(#[from] crate::graph::eval::EvalError),
-    #[error(transparent)]
-    Kernel(#[from] KernelError),
     #[error("scheduler: {0}")]
     Internal(String),
 }

@@ -26,9 +26,8 @@ impl UOpId {
     }
 }
 
-/// Index of a kernel buffer argument (`data0`, `data1`, …).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct BufferId(pub u32);
+/// A kernel's buffer arguments are numbered as in its AST ([`crate::schedule::ast::BufferId`]).
+pub use crate::schedule::ast::BufferId;
 
 /// What a UOp does. The sources of each kind are documented on the variant.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]

@@ -2,7 +2,7 @@
 //! on their inputs and returns their outputs.
 
 use kiln_codegen::dtype::DType;
-use kiln_codegen::linearize::Program;
+use kiln_codegen::render::Program;
 use std::fmt::Write;
 use std::path::Path;
 use std::process::Command;

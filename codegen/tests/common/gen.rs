@@ -4,9 +4,9 @@
 use super::rng::Rng;
 use super::views::{random_view, Table, ViewSpec};
 use kiln_codegen::dtype::DType;
-use kiln_codegen::kernel::ast::LazyOp;
 use kiln_codegen::kernel::{Kernel, Opt, OptOp};
 use kiln_codegen::ops::{AluOp, BinaryOp, ConstValue, ReduceOp, TernaryOp, UnaryOp};
+use kiln_codegen::schedule::ast::LazyOp;
 use kiln_codegen::shape::ShapeTracker;
 
 pub struct Input {

@@ -5,8 +5,8 @@
 
 use super::gen::Case;
 use super::views::{ravel, unravel};
-use kiln_codegen::kernel::ast::{LazyOp, Op};
 use kiln_codegen::ops::{AluOp, BinaryOp, ReduceOp, TernaryOp, UnaryOp};
+use kiln_codegen::schedule::ast::{LazyOp, Op};
 
 #[derive(Clone, Copy, Debug)]
 pub struct Val {

@@ -11,9 +11,9 @@ use super::{BoardError, BoardFiles, BoardInfo};
 use kiln_codegen::bundle::{self, Bundle};
 use kiln_codegen::dtype::DType;
 use kiln_codegen::kernel::Kernel;
-use kiln_codegen::linearize::{candidate_key, candidate_programs, Program};
 use kiln_codegen::optimize::{Candidates, CostModel, SearchError};
 use kiln_codegen::plan::{ArenaPlan, Placement, ALIGN};
+use kiln_codegen::render::{candidate_key, candidate_programs, Program};
 use kiln_codegen::schedule::{BufId, BufKind, BufferInfo, Schedule, ScheduleItem};
 use std::time::Duration;
 

@@ -1,11 +1,11 @@
 //! A rendered kernel: name, source, launch sizes and cost estimates; and its process-replay
 //! record.
 
-use super::{linearize, LinearizeError, Linearized};
-use crate::kernel::ast::Op;
+use super::{cstyle, RenderError};
 use crate::kernel::{Kernel, KernelBuffer, Opt};
+use crate::linearize::{linearize, LinearizeError, Linearized};
 use crate::optimize::{Candidates, SearchError};
-use crate::render::cstyle;
+use crate::schedule::ast::Op;
 use crate::uop::{BufferId, Linear, UOpKind};
 use std::fmt::Write;
 
@@ -51,8 +51,17 @@ impl Program {
     }
 }
 
+/// Why a kernel did not become a program.
+#[derive(Debug, thiserror::Error)]
+pub enum ProgramError {
+    #[error(transparent)]
+    Linearize(#[from] LinearizeError),
+    #[error(transparent)]
+    Render(#[from] RenderError),
+}
+
 /// Linearizes and renders `k` for its target.
-pub fn to_program(k: &Kernel) -> Result<Program, LinearizeError> {
+pub fn to_program(k: &Kernel) -> Result<Program, ProgramError> {
     let lin: Linearized = linearize(k)?;
     let src = cstyle::render(&lin.name, &lin.uops, &k.target)?;
     let mut buffers: Vec<ProgramBuffer> = Vec::new();

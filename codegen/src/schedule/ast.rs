@@ -4,10 +4,13 @@
 use crate::dtype::DType;
 use crate::ops::{AluOp, ConstValue, ReduceOp};
 use crate::shape::ShapeTracker;
-use crate::uop::BufferId;
 use std::collections::HashSet;
 use std::fmt;
 use std::rc::Rc;
+
+/// Index of a kernel buffer argument (`data0`, `data1`, …).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct BufferId(pub u32);
 
 /// A view of a global buffer: which buffer, its element type, and how it is indexed.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
