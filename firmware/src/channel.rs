@@ -264,7 +264,7 @@ pub fn serve<T: Transport>(
 
 /// What the device says of the model it runs.
 fn hello_of(executor: &Executor) -> Hello {
-    let bundle = executor.bundle();
+    let schedule = executor.schedule();
     let sizes = |tensors: &[crate::schedule::TensorDesc]| {
         tensors
             .iter()
@@ -273,10 +273,10 @@ fn hello_of(executor: &Executor) -> Hello {
     };
     Hello {
         version: CHANNEL_VERSION,
-        arena_bytes: bundle.plan().arena_bytes,
-        steps: bundle.step_count(),
-        inputs: sizes(bundle.inputs()),
-        outputs: sizes(bundle.outputs()),
+        arena_bytes: schedule.manifest().arena_bytes,
+        steps: schedule.step_count(),
+        inputs: sizes(schedule.inputs()),
+        outputs: sizes(schedule.outputs()),
     }
 }
 

@@ -1,4 +1,4 @@
-//! Why a bundle is refused. Every check of [`Bundle::parse`](crate::schedule::Bundle::parse) and
+//! Why a bundle is refused. Every check of [`ScheduleView::parse`](crate::schedule::ScheduleView::parse) and
 //! [`Executor::new`](crate::exec::Executor::new) ends in one of these, never in a panic.
 
 use crate::scalar::Scalar;
@@ -43,8 +43,8 @@ pub enum BundleError {
     TrailingBytes { count: usize },
     /// The header could not be decoded.
     MalformedHeader,
-    /// The plan passed its checksum but could not be decoded: a writer bug.
-    MalformedPlan,
+    /// The manifest passed its checksum but could not be decoded: a writer bug.
+    MalformedManifest,
     /// A step passed its checksum but could not be decoded: a writer bug, or more than
     /// [`MAX_STEP_ARGS`](crate::schedule::MAX_STEP_ARGS) arguments.
     MalformedStep { step: u32 },
@@ -93,7 +93,7 @@ pub enum BundleError {
 
 /// A list longer than the schedule format holds: the host compiler's error when it builds a
 /// [`Step`](crate::schedule::Step), [`TensorDesc`](crate::schedule::TensorDesc) or
-/// [`Plan`](crate::schedule::Plan).
+/// [`Manifest`](crate::schedule::Manifest).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 #[non_exhaustive]
@@ -169,7 +169,7 @@ impl fmt::Display for BundleError {
             ),
             TrailingBytes { count } => write!(f, "{count} bytes follow the end of the schedule"),
             MalformedHeader => f.write_str("schedule header cannot be decoded"),
-            MalformedPlan => f.write_str("schedule plan cannot be decoded"),
+            MalformedManifest => f.write_str("schedule manifest cannot be decoded"),
             MalformedStep { step } => write!(f, "schedule step {step} cannot be decoded"),
             ArenaTooSmall { needed, available } => write!(
                 f,

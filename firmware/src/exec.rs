@@ -31,7 +31,7 @@
 
 use crate::element::Element;
 use crate::error::{BundleError, Place, Region};
-use crate::schedule::{checksum, Arg, Bundle, KernelIndex, Step, TensorDesc, MAX_STEP_ARGS};
+use crate::schedule::{checksum, Arg, KernelIndex, ScheduleView, Step, TensorDesc, MAX_STEP_ARGS};
 use core::cell::UnsafeCell;
 use core::ffi::c_void;
 
@@ -88,7 +88,7 @@ impl<const N: usize> Arena<N> {
 
 /// Runs a checked bundle's steps over an arena, calling kernels from a table.
 pub struct Executor<'a> {
-    bundle: Bundle<'a>,
+    schedule: ScheduleView<'a>,
     kernels: &'a [KernelFn],
     arena: &'a mut [u8],
     weights: &'a [u8],
@@ -98,21 +98,21 @@ impl<'a> Executor<'a> {
     /// Checks that the kernels, arena and weights are the ones the bundle was compiled for: the
     /// kernel count, the arena's size and alignment, the weights' size, alignment and checksum.
     pub fn new(
-        bundle: Bundle<'a>,
+        schedule: ScheduleView<'a>,
         kernels: &'a [KernelFn],
         arena: &'a mut [u8],
         weights: &'a [u8],
     ) -> Result<Self, BundleError> {
-        let plan = bundle.plan();
-        if kernels.len() != usize::from(plan.kernel_count) {
-            let bundle = usize::from(plan.kernel_count);
+        let manifest = schedule.manifest();
+        if kernels.len() != usize::from(manifest.kernel_count) {
+            let bundle = usize::from(manifest.kernel_count);
             return Err(BundleError::KernelCountMismatch {
                 bundle,
                 runtime: kernels.len(),
             });
         }
-        if arena.len() < plan.arena_bytes as usize {
-            let needed = plan.arena_bytes as usize;
+        if arena.len() < manifest.arena_bytes as usize {
+            let needed = manifest.arena_bytes as usize;
             return Err(BundleError::ArenaTooSmall {
                 needed,
                 available: arena.len(),
@@ -120,36 +120,37 @@ impl<'a> Executor<'a> {
         }
         check_aligned(Region::Arena, arena)?;
         check_aligned(Region::Weights, weights)?;
-        if weights.len() != plan.weights.bytes as usize {
-            let expected = plan.weights.bytes as usize;
+        if weights.len() != manifest.weights.bytes as usize {
+            let expected = manifest.weights.bytes as usize;
             return Err(BundleError::WeightsSizeMismatch {
                 found: weights.len(),
                 expected,
             });
         }
         let found = checksum(weights);
-        if found != plan.weights.crc {
+        if found != manifest.weights.crc {
             return Err(BundleError::WeightsChecksumMismatch {
                 found,
-                expected: plan.weights.crc,
+                expected: manifest.weights.crc,
             });
         }
         Ok(Executor {
-            bundle,
+            schedule,
             kernels,
             arena,
             weights,
         })
     }
 
-    pub fn bundle(&self) -> &Bundle<'a> {
-        &self.bundle
+    /// The checked schedule this executor runs.
+    pub fn schedule(&self) -> &ScheduleView<'a> {
+        &self.schedule
     }
 
     /// The bytes of model input `index`, to fill before [`run`](Self::run).
     pub fn input_mut(&mut self, index: usize) -> Option<&mut [u8]> {
         let range = self
-            .bundle
+            .schedule
             .inputs()
             .get(index)?
             .span
@@ -160,7 +161,7 @@ impl<'a> Executor<'a> {
     /// The bytes of model output `index`, valid after [`run`](Self::run).
     pub fn output(&self, index: usize) -> Option<&[u8]> {
         let range = self
-            .bundle
+            .schedule
             .outputs()
             .get(index)?
             .span
@@ -174,7 +175,7 @@ impl<'a> Executor<'a> {
         index: usize,
     ) -> Result<&mut [T; N], BundleError> {
         let place = Place::Input { index: index as u8 };
-        let desc = self.bundle.inputs().get(index);
+        let desc = self.schedule.inputs().get(index);
         let range = typed_range::<T, N>(place, desc, self.arena.len())?;
         let bytes = &mut self.arena[range];
         let address = bytes.as_ptr() as usize;
@@ -190,7 +191,7 @@ impl<'a> Executor<'a> {
         index: usize,
     ) -> Result<&[T; N], BundleError> {
         let place = Place::Output { index: index as u8 };
-        let desc = self.bundle.outputs().get(index);
+        let desc = self.schedule.outputs().get(index);
         let bytes = &self.arena[typed_range::<T, N>(place, desc, self.arena.len())?];
         crate::element::cast(bytes).ok_or(BundleError::Misaligned {
             region: Region::Arena,
@@ -201,7 +202,7 @@ impl<'a> Executor<'a> {
     /// Runs every step in order; `hook` sees each kernel call before and after it.
     pub fn run(&mut self, hook: &mut dyn FnMut(KernelEvent)) -> Result<(), BundleError> {
         let mut ran = 0;
-        for (step, Step { kernel, args }) in (0u32..).zip(self.bundle.steps()) {
+        for (step, Step { kernel, args }) in (0u32..).zip(self.schedule.steps()) {
             let kernel_fn =
                 *self
                     .kernels
@@ -214,13 +215,14 @@ impl<'a> Executor<'a> {
             let pointers = self.pointers(&args);
             hook(KernelEvent::Before { step, kernel });
             // SAFETY: every pointer lies within the arena or the weights (checked by
-            // `Bundle::parse` against the plan, and by `new` against the real lengths), and the
-            // kernel table holds kernels of the ABI above, generated for this bundle.
+            // `ScheduleView::parse` against the manifest, and by `new` against the real
+            // lengths), and the kernel table holds kernels of the ABI above, generated for this
+            // bundle.
             unsafe { kernel_fn(pointers.as_ptr()) };
             hook(KernelEvent::After { step, kernel });
             ran += 1;
         }
-        match ran == self.bundle.step_count() {
+        match ran == self.schedule.step_count() {
             true => Ok(()),
             false => Err(BundleError::MalformedStep { step: ran }),
         }
@@ -260,8 +262,8 @@ fn typed_range<T: Element, const N: usize>(
             asked_elements: N,
         });
     }
-    // `Bundle::parse` checked the span against the plan's arena, `Executor::new` the arena
-    // against the plan.
+    // `ScheduleView::parse` checked the span against the manifest's arena, `Executor::new` the
+    // arena against the manifest.
     desc.span
         .within(arena_bytes as u32)
         .ok_or(BundleError::SliceOutOfRange {

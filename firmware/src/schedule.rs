@@ -1,5 +1,5 @@
 //! The schedule format: what a bundle's `schedule.bin` holds. The host compiler writes it with
-//! [`encode`] (feature `std`); the runtime checks and reads it with [`Bundle::parse`]. Both use
+//! [`encode`] (feature `std`); the runtime checks and reads it with [`ScheduleView::parse`]. Both use
 //! the types below, so the two sides cannot drift apart.
 //!
 //! # Layout
@@ -10,7 +10,7 @@
 //! | part | content |
 //! | --- | --- |
 //! | header | [`MAGIC`], format version (`u16`), body bytes (`u32`), CRC-32 of the body (`u32`) |
-//! | body | a [`Plan`], the number of steps (`u32`), then that many [`Step`]s |
+//! | body | a [`Manifest`], the number of steps (`u32`), then that many [`Step`]s |
 //!
 //! The checksum is CRC-32/ISO-HDLC (the zlib one) over the body bytes. The header's fields are
 //! read one at a time, so a schedule of another format version is refused as such before
@@ -18,18 +18,18 @@
 //!
 //! # Reading without a heap
 //!
-//! The plan is decoded whole into fixed-capacity `heapless` collections: at most
+//! The manifest is decoded whole into fixed-capacity `heapless` collections: at most
 //! [`MAX_MODEL_TENSORS`] inputs and as many outputs, each of at most [`MAX_RANK`] dimensions.
 //! Steps are not decoded into a collection: a model has hundreds of them and a small board a few
-//! KiB of RAM. [`Bundle::parse`] decodes every step once, to check its kernel index and the range
+//! KiB of RAM. [`ScheduleView::parse`] decodes every step once, to check its kernel index and the range
 //! of each argument, and keeps the encoded steps; the executor then decodes one step at a time
-//! as it runs ([`Bundle::steps`]). RAM use does not grow with the number of steps, and since the
+//! as it runs ([`ScheduleView::steps`]). RAM use does not grow with the number of steps, and since the
 //! bundle borrows the bytes immutably, the steps that run are the steps that were checked.
 //! A step has at most [`MAX_STEP_ARGS`] arguments (the executor passes them from a stack array).
 
-mod bundle;
+mod view;
 
-pub use bundle::{read_plan, Bundle, Steps};
+pub use view::{read_manifest, ScheduleView, Steps};
 
 use crate::error::CapacityError;
 pub use crate::scalar::Scalar;
@@ -153,7 +153,7 @@ impl WeightsDigest {
 
 /// Everything about a bundle but its steps.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Plan {
+pub struct Manifest {
     /// Bytes of arena the steps use, from offset 0.
     pub arena_bytes: u32,
     pub weights: WeightsDigest,
@@ -163,7 +163,7 @@ pub struct Plan {
     pub outputs: heapless::Vec<TensorDesc, MAX_MODEL_TENSORS>,
 }
 
-impl Plan {
+impl Manifest {
     pub fn new(
         arena_bytes: u32,
         weights: WeightsDigest,
@@ -173,7 +173,7 @@ impl Plan {
     ) -> Result<Self, CapacityError> {
         let inputs = bounded(inputs, CapacityError::ModelTensors { len: inputs.len() })?;
         let outputs = bounded(outputs, CapacityError::ModelTensors { len: outputs.len() })?;
-        Ok(Plan {
+        Ok(Manifest {
             arena_bytes,
             weights,
             kernel_count,
@@ -191,11 +191,11 @@ fn bounded<T: Clone, const N: usize>(
     heapless::Vec::from_slice(items).map_err(|_| error)
 }
 
-/// Writes a schedule: header, plan, steps. Nothing is checked here; [`Bundle::parse`] is the
+/// Writes a schedule: header, manifest, steps. Nothing is checked here; [`ScheduleView::parse`] is the
 /// one check, and the host should run it on what it writes.
 #[cfg(any(feature = "std", test))]
-pub fn encode(plan: &Plan, steps: &[Step]) -> std::vec::Vec<u8> {
-    let mut body = append(std::vec::Vec::new(), plan);
+pub fn encode(manifest: &Manifest, steps: &[Step]) -> std::vec::Vec<u8> {
+    let mut body = append(std::vec::Vec::new(), manifest);
     body = append(body, &(steps.len() as u32));
     for step in steps {
         body = append(body, step);

@@ -5,7 +5,7 @@
 //! Kernel table: 0 `add(out, a, b)`, 1 `relu(out, x)`, 2 `sigmoid(out, x)`.
 
 use crate::schedule::WeightsDigest;
-use crate::schedule::{encode, Arg, KernelIndex, Plan, Scalar, Span, Step, TensorDesc};
+use crate::schedule::{encode, Arg, KernelIndex, Manifest, Scalar, Span, Step, TensorDesc};
 use std::vec;
 use std::vec::Vec;
 
@@ -21,9 +21,9 @@ pub struct TestBundle {
     pub outputs: Vec<Vec<u8>>,
 }
 
-pub fn plan(weights: &[u8]) -> Plan {
+pub fn manifest(weights: &[u8]) -> Manifest {
     let (inputs, outputs) = ([tensor(0)], [tensor(2), tensor(3)]);
-    Plan::new(4 * BYTES, WeightsDigest::of(weights), 3, &inputs, &outputs)
+    Manifest::new(4 * BYTES, WeightsDigest::of(weights), 3, &inputs, &outputs)
         .expect("within the format's capacities")
 }
 
@@ -43,7 +43,7 @@ pub fn add_relu() -> TestBundle {
     let s: Vec<f32> = r.iter().map(|r| 1.0 / (1.0 + (-r).exp())).collect();
     let weights = le_bytes(&bias);
     TestBundle {
-        schedule: encode(&plan(&weights), &steps()),
+        schedule: encode(&manifest(&weights), &steps()),
         weights,
         inputs: vec![le_bytes(&x)],
         outputs: vec![le_bytes(&r), le_bytes(&s)],

@@ -10,7 +10,7 @@
 //! - compiles `kernels.c` with the `cc` crate: `-O2 -fno-math-errno` and the board's flags
 //!   (on Arm also `-mfp16-format=ieee`, for float16 tensors);
 //! - writes `$OUT_DIR/bundle.rs` for `main.rs` to `include!`: `SCHEDULE` and `WEIGHTS`
-//!   (flash, `include_bytes!`) and `ARENA`, a static sized by the bundle's plan;
+//!   (flash, `include_bytes!`) and `ARENA`, a static sized by the bundle's manifest;
 //! - puts the board's `memory.x` on the linker's path, with a linker-script assertion that the
 //!   arena and a minimum stack fit in RAM.
 //!
@@ -20,12 +20,12 @@
 //! `BATCH_ARENA` as large as the largest case needs, for a board's batch binary, which runs many
 //! small models in one image. Without it, `CASES` is empty.
 //!
-//! A schedule whose plan cannot be read still builds, with a warning and an empty arena: the
-//! firmware is the one to refuse it, at boot, with the reason. `KILN_ARENA_BYTES`, when set,
-//! sizes the arena instead of the plan: firmware with a fixed arena, which refuses bundles that
-//! need more.
+//! A schedule whose manifest cannot be read still builds, with a warning and an empty arena:
+//! the firmware is the one to refuse it, at boot, with the reason. `KILN_ARENA_BYTES`, when
+//! set, sizes the arena instead of the manifest: firmware with a fixed arena, which refuses
+//! bundles that need more.
 
-use kiln_firmware::schedule::read_plan;
+use kiln_firmware::schedule::read_manifest;
 use std::path::{Path, PathBuf};
 use std::{env, fs};
 
@@ -184,8 +184,8 @@ fn compile_cases(dir: &Path, names: &[String], cflags: &[&str]) -> Vec<[PathBuf;
     })
 }
 
-/// `KILN_ARENA_BYTES` if set, else the arena size the schedule's plan asks for, or 0 if the
-/// plan cannot be read.
+/// `KILN_ARENA_BYTES` if set, else the arena size the schedule's manifest asks for, or 0 if
+/// the manifest cannot be read.
 fn arena_bytes(schedule: &Path) -> Result<u32, String> {
     if let Ok(fixed) = env::var("KILN_ARENA_BYTES") {
         return fixed
@@ -193,8 +193,8 @@ fn arena_bytes(schedule: &Path) -> Result<u32, String> {
             .map_err(|_| format!("KILN_ARENA_BYTES={fixed} is not a byte count"));
     }
     let bytes = fs::read(schedule).map_err(|e| describe(schedule, e))?;
-    match read_plan(&bytes) {
-        Ok(plan) => Ok(plan.arena_bytes),
+    match read_manifest(&bytes) {
+        Ok(manifest) => Ok(manifest.arena_bytes),
         Err(error) => {
             let path = schedule.display();
             println!("cargo:warning={path}: {error}; the firmware will refuse it at boot");
@@ -221,7 +221,7 @@ fn bundle_rs(
          pub static WEIGHTS: kiln_firmware::exec::Aligned<[u8; {weights_bytes}]> =\n    \
          kiln_firmware::exec::Aligned(*include_bytes!({weights}));\n\
          \n\
-         /// The arena, sized by the bundle's plan.\n\
+         /// The arena, sized by the bundle's manifest.\n\
          pub static ARENA: kiln_firmware::exec::Arena<{arena}> =\n    \
          kiln_firmware::exec::Arena::new();\n",
         dir = dir.display(),

@@ -17,7 +17,7 @@ use crate::{kernels, marker};
 use core::fmt;
 use kiln_firmware::channel::{self, Link, LinkError};
 use kiln_firmware::exec::Executor;
-use kiln_firmware::schedule::Bundle;
+use kiln_firmware::schedule::ScheduleView;
 use kiln_firmware::BundleError;
 
 /// Why a run failed.
@@ -71,22 +71,22 @@ fn run_bundle(
     weights: &'static [u8],
     arena: &'static mut [u8],
 ) -> Result<u32, RunError> {
-    let bundle = Bundle::parse(schedule, arena.len(), kernels().len())?;
+    let bundle = ScheduleView::parse(schedule, arena.len(), kernels().len())?;
     let mut executor = Executor::new(bundle, kernels(), arena, weights)?;
-    for index in 0..executor.bundle().inputs().len() {
+    for index in 0..executor.schedule().inputs().len() {
         let Some(bytes) = executor.input_mut(index) else {
             break;
         };
         File::open_read(FileName::input(index))?.read_exact(bytes)?;
     }
     executor.run(&mut marker::mark)?;
-    for index in 0..executor.bundle().outputs().len() {
+    for index in 0..executor.schedule().outputs().len() {
         let Some(bytes) = executor.output(index) else {
             break;
         };
         File::create(FileName::output(index))?.write_all(bytes)?;
     }
-    Ok(executor.bundle().step_count())
+    Ok(executor.schedule().step_count())
 }
 
 /// Runs every case of a batch image in turn in one arena: case `c`'s input `i` is read from
@@ -108,16 +108,16 @@ pub fn run_batch(cases: &[crate::BatchCase], arena: &'static mut [u8]) -> ! {
 fn run_case(index: usize, case: &crate::BatchCase, arena: &mut [u8]) -> Result<(), RunError> {
     arena.fill(0);
     let kernels = (case.kernels)();
-    let bundle = Bundle::parse(case.schedule, arena.len(), kernels.len())?;
+    let bundle = ScheduleView::parse(case.schedule, arena.len(), kernels.len())?;
     let mut executor = Executor::new(bundle, kernels, arena, case.weights)?;
-    for input in 0..executor.bundle().inputs().len() {
+    for input in 0..executor.schedule().inputs().len() {
         let Some(bytes) = executor.input_mut(input) else {
             break;
         };
         File::open_read(FileName::case_input(index, input))?.read_exact(bytes)?;
     }
     executor.run(&mut marker::mark)?;
-    for output in 0..executor.bundle().outputs().len() {
+    for output in 0..executor.schedule().outputs().len() {
         let Some(bytes) = executor.output(output) else {
             break;
         };
@@ -133,7 +133,7 @@ fn run_channel(schedule: &'static [u8], weights: &'static [u8], arena: &'static 
         host::exit(false)
     };
     let mut link = Link::new(console);
-    let executor = Bundle::parse(schedule, arena.len(), kernels().len())
+    let executor = ScheduleView::parse(schedule, arena.len(), kernels().len())
         .and_then(|bundle| Executor::new(bundle, kernels(), arena, weights));
     let mut executor = match executor {
         Ok(executor) => executor,

@@ -24,7 +24,7 @@
 use crate::{host, kernels};
 use kiln_firmware::channel::{self, Link, LinkError, Transport};
 use kiln_firmware::exec::{Executor, KernelEvent};
-use kiln_firmware::schedule::{checksum, Bundle};
+use kiln_firmware::schedule::{checksum, ScheduleView};
 use panic_probe as _;
 use rtt_target::{rtt_init, ChannelMode, DownChannel, UpChannel};
 
@@ -82,7 +82,7 @@ pub fn run(
         up: channels.up.1,
         down: channels.down.0,
     });
-    let executor = Bundle::parse(schedule, arena.len(), kernels().len())
+    let executor = ScheduleView::parse(schedule, arena.len(), kernels().len())
         .and_then(|bundle| Executor::new(bundle, kernels(), arena, weights));
     let mut executor = match executor {
         Ok(executor) => executor,
@@ -110,7 +110,7 @@ pub fn run(
     match served {
         Ok(steps) => {
             defmt::info!("kiln: ran {} steps in {} cycles", steps, total);
-            for index in 0..executor.bundle().outputs().len() {
+            for index in 0..executor.schedule().outputs().len() {
                 if let Some(bytes) = executor.output(index) {
                     let crc = checksum(bytes);
                     defmt::info!(

@@ -6,7 +6,7 @@ use kiln_codegen::kernel::Kernel;
 use kiln_codegen::optimize::{Candidates, CostModel, SearchError};
 use kiln_codegen::render::{candidate_key, candidate_programs};
 use kiln_firmware::exec::{Executor, KernelEvent, KernelFn};
-use kiln_firmware::schedule::Bundle as Schedule;
+use kiln_firmware::schedule::ScheduleView;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -270,10 +270,11 @@ pub fn run_repeated(
             .map_err(load)?;
         std::slice::from_raw_parts(*table, **count as usize)
     };
-    let plan = kiln_firmware::schedule::read_plan(&bundle.schedule).map_err(HostError::Refused)?;
+    let plan =
+        kiln_firmware::schedule::read_manifest(&bundle.schedule).map_err(HostError::Refused)?;
     let arena_len = plan.arena_bytes as usize;
-    let parsed =
-        Schedule::parse(&bundle.schedule, arena_len, kernels.len()).map_err(HostError::Refused)?;
+    let parsed = ScheduleView::parse(&bundle.schedule, arena_len, kernels.len())
+        .map_err(HostError::Refused)?;
     let mut arena = aligned(arena_len);
     let mut weights = aligned(bundle.weights.len());
     bytes_mut(&mut weights, bundle.weights.len()).copy_from_slice(&bundle.weights);

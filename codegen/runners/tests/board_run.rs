@@ -46,10 +46,13 @@ fn small_model() -> (Bundle, Vec<u8>) {
 }
 
 fn step_count(bundle: &Bundle) -> usize {
-    let plan = kiln_firmware::schedule::read_plan(&bundle.schedule).unwrap();
+    let plan = kiln_firmware::schedule::read_manifest(&bundle.schedule).unwrap();
     let arena = plan.arena_bytes as usize;
-    let parsed =
-        kiln_firmware::schedule::Bundle::parse(&bundle.schedule, arena, bundle.kernel_names.len());
+    let parsed = kiln_firmware::schedule::ScheduleView::parse(
+        &bundle.schedule,
+        arena,
+        bundle.kernel_names.len(),
+    );
     parsed.unwrap().step_count() as usize
 }
 

@@ -162,12 +162,12 @@ fn model_impl(inputs: &[IoTensor], outputs: &[IoTensor]) -> String {
          /// Checks the bundle (format version, checksums, kernel count, arena size) and \
          readies\n    /// the model to run in `arena`.\n    \
          pub fn new(arena: &'a mut Arena) -> Result<Self, Error> {{\n        \
-         let bundle =\n            \
-         kiln_firmware::schedule::Bundle::parse(SCHEDULE, ARENA_BYTES, KERNEL_NAMES.len())?;\n        \
+         let schedule = kiln_firmware::schedule::ScheduleView::parse(\n            \
+         SCHEDULE,\n            ARENA_BYTES,\n            KERNEL_NAMES.len(),\n        )?;\n        \
          // SAFETY: the build script compiled the model's C code, which defines this table\n        \
          // of KERNEL_NAMES.len() kernels of the runtime's kernel ABI, never written.\n        \
          let kernels: &'static [KernelFn] = unsafe {{ &*core::ptr::addr_of!(KERNELS) }};\n        \
-         let exec = Executor::new(bundle, kernels, &mut arena.0, &WEIGHTS.0)?;\n        \
+         let exec = Executor::new(schedule, kernels, &mut arena.0, &WEIGHTS.0)?;\n        \
          Ok(Model {{ exec }})\n    }}\n\n    \
          /// Runs one inference on the inputs.\n    \
          pub fn run(&mut self, {params}) -> Result<Outputs<'_>, Error> {{\n        \

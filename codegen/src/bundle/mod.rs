@@ -209,7 +209,7 @@ pub fn build(
         .iter()
         .map(|&b| tensor_desc(s, plan, b))
         .collect::<Result<Vec<_>, _>>()?;
-    let fplan = fw::Plan::new(
+    let fplan = fw::Manifest::new(
         plan.arena_bytes as u32,
         fw::WeightsDigest::of(&weights),
         kernel_names.len() as u16,
@@ -218,7 +218,7 @@ pub fn build(
     )
     .map_err(BundleError::Capacity)?;
     let schedule = fw::encode(&fplan, &steps);
-    fw::Bundle::parse(&schedule, plan.arena_bytes, kernel_names.len())
+    fw::ScheduleView::parse(&schedule, plan.arena_bytes, kernel_names.len())
         .map_err(BundleError::Unreadable)?;
     let report = Report::new(model, s, programs, plan, weights.len(), &kernel_names);
     Ok(Bundle {

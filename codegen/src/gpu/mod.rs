@@ -204,8 +204,9 @@ pub fn from_bundle(api: Api, mut bundle: Bundle) -> Result<GpuBundle, GpuError> 
 
 /// The kernel index of each step of the bundle's schedule.
 fn step_kernels(bundle: &Bundle) -> Result<Vec<usize>, GpuError> {
-    let plan = kiln_firmware::schedule::read_plan(&bundle.schedule).map_err(GpuError::Schedule)?;
-    let parsed = kiln_firmware::schedule::Bundle::parse(
+    let plan =
+        kiln_firmware::schedule::read_manifest(&bundle.schedule).map_err(GpuError::Schedule)?;
+    let parsed = kiln_firmware::schedule::ScheduleView::parse(
         &bundle.schedule,
         plan.arena_bytes as usize,
         bundle.kernel_names.len(),

@@ -1,6 +1,6 @@
 use super::*;
 use crate::exec::tests::{AlignedBytes, KERNELS};
-use crate::schedule::Bundle;
+use crate::schedule::ScheduleView;
 use crate::testdata::add_relu;
 use std::string::String;
 use std::vec::Vec;
@@ -55,11 +55,11 @@ fn frames(output: &[u8]) -> Vec<Vec<u8>> {
 /// Runs the add-relu bundle behind a scripted host; returns the result and the frames sent.
 fn session(messages: &[ToDevice], step: usize) -> (Result<u32, LinkError<()>>, Vec<Vec<u8>>) {
     let test = add_relu();
-    let bundle = Bundle::parse(&test.schedule, 128, 3).unwrap();
+    let view = ScheduleView::parse(&test.schedule, 128, 3).unwrap();
     let mut arena = AlignedBytes::new(&[0; 128]);
     let mut weights = AlignedBytes::new(&test.weights);
     let weights = weights.get(test.weights.len());
-    let mut executor = Executor::new(bundle, &KERNELS, arena.get(128), weights).unwrap();
+    let mut executor = Executor::new(view, &KERNELS, arena.get(128), weights).unwrap();
     let mut script = Script::new(messages, step);
     let mut link = Link::new(&mut script);
     let mut cycles = 100;

@@ -1,5 +1,5 @@
 use super::*;
-use crate::schedule::{Bundle, Scalar};
+use crate::schedule::{Scalar, ScheduleView};
 use crate::testdata::{add_relu, from_le_bytes, ELEMENTS};
 use std::vec::Vec;
 
@@ -57,7 +57,7 @@ impl AlignedBytes {
 #[test]
 fn runs_the_test_bundle() {
     let test = add_relu();
-    let bundle = Bundle::parse(&test.schedule, 128, 3).unwrap();
+    let bundle = ScheduleView::parse(&test.schedule, 128, 3).unwrap();
     let mut arena = AlignedBytes::new(&[0; 128]);
     let mut weights = AlignedBytes::new(&test.weights);
     let weights = weights.get(test.weights.len());
@@ -91,7 +91,7 @@ fn runs_the_test_bundle() {
 fn mismatched_runtime_is_refused() {
     let test = add_relu();
     let new = |kernels: &[KernelFn], arena: &mut [u8], weights: &[u8]| {
-        let bundle = Bundle::parse(&test.schedule, 256, 3).unwrap();
+        let bundle = ScheduleView::parse(&test.schedule, 256, 3).unwrap();
         Executor::new(bundle, kernels, arena, weights).err()
     };
     let mut arena = AlignedBytes::new(&[0; 256]);
@@ -141,7 +141,7 @@ fn mismatched_runtime_is_refused() {
 /// Runs `f` on an executor of the test bundle over a 128-byte arena.
 fn with_test_executor(f: impl FnOnce(&mut Executor<'_>, &crate::testdata::TestBundle)) {
     let test = add_relu();
-    let bundle = Bundle::parse(&test.schedule, 128, 3).unwrap();
+    let bundle = ScheduleView::parse(&test.schedule, 128, 3).unwrap();
     let mut arena = Aligned::<[u8; 128]>::zeroed();
     let mut weights = AlignedBytes::new(&test.weights);
     let weights = weights.get(test.weights.len());

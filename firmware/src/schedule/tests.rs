@@ -1,21 +1,21 @@
 use super::*;
 use crate::error::{BundleError, CapacityError, Place, Region};
-use crate::testdata::{add_relu, plan, steps};
+use crate::testdata::{add_relu, manifest, steps};
 use std::vec::Vec;
 
 const ARENA: usize = 128;
 const KERNELS: usize = 3;
 
-fn parse(schedule: &[u8]) -> Result<Bundle<'_>, BundleError> {
-    Bundle::parse(schedule, ARENA, KERNELS)
+fn parse(schedule: &[u8]) -> Result<ScheduleView<'_>, BundleError> {
+    ScheduleView::parse(schedule, ARENA, KERNELS)
 }
 
-/// Re-encodes the test bundle after `edit` changes its plan or steps.
-fn edited(edit: impl FnOnce(&mut Plan, &mut Vec<Step>)) -> Vec<u8> {
+/// Re-encodes the test bundle after `edit` changes its manifest or steps.
+fn edited(edit: impl FnOnce(&mut Manifest, &mut Vec<Step>)) -> Vec<u8> {
     let bundle = add_relu();
-    let (mut plan, mut steps) = (plan(&bundle.weights), steps());
-    edit(&mut plan, &mut steps);
-    encode(&plan, &steps)
+    let (mut manifest, mut steps) = (manifest(&bundle.weights), steps());
+    edit(&mut manifest, &mut steps);
+    encode(&manifest, &steps)
 }
 
 /// Recomputes the header's length and checksum, so a damaged body reaches the decoder.
@@ -42,11 +42,11 @@ fn header_len(schedule: &[u8]) -> usize {
 fn round_trip() {
     let bundle = add_relu();
     let parsed = parse(&bundle.schedule).unwrap();
-    assert_eq!(parsed.plan(), &plan(&bundle.weights));
+    assert_eq!(parsed.manifest(), &manifest(&bundle.weights));
     assert_eq!(parsed.steps().collect::<Vec<_>>(), steps());
     assert_eq!(parsed.step_count(), 3);
     assert_eq!(
-        read_plan(&bundle.schedule).unwrap().arena_bytes,
+        read_manifest(&bundle.schedule).unwrap().arena_bytes,
         ARENA as u32
     );
 }
@@ -94,7 +94,7 @@ fn bad_magic_wrong_version_truncated_and_trailing_are_refused() {
 #[test]
 fn runtime_mismatches_are_refused() {
     let schedule = add_relu().schedule;
-    let small = Bundle::parse(&schedule, 64, KERNELS).unwrap_err();
+    let small = ScheduleView::parse(&schedule, 64, KERNELS).unwrap_err();
     assert_eq!(
         small,
         BundleError::ArenaTooSmall {
@@ -102,7 +102,7 @@ fn runtime_mismatches_are_refused() {
             available: 64
         }
     );
-    let kernels = Bundle::parse(&schedule, ARENA, 2).unwrap_err();
+    let kernels = ScheduleView::parse(&schedule, ARENA, 2).unwrap_err();
     assert_eq!(
         kernels,
         BundleError::KernelCountMismatch {
@@ -152,11 +152,11 @@ fn argument_out_of_range_is_refused() {
 
 #[test]
 fn model_tensors_are_checked() {
-    let outside = edited(|plan, _| plan.outputs[1].span = Span::new(128, 32));
+    let outside = edited(|manifest, _| manifest.outputs[1].span = Span::new(128, 32));
     let error = parse(&outside).unwrap_err();
     let place = Place::Output { index: 1 };
     assert!(matches!(error, BundleError::SliceOutOfRange { place: p, .. } if p == place));
-    let shape = edited(|plan, _| plan.inputs[0].shape[1] = 7);
+    let shape = edited(|manifest, _| manifest.inputs[0].shape[1] = 7);
     let expected = BundleError::ShapeMismatch {
         place: Place::Input { index: 0 },
         bytes: 32,
@@ -214,21 +214,21 @@ proptest::proptest! {
         }
         let schedule = resealed(schedule);
         if let Ok(bundle) = parse(&schedule) {
-            let plan = bundle.plan();
+            let manifest = bundle.manifest();
             for step in bundle.steps() {
                 proptest::prop_assert!(usize::from(step.kernel.0) < KERNELS);
                 for arg in step.args {
                     let (span, region_bytes) = match arg {
-                        Arg::Arena(span) => (span, plan.arena_bytes),
-                        Arg::Weights(span) => (span, plan.weights.bytes),
+                        Arg::Arena(span) => (span, manifest.arena_bytes),
+                        Arg::Weights(span) => (span, manifest.weights.bytes),
                     };
                     proptest::prop_assert!(span.within(region_bytes).is_some());
                 }
             }
             for tensor in bundle.inputs().iter().chain(bundle.outputs()) {
-                proptest::prop_assert!(tensor.span.within(plan.arena_bytes).is_some());
+                proptest::prop_assert!(tensor.span.within(manifest.arena_bytes).is_some());
             }
-            proptest::prop_assert!(plan.arena_bytes as usize <= ARENA);
+            proptest::prop_assert!(manifest.arena_bytes as usize <= ARENA);
         }
     }
 }
@@ -248,7 +248,7 @@ fn capacities_are_errors_when_building() {
     let tensor = TensorDesc::new(Span::new(0, 4), Scalar::F32, &[1]).unwrap();
     let many = std::vec![tensor; MAX_MODEL_TENSORS + 1];
     let digest = WeightsDigest::of(&[]);
-    let error = Plan::new(4, digest, 1, &many, &[]).unwrap_err();
+    let error = Manifest::new(4, digest, 1, &many, &[]).unwrap_err();
     assert_eq!(
         error,
         CapacityError::ModelTensors {
@@ -282,9 +282,10 @@ fn errors_say_what_is_wrong() {
 #[test]
 fn a_rank_seven_output_round_trips() {
     let shape = [1, 2, 1, 2, 1, 1, 2];
-    let schedule = edited(|plan, _| {
-        plan.outputs[0] = TensorDesc::new(plan.outputs[0].span, Scalar::F32, &shape).unwrap();
+    let schedule = edited(|manifest, _| {
+        manifest.outputs[0] =
+            TensorDesc::new(manifest.outputs[0].span, Scalar::F32, &shape).unwrap();
     });
     let parsed = parse(&schedule).unwrap();
-    assert_eq!(parsed.plan().outputs[0].shape.as_slice(), &shape);
+    assert_eq!(parsed.manifest().outputs[0].shape.as_slice(), &shape);
 }

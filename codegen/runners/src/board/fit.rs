@@ -104,7 +104,7 @@ impl fmt::Display for Fit {
 /// runtime's statics; flash for the weights, schedule and code (estimated). The error names
 /// each memory that is short, with what needs it and what the board has.
 pub fn check_fits(board: &BoardInfo, bundle: &Bundle) -> Result<Fit, BoardError> {
-    let arena = match kiln_firmware::schedule::read_plan(&bundle.schedule) {
+    let arena = match kiln_firmware::schedule::read_manifest(&bundle.schedule) {
         Ok(plan) => plan.arena_bytes as usize,
         Err(_) => bundle.report.arena_bytes,
     };

@@ -94,8 +94,8 @@ pub(crate) fn prepare(
     inputs: &[Vec<u8>],
     align: usize,
 ) -> Result<Prepared, GpuError> {
-    let plan = fw::read_plan(&gb.bundle.schedule).map_err(GpuError::Schedule)?;
-    let parsed = fw::Bundle::parse(
+    let plan = fw::read_manifest(&gb.bundle.schedule).map_err(GpuError::Schedule)?;
+    let parsed = fw::ScheduleView::parse(
         &gb.bundle.schedule,
         plan.arena_bytes as usize,
         gb.kernels.len(),

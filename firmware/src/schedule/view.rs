@@ -1,20 +1,21 @@
 //! Checking a schedule and reading its steps.
 
 use super::Span;
-use super::{checksum, Arg, KernelIndex, Plan, Step, TensorDesc, FORMAT_VERSION, MAGIC};
+use super::{checksum, Arg, KernelIndex, Manifest, Step, TensorDesc, FORMAT_VERSION, MAGIC};
 use crate::error::{BundleError, Place, Region};
 use serde::Deserialize;
 
-/// A checked schedule: its plan, and its steps still encoded. Only [`Bundle::parse`] makes one,
-/// so every step it yields has a kernel index and argument slices within range.
+/// A checked schedule, read in place: its manifest, and its steps still encoded. Only
+/// [`ScheduleView::parse`] makes one, so every step it yields has a kernel index and argument
+/// slices within range.
 #[derive(Clone, Debug)]
-pub struct Bundle<'a> {
-    plan: Plan,
+pub struct ScheduleView<'a> {
+    manifest: Manifest,
     step_count: u32,
     steps: &'a [u8],
 }
 
-impl<'a> Bundle<'a> {
+impl<'a> ScheduleView<'a> {
     /// Checks a schedule against the runtime it is to run on: header, format version, checksum,
     /// arena size, kernel count, and the range of every slice it names. Never panics.
     pub fn parse(
@@ -22,40 +23,40 @@ impl<'a> Bundle<'a> {
         arena_len: usize,
         kernel_count: usize,
     ) -> Result<Self, BundleError> {
-        let (plan, rest) = split_plan(bytes)?;
-        if plan.arena_bytes as usize > arena_len {
+        let (manifest, rest) = split_manifest(bytes)?;
+        if manifest.arena_bytes as usize > arena_len {
             return Err(BundleError::ArenaTooSmall {
-                needed: plan.arena_bytes as usize,
+                needed: manifest.arena_bytes as usize,
                 available: arena_len,
             });
         }
-        if usize::from(plan.kernel_count) != kernel_count {
+        if usize::from(manifest.kernel_count) != kernel_count {
             return Err(BundleError::KernelCountMismatch {
-                bundle: usize::from(plan.kernel_count),
+                bundle: usize::from(manifest.kernel_count),
                 runtime: kernel_count,
             });
         }
-        check_tensors(&plan)?;
-        let (step_count, steps) = take::<u32>(rest).map_err(|_| BundleError::MalformedPlan)?;
-        let bundle = Bundle {
-            plan,
+        check_tensors(&manifest)?;
+        let (step_count, steps) = take::<u32>(rest).map_err(|_| BundleError::MalformedManifest)?;
+        let view = ScheduleView {
+            manifest,
             step_count,
             steps,
         };
-        bundle.check_steps()?;
-        Ok(bundle)
+        view.check_steps()?;
+        Ok(view)
     }
 
-    pub fn plan(&self) -> &Plan {
-        &self.plan
+    pub fn manifest(&self) -> &Manifest {
+        &self.manifest
     }
 
     pub fn inputs(&self) -> &[TensorDesc] {
-        &self.plan.inputs
+        &self.manifest.inputs
     }
 
     pub fn outputs(&self) -> &[TensorDesc] {
-        &self.plan.outputs
+        &self.manifest.outputs
     }
 
     pub fn step_count(&self) -> u32 {
@@ -84,7 +85,7 @@ impl<'a> Bundle<'a> {
     }
 
     fn check_step(&self, step: u32, decoded: &Step) -> Result<(), BundleError> {
-        let kernel_count = usize::from(self.plan.kernel_count);
+        let kernel_count = usize::from(self.manifest.kernel_count);
         let KernelIndex(kernel) = decoded.kernel;
         if usize::from(kernel) >= kernel_count {
             return Err(BundleError::KernelOutOfRange {
@@ -102,22 +103,22 @@ impl<'a> Bundle<'a> {
                 Arg::Arena(span) => (Region::Arena, span),
                 Arg::Weights(span) => (Region::Weights, span),
             };
-            check_span(&self.plan, place, region, span)?;
+            check_span(&self.manifest, place, region, span)?;
         }
         Ok(())
     }
 }
 
-/// Checks a schedule's header and checksum and decodes its plan, without checking the plan
+/// Checks a schedule's header and checksum and decodes its manifest, without checking the manifest
 /// against a runtime: a board's build script uses this to size the arena.
-pub fn read_plan(bytes: &[u8]) -> Result<Plan, BundleError> {
-    split_plan(bytes).map(|(plan, _steps)| plan)
+pub fn read_manifest(bytes: &[u8]) -> Result<Manifest, BundleError> {
+    split_manifest(bytes).map(|(manifest, _steps)| manifest)
 }
 
-/// The plan, and the encoded steps that follow it.
-fn split_plan(bytes: &[u8]) -> Result<(Plan, &[u8]), BundleError> {
+/// The manifest, and the encoded steps that follow it.
+fn split_manifest(bytes: &[u8]) -> Result<(Manifest, &[u8]), BundleError> {
     let body = read_header(bytes)?;
-    take::<Plan>(body).map_err(|_| BundleError::MalformedPlan)
+    take::<Manifest>(body).map_err(|_| BundleError::MalformedManifest)
 }
 
 /// Checks magic, version and checksum; returns the body.
@@ -160,18 +161,18 @@ fn header_error(error: postcard::Error) -> BundleError {
     }
 }
 
-fn check_tensors(plan: &Plan) -> Result<(), BundleError> {
-    for (index, tensor) in plan.inputs.iter().enumerate() {
-        check_tensor(plan, Place::Input { index: index as u8 }, tensor)?;
+fn check_tensors(manifest: &Manifest) -> Result<(), BundleError> {
+    for (index, tensor) in manifest.inputs.iter().enumerate() {
+        check_tensor(manifest, Place::Input { index: index as u8 }, tensor)?;
     }
-    for (index, tensor) in plan.outputs.iter().enumerate() {
-        check_tensor(plan, Place::Output { index: index as u8 }, tensor)?;
+    for (index, tensor) in manifest.outputs.iter().enumerate() {
+        check_tensor(manifest, Place::Output { index: index as u8 }, tensor)?;
     }
     Ok(())
 }
 
-fn check_tensor(plan: &Plan, place: Place, tensor: &TensorDesc) -> Result<(), BundleError> {
-    check_span(plan, place, Region::Arena, tensor.span)?;
+fn check_tensor(manifest: &Manifest, place: Place, tensor: &TensorDesc) -> Result<(), BundleError> {
+    check_span(manifest, place, Region::Arena, tensor.span)?;
     let shape_bytes = tensor.shape_bytes().unwrap_or(u64::MAX);
     if shape_bytes != u64::from(tensor.span.bytes) {
         return Err(BundleError::ShapeMismatch {
@@ -183,10 +184,15 @@ fn check_tensor(plan: &Plan, place: Place, tensor: &TensorDesc) -> Result<(), Bu
     Ok(())
 }
 
-fn check_span(plan: &Plan, place: Place, region: Region, span: Span) -> Result<(), BundleError> {
+fn check_span(
+    manifest: &Manifest,
+    place: Place,
+    region: Region,
+    span: Span,
+) -> Result<(), BundleError> {
     let region_bytes = match region {
-        Region::Arena => plan.arena_bytes,
-        Region::Weights => plan.weights.bytes,
+        Region::Arena => manifest.arena_bytes,
+        Region::Weights => manifest.weights.bytes,
     };
     match span.within(region_bytes) {
         Some(_) => Ok(()),
@@ -204,7 +210,7 @@ fn take<'de, T: Deserialize<'de>>(bytes: &'de [u8]) -> postcard::Result<(T, &'de
     postcard::take_from_bytes(bytes)
 }
 
-/// The steps of a [`Bundle`], decoded one at a time.
+/// The steps of a [`ScheduleView`], decoded one at a time.
 #[derive(Clone, Debug)]
 pub struct Steps<'a> {
     bytes: &'a [u8],
@@ -226,7 +232,7 @@ impl Steps<'_> {
 impl Iterator for Steps<'_> {
     type Item = Step;
 
-    /// Decoding cannot fail on a bundle made by [`Bundle::parse`], which decoded every step.
+    /// Decoding cannot fail on a view made by [`ScheduleView::parse`], which decoded every step.
     fn next(&mut self) -> Option<Step> {
         if self.next == self.count {
             return None;
