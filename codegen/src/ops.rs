@@ -160,6 +160,15 @@ impl ConstValue {
         self.as_f64() == 0.0
     }
 
+    /// `self`, held as another element type's value, read as `dtype` (as a load reads a
+    /// buffer's element).
+    pub fn read_as(self, dtype: DType) -> Self {
+        match self {
+            ConstValue::Int(i) => Self::from_i64(dtype, i),
+            ConstValue::Float(_) => Self::from_f64(dtype, self.as_f64()),
+        }
+    }
+
     /// The value whose bits in `to` are `self`'s bits in `from` (a bitcast).
     pub fn bitcast(self, from: DType, to: DType) -> Self {
         let bits = match from.scalar {

@@ -7,7 +7,6 @@
 //! the op's identity in row-major order of the reduced axes, as a kernel's loops do.
 
 use super::{GOp, Graph, Lazy, NodeId};
-use crate::dtype::DType;
 use crate::ops::{eval_alu, ConstValue};
 use crate::tensor::{Tensor, TensorError};
 
@@ -137,16 +136,8 @@ fn node_values(
 /// the value as `l`'s type.
 fn read_through<'a>(l: &'a Lazy, base: &'a [ConstValue]) -> impl Fn(&[usize]) -> ConstValue + 'a {
     move |idx| match l.st.index_of(idx).and_then(|i| base.get(i)) {
-        Some(&v) => as_type(v, l.dtype),
+        Some(&v) => v.read_as(l.dtype),
         None => ConstValue::zero(l.dtype),
-    }
-}
-
-/// `v`, stored as another element type's value, read as `dtype` (as a kernel's load does).
-fn as_type(v: ConstValue, dtype: DType) -> ConstValue {
-    match v {
-        ConstValue::Int(i) => ConstValue::from_i64(dtype, i),
-        ConstValue::Float(_) => ConstValue::from_f64(dtype, v.as_f64()),
     }
 }
 
@@ -187,7 +178,7 @@ impl Iterator for Odometer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dtype::Scalar;
+    use crate::dtype::{DType, Scalar};
     use crate::ops::{BinaryOp, ReduceOp};
 
     fn weight(g: &mut Graph, shape: &[usize], v: &[f64]) -> Lazy {

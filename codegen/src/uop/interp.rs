@@ -375,7 +375,10 @@ impl Ctx<'_> {
                 len: mem.len(),
             })?);
         }
-        let lanes: Vec<ConstValue> = lanes.into_iter().map(|v| normalize(v, dtype)).collect();
+        let lanes: Vec<ConstValue> = lanes
+            .into_iter()
+            .map(|v| v.read_as(dtype.scalar()))
+            .collect();
         Ok(if n == 1 {
             Val::Scalar(lanes[0])
         } else {
@@ -444,14 +447,6 @@ fn splat(c: ConstValue, dtype: Option<DType>) -> Val {
     match dtype {
         Some(d) if d.count > 1 => Val::Vector(vec![c; d.count as usize]),
         _ => Val::Scalar(c),
-    }
-}
-
-/// Buffers hold values of their own element type; a load reads them as `dtype`.
-fn normalize(v: ConstValue, dtype: DType) -> ConstValue {
-    match v {
-        ConstValue::Int(i) => ConstValue::from_i64(dtype.scalar(), i),
-        ConstValue::Float(_) => ConstValue::from_f64(dtype.scalar(), v.as_f64()),
     }
 }
 
