@@ -26,6 +26,7 @@ pub mod graph;
 pub mod interpret;
 pub mod kernel;
 pub mod linearize;
+pub mod model;
 pub mod onnx;
 pub mod ops;
 pub mod optimize;
@@ -36,6 +37,7 @@ pub mod shape;
 pub mod target;
 pub mod tensor;
 pub mod tensorio;
+pub mod tflite;
 pub mod uop;
 
 pub use builder::{BuildError, Builder, Built, Cpu};

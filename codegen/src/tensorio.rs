@@ -76,6 +76,11 @@ pub fn read_tensor(path: &Path) -> Result<Tensor, TensorIoError> {
     }
 }
 
+/// Decodes the bytes of a `.npy` file (an entry of an `.npz` archive, say).
+pub fn decode_npy(bytes: &[u8]) -> Result<Tensor, String> {
+    npy::decode(bytes)
+}
+
 /// Writes `tensor` as a `.npy` file.
 pub fn write_npy(path: &Path, tensor: &Tensor) -> Result<(), TensorIoError> {
     let bytes = npy::encode(tensor).ok_or_else(|| TensorIoError::NpyHeaderTooLong {

@@ -17,6 +17,8 @@ const LAYERS: &[&str] = &[
     // → bundle. The importer builds a graph; `tensorio` reads tensors in ONNX's format.
     "graph",
     "onnx",
+    "tflite",
+    "model",
     "tensorio",
     "schedule",
     "kernel",

@@ -1,28 +1,52 @@
 //! The end-to-end models on the emulated boards: every model on the default board
 //! (qemu-an386), keyword spotting and anomaly detection on every emulated board they fit on,
-//! each compared with onnxruntime like on the host; a board too small refuses them with the
-//! numbers before anything is built. Needs `scripts/setup-toolchain.sh` (run by the test script).
+//! each compared with onnxruntime like on the host; the five int8 TFLite models compared with
+//! TFLM bit for bit, on the default board and (KWS and AD) on every board they fit, the
+//! FPU-less Cortex-M0 included; a board too small refuses them with the numbers before anything
+//! is built. Needs `scripts/setup-toolchain.sh` (run by the test script).
 
+use kiln_codegen::bundle::Bundle;
 use kiln_codegen::tensor::Tensor;
 use kiln_runners::board::{self, BoardError};
-use kiln_tests::{compare, compile, references, MLPERF, SMALL};
+use kiln_tests::{
+    compare, compile, compile_file, references, tflite_path, tflm_vectors, MLPERF, SMALL,
+};
 use std::time::Duration;
 
 fn run_on(board_name: &str, model: &str) {
     let bundle = compile(model).unwrap_or_else(|e| panic!("{model}: {e:#}"));
+    let (inputs, want) = references(model).unwrap();
+    run_bundle(board_name, model, &bundle, inputs, &want, 1e-4, 1e-5);
+}
+
+/// An int8 TFLite model on a board, on its first TFLM vector: equal to TFLM's output (0 LSB).
+fn run_tflite_on(board_name: &str, model: &str) {
+    let bundle = compile_file(model, &tflite_path(model)).unwrap_or_else(|e| panic!("{e:#}"));
+    let (x, y) = tflm_vectors(model).unwrap().remove(0);
+    run_bundle(board_name, model, &bundle, vec![x], &[y], 0.0, 0.0);
+}
+
+fn run_bundle(
+    board_name: &str,
+    model: &str,
+    bundle: &Bundle,
+    inputs: Vec<Tensor>,
+    want: &[Tensor],
+    rtol: f64,
+    atol: f64,
+) {
     let info = board::info(board_name).unwrap();
-    board::check_fits(&info, &bundle).unwrap_or_else(|e| panic!("{model} on {board_name}: {e}"));
+    board::check_fits(&info, bundle).unwrap_or_else(|e| panic!("{model} on {board_name}: {e}"));
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
         .join(format!("board_models/{board_name}/{model}"));
     let _ = std::fs::remove_dir_all(&dir);
     bundle.write(&dir).unwrap();
     let image = board::build(&info, &dir)
         .unwrap_or_else(|e| panic!("building {model} for {board_name}: {e}"));
-    let (inputs, want) = references(model).unwrap();
     let inputs: Vec<Vec<u8>> = inputs.into_iter().map(Tensor::into_bytes).collect();
     let run = board::run(&info, &image, &inputs, Duration::from_secs(600))
         .unwrap_or_else(|e| panic!("{model} on {board_name}: {e}"));
-    let (abs, rel) = compare(model, &run.outputs, &want, 1e-4, 1e-5)
+    let (abs, rel) = compare(model, &run.outputs, want, rtol, atol)
         .unwrap_or_else(|e| panic!("{board_name}: {e:#}"));
     println!(
         "{model} on {board_name}: max abs {abs:.2e}, max rel {rel:.2e}; {} instructions; flash {} B, RAM {} B",
@@ -52,6 +76,26 @@ board_tests! {
     rv32_ad: "qemu-rv32", MLPERF[3];
     an385_m0_kws: "qemu-an385-m0", MLPERF[0];
     an385_m0_ad: "qemu-an385-m0", MLPERF[3];
+}
+
+macro_rules! tflite_board_tests {
+    ($($t:ident: $board:expr, $model:expr;)*) => {
+        $( #[test] fn $t() { run_tflite_on($board, $model); } )*
+    };
+}
+
+tflite_board_tests! {
+    an386_kws_int8: "qemu-an386", "kws_ref_model";
+    an386_vww_int8: "qemu-an386", "vww_96_int8";
+    an386_ic_int8: "qemu-an386", "pretrainedResnet_quant";
+    an386_ad_int8: "qemu-an386", "ad01_int8";
+    an386_str_ww_int8: "qemu-an386", "str_ww_ref_model";
+    an505_kws_int8: "qemu-an505", "kws_ref_model";
+    an505_ad_int8: "qemu-an505", "ad01_int8";
+    rv32_kws_int8: "qemu-rv32", "kws_ref_model";
+    rv32_ad_int8: "qemu-rv32", "ad01_int8";
+    an385_m0_kws_int8: "qemu-an385-m0", "kws_ref_model";
+    an385_m0_ad_int8: "qemu-an385-m0", "ad01_int8";
 }
 
 /// KWS and AD do not fit a micro:bit (16 KiB of RAM, 256 KiB of flash): refused before any

@@ -4,7 +4,6 @@
 use anyhow::{bail, Context, Result};
 use kiln_codegen::bundle::Bundle;
 use kiln_codegen::compile::compile_graph;
-use kiln_codegen::onnx;
 use kiln_codegen::target::Target;
 use kiln_codegen::tensor::Tensor;
 use kiln_codegen::tensorio::read_dir_tensors;
@@ -54,11 +53,45 @@ pub fn references(name: &str) -> Result<(Vec<Tensor>, Vec<Tensor>)> {
     Ok((i, o))
 }
 
-/// Imports and compiles a model for the C target.
-pub fn compile(name: &str) -> Result<Bundle> {
-    let path = model_path(name);
-    let model = onnx::load(&path).with_context(|| format!("loading {}", path.display()))?;
-    let imported = onnx::import::import(&model, &[])?;
+/// The `.tflite` file of an MLPerf Tiny model.
+pub fn tflite_path(name: &str) -> PathBuf {
+    mlperf_models()
+        .join("tflite")
+        .join(format!("{name}.tflite"))
+}
+
+/// The TFLM vectors of an MLPerf Tiny TFLite model: (input, output) per sample.
+pub fn tflm_vectors(name: &str) -> Result<Vec<(Tensor, Tensor)>> {
+    let path = mlperf_models()
+        .join("vectors")
+        .join(format!("{name}.tflm.npz"));
+    let file = std::fs::File::open(&path).with_context(|| format!("opening {}", path.display()))?;
+    let mut archive = zip::ZipArchive::new(file).with_context(|| path.display().to_string())?;
+    let mut entry = |key: &str| -> Result<Tensor> {
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut archive.by_name(&format!("{key}.npy"))?, &mut bytes)?;
+        kiln_codegen::tensorio::decode_npy(&bytes)
+            .map_err(|e| anyhow::anyhow!("{}: {key}: {e}", path.display()))
+    };
+    let (x, y) = (entry("x")?, entry("y")?);
+    Ok(samples(&x)?.into_iter().zip(samples(&y)?).collect())
+}
+
+/// The tensors along the first axis of `t`.
+fn samples(t: &Tensor) -> Result<Vec<Tensor>> {
+    let n = t.shape()[0];
+    let shape = t.shape()[1..].to_vec();
+    let size = t.bytes().len() / n.max(1);
+    t.bytes()
+        .chunks(size)
+        .map(|c| Ok(Tensor::new(t.dtype(), shape.clone(), c.to_vec())?))
+        .collect()
+}
+
+/// Imports any model file (ONNX or TFLite) and compiles it for the C target.
+pub fn compile_file(name: &str, path: &std::path::Path) -> Result<Bundle> {
+    let imported = kiln_codegen::model::import_file(path, &[])
+        .with_context(|| format!("importing {}", path.display()))?;
     Ok(compile_graph(
         name,
         &imported.graph,
@@ -67,6 +100,11 @@ pub fn compile(name: &str) -> Result<Bundle> {
         true,
         &mut |_, _| {},
     )?)
+}
+
+/// Imports and compiles a test model (by name) for the C target.
+pub fn compile(name: &str) -> Result<Bundle> {
+    compile_file(name, &model_path(name))
 }
 
 /// Largest absolute and relative errors; fails beyond `atol + rtol * |want|`.

@@ -4,11 +4,11 @@ use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 pub use kiln_codegen::compile::Compiled;
 use kiln_codegen::compile::{compile as compile_model, io_of};
-use kiln_codegen::onnx;
 use kiln_codegen::optimize::{Beam, Cache, CostModel, Optimize};
 use kiln_codegen::target::Target;
 use kiln_codegen::tensor::Tensor;
 use kiln_codegen::tensorio;
+use kiln_codegen::{model, onnx};
 use kiln_runners::board::measure::BoardInstructions;
 use kiln_runners::board::BoardInfo;
 use kiln_runners::host::HostWallTime;
@@ -17,7 +17,7 @@ use std::path::Path;
 /// `--shape NAME=1x49x10x1` flags, and the model file.
 #[derive(clap::Args, Clone)]
 pub struct ModelArgs {
-    /// The ONNX model.
+    /// The model: ONNX, or TFLite (told apart by the file's content).
     pub model: std::path::PathBuf,
     /// Pins a free input dim: `NAME=1x49x10x1` (a free batch dim defaults to 1).
     #[arg(long = "shape", value_name = "NAME=DIMS")]
@@ -39,14 +39,13 @@ fn progress(len: usize, what: &str) -> ProgressBar {
 }
 
 /// Loads and imports the model; returns its name and the graph.
-fn import(args: &ModelArgs) -> Result<(String, onnx::import::Imported)> {
+fn import(args: &ModelArgs) -> Result<(String, kiln_codegen::graph::Imported)> {
     let shapes = args
         .shapes
         .iter()
         .map(|s| onnx::parse_shape_override(s))
         .collect::<Result<Vec<_>, _>>()?;
-    let model = onnx::load(&args.model)?;
-    let imported = onnx::import::import(&model, &shapes)
+    let imported = model::import_file(&args.model, &shapes)
         .with_context(|| format!("importing {}", args.model.display()))?;
     let name = args
         .model

@@ -81,7 +81,7 @@ fn node_values(
             }),
         },
         GOp::Weight(w) => Ok(g.weights[w.0 as usize].tensor.values().collect()),
-        GOp::Const(c) => Ok(vec![*c]),
+        GOp::Const(c) => Ok(vec![*c; node.shape.iter().product()]),
         GOp::Alu(op) => {
             let reads: Vec<_> = (0..node.src.len())
                 .map(|i| read_through(&node.src[i], src(i)))

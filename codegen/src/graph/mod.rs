@@ -6,7 +6,9 @@
 //! scheduler later decides which nodes become buffers and fuses the rest into kernels.
 
 pub mod eval;
+pub mod fixed;
 pub mod nn;
+pub mod quant;
 pub mod tensor;
 
 use crate::dtype::DType;
@@ -331,4 +333,13 @@ impl Lazy {
             ..self.clone()
         })
     }
+}
+
+/// A model lowered to a graph: the graph, its output values and the model's value names.
+#[derive(Clone, Debug)]
+pub struct Imported {
+    pub graph: Graph,
+    pub outputs: Vec<Lazy>,
+    pub output_names: Vec<String>,
+    pub input_names: Vec<String>,
 }

@@ -192,6 +192,17 @@ impl Graph {
 
     /// Matrix product with numpy semantics (1-D operands promoted, batch dims broadcast).
     pub fn matmul(&mut self, a: &Lazy, b: &Lazy) -> Result<Lazy, GraphError> {
+        self.matmul_in(a, b, None)
+    }
+
+    /// [`Graph::matmul`] with the products and the sum in `acc` (each operand cast to it where
+    /// it is read, so that narrow weights stay narrow in flash).
+    pub fn matmul_in(
+        &mut self,
+        a: &Lazy,
+        b: &Lazy,
+        acc: Option<DType>,
+    ) -> Result<Lazy, GraphError> {
         let (a1, b1) = (a.shape().len() == 1, b.shape().len() == 1);
         let a2 = if a1 {
             a.reshape(&[1, a.shape()[0]])?
@@ -230,6 +241,7 @@ impl Graph {
         let mut bx = b2.shape()[..rb - 2].to_vec();
         bx.extend([1, m, k]);
         let bv = broadcast_to(&bt.reshape(&bx)?, &sb)?.expand(&full)?;
+        let (av, bv) = self.widen(av, bv, acc);
         let p = self.alu(AluOp::Binary(BinaryOp::Mul), &[av, bv])?;
         let s = self.reduce(ReduceOp::Sum, &p, &[nb + 2])?;
         let mut out = batch;
@@ -296,6 +308,14 @@ impl Graph {
         })
     }
 
+    /// Both operands cast to `acc` where they are read (none: as they are).
+    fn widen(&mut self, a: Lazy, b: Lazy, acc: Option<DType>) -> (Lazy, Lazy) {
+        match acc {
+            Some(t) => (self.cast(&a, t), self.cast(&b, t)),
+            None => (a, b),
+        }
+    }
+
     /// N-d convolution: `x` (N, C, *spatial), `w` (O, C/groups, *k), optional bias (O).
     #[allow(clippy::too_many_arguments)]
     pub fn conv(
@@ -307,6 +327,22 @@ impl Graph {
         dilation: &[usize],
         pads: &[(usize, usize)],
         groups: usize,
+    ) -> Result<Lazy, GraphError> {
+        self.conv_in(x, w, bias, stride, dilation, pads, groups, None)
+    }
+
+    /// [`Graph::conv`] with the products and the sum in `acc` (see [`Graph::matmul_in`]).
+    #[allow(clippy::too_many_arguments)]
+    pub fn conv_in(
+        &mut self,
+        x: &Lazy,
+        w: &Lazy,
+        bias: Option<&Lazy>,
+        stride: &[usize],
+        dilation: &[usize],
+        pads: &[(usize, usize)],
+        groups: usize,
+        acc: Option<DType>,
     ) -> Result<Lazy, GraphError> {
         let (xs, ws) = (x.shape().to_vec(), w.shape().to_vec());
         let nsp = ws.len() - 2;
@@ -338,6 +374,7 @@ impl Graph {
         wshape.extend(k);
         let full = xv.shape().to_vec();
         let wv = w.reshape(&wshape)?.expand(&full)?;
+        let (xv, wv) = self.widen(xv, wv, acc);
         let prod = self.alu(AluOp::Binary(BinaryOp::Mul), &[xv, wv])?;
         let axes: Vec<usize> = (3 + nsp..full.len()).collect();
         let s = self.reduce(ReduceOp::Sum, &prod, &axes)?;

@@ -332,7 +332,11 @@ impl Lin {
     fn buffers_of(&self, op: &LazyOp) -> Vec<usize> {
         let mut out = Vec::new();
         let mut stack: Vec<LazyOp> = op.src().to_vec();
+        let mut seen = std::collections::HashSet::new();
         while let Some(x) = stack.pop() {
+            if !seen.insert(x.key()) {
+                continue;
+            }
             match x.op() {
                 Op::Load(m) => out.extend(
                     self.k

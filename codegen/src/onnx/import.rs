@@ -13,20 +13,12 @@ use thiserror::Error;
 use super::ops::{self, checked_numel, dtype_of, materialize, Ctx, OpBuilder, OpError, Value};
 use super::{pin_dims, OnnxError, OnnxModel, OnnxNode};
 use crate::graph::eval::evaluate;
+pub use crate::graph::Imported;
 use crate::graph::{Graph, Lazy};
 use crate::tensor::Tensor;
 
 /// Known inputs up to this many elements (each) are computed on at compile time.
 const HOST_LIMIT: usize = 1 << 14;
-
-/// A model lowered to a graph: the graph, its output values and the model's value names.
-#[derive(Clone, Debug)]
-pub struct Imported {
-    pub graph: Graph,
-    pub outputs: Vec<Lazy>,
-    pub output_names: Vec<String>,
-    pub input_names: Vec<String>,
-}
 
 /// Why a model could not be imported.
 #[derive(Debug, Error)]

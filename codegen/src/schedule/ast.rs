@@ -4,7 +4,7 @@
 use crate::dtype::DType;
 use crate::ops::{AluOp, ConstValue, ReduceOp};
 use crate::shape::ShapeTracker;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::rc::Rc;
 
@@ -158,8 +158,25 @@ impl LazyOp {
         }
     }
 
-    fn fmt_tree(&self, f: &mut fmt::Formatter<'_>, depth: usize) -> fmt::Result {
+    /// One line per node, children indented below their parent. A subtree that an earlier line
+    /// already printed is printed again only if it is a leaf; otherwise as a reference to that
+    /// line (`^N`), so that a shared value prints once and the text stays linear in the DAG.
+    fn fmt_tree(
+        &self,
+        f: &mut fmt::Formatter<'_>,
+        depth: usize,
+        lines: &mut HashMap<*const LazyNode, usize>,
+        line: &mut usize,
+    ) -> fmt::Result {
         let pad = "  ".repeat(depth);
+        if !self.src().is_empty() {
+            if let Some(n) = lines.get(&self.key()) {
+                *line += 1;
+                return writeln!(f, "{pad}^{n}");
+            }
+            lines.insert(self.key(), *line);
+        }
+        *line += 1;
         match self.op() {
             Op::Load(b) => writeln!(
                 f,
@@ -188,7 +205,7 @@ impl LazyOp {
             Op::Reduce(r, axes) => writeln!(f, "{pad}REDUCE {r:?} axes={axes:?}")?,
         }
         for s in self.src() {
-            s.fmt_tree(f, depth + 1)?;
+            s.fmt_tree(f, depth + 1, lines, line)?;
         }
         Ok(())
     }
@@ -196,6 +213,6 @@ impl LazyOp {
 
 impl fmt::Display for LazyOp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.fmt_tree(f, 0)
+        self.fmt_tree(f, 0, &mut HashMap::new(), &mut 0)
     }
 }

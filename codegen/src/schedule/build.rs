@@ -47,6 +47,9 @@ impl Scheduler<'_> {
 struct KernelCtx {
     root: NodeId,
     bufs: Vec<BufId>,
+    /// The AST of each (node, view) expanded so far: a value used twice is one shared node,
+    /// and a graph that reuses values (as fixed-point arithmetic does) expands in linear time.
+    done: HashMap<(NodeId, ShapeTracker), LazyOp>,
 }
 
 impl KernelCtx {
@@ -109,6 +112,7 @@ pub(super) fn build_schedule(
         let mut ctx = KernelCtx {
             root: id,
             bufs: vec![out],
+            done: HashMap::new(),
         };
         let st = ShapeTracker::from_shape(&node.shape)
             .reshape(&space)
@@ -131,6 +135,21 @@ pub(super) fn build_schedule(
 
 /// The AST computing node `id` seen through `st` (a view over the node's shape).
 fn expand(
+    b: &mut Scheduler,
+    ctx: &mut KernelCtx,
+    id: NodeId,
+    st: &ShapeTracker,
+) -> Result<LazyOp, ScheduleError> {
+    let key = (id, st.clone());
+    if let Some(op) = ctx.done.get(&key) {
+        return Ok(op.clone());
+    }
+    let op = expand_new(b, ctx, id, st)?;
+    ctx.done.insert(key, op.clone());
+    Ok(op)
+}
+
+fn expand_new(
     b: &mut Scheduler,
     ctx: &mut KernelCtx,
     id: NodeId,

@@ -7,7 +7,10 @@ use crate::graph::{GNode, GOp, Graph, Lazy, NodeId, WeightData, WeightId};
 use crate::shape::ShapeTracker;
 
 /// Folded nodes may not be larger than this many elements, or than the weights they come
-/// from: folding must not grow the model.
+/// from: folding must not grow the model. Nor may a larger one grow in bytes where it would
+/// fuse into its consumers' kernels: a cast of int8 weights to int32 stays a cast in the
+/// kernel, not a weight four times the size. (Where a consumer expands it, the value would be
+/// a buffer of its own anyway, computed at every run: then it is folded.)
 const SMALL: usize = 4096;
 
 pub fn fold_constants(g: &mut Graph, outputs: &[Lazy]) -> Result<(), ScheduleError> {
@@ -15,6 +18,8 @@ pub fn fold_constants(g: &mut Graph, outputs: &[Lazy]) -> Result<(), ScheduleErr
     let n = g.nodes.len();
     let mut const_only = vec![false; n];
     let mut leaf_numel = vec![0usize; n];
+    let mut leaf_bytes = vec![0usize; n];
+    let mut expanded = vec![false; n];
     for &id in &order {
         let node = g.node(id);
         let i = id.0 as usize;
@@ -22,6 +27,7 @@ pub fn fold_constants(g: &mut Graph, outputs: &[Lazy]) -> Result<(), ScheduleErr
             GOp::Weight(_) => {
                 const_only[i] = true;
                 leaf_numel[i] = node.shape.iter().product();
+                leaf_bytes[i] = leaf_numel[i] * node.dtype.size();
             }
             GOp::Const(_) => const_only[i] = true,
             GOp::Input(_) => {}
@@ -29,6 +35,9 @@ pub fn fold_constants(g: &mut Graph, outputs: &[Lazy]) -> Result<(), ScheduleErr
                 const_only[i] = node.src.iter().all(|s| const_only[s.base.0 as usize]);
                 leaf_numel[i] = node.src.iter().fold(0usize, |n, s| {
                     n.saturating_add(leaf_numel[s.base.0 as usize])
+                });
+                leaf_bytes[i] = node.src.iter().fold(0usize, |n, s| {
+                    n.saturating_add(leaf_bytes[s.base.0 as usize])
                 });
             }
         }
@@ -38,6 +47,10 @@ pub fn fold_constants(g: &mut Graph, outputs: &[Lazy]) -> Result<(), ScheduleErr
         wanted[o.base.0 as usize] = true;
     }
     for &id in &order {
+        for s in &g.node(id).src {
+            let numel: usize = g.node(s.base).shape.iter().product();
+            expanded[s.base.0 as usize] |= s.st.size() > numel;
+        }
         if !const_only[id.0 as usize] {
             for s in &g.node(id).src {
                 wanted[s.base.0 as usize] = true;
@@ -49,7 +62,11 @@ pub fn fold_constants(g: &mut Graph, outputs: &[Lazy]) -> Result<(), ScheduleErr
         let node = g.node(id);
         let computed = !matches!(node.op, GOp::Weight(_) | GOp::Const(_) | GOp::Input(_));
         let numel: usize = node.shape.iter().product();
-        if const_only[i] && wanted[i] && computed && numel <= SMALL.max(leaf_numel[i]) {
+        let bytes = numel * node.dtype.size();
+        let bounded = numel <= SMALL.max(leaf_numel[i]);
+        let grows = numel > SMALL && bytes > leaf_bytes[i];
+        let fits = !grows || expanded[i];
+        if const_only[i] && wanted[i] && computed && bounded && fits {
             fold_node(g, id)?;
         }
     }
@@ -64,6 +81,23 @@ fn fold_node(g: &mut Graph, id: NodeId) -> Result<(), ScheduleError> {
         dtype: node.dtype,
     };
     let tensor = evaluate(g, &[out], &[])?.remove(0);
+    let uniform = {
+        let mut values = tensor.values();
+        let first = values.next();
+        first.filter(|&f| values.all(|v| v == f))
+    };
+    if let Some(first) = uniform {
+        {
+            // One value everywhere (a cast or an op of broadcast constants): a constant.
+            g.nodes[id.0 as usize] = GNode {
+                op: GOp::Const(first),
+                dtype: node.dtype,
+                shape: node.shape,
+                src: vec![],
+            };
+            return Ok(());
+        }
+    }
     let w = WeightId(g.weights.len() as u32);
     g.weights.push(WeightData {
         name: format!("folded_{}", id.0),

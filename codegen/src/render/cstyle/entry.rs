@@ -7,6 +7,12 @@ use crate::uop::UOpKind;
 use std::collections::BTreeSet;
 use std::fmt::Write;
 
+/// The attribute that turns GCC's loop vectorizer off for one function (nothing elsewhere).
+const NO_LOOP_VECTORIZE: &str = "#ifndef KILN_NO_LOOP_VECTORIZE\n\
+    #if defined(__GNUC__) && !defined(__clang__)\n\
+    #define KILN_NO_LOOP_VECTORIZE __attribute__((optimize(\"no-tree-loop-vectorize\")))\n\
+    #else\n#define KILN_NO_LOOP_VECTORIZE\n#endif\n#endif";
+
 impl Renderer<'_> {
     pub(super) fn finish(mut self) -> String {
         self.params.sort_by_key(|p| p.0);
@@ -21,11 +27,26 @@ impl Renderer<'_> {
         if d.entry == Entry::Bindings {
             self.module_scope(&mut s);
         }
+        // GCC's loop vectorizer takes minutes on the long 64-bit integer chains of fixed-point
+        // requantization (and gains nothing there): such kernels opt out of it.
+        let wide = values
+            .iter()
+            .any(|v| matches!(v, Scalar::I64 | Scalar::U64));
+        let attribute = if wide && d.entry == Entry::Params && d.kernel_prefix == "void" {
+            let _ = writeln!(s, "{NO_LOOP_VECTORIZE}");
+            "KILN_NO_LOOP_VECTORIZE "
+        } else {
+            ""
+        };
         for h in &self.helpers {
             let _ = writeln!(s, "{h}");
         }
         let _ = match d.entry {
-            Entry::Params => writeln!(s, "{} {}({}) {{", d.kernel_prefix, self.name, params),
+            Entry::Params => writeln!(
+                s,
+                "{attribute}{} {}({}) {{",
+                d.kernel_prefix, self.name, params
+            ),
             Entry::Bindings => writeln!(s, "{} main() {{", d.kernel_prefix),
         };
         for l in &self.lines {

@@ -1,0 +1,72 @@
+//! A model file of either format, chosen by its content: a TFLite flatbuffer carries the `TFL3`
+//! identifier at bytes 4..8; anything else is read as ONNX.
+
+use crate::graph::Imported;
+use crate::onnx::{self, ImportError, OnnxError};
+use crate::tflite::{self, TfliteError};
+use std::path::{Path, PathBuf};
+use thiserror::Error;
+
+/// The formats Kiln imports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Onnx,
+    Tflite,
+}
+
+impl Format {
+    /// The format of a model file's bytes.
+    pub fn of(bytes: &[u8]) -> Format {
+        if kiln_tflite_schema::is_tflite(bytes) {
+            Format::Tflite
+        } else {
+            Format::Onnx
+        }
+    }
+}
+
+/// Why a model file could not be imported.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum ModelError {
+    #[error("reading {path}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Onnx(#[from] OnnxError),
+    #[error(transparent)]
+    OnnxImport(#[from] ImportError),
+    #[error(transparent)]
+    Tflite(#[from] TfliteError),
+    #[error("--shape {name}: a TFLite model's input shapes are fixed in the file")]
+    TfliteShape { name: String },
+}
+
+/// Imports the model file at `path`, with `shapes` pinning free ONNX input dims.
+pub fn import_file(path: &Path, shapes: &[(String, Vec<usize>)]) -> Result<Imported, ModelError> {
+    let bytes = std::fs::read(path).map_err(|source| ModelError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    import_bytes(&bytes, shapes)
+}
+
+/// Imports a model from its file's bytes.
+pub fn import_bytes(bytes: &[u8], shapes: &[(String, Vec<usize>)]) -> Result<Imported, ModelError> {
+    match Format::of(bytes) {
+        Format::Tflite => {
+            if let Some((name, _)) = shapes.first() {
+                return Err(ModelError::TfliteShape { name: name.clone() });
+            }
+            let model = tflite::load_bytes(bytes)?;
+            Ok(tflite::import(&model)?)
+        }
+        Format::Onnx => {
+            let model = onnx::load_bytes(bytes)?;
+            Ok(onnx::import(&model, shapes)?)
+        }
+    }
+}

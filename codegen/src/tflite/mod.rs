@@ -1,0 +1,97 @@
+//! Reading TFLite models (`.tflite` flatbuffers) and lowering them to Kiln's lazy tensor graph.
+//!
+//! `load_bytes` reads the file through the types generated from TFLite's official schema
+//! (`kiln-tflite-schema`) into [`TfliteModel`]; `import` lowers its main subgraph operator by
+//! operator with the builders of `ops`. Quantized operators become integer arithmetic that is
+//! bit-exact with TensorFlow Lite Micro's reference kernels; float ones, float arithmetic.
+
+mod error;
+mod model;
+mod ops;
+
+pub use error::{OpError, TfliteError};
+/// The generated types of TFLite's schema (options, op codes), for building models in memory.
+pub use kiln_tflite_schema::tflite as schema;
+pub use model::{load_bytes, op_name, Quant, TensorId, TfOp, TfTensor, TfliteModel};
+pub use ops::softmax_params;
+
+use crate::graph::{Graph, Imported};
+use std::collections::HashMap;
+
+/// Lowers `model`'s main subgraph. Every operator Kiln lacks is listed in one error.
+pub fn import(model: &TfliteModel) -> Result<Imported, TfliteError> {
+    let mut missing: Vec<(String, i32, usize)> = Vec::new();
+    for op in &model.ops {
+        if ops::op_builder(op.code).is_none() {
+            let name = op.name();
+            match missing
+                .iter_mut()
+                .find(|(n, v, _)| *n == name && *v == op.version)
+            {
+                Some(m) => m.2 += 1,
+                None => missing.push((name, op.version, 1)),
+            }
+        }
+    }
+    if !missing.is_empty() {
+        return Err(TfliteError::UnsupportedOps { ops: missing });
+    }
+    let mut graph = Graph::new();
+    let mut values = HashMap::new();
+    let mut input_names = Vec::new();
+    for &id in &model.inputs {
+        let t = model.tensor(id);
+        if t.data.is_some() {
+            return Err(TfliteError::Input {
+                name: t.name.clone(),
+                reason: "has constant contents".into(),
+            });
+        }
+        let v = graph.input(&t.name, t.dtype.into(), &t.shape);
+        values.insert(id, v);
+        input_names.push(t.name.clone());
+    }
+    for op in &model.ops {
+        let build = ops::op_builder(op.code).expect("checked above");
+        let mut ctx = ops::Ctx {
+            graph: &mut graph,
+            model,
+            op,
+            values: &mut values,
+        };
+        let outs = build(&mut ctx).map_err(|source| TfliteError::Op {
+            index: op.index,
+            op: op.name(),
+            version: op.version,
+            source,
+        })?;
+        for (id, v) in op.outputs.iter().zip(outs) {
+            values.insert(*id, v);
+        }
+    }
+    let mut outputs = Vec::new();
+    let mut output_names = Vec::new();
+    for &id in &model.outputs {
+        let t = model.tensor(id);
+        let v = match values.get(&id) {
+            Some(v) => v.clone(),
+            None => match &t.data {
+                Some(data) => graph.weight(&t.name, data.clone()),
+                None => {
+                    return Err(TfliteError::Input {
+                        name: t.name.clone(),
+                        reason: "is an output no operator computes".into(),
+                    })
+                }
+            },
+        };
+        outputs.push(v);
+        output_names.push(t.name.clone());
+    }
+    Ok(Imported {
+        graph,
+        outputs,
+        output_names,
+        input_names,
+    })
+}

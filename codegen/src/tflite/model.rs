@@ -1,0 +1,284 @@
+//! A `.tflite` flatbuffer read into Kiln's own plain representation: the main subgraph's
+//! tensors (type, shape, quantization, constant data) and operators in file order.
+
+use super::error::TfliteError;
+use crate::dtype::Scalar;
+use crate::tensor::Tensor;
+use kiln_tflite_schema::tflite::{self, BuiltinOperator, BuiltinOptions, TensorType};
+use planus::ReadAsRoot;
+
+/// The index of a tensor in the model's main subgraph.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TensorId(pub u32);
+
+impl std::fmt::Display for TensorId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "#{}", self.0)
+    }
+}
+
+/// Affine quantization: `real = scale · (q − zero_point)`, per tensor or along `axis`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Quant {
+    pub scale: Vec<f32>,
+    pub zero_point: Vec<i64>,
+    pub axis: usize,
+}
+
+impl Quant {
+    /// The per-tensor scale (the first one).
+    pub fn scale(&self) -> f32 {
+        self.scale[0]
+    }
+
+    /// The per-tensor zero point (the first one).
+    pub fn zero_point(&self) -> i32 {
+        self.zero_point.first().copied().unwrap_or(0) as i32
+    }
+}
+
+/// One tensor of the subgraph.
+#[derive(Clone, Debug)]
+pub struct TfTensor {
+    pub name: String,
+    pub dtype: Scalar,
+    pub shape: Vec<usize>,
+    pub quant: Option<Quant>,
+    /// The constant contents, for a tensor with a buffer.
+    pub data: Option<Tensor>,
+}
+
+/// One operator of the subgraph.
+#[derive(Clone, Debug)]
+pub struct TfOp {
+    /// The operator's position in the subgraph.
+    pub index: usize,
+    pub code: BuiltinOperator,
+    pub version: i32,
+    /// The custom code of a `CUSTOM` op.
+    pub custom: Option<String>,
+    /// Input tensors; `None` for an omitted optional input (index −1).
+    pub inputs: Vec<Option<TensorId>>,
+    pub outputs: Vec<TensorId>,
+    pub options: Option<BuiltinOptions>,
+}
+
+impl TfOp {
+    /// The op as TFLite names it (`CONV_2D`), or the custom code of a custom op.
+    pub fn name(&self) -> String {
+        match &self.custom {
+            Some(c) if self.code == BuiltinOperator::Custom => format!("CUSTOM:{c}"),
+            _ => op_name(self.code),
+        }
+    }
+}
+
+/// A TFLite model's main subgraph.
+#[derive(Clone, Debug)]
+pub struct TfliteModel {
+    pub tensors: Vec<TfTensor>,
+    pub ops: Vec<TfOp>,
+    pub inputs: Vec<TensorId>,
+    pub outputs: Vec<TensorId>,
+    /// How many subgraphs the file has (only the first is the model; the others are bodies of
+    /// control-flow ops).
+    pub subgraphs: usize,
+}
+
+impl TfliteModel {
+    pub fn tensor(&self, id: TensorId) -> &TfTensor {
+        &self.tensors[id.0 as usize]
+    }
+}
+
+/// The op name in TFLite's spelling (`CONV_2D`).
+pub fn op_name(code: BuiltinOperator) -> String {
+    kiln_tflite_schema::builtin_name(code).to_string()
+}
+
+/// Reads a `.tflite` file's bytes.
+pub fn load_bytes(bytes: &[u8]) -> Result<TfliteModel, TfliteError> {
+    if !kiln_tflite_schema::is_tflite(bytes) {
+        return Err(TfliteError::NotTflite);
+    }
+    let root = tflite::ModelRef::read_as_root(bytes).map_err(TfliteError::Malformed)?;
+    let model = tflite::Model::try_from(root).map_err(TfliteError::Malformed)?;
+    let subgraphs = model.subgraphs.unwrap_or_default();
+    let count = subgraphs.len();
+    let graph = subgraphs
+        .into_iter()
+        .next()
+        .ok_or(TfliteError::NoSubgraph)?;
+    let buffers = model.buffers.unwrap_or_default();
+    let codes = model.operator_codes.unwrap_or_default();
+    let raw_tensors = graph.tensors.unwrap_or_default();
+    let n = raw_tensors.len();
+    let mut tensors = Vec::with_capacity(n);
+    for (i, t) in raw_tensors.into_iter().enumerate() {
+        tensors.push(read_tensor(i, t, &buffers, bytes)?);
+    }
+    let id = |what: &str, v: i32| -> Result<TensorId, TfliteError> {
+        usize::try_from(v)
+            .ok()
+            .filter(|&v| v < n)
+            .map(|v| TensorId(v as u32))
+            .ok_or_else(|| TfliteError::TensorIndex {
+                what: what.to_string(),
+                index: v,
+                count: n,
+            })
+    };
+    let mut ops = Vec::new();
+    for (index, op) in graph.operators.unwrap_or_default().into_iter().enumerate() {
+        let code = codes
+            .get(op.opcode_index as usize)
+            .ok_or(TfliteError::OpcodeIndex {
+                op: index,
+                index: op.opcode_index,
+                count: codes.len(),
+            })?;
+        // Files older than schema 3a only fill the deprecated 8-bit code.
+        let raw = (code.builtin_code as i32).max(i32::from(code.deprecated_builtin_code));
+        let builtin = BuiltinOperator::try_from(raw).map_err(|_| TfliteError::UnknownOp {
+            op: index,
+            code: raw,
+        })?;
+        let what = format!("operator {index} ({})", op_name(builtin));
+        let inputs = op
+            .inputs
+            .unwrap_or_default()
+            .into_iter()
+            .map(|v| {
+                if v < 0 {
+                    Ok(None)
+                } else {
+                    id(&what, v).map(Some)
+                }
+            })
+            .collect::<Result<_, _>>()?;
+        let outputs = op
+            .outputs
+            .unwrap_or_default()
+            .into_iter()
+            .map(|v| id(&what, v))
+            .collect::<Result<_, _>>()?;
+        ops.push(TfOp {
+            index,
+            code: builtin,
+            version: code.version,
+            custom: code.custom_code.clone(),
+            inputs,
+            outputs,
+            options: op.builtin_options,
+        });
+    }
+    let inputs = graph.inputs.unwrap_or_default();
+    let outputs = graph.outputs.unwrap_or_default();
+    Ok(TfliteModel {
+        inputs: inputs
+            .into_iter()
+            .map(|v| id("the subgraph's inputs", v))
+            .collect::<Result<_, _>>()?,
+        outputs: outputs
+            .into_iter()
+            .map(|v| id("the subgraph's outputs", v))
+            .collect::<Result<_, _>>()?,
+        tensors,
+        ops,
+        subgraphs: count,
+    })
+}
+
+fn scalar_of(t: TensorType) -> Option<Scalar> {
+    Some(match t {
+        TensorType::Float32 => Scalar::F32,
+        TensorType::Float16 => Scalar::F16,
+        TensorType::Float64 => Scalar::F64,
+        TensorType::Int8 => Scalar::I8,
+        TensorType::Uint8 => Scalar::U8,
+        TensorType::Int16 => Scalar::I16,
+        TensorType::Uint16 => Scalar::U16,
+        TensorType::Int32 => Scalar::I32,
+        TensorType::Uint32 => Scalar::U32,
+        TensorType::Int64 => Scalar::I64,
+        TensorType::Uint64 => Scalar::U64,
+        TensorType::Bool => Scalar::Bool,
+        _ => return None,
+    })
+}
+
+fn read_tensor(
+    index: usize,
+    t: tflite::Tensor,
+    buffers: &[tflite::Buffer],
+    file: &[u8],
+) -> Result<TfTensor, TfliteError> {
+    let name = t.name.unwrap_or_else(|| format!("tensor{index}"));
+    let dtype = scalar_of(t.type_).ok_or_else(|| TfliteError::TensorType {
+        tensor: name.clone(),
+        ty: format!("{:?}", t.type_).to_uppercase(),
+    })?;
+    let mut shape = Vec::new();
+    for d in t.shape.unwrap_or_default() {
+        shape.push(usize::try_from(d).map_err(|_| TfliteError::Dim {
+            tensor: name.clone(),
+            dim: d,
+        })?);
+    }
+    let quant = t.quantization.and_then(|q| {
+        let scale = q.scale.filter(|s| !s.is_empty())?;
+        Some(Quant {
+            zero_point: q.zero_point.unwrap_or_else(|| vec![0; scale.len()]),
+            scale,
+            axis: usize::try_from(q.quantized_dimension).unwrap_or(0),
+        })
+    });
+    let data = match buffers.get(t.buffer as usize) {
+        _ if t.buffer == 0 => None,
+        None => {
+            return Err(TfliteError::BufferIndex {
+                tensor: name,
+                index: t.buffer,
+                count: buffers.len(),
+            })
+        }
+        Some(b) => {
+            let bytes: &[u8] = match (&b.data, b.offset) {
+                (Some(d), _) => d,
+                (None, 0) => &[],
+                (None, off) => {
+                    file.get(off as usize..(off + b.size) as usize)
+                        .ok_or_else(|| TfliteError::BufferRange {
+                            tensor: name.clone(),
+                            offset: off,
+                            size: b.size,
+                            file: file.len(),
+                        })?
+                }
+            };
+            if bytes.is_empty() {
+                None
+            } else {
+                let want = shape.iter().product::<usize>() * dtype.size();
+                if bytes.len() != want {
+                    return Err(TfliteError::BufferSize {
+                        tensor: name,
+                        want,
+                        got: bytes.len(),
+                    });
+                }
+                Some(
+                    Tensor::new(dtype, shape.clone(), bytes.to_vec())
+                        .expect("the size was checked"),
+                )
+            }
+        }
+    };
+    Ok(TfTensor {
+        name,
+        dtype,
+        shape,
+        quant,
+        data,
+    })
+}

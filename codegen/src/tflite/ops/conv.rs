@@ -1,0 +1,350 @@
+//! Convolutions and dense layers: `CONV_2D`, `DEPTHWISE_CONV_2D`, `FULLY_CONNECTED`.
+//!
+//! Quantized, they accumulate `Σ w · (x − zp_in)` in `i32` over the in-bounds taps, add the
+//! bias and requantize per output channel (TFLM's `reference_integer_ops`). The input is
+//! padded with its zero point, so every tap adds `w · (x − zp_in)` with padding adding nothing,
+//! and `zp_in · Σ w` is folded into the bias at compile time: the kernel multiplies the raw
+//! int8 values.
+
+use super::{
+    activation, expect_shape, float_activation, int_range, is_quantized, padding, positive,
+    to_nchw, to_nhwc, Ctx, OpBuilder,
+};
+use crate::dtype::{DType, Scalar};
+use crate::graph::quant::{activation_range, Activation, Multipliers, QuantMultiplier};
+use crate::graph::Lazy;
+use crate::ops::BinaryOp;
+use crate::tensor::Tensor;
+use crate::tflite::error::OpError;
+use kiln_tflite_schema::tflite::{
+    ActivationFunctionType, BuiltinOperator as Op, BuiltinOptions, Padding,
+};
+
+pub(super) const OPS: &[(Op, OpBuilder)] = &[
+    (Op::Conv2d, conv2d),
+    (Op::DepthwiseConv2d, depthwise_conv2d),
+    (Op::FullyConnected, fully_connected),
+];
+
+type Out = Result<Vec<Lazy>, OpError>;
+
+/// The geometry of a 2-D convolution.
+struct ConvSpec {
+    same: bool,
+    stride: [usize; 2],
+    dilation: [usize; 2],
+    act: Activation,
+    groups: usize,
+}
+
+impl ConvSpec {
+    /// From the options: `[stride_h, stride_w, dilation_h, dilation_w]`.
+    fn new(
+        padding: Padding,
+        [sh, sw, dh, dw]: [i32; 4],
+        act: ActivationFunctionType,
+        groups: usize,
+    ) -> Result<ConvSpec, OpError> {
+        Ok(ConvSpec {
+            same: padding == Padding::Same,
+            stride: [positive("stride_h", sh)?, positive("stride_w", sw)?],
+            dilation: [positive("dilation_h", dh)?, positive("dilation_w", dw)?],
+            act: activation(act)?,
+            groups,
+        })
+    }
+}
+
+fn conv2d(ctx: &mut Ctx) -> Out {
+    let o = ctx.options(|o| match o {
+        BuiltinOptions::Conv2DOptions(o) => Some(o.as_ref()),
+        _ => None,
+    });
+    let (xs, ws) = (ctx.info(0)?.shape.clone(), ctx.info(1)?.shape.clone());
+    rank4(&xs, "input")?;
+    rank4(&ws, "filter")?;
+    if ws[3] == 0 || xs[3] % ws[3] != 0 {
+        return Err(OpError::Invalid(format!(
+            "input channels {} are not a multiple of the filter's {}",
+            xs[3], ws[3]
+        )));
+    }
+    let geometry = [
+        o.stride_h,
+        o.stride_w,
+        o.dilation_h_factor,
+        o.dilation_w_factor,
+    ];
+    let spec = ConvSpec::new(
+        o.padding,
+        geometry,
+        o.fused_activation_function,
+        xs[3] / ws[3],
+    )?;
+    let w = ctx.input(1)?.permute(&[0, 3, 1, 2])?;
+    lower(ctx, &spec, &w, 0)
+}
+
+fn depthwise_conv2d(ctx: &mut Ctx) -> Out {
+    let o = ctx.options(|o| match o {
+        BuiltinOptions::DepthwiseConv2DOptions(o) => Some(o.as_ref()),
+        _ => None,
+    });
+    let (xs, ws) = (ctx.info(0)?.shape.clone(), ctx.info(1)?.shape.clone());
+    rank4(&xs, "input")?;
+    rank4(&ws, "filter")?;
+    if ws[0] != 1 || xs[3] == 0 || ws[3] % xs[3] != 0 {
+        return Err(OpError::Invalid(format!(
+            "depthwise filter {ws:?} does not fit input {xs:?}"
+        )));
+    }
+    let geometry = [
+        o.stride_h,
+        o.stride_w,
+        o.dilation_h_factor,
+        o.dilation_w_factor,
+    ];
+    let spec = ConvSpec::new(o.padding, geometry, o.fused_activation_function, xs[3])?;
+    // [1, KH, KW, C·mult] → [C·mult, 1, KH, KW]: output channel `c · mult + m` reads input `c`.
+    let w = ctx.input(1)?.permute(&[3, 0, 1, 2])?;
+    lower(ctx, &spec, &w, 3)
+}
+
+fn rank4(s: &[usize], what: &str) -> Result<(), OpError> {
+    if s.len() != 4 {
+        return Err(OpError::Invalid(format!(
+            "{what} of shape {s:?} is not 4-D"
+        )));
+    }
+    Ok(())
+}
+
+/// The convolution of input 0 (NHWC) with `w` (OIHW, a view of input 1 whose output channel
+/// is axis `w_axis` of the file's layout), bias input 2.
+fn lower(ctx: &mut Ctx, spec: &ConvSpec, w: &Lazy, w_axis: usize) -> Out {
+    let x = ctx.input(0)?;
+    let xs = x.shape().to_vec();
+    let (kh, kw) = (w.shape()[2], w.shape()[3]);
+    let (pad_h, _) = padding(spec.same, xs[1], kh, spec.stride[0], spec.dilation[0])?;
+    let (pad_w, _) = padding(spec.same, xs[2], kw, spec.stride[1], spec.dilation[1])?;
+    let xn = to_nchw(&x)?;
+    let y = if is_quantized(ctx.info(0)?) {
+        let arg = [(0, 0), (0, 0), pad_h, pad_w];
+        let acc = quantized_sum(ctx, &xn, w, w_axis, &arg, |g, x, w| {
+            let (s, d, groups) = (&spec.stride, &spec.dilation, spec.groups);
+            Ok(g.conv_in(x, w, None, s, d, &[(0, 0); 2], groups, Some(DType::I32))?)
+        })?;
+        let acc = add_bias(ctx, acc, 1)?;
+        let y = requantize_out(ctx, &acc, 1, spec.act)?;
+        to_nhwc(&y)?
+    } else {
+        let bias = if ctx.has(2) {
+            Some(ctx.input(2)?)
+        } else {
+            None
+        };
+        let g = &mut *ctx.graph;
+        let y = g.conv(
+            &xn,
+            w,
+            bias.as_ref(),
+            &spec.stride,
+            &spec.dilation,
+            &[pad_h, pad_w],
+            spec.groups,
+        )?;
+        let y = to_nhwc(&y)?;
+        float_activation(ctx.graph, &y, spec.act)?
+    };
+    expect_shape(ctx, &y, 0)?;
+    Ok(vec![y])
+}
+
+fn fully_connected(ctx: &mut Ctx) -> Out {
+    let o = ctx.options(|o| match o {
+        BuiltinOptions::FullyConnectedOptions(o) => Some(o.as_ref()),
+        _ => None,
+    });
+    let act = activation(o.fused_activation_function)?;
+    let x = ctx.input(0)?;
+    let ws = ctx.info(1)?.shape.clone();
+    if ws.len() != 2 || ws[1] == 0 || x.numel() % ws[1] != 0 {
+        return Err(OpError::Invalid(format!(
+            "weights {ws:?} do not fit input {:?}",
+            x.shape()
+        )));
+    }
+    let x2 = x.reshape(&[x.numel() / ws[1], ws[1]])?;
+    let w = ctx.input(1)?;
+    let y = if is_quantized(ctx.info(0)?) {
+        let acc = quantized_sum(ctx, &x2, &w, 0, &[], |g, x, w| {
+            let wt = w.permute(&[1, 0])?;
+            Ok(g.matmul_in(x, &wt, Some(DType::I32))?)
+        })?;
+        let acc = add_bias(ctx, acc, 1)?;
+        requantize_out(ctx, &acc, 1, act)?
+    } else {
+        let wt = w.permute(&[1, 0])?;
+        let mut y = ctx.graph.matmul(&x2, &wt)?;
+        if ctx.has(2) {
+            let b = ctx.input(2)?;
+            y = ctx.graph.binary(BinaryOp::Add, &y, &b)?;
+        }
+        float_activation(ctx.graph, &y, act)?
+    };
+    let out = ctx.out_info(0)?.shape.clone();
+    let y = y.reshape(&out)?;
+    Ok(vec![y])
+}
+
+/// The zero points and scales of a quantized filter: per output channel, `n` of them.
+struct FilterQuant {
+    scales: Vec<f32>,
+    zero_point: i32,
+    per_channel: bool,
+}
+
+fn filter_quant(ctx: &Ctx, n: usize) -> Result<FilterQuant, OpError> {
+    let t = ctx.info(1)?;
+    let q = ctx.quant(t)?;
+    if t.dtype != Scalar::I8 {
+        return Err(OpError::Unsupported(format!("{} filters", t.dtype)));
+    }
+    let per_channel = q.scale.len() > 1;
+    if per_channel && q.scale.len() != n {
+        return Err(OpError::Invalid(format!(
+            "{} filter scales for {n} output channels",
+            q.scale.len()
+        )));
+    }
+    if per_channel && q.zero_point.iter().any(|&z| z != 0) {
+        return Err(OpError::Unsupported(
+            "per-channel filters with a nonzero zero point".into(),
+        ));
+    }
+    Ok(FilterQuant {
+        scales: (0..n)
+            .map(|c| q.scale[if per_channel { c } else { 0 }])
+            .collect(),
+        zero_point: q.zero_point(),
+        per_channel,
+    })
+}
+
+/// `Σ w · (x − zp_in)` as `i32` by `op` on the raw values (`op` widens them as it reads them): `x` padded with `zp_in` by `pads`
+/// (empty: none), the filter centred on its zero point; and `−zp_in · Σ w` per output channel,
+/// for the bias.
+fn quantized_sum(
+    ctx: &mut Ctx,
+    x: &Lazy,
+    w: &Lazy,
+    w_axis: usize,
+    pads: &[(usize, usize)],
+    op: impl Fn(&mut crate::graph::Graph, &Lazy, &Lazy) -> Result<Lazy, OpError>,
+) -> Result<(Lazy, Vec<i64>), OpError> {
+    let xi = ctx.info(0)?;
+    if xi.dtype != Scalar::I8 {
+        return Err(OpError::Unsupported(format!(
+            "{} activations (int8 is; 16x8 and uint8 are not yet)",
+            xi.dtype
+        )));
+    }
+    let zp_in = ctx.quant(xi)?.zero_point();
+    let n = w.shape()[0];
+    let fq = filter_quant(ctx, n)?;
+    let g = &mut *ctx.graph;
+    let xp = if pads.iter().any(|&(a, b)| a + b > 0) {
+        g.pad_value(x, pads, f64::from(zp_in))?
+    } else {
+        x.clone()
+    };
+    // The raw int8 values, each widened to i32 where the kernel reads it.
+    let mut wq = w.clone();
+    if fq.zero_point != 0 {
+        let w32 = g.cast(w, DType::I32);
+        wq = g.int_scalar(BinaryOp::Sub, &w32, i64::from(fq.zero_point))?;
+    }
+    let acc = op(g, &xp, &wq)?;
+    // Σ (w − zp_w) per output channel, for the bias.
+    let raw = ctx.ints(1)?;
+    let shape = &ctx.info(1)?.shape;
+    let mut sums = vec![0i64; n];
+    let inner: usize = shape[w_axis + 1..].iter().product();
+    for (i, v) in raw.iter().enumerate() {
+        sums[(i / inner) % n] += v - i64::from(fq.zero_point);
+    }
+    let folded = sums.iter().map(|s| -s * i64::from(zp_in)).collect();
+    Ok((acc, folded))
+}
+
+/// `acc + bias − zp_in · Σ w`, the constant folded into one `i32` table along `axis`.
+fn add_bias(
+    ctx: &mut Ctx,
+    (acc, mut bias): (Lazy, Vec<i64>),
+    axis: usize,
+) -> Result<Lazy, OpError> {
+    if ctx.has(2) {
+        let b = ctx.ints(2)?;
+        if b.len() != bias.len() {
+            return Err(OpError::Invalid(format!(
+                "{} bias values for {} output channels",
+                b.len(),
+                bias.len()
+            )));
+        }
+        for (t, v) in bias.iter_mut().zip(b) {
+            *t += v;
+        }
+    }
+    if bias.iter().all(|&b| b == 0) {
+        return Ok(acc);
+    }
+    if let Some(b) = bias.iter().find(|&&b| i32::try_from(b).is_err()) {
+        return Err(OpError::Invalid(format!(
+            "the folded bias {b} does not fit in 32 bits"
+        )));
+    }
+    let name = format!("{}_bias", ctx.out_info(0)?.name);
+    let t = Tensor::from_i64(Scalar::I32, vec![bias.len()], &bias).expect("a vector");
+    let w = ctx.graph.weight(&name, t);
+    let mut shape = vec![1; acc.shape().len()];
+    shape[axis] = bias.len();
+    let w = w.reshape(&shape)?;
+    Ok(ctx.graph.binary(BinaryOp::Add, &acc, &w)?)
+}
+
+/// Requantizes the accumulator (output channels along `axis`) to output 0's type.
+fn requantize_out(
+    ctx: &mut Ctx,
+    acc: &Lazy,
+    axis: usize,
+    act: Activation,
+) -> Result<Lazy, OpError> {
+    let n = acc.shape()[axis];
+    let s_in = ctx.quant(ctx.info(0)?)?.scale();
+    let fq = filter_quant(ctx, n)?;
+    let out = ctx.out_info(0)?.clone();
+    let qo = ctx.quant(&out)?;
+    let (s_out, zp_out) = (qo.scale(), qo.zero_point());
+    let fully_connected = ctx.op.code == Op::FullyConnected;
+    let each: Vec<QuantMultiplier> = fq
+        .scales
+        .iter()
+        .map(|&s_w| {
+            // TFLM's per-tensor dense layer multiplies the scales in float first
+            // (`GetQuantizedConvolutionMultipler`); everything else in double.
+            let product = if fully_connected && !fq.per_channel {
+                f64::from(s_in * s_w)
+            } else {
+                f64::from(s_in) * f64::from(s_w)
+            };
+            QuantMultiplier::new(product / f64::from(s_out))
+        })
+        .collect();
+    let (qmin, qmax) = int_range(out.dtype)?;
+    let range = activation_range(act, s_out, zp_out, qmin, qmax);
+    let ms = Multipliers::PerAxis { axis, each };
+    Ok(ctx
+        .graph
+        .requantize_to(acc, &ms, zp_out, range, DType::from(out.dtype))?)
+}

@@ -1,0 +1,242 @@
+//! Elementwise ops with numpy broadcasting: `ADD`, `SUB`, `MUL`, the standalone activations,
+//! and the conversions between float and quantized values (`QUANTIZE`, `DEQUANTIZE`).
+//!
+//! Quantized `ADD` and `SUB` bring both inputs to a common scale with 20 bits of headroom
+//! (TFLM's `left_shift`), add or subtract, and requantize; `MUL` requantizes the product of the
+//! centred inputs once. The set-up arithmetic follows TFLM's to the type: `ADD` computes its
+//! multipliers in double, `SUB` in float.
+
+use super::{activation, float_activation, int_range, is_quantized, Ctx, OpBuilder};
+use crate::dtype::DType;
+use crate::graph::quant::{activation_range, Activation, Multipliers, QuantMultiplier};
+use crate::graph::{Graph, Lazy};
+use crate::ops::{BinaryOp, UnaryOp};
+use crate::tflite::error::OpError;
+use kiln_tflite_schema::tflite::{ActivationFunctionType, BuiltinOperator as Op, BuiltinOptions};
+
+pub(super) const OPS: &[(Op, OpBuilder)] = &[
+    (Op::Add, add),
+    (Op::Sub, sub),
+    (Op::Mul, mul),
+    (Op::Relu, relu),
+    (Op::Relu6, relu6),
+    (Op::ReluN1To1, relu_n1_to_1),
+    (Op::Logistic, logistic),
+    (Op::Tanh, tanh),
+    (Op::Dequantize, dequantize),
+    (Op::Quantize, quantize),
+];
+
+type Out = Result<Vec<Lazy>, OpError>;
+
+fn add(ctx: &mut Ctx) -> Out {
+    let o = ctx.options(|o| match o {
+        BuiltinOptions::AddOptions(o) => Some(o.as_ref()),
+        _ => None,
+    });
+    add_sub(ctx, BinaryOp::Add, o.fused_activation_function)
+}
+
+fn sub(ctx: &mut Ctx) -> Out {
+    let o = ctx.options(|o| match o {
+        BuiltinOptions::SubOptions(o) => Some(o.as_ref()),
+        _ => None,
+    });
+    add_sub(ctx, BinaryOp::Sub, o.fused_activation_function)
+}
+
+/// The per-tensor multiplier `m` (below one) as TFLM's set-up gives it.
+fn tensor_multiplier(m: f64) -> Multipliers {
+    Multipliers::Tensor(QuantMultiplier::new(m))
+}
+
+fn add_sub(ctx: &mut Ctx, op: BinaryOp, act: ActivationFunctionType) -> Out {
+    let act = activation(act)?;
+    let (a, b) = (ctx.input(0)?, ctx.input(1)?);
+    if !is_quantized(ctx.info(0)?) {
+        let y = ctx.graph.binary(op, &a, &b)?;
+        return Ok(vec![float_activation(ctx.graph, &y, act)?]);
+    }
+    let (q1, q2) = (ctx.quant(ctx.info(0)?)?, ctx.quant(ctx.info(1)?)?);
+    let out = ctx.out_info(0)?.clone();
+    let qo = ctx.quant(&out)?;
+    let left_shift = if out.dtype == crate::dtype::Scalar::I16 {
+        15
+    } else {
+        20
+    };
+    let (s1, s2, so) = (q1.scale(), q2.scale(), qo.scale());
+    let (m1, m2, mo) = if op == BinaryOp::Add {
+        let twice_max = 2.0 * f64::from(s1.max(s2));
+        (
+            f64::from(s1) / twice_max,
+            f64::from(s2) / twice_max,
+            twice_max / ((1i64 << left_shift) as f64 * f64::from(so)),
+        )
+    } else {
+        let twice_max = 2.0 * s1.max(s2);
+        (
+            f64::from(s1 / twice_max),
+            f64::from(s2 / twice_max),
+            f64::from(twice_max / ((1i64 << left_shift) as f32 * so)),
+        )
+    };
+    let g = &mut *ctx.graph;
+    let sa = scaled(g, &a, q1.zero_point(), left_shift, m1)?;
+    let sb = scaled(g, &b, q2.zero_point(), left_shift, m2)?;
+    let sum = g.binary(op, &sa, &sb)?;
+    requantize_out(ctx, &sum, mo, Some(act))
+}
+
+/// `MBQM((x − zp) · 2^left_shift, m)` as `i32`.
+fn scaled(g: &mut Graph, x: &Lazy, zp: i32, left_shift: u32, m: f64) -> Result<Lazy, OpError> {
+    let c = centred(g, x, zp)?;
+    let s = g.int_scalar(BinaryOp::Mul, &c, 1 << left_shift)?;
+    Ok(g.requantize(&s, &tensor_multiplier(m))?)
+}
+
+/// `x − zp` as `i32`.
+fn centred(g: &mut Graph, x: &Lazy, zp: i32) -> Result<Lazy, OpError> {
+    let xi = g.cast(x, DType::I32);
+    Ok(g.int_scalar(BinaryOp::Sub, &xi, i64::from(zp))?)
+}
+
+/// `acc` requantized by the real multiplier `m` into output 0's type: its zero point, and the
+/// range of the fused activation `act`, or the whole type's.
+fn requantize_out(ctx: &mut Ctx, acc: &Lazy, m: f64, act: Option<Activation>) -> Out {
+    let out = ctx.out_info(0)?.clone();
+    let qo = ctx.quant(&out)?;
+    let (qmin, qmax) = int_range(out.dtype)?;
+    let range = match act {
+        Some(act) => activation_range(act, qo.scale(), qo.zero_point(), qmin, qmax),
+        None => (qmin, qmax),
+    };
+    let to = DType::from(out.dtype);
+    let y = ctx
+        .graph
+        .requantize_to(acc, &tensor_multiplier(m), qo.zero_point(), range, to)?;
+    Ok(vec![y])
+}
+
+fn mul(ctx: &mut Ctx) -> Out {
+    let o = ctx.options(|o| match o {
+        BuiltinOptions::MulOptions(o) => Some(o.as_ref()),
+        _ => None,
+    });
+    let act = activation(o.fused_activation_function)?;
+    let (a, b) = (ctx.input(0)?, ctx.input(1)?);
+    if !is_quantized(ctx.info(0)?) {
+        let y = ctx.graph.binary(BinaryOp::Mul, &a, &b)?;
+        return Ok(vec![float_activation(ctx.graph, &y, act)?]);
+    }
+    let (q1, q2) = (ctx.quant(ctx.info(0)?)?, ctx.quant(ctx.info(1)?)?);
+    let qo = ctx.quant(ctx.out_info(0)?)?;
+    let m = f64::from(q1.scale()) * f64::from(q2.scale()) / f64::from(qo.scale());
+    let g = &mut *ctx.graph;
+    let ac = centred(g, &a, q1.zero_point())?;
+    let bc = centred(g, &b, q2.zero_point())?;
+    let p = g.binary(BinaryOp::Mul, &ac, &bc)?;
+    requantize_out(ctx, &p, m, Some(act))
+}
+
+/// A standalone activation: a clamp, in the quantized domain when the input is quantized (the
+/// output then shares the input's scale, as the converter writes it, or is requantized).
+fn clamp_activation(ctx: &mut Ctx, act: Activation) -> Out {
+    let x = ctx.input(0)?;
+    let t = ctx.info(0)?.clone();
+    if !is_quantized(&t) {
+        return Ok(vec![float_activation(ctx.graph, &x, act)?]);
+    }
+    let (qi, qo) = (ctx.quant(&t)?, ctx.quant(ctx.out_info(0)?)?);
+    let c = centred(ctx.graph, &x, qi.zero_point())?;
+    let m = f64::from(qi.scale()) / f64::from(qo.scale());
+    requantize_out(ctx, &c, m, Some(act))
+}
+
+fn relu(ctx: &mut Ctx) -> Out {
+    clamp_activation(ctx, Activation::Relu)
+}
+
+fn relu6(ctx: &mut Ctx) -> Out {
+    clamp_activation(ctx, Activation::Relu6)
+}
+
+fn relu_n1_to_1(ctx: &mut Ctx) -> Out {
+    clamp_activation(ctx, Activation::ReluN1To1)
+}
+
+fn float_only(ctx: &Ctx, what: &str) -> Result<(), OpError> {
+    if is_quantized(ctx.info(0)?) {
+        return Err(OpError::Unsupported(format!("quantized {what}")));
+    }
+    Ok(())
+}
+
+fn logistic(ctx: &mut Ctx) -> Out {
+    float_only(ctx, "LOGISTIC")?;
+    let x = ctx.input(0)?;
+    Ok(vec![ctx.graph.sigmoid(&x)?])
+}
+
+fn tanh(ctx: &mut Ctx) -> Out {
+    float_only(ctx, "TANH")?;
+    let x = ctx.input(0)?;
+    Ok(vec![ctx.graph.tanh(&x)?])
+}
+
+/// `scale · (q − zp)` in float (exact as TFLM's double product rounded to float: the integer
+/// has at most 17 bits, so the float product is the correctly rounded one too).
+fn dequantize(ctx: &mut Ctx) -> Out {
+    let x = ctx.input(0)?;
+    let t = ctx.info(0)?.clone();
+    let q = ctx.quant(&t)?;
+    if q.scale.len() > 1 {
+        return Err(OpError::Unsupported("per-channel DEQUANTIZE".into()));
+    }
+    let out = DType::from(ctx.out_info(0)?.dtype);
+    let g = &mut *ctx.graph;
+    let c = centred(g, &x, q.zero_point())?;
+    let f = g.cast(&c, out);
+    Ok(vec![g.mul_scalar(&f, f64::from(q.scale()))?])
+}
+
+/// Float → quantized: `clamp(round_half_away(x / scale) + zp)`; quantized → quantized: a
+/// requantization (`MBQM(x − zp_in, s_in / s_out) + zp_out`).
+fn quantize(ctx: &mut Ctx) -> Out {
+    let x = ctx.input(0)?;
+    let t = ctx.info(0)?.clone();
+    let out = ctx.out_info(0)?.clone();
+    let qo = ctx.quant(&out)?;
+    let (qmin, qmax) = int_range(out.dtype)?;
+    if is_quantized(&t) {
+        let qi = ctx.quant(&t)?;
+        let c = centred(ctx.graph, &x, qi.zero_point())?;
+        let m = f64::from(qi.scale()) / f64::from(qo.scale());
+        return requantize_out(ctx, &c, m, None);
+    }
+    if qo.scale.len() > 1 {
+        return Err(OpError::Unsupported("per-channel QUANTIZE".into()));
+    }
+    let g = &mut *ctx.graph;
+    let scale = g.scalar_like(&x, f64::from(qo.scale()));
+    let d = g.binary(BinaryOp::Div, &x, &scale)?;
+    let r = round_half_away(g, &d)?;
+    let r = g.cast(&r, DType::I32);
+    let r = g.int_scalar(BinaryOp::Add, &r, i64::from(qo.zero_point()))?;
+    let r = g.clamp_int(&r, i64::from(qmin), i64::from(qmax))?;
+    Ok(vec![g.cast(&r, DType::from(out.dtype))])
+}
+
+/// `round` (halves away from zero) of a float tensor, exactly: the truncation, plus the sign
+/// where the dropped fraction is at least one half.
+fn round_half_away(g: &mut Graph, x: &Lazy) -> Result<Lazy, OpError> {
+    let t = g.trunc(x)?;
+    let frac = g.binary(BinaryOp::Sub, x, &t)?;
+    let neg = g.unary(UnaryOp::Neg, &frac)?;
+    let mag = g.binary(BinaryOp::Max, &frac, &neg)?;
+    let half = g.scalar_like(x, 0.5);
+    let below = g.binary(BinaryOp::CmpLt, &mag, &half)?;
+    let sign = g.sign(x)?;
+    let away = g.binary(BinaryOp::Add, &t, &sign)?;
+    Ok(g.where_(&below, &t, &away)?)
+}

@@ -1,0 +1,218 @@
+//! One builder per TFLite builtin op, grouped by family. Each reads its operator's inputs from
+//! the [`Ctx`] and returns its outputs' values; a quantized op lowers to integer arithmetic
+//! exactly as TFLite Micro's reference kernel computes it, a float op to float arithmetic.
+
+mod conv;
+mod elementwise;
+mod pool;
+mod shape;
+mod softmax;
+
+pub use softmax::softmax_params;
+
+use super::error::OpError;
+use super::model::{Quant, TensorId, TfOp, TfTensor, TfliteModel};
+use crate::dtype::Scalar;
+use crate::graph::quant::Activation;
+use crate::graph::{Graph, Lazy};
+use crate::tensor::Tensor;
+use kiln_tflite_schema::tflite::{ActivationFunctionType, BuiltinOperator, BuiltinOptions};
+use std::collections::HashMap;
+
+/// Lowers one operator: its output values, in order.
+pub(super) type OpBuilder = fn(&mut Ctx) -> Result<Vec<Lazy>, OpError>;
+
+/// The builder of a builtin op, if Kiln has one.
+pub(super) fn op_builder(code: BuiltinOperator) -> Option<OpBuilder> {
+    [
+        conv::OPS,
+        pool::OPS,
+        elementwise::OPS,
+        shape::OPS,
+        softmax::OPS,
+    ]
+    .iter()
+    .flat_map(|ops| ops.iter())
+    .find(|(c, _)| *c == code)
+    .map(|(_, b)| *b)
+}
+
+/// What a builder sees: the graph, its operator, and the values of the tensors so far.
+pub(super) struct Ctx<'a> {
+    pub graph: &'a mut Graph,
+    pub model: &'a TfliteModel,
+    pub op: &'a TfOp,
+    pub values: &'a mut HashMap<TensorId, Lazy>,
+}
+
+impl Ctx<'_> {
+    fn id(&self, i: usize) -> Result<TensorId, OpError> {
+        self.op
+            .inputs
+            .get(i)
+            .copied()
+            .flatten()
+            .ok_or(OpError::MissingInput { index: i })
+    }
+
+    /// Whether optional input `i` is given.
+    pub fn has(&self, i: usize) -> bool {
+        self.id(i).is_ok()
+    }
+
+    /// The tensor of input `i`.
+    pub fn info(&self, i: usize) -> Result<&TfTensor, OpError> {
+        Ok(self.model.tensor(self.id(i)?))
+    }
+
+    /// The tensor of output `i`.
+    pub fn out_info(&self, i: usize) -> Result<&TfTensor, OpError> {
+        let id = self
+            .op
+            .outputs
+            .get(i)
+            .copied()
+            .ok_or_else(|| OpError::Invalid(format!("output {i} is missing")))?;
+        Ok(self.model.tensor(id))
+    }
+
+    /// The value of input `i`: computed by an earlier op, a model input, or a constant (a
+    /// weight in flash).
+    pub fn input(&mut self, i: usize) -> Result<Lazy, OpError> {
+        let id = self.id(i)?;
+        if let Some(v) = self.values.get(&id) {
+            return Ok(v.clone());
+        }
+        let t = self.model.tensor(id);
+        let data = t.data.clone().ok_or_else(|| {
+            OpError::Invalid(format!("input {i} ({:?}) has no value yet", t.name))
+        })?;
+        let w = self.graph.weight(&t.name, data);
+        self.values.insert(id, w.clone());
+        Ok(w)
+    }
+
+    /// The constant contents of input `i`.
+    pub fn constant(&self, i: usize) -> Result<&Tensor, OpError> {
+        let t = self.info(i)?;
+        t.data.as_ref().ok_or_else(|| OpError::NotConstant {
+            index: i,
+            tensor: t.name.clone(),
+        })
+    }
+
+    /// The constant integer contents of input `i`.
+    pub fn ints(&self, i: usize) -> Result<Vec<i64>, OpError> {
+        let t = self.constant(i)?;
+        t.to_i64()
+            .ok_or_else(|| OpError::Invalid(format!("input {i} holds {}, not integers", t.dtype())))
+    }
+
+    /// The quantization parameters of tensor `t`.
+    pub fn quant(&self, t: &TfTensor) -> Result<Quant, OpError> {
+        t.quant.clone().ok_or_else(|| OpError::NoQuant {
+            tensor: t.name.clone(),
+        })
+    }
+
+    /// The operator's options of the expected kind (the defaults when the file has none).
+    pub fn options<T: Default + Clone>(&self, pick: fn(&BuiltinOptions) -> Option<&T>) -> T {
+        self.op
+            .options
+            .as_ref()
+            .and_then(pick)
+            .cloned()
+            .unwrap_or_default()
+    }
+}
+
+/// Whether `t` holds quantized integers (as opposed to float values).
+pub(super) fn is_quantized(t: &TfTensor) -> bool {
+    t.dtype.is_int() && t.quant.is_some()
+}
+
+/// The fused activation of an op.
+pub(super) fn activation(a: ActivationFunctionType) -> Result<Activation, OpError> {
+    Ok(match a {
+        ActivationFunctionType::None => Activation::None,
+        ActivationFunctionType::Relu => Activation::Relu,
+        ActivationFunctionType::Relu6 => Activation::Relu6,
+        ActivationFunctionType::ReluN1To1 => Activation::ReluN1To1,
+        other => return Err(OpError::Unsupported(format!("fused activation {other:?}"))),
+    })
+}
+
+/// A fused activation on float values.
+pub(super) fn float_activation(g: &mut Graph, x: &Lazy, a: Activation) -> Result<Lazy, OpError> {
+    Ok(match a {
+        Activation::None => x.clone(),
+        Activation::Relu => g.relu(x)?,
+        Activation::Relu6 => g.clip(x, Some(0.0), Some(6.0))?,
+        Activation::ReluN1To1 => g.clip(x, Some(-1.0), Some(1.0))?,
+    })
+}
+
+/// The range of a quantized integer type.
+pub(super) fn int_range(s: Scalar) -> Result<(i32, i32), OpError> {
+    Ok(match s {
+        Scalar::I8 => (-128, 127),
+        Scalar::U8 => (0, 255),
+        Scalar::I16 => (-32768, 32767),
+        other => return Err(OpError::Unsupported(format!("quantized {other} tensors"))),
+    })
+}
+
+/// `(before, after)` padding and the output size of one spatial axis, as TFLite computes them
+/// (`ComputePaddingHeightWidth`).
+pub(super) fn padding(
+    same: bool,
+    input: usize,
+    kernel: usize,
+    stride: usize,
+    dilation: usize,
+) -> Result<((usize, usize), usize), OpError> {
+    let span = dilation * (kernel - 1) + 1;
+    if same {
+        let out = input.div_ceil(stride);
+        let total = ((out - 1) * stride + span).saturating_sub(input);
+        Ok(((total / 2, total - total / 2), out))
+    } else if input < span {
+        Err(OpError::Invalid(format!(
+            "a VALID window of {span} is larger than the input's {input}"
+        )))
+    } else {
+        Ok(((0, 0), (input - span) / stride + 1))
+    }
+}
+
+/// A positive stride or dilation from the options.
+pub(super) fn positive(what: &str, v: i32) -> Result<usize, OpError> {
+    usize::try_from(v)
+        .ok()
+        .filter(|&v| v > 0)
+        .ok_or_else(|| OpError::Invalid(format!("{what} {v} is not positive")))
+}
+
+/// NHWC → NCHW (a view).
+pub(super) fn to_nchw(x: &Lazy) -> Result<Lazy, OpError> {
+    Ok(x.permute(&[0, 3, 1, 2])?)
+}
+
+/// NCHW → NHWC (a view).
+pub(super) fn to_nhwc(x: &Lazy) -> Result<Lazy, OpError> {
+    Ok(x.permute(&[0, 2, 3, 1])?)
+}
+
+/// Checks that a value has the shape the file gives its output tensor.
+pub(super) fn expect_shape(ctx: &Ctx, x: &Lazy, out: usize) -> Result<(), OpError> {
+    let t = ctx.out_info(out)?;
+    if x.shape() != t.shape.as_slice() {
+        return Err(OpError::Invalid(format!(
+            "computes shape {:?} for output {:?}, which the file gives as {:?}",
+            x.shape(),
+            t.name,
+            t.shape
+        )));
+    }
+    Ok(())
+}

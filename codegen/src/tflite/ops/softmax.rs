@@ -1,0 +1,68 @@
+//! `SOFTMAX` over the last axis. Quantized int8 → int8, it is TFLM's fixed-point algorithm
+//! (gemmlowp's `exp` and reciprocal, no lookup table); float, `exp(β · (x − max))` normalised.
+
+use super::{is_quantized, Ctx, OpBuilder};
+use crate::graph::quant::QuantMultiplier;
+use crate::graph::Lazy;
+use crate::tflite::error::OpError;
+use kiln_tflite_schema::tflite::{BuiltinOperator as Op, BuiltinOptions};
+
+pub(super) const OPS: &[(Op, OpBuilder)] = &[(Op::Softmax, softmax)];
+
+/// The integer bits of the scaled input differences (TFLM's `kScaledDiffIntegerBits`).
+const DIFF_INTEGER_BITS: i32 = 5;
+
+/// TFLM's `PreprocessSoftmaxScaling(β, s_in, 5)` and `CalculateInputRadius`: the input
+/// multiplier, its left shift, and the smallest difference from the row's maximum that counts.
+pub fn softmax_params(beta: f32, input_scale: f32) -> (QuantMultiplier, i32) {
+    let cap = ((1u64 << 31) - 1) as f64;
+    let real =
+        (f64::from(beta) * f64::from(input_scale) * (1u64 << (31 - DIFF_INTEGER_BITS)) as f64)
+            .min(cap);
+    let m = QuantMultiplier::new(real);
+    let radius = ((1i64 << DIFF_INTEGER_BITS) - 1) as f64
+        * (1u64 << (31 - DIFF_INTEGER_BITS)) as f64
+        / (1u64 << m.shift) as f64;
+    (m, -(radius.floor() as i32))
+}
+
+fn softmax(ctx: &mut Ctx) -> Result<Vec<Lazy>, OpError> {
+    let o = ctx.options(|o| match o {
+        BuiltinOptions::SoftmaxOptions(o) => Some(o.as_ref()),
+        _ => None,
+    });
+    let x = ctx.input(0)?;
+    let rank = x.shape().len();
+    if rank == 0 {
+        return Err(OpError::Invalid("a scalar input".into()));
+    }
+    let t = ctx.info(0)?.clone();
+    if !is_quantized(&t) {
+        let g = &mut *ctx.graph;
+        let s = g.mul_scalar(&x, f64::from(o.beta))?;
+        return Ok(vec![g.softmax(&s, rank - 1)?]);
+    }
+    let out = ctx.out_info(0)?.clone();
+    let qo = ctx.quant(&out)?;
+    if t.dtype != crate::dtype::Scalar::I8 || out.dtype != crate::dtype::Scalar::I8 {
+        return Err(OpError::Unsupported(format!(
+            "quantized SOFTMAX from {} to {}",
+            t.dtype, out.dtype
+        )));
+    }
+    if qo.zero_point() != -128 || qo.scale() != 1.0 / 256.0 {
+        return Err(OpError::Invalid(format!(
+            "an int8 SOFTMAX output has zero point -128 and scale 1/256, not {} and {}",
+            qo.zero_point(),
+            qo.scale()
+        )));
+    }
+    let qi = ctx.quant(&t)?;
+    let (m, diff_min) = softmax_params(o.beta, qi.scale());
+    Ok(vec![ctx.graph.softmax_int8(
+        &x,
+        m.multiplier,
+        m.shift,
+        diff_min,
+    )?])
+}

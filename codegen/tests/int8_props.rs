@@ -1,0 +1,401 @@
+//! Property tests of Kiln's integer arithmetic against a naive, independent transcription of
+//! TensorFlow Lite Micro's (`support/tflm.rs`): random shapes, scales, zero points,
+//! per-channel filters, negative and positive shifts. Each op is built as TFLite's importer
+//! builds it (from an in-memory model) and evaluated by the graph's evaluator; the results must
+//! be equal, element for element.
+
+#[path = "support/tflm.rs"]
+mod tflm;
+
+use kiln_codegen::dtype::{DType, Scalar};
+use kiln_codegen::graph::eval::evaluate;
+use kiln_codegen::graph::quant::{Multipliers, QuantMultiplier};
+use kiln_codegen::graph::Graph;
+use kiln_codegen::tensor::Tensor;
+use kiln_codegen::tflite::schema::{
+    ActivationFunctionType, BuiltinOperator, BuiltinOptions, Conv2DOptions, DepthwiseConv2DOptions,
+    FullyConnectedOptions, Padding, SoftmaxOptions,
+};
+use kiln_codegen::tflite::{self, Quant, TensorId, TfOp, TfTensor, TfliteModel};
+use proptest::prelude::*;
+
+fn cases() -> ProptestConfig {
+    ProptestConfig::with_cases(48)
+}
+
+fn i8_tensor(shape: &[usize], v: &[i8]) -> Tensor {
+    Tensor::new(
+        Scalar::I8,
+        shape.to_vec(),
+        v.iter().map(|&b| b as u8).collect(),
+    )
+    .unwrap()
+}
+
+fn i32_tensor(v: &[i32]) -> Tensor {
+    let bytes = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+    Tensor::new(Scalar::I32, vec![v.len()], bytes).unwrap()
+}
+
+fn quant(scale: &[f32], zp: i64, axis: usize) -> Option<Quant> {
+    Some(Quant {
+        scale: scale.to_vec(),
+        zero_point: vec![zp; scale.len()],
+        axis,
+    })
+}
+
+fn tensor(
+    name: &str,
+    dtype: Scalar,
+    shape: &[usize],
+    q: Option<Quant>,
+    data: Option<Tensor>,
+) -> TfTensor {
+    TfTensor {
+        name: name.into(),
+        dtype,
+        shape: shape.to_vec(),
+        quant: q,
+        data,
+    }
+}
+
+/// A one-operator model: tensor 0 the input, the last the output, the rest constants.
+fn one_op(code: BuiltinOperator, options: BuiltinOptions, tensors: Vec<TfTensor>) -> TfliteModel {
+    let n = tensors.len() as u32;
+    TfliteModel {
+        ops: vec![TfOp {
+            index: 0,
+            code,
+            version: 1,
+            custom: None,
+            inputs: (0..n - 1).map(|i| Some(TensorId(i))).collect(),
+            outputs: vec![TensorId(n - 1)],
+            options: Some(options),
+        }],
+        inputs: vec![TensorId(0)],
+        outputs: vec![TensorId(n - 1)],
+        tensors,
+        subgraphs: 1,
+    }
+}
+
+/// The model's output on `x`, as int8 values.
+fn run(model: &TfliteModel, x: Tensor) -> Vec<i8> {
+    let imported = tflite::import(model).unwrap();
+    let out = evaluate(&imported.graph, &imported.outputs, &[x]).unwrap();
+    out[0].bytes().iter().map(|&b| b as i8).collect()
+}
+
+fn act_of(a: u8) -> (ActivationFunctionType, tflm::Activation) {
+    match a % 3 {
+        0 => (ActivationFunctionType::None, tflm::Activation::None),
+        1 => (ActivationFunctionType::Relu, tflm::Activation::Relu),
+        _ => (ActivationFunctionType::Relu6, tflm::Activation::Relu6),
+    }
+}
+
+fn bytes(n: usize) -> impl Strategy<Value = Vec<i8>> {
+    prop::collection::vec(any::<i8>(), n)
+}
+
+/// Geometry of a random 2-D convolution.
+#[derive(Debug, Clone)]
+struct Geo {
+    h: usize,
+    w: usize,
+    c: usize,
+    o: usize,
+    k: [usize; 2],
+    stride: [usize; 2],
+    dilation: [usize; 2],
+    same: bool,
+}
+
+fn geometry() -> impl Strategy<Value = Geo> {
+    (
+        1usize..8,
+        1usize..8,
+        1usize..4,
+        1usize..5,
+        1usize..4,
+        1usize..4,
+    )
+        .prop_flat_map(|(h, w, c, o, kh, kw)| {
+            (
+                Just((h, w, c, o, kh, kw)),
+                1usize..3,
+                1usize..3,
+                1usize..3,
+                any::<bool>(),
+            )
+        })
+        .prop_map(|((h, w, c, o, kh, kw), s, d, s2, same)| {
+            let span = |k: usize| d * (k - 1) + 1;
+            // VALID needs the window inside the input.
+            let same = same || span(kh) > h || span(kw) > w;
+            Geo {
+                h,
+                w,
+                c,
+                o,
+                k: [kh, kw],
+                stride: [s, s2],
+                dilation: [d, d],
+                same,
+            }
+        })
+}
+
+/// Scales and zero points: input, output, and one filter scale per output channel.
+fn scales(o: usize) -> impl Strategy<Value = (f32, i8, f32, i8, Vec<f32>, bool)> {
+    (
+        0.002f32..0.2,
+        any::<i8>(),
+        0.005f32..0.5,
+        any::<i8>(),
+        prop::collection::vec(0.0005f32..0.05, o),
+        any::<bool>(),
+    )
+}
+
+proptest! {
+    #![proptest_config(cases())]
+
+    /// The multiplier set-up and `MultiplyByQuantizedMultiplier`, per tensor and per channel,
+    /// for multipliers from 2^-20 to 2^10 (negative and positive shifts).
+    #[test]
+    fn requantize_matches(
+        exps in prop::collection::vec(-20i32..10, 1..5),
+        fracs in prop::collection::vec(0.5f64..1.0, 5),
+        xs in prop::collection::vec(-(1i32 << 20)..(1 << 20), 40),
+    ) {
+        let n = exps.len();
+        let ms: Vec<f64> = exps.iter().zip(&fracs).map(|(&e, &f)| f * 2f64.powi(e)).collect();
+        let each: Vec<QuantMultiplier> = ms.iter().map(|&m| QuantMultiplier::new(m)).collect();
+        for (q, &m) in each.iter().zip(&ms) {
+            prop_assert_eq!((q.multiplier, q.shift), tflm::quantize_multiplier(m));
+        }
+        let rows = xs.len() / n;
+        let mut g = Graph::new();
+        let x = g.input("x", DType::I32, &[rows, n]);
+        let ms_graph = if n == 1 {
+            Multipliers::Tensor(each[0])
+        } else {
+            Multipliers::PerAxis { axis: 1, each: each.clone() }
+        };
+        let y = g.requantize(&x, &ms_graph).unwrap();
+        let values = &xs[..rows * n];
+        let input = Tensor::new(
+            Scalar::I32,
+            vec![rows, n],
+            values.iter().flat_map(|v| v.to_le_bytes()).collect(),
+        ).unwrap();
+        let out = evaluate(&g, &[y], &[input]).unwrap();
+        let got = out[0].to_i64().unwrap();
+        for (i, &v) in values.iter().enumerate() {
+            // Inputs that would overflow `x << left` in i32 are outside TFLM's contract.
+            let q = each[i % n];
+            if (v as i64) << q.left() != ((v as i64) << q.left()) as i32 as i64 {
+                continue;
+            }
+            let want = tflm::multiply_by_quantized_multiplier(v, q.multiplier, q.shift);
+            prop_assert_eq!(got[i], want as i64, "x {} by {:?}", v, q);
+        }
+    }
+
+    /// int8 `SOFTMAX`: gemmlowp's fixed point, row by row.
+    #[test]
+    fn softmax_matches(
+        rows in 1usize..4,
+        depth in 1usize..20,
+        scale in 0.01f32..0.5,
+        beta in prop::sample::select(vec![1.0f32, 0.5, 2.0]),
+        seed in bytes(80),
+    ) {
+        let x: Vec<i8> = seed[..rows * depth].to_vec();
+        let model = one_op(
+            BuiltinOperator::Softmax,
+            BuiltinOptions::SoftmaxOptions(Box::new(SoftmaxOptions { beta })),
+            vec![
+                tensor("x", Scalar::I8, &[rows, depth], quant(&[scale], 3, 0), None),
+                tensor("y", Scalar::I8, &[rows, depth], quant(&[1.0 / 256.0], -128, 0), None),
+            ],
+        );
+        let got = run(&model, i8_tensor(&[rows, depth], &x));
+        prop_assert_eq!(got, tflm::softmax(&x, depth, scale, beta));
+    }
+
+    /// int8 `CONV_2D`: per-channel filters, zero points in and out, padding, strides,
+    /// dilations and fused activations.
+    #[test]
+    fn conv2d_matches(
+        geo in geometry(),
+        q in scales(4),
+        act in any::<u8>(),
+        data in bytes(8 * 8 * 3 + 4 * 3 * 3 * 3),
+        bias in prop::collection::vec(-3000i32..3000, 4),
+    ) {
+        let Geo { h, w, c, o, k, stride, dilation, same } = geo.clone();
+        let (s_in, zp_in, s_out, zp_out, s_w, per_channel) = q;
+        let s_w: Vec<f32> = if per_channel { s_w[..o].to_vec() } else { vec![s_w[0]] };
+        let nx = h * w * c;
+        let (x, f) = (&data[..nx], &data[nx..nx + o * k[0] * k[1] * c]);
+        let (fa, ta) = act_of(act);
+        let p = tflm::ConvParams {
+            input_shape: [1, h, w, c],
+            filter_shape: [o, k[0], k[1], c],
+            input: tflm::Quant { scale: s_in, zero_point: zp_in as i32 },
+            filter_scales: &s_w,
+            output: tflm::Quant { scale: s_out, zero_point: zp_out as i32 },
+            stride,
+            dilation,
+            padding: if same { tflm::Padding::Same } else { tflm::Padding::Valid },
+            activation: ta,
+        };
+        let out = p.conv2d_output_shape();
+        let options = Conv2DOptions {
+            padding: if same { Padding::Same } else { Padding::Valid },
+            stride_h: stride[0] as i32,
+            stride_w: stride[1] as i32,
+            dilation_h_factor: dilation[0] as i32,
+            dilation_w_factor: dilation[1] as i32,
+            fused_activation_function: fa,
+            ..Default::default()
+        };
+        let model = one_op(
+            BuiltinOperator::Conv2d,
+            BuiltinOptions::Conv2DOptions(Box::new(options)),
+            vec![
+                tensor("x", Scalar::I8, &[1, h, w, c], quant(&[s_in], zp_in as i64, 0), None),
+                tensor("w", Scalar::I8, &[o, k[0], k[1], c], quant(&s_w, 0, 0),
+                    Some(i8_tensor(&[o, k[0], k[1], c], f))),
+                tensor("b", Scalar::I32, &[o], None, Some(i32_tensor(&bias[..o]))),
+                tensor("y", Scalar::I8, &out, quant(&[s_out], zp_out as i64, 0), None),
+            ],
+        );
+        let got = run(&model, i8_tensor(&[1, h, w, c], x));
+        prop_assert_eq!(got, tflm::conv2d(&p, x, f, Some(&bias[..o])), "{:?}", geo);
+    }
+
+    /// int8 `DEPTHWISE_CONV_2D` with channel multipliers 1 and 2.
+    #[test]
+    fn depthwise_matches(
+        geo in geometry(),
+        mult in 1usize..3,
+        q in scales(6),
+        act in any::<u8>(),
+        data in bytes(8 * 8 * 3 + 3 * 3 * 6),
+        bias in prop::collection::vec(-3000i32..3000, 6),
+    ) {
+        let Geo { h, w, c, k, stride, dilation, same, .. } = geo.clone();
+        let o = c * mult;
+        let (s_in, zp_in, s_out, zp_out, s_w, per_channel) = q;
+        let s_w: Vec<f32> = if per_channel { s_w[..o].to_vec() } else { vec![s_w[0]] };
+        let nx = h * w * c;
+        let (x, f) = (&data[..nx], &data[nx..nx + k[0] * k[1] * o]);
+        let (fa, ta) = act_of(act);
+        let p = tflm::ConvParams {
+            input_shape: [1, h, w, c],
+            filter_shape: [1, k[0], k[1], o],
+            input: tflm::Quant { scale: s_in, zero_point: zp_in as i32 },
+            filter_scales: &s_w,
+            output: tflm::Quant { scale: s_out, zero_point: zp_out as i32 },
+            stride,
+            dilation,
+            padding: if same { tflm::Padding::Same } else { tflm::Padding::Valid },
+            activation: ta,
+        };
+        let out = p.depthwise_output_shape();
+        let options = DepthwiseConv2DOptions {
+            padding: if same { Padding::Same } else { Padding::Valid },
+            stride_h: stride[0] as i32,
+            stride_w: stride[1] as i32,
+            dilation_h_factor: dilation[0] as i32,
+            dilation_w_factor: dilation[1] as i32,
+            depth_multiplier: mult as i32,
+            fused_activation_function: fa,
+        };
+        let model = one_op(
+            BuiltinOperator::DepthwiseConv2d,
+            BuiltinOptions::DepthwiseConv2DOptions(Box::new(options)),
+            vec![
+                tensor("x", Scalar::I8, &[1, h, w, c], quant(&[s_in], zp_in as i64, 0), None),
+                tensor("w", Scalar::I8, &[1, k[0], k[1], o], quant(&s_w, 0, 3),
+                    Some(i8_tensor(&[1, k[0], k[1], o], f))),
+                tensor("b", Scalar::I32, &[o], None, Some(i32_tensor(&bias[..o]))),
+                tensor("y", Scalar::I8, &out, quant(&[s_out], zp_out as i64, 0), None),
+            ],
+        );
+        let got = run(&model, i8_tensor(&[1, h, w, c], x));
+        prop_assert_eq!(got, tflm::depthwise_conv2d(&p, x, f, Some(&bias[..o])), "{:?}", geo);
+    }
+
+    /// int8 `FULLY_CONNECTED`, per tensor (scales multiplied in float, as TFLM does) and per
+    /// channel.
+    #[test]
+    fn fully_connected_matches(
+        batch in 1usize..4,
+        n_in in 1usize..24,
+        q in scales(6),
+        act in any::<u8>(),
+        data in bytes(3 * 24 + 6 * 24),
+        bias in prop::collection::vec(-3000i32..3000, 6),
+    ) {
+        let (s_in, zp_in, s_out, zp_out, s_w, per_channel) = q;
+        let o = s_w.len();
+        let s_w: Vec<f32> = if per_channel { s_w } else { vec![s_w[0]] };
+        let (x, f) = (&data[..batch * n_in], &data[batch * n_in..batch * n_in + o * n_in]);
+        let (fa, ta) = act_of(act);
+        let p = tflm::FullyConnectedParams {
+            filter_shape: [o, n_in],
+            input: tflm::Quant { scale: s_in, zero_point: zp_in as i32 },
+            filter_scales: &s_w,
+            filter_zero_point: 0,
+            output: tflm::Quant { scale: s_out, zero_point: zp_out as i32 },
+            activation: ta,
+        };
+        let options = FullyConnectedOptions {
+            fused_activation_function: fa,
+            ..Default::default()
+        };
+        let model = one_op(
+            BuiltinOperator::FullyConnected,
+            BuiltinOptions::FullyConnectedOptions(Box::new(options)),
+            vec![
+                tensor("x", Scalar::I8, &[batch, n_in], quant(&[s_in], zp_in as i64, 0), None),
+                tensor("w", Scalar::I8, &[o, n_in], quant(&s_w, 0, 0),
+                    Some(i8_tensor(&[o, n_in], f))),
+                tensor("b", Scalar::I32, &[o], None, Some(i32_tensor(&bias))),
+                tensor("y", Scalar::I8, &[batch, o], quant(&[s_out], zp_out as i64, 0), None),
+            ],
+        );
+        let got = run(&model, i8_tensor(&[batch, n_in], x));
+        prop_assert_eq!(got, tflm::fully_connected(&p, x, f, Some(&bias)));
+    }
+}
+
+/// Exact halves, which random multipliers almost never hit: the high multiply rounds a negative
+/// half up (toward zero), the rounding shift rounds it away from zero.
+#[test]
+fn requantize_rounds_halves_as_tflm() {
+    let xs: Vec<i32> = (-64..64).collect();
+    for m in [0.5, 0.25, 0.125, 0.75, 1.0, 2.0, 3.0 / 1024.0] {
+        let q = QuantMultiplier::new(m);
+        let mut g = Graph::new();
+        let x = g.input("x", DType::I32, &[xs.len()]);
+        let y = g.requantize(&x, &Multipliers::Tensor(q)).unwrap();
+        let input = Tensor::new(
+            Scalar::I32,
+            vec![xs.len()],
+            xs.iter().flat_map(|v| v.to_le_bytes()).collect(),
+        )
+        .unwrap();
+        let got = evaluate(&g, &[y], &[input]).unwrap()[0].to_i64().unwrap();
+        for (&x, &v) in xs.iter().zip(&got) {
+            let want = tflm::multiply_by_quantized_multiplier(x, q.multiplier, q.shift);
+            assert_eq!(v, want as i64, "{x} by {m}");
+        }
+    }
+}

@@ -1,0 +1,142 @@
+//! TFLite models compiled to C, built by the system C compiler, run by the firmware executor on
+//! the host, and compared with TensorFlow Lite Micro's reference kernels: the int8 models bit for
+//! bit (0 LSB), the float ones within 1e-4.
+//!
+//! - The MLPerf Tiny TFLite models against their TFLM vectors (`tests/models/mlperf-tiny/vectors`).
+//! - The small op models of `tests/models/tflite` (`scripts/make_tflite_models.py`) against their
+//!   TFLM outputs; those whose ops Kiln lacks must fail to import with an error naming the op.
+
+use kiln_codegen::bundle::Bundle;
+use kiln_codegen::dtype::Scalar;
+use kiln_codegen::tensor::Tensor;
+use kiln_codegen::tensorio::read_tensor;
+use kiln_runners::host;
+use kiln_tests::{compare, compile_file, root, tflite_path, tflm_vectors};
+use std::path::{Path, PathBuf};
+
+/// Runs `bundle` on the host on each sample; returns (largest difference, in LSB for integer
+/// outputs), failing on any integer difference or a float one beyond 1e-4.
+fn check(name: &str, bundle: &Bundle, samples: &[(Vec<Tensor>, Vec<Tensor>)]) -> f64 {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("tflite_models")
+        .join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    bundle.write(&dir).unwrap();
+    let lib = host::compile(&dir).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let mut worst = 0f64;
+    for (k, (inputs, want)) in samples.iter().enumerate() {
+        let bytes: Vec<Vec<u8>> = inputs.iter().map(|t| t.bytes().to_vec()).collect();
+        let run = host::run(bundle, &lib, &bytes).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let exact = want.iter().all(|t| t.dtype().is_int());
+        let what = format!("{name} sample {k}");
+        let (abs, _) = if exact {
+            compare(&what, &run.outputs, want, 0.0, 0.0)
+        } else {
+            compare(&what, &run.outputs, want, 1e-4, 1e-4)
+        }
+        .unwrap_or_else(|e| panic!("{e:#}"));
+        worst = worst.max(abs);
+    }
+    worst
+}
+
+fn mlperf(name: &str) {
+    let bundle = compile_file(name, &tflite_path(name)).unwrap_or_else(|e| panic!("{e:#}"));
+    let samples: Vec<_> = tflm_vectors(name)
+        .unwrap()
+        .into_iter()
+        .map(|(x, y)| (vec![x], vec![y]))
+        .collect();
+    assert_eq!(samples.len(), 5);
+    let worst = check(name, &bundle, &samples);
+    let r = &bundle.report;
+    println!(
+        "{name}: 5 samples, largest difference {worst:.2e}; arena {} B (bound {} B), weights {} B",
+        r.arena_bytes, r.arena_lower_bound, r.weight_bytes
+    );
+}
+
+macro_rules! mlperf_tests {
+    ($($t:ident: $name:expr,)*) => { $( #[test] fn $t() { mlperf($name); } )* };
+}
+
+mlperf_tests! {
+    kws_int8: "kws_ref_model",
+    vww_int8: "vww_96_int8",
+    ic_int8: "pretrainedResnet_quant",
+    ad_int8: "ad01_int8",
+    str_ww_int8: "str_ww_ref_model",
+    vww_float: "vww_96_float",
+    ic_float: "pretrainedResnet",
+    ad_float: "ad01_fp32",
+}
+
+/// Op models whose ops (or forms of them) Kiln does not import yet, with the op the error
+/// names.
+const NOT_YET: &[(&str, &str)] = &[
+    ("quantize_requant_concat", "LOGISTIC"),
+    ("mean_hw_keepdims", "MEAN"),
+    ("reduce_max", "REDUCE_MAX"),
+    ("strided_slice", "STRIDED_SLICE"),
+    ("strided_slice_shrink_neg", "STRIDED_SLICE"),
+    ("logistic", "LOGISTIC"),
+    ("tanh", "TANH"),
+    ("conv2d_16x8", "CONV_2D"),
+    ("fully_connected_16x8", "FULLY_CONNECTED"),
+];
+
+fn op_models() -> PathBuf {
+    root().join("tests/models/tflite")
+}
+
+/// `<dir>/<prefix>_<k>_<i>.npy` for each sample `k` and index `i`.
+fn op_tensors(dir: &Path, prefix: &str, k: usize) -> Vec<Tensor> {
+    (0..)
+        .map(|i| dir.join(format!("{prefix}_{k}_{i}.npy")))
+        .take_while(|p| p.exists())
+        .map(|p| read_tensor(&p).unwrap())
+        .collect()
+}
+
+#[test]
+fn op_models_match_tflm() {
+    let mut names: Vec<String> = std::fs::read_dir(op_models())
+        .unwrap()
+        .filter_map(|e| {
+            let p = e.unwrap().path();
+            (p.extension()? == "tflite").then(|| p.file_stem().unwrap().to_string_lossy().into())
+        })
+        .collect();
+    names.sort();
+    assert!(names.len() >= 30, "the op models are missing");
+    let mut report = Vec::new();
+    for name in &names {
+        let path = op_models().join(format!("{name}.tflite"));
+        let compiled = compile_file(name, &path);
+        if let Some((_, op)) = NOT_YET.iter().find(|(n, _)| n == name) {
+            let Err(e) = compiled else {
+                panic!("{name} now compiles: take it off NOT_YET");
+            };
+            let msg = format!("{e:#}");
+            assert!(
+                msg.contains(op),
+                "{name}: the error does not name {op}: {msg}"
+            );
+            report.push(format!("{name}: not yet ({msg})"));
+            continue;
+        }
+        let bundle = compiled.unwrap_or_else(|e| panic!("{name}: {e:#}"));
+        let dir = op_models().join(name);
+        let samples: Vec<_> = (0..5)
+            .map(|k| (op_tensors(&dir, "input", k), op_tensors(&dir, "output", k)))
+            .collect();
+        assert!(samples.iter().all(|(i, o)| !i.is_empty() && !o.is_empty()));
+        let worst = check(name, &bundle, &samples);
+        let int = samples[0].1.iter().all(|t| t.dtype() != Scalar::F32);
+        report.push(format!(
+            "{name}: {} ({worst:.1e})",
+            if int { "bit-exact" } else { "within 1e-4" }
+        ));
+    }
+    println!("{}", report.join("\n"));
+}
