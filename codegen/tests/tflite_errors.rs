@@ -16,7 +16,11 @@ fn kws() -> Vec<u8> {
 #[test]
 fn the_content_decides_the_format() {
     assert_eq!(Format::of(&kws()), Format::Tflite);
-    let onnx = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/models/kws_float.onnx")).unwrap();
+    let onnx = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/models/kws_float.onnx"
+    ))
+    .unwrap();
     assert_eq!(Format::of(&onnx), Format::Onnx);
 }
 
@@ -41,7 +45,10 @@ fn shapes_are_refused_for_tflite() {
 #[test]
 fn an_identifier_without_a_model_is_an_error() {
     let e = import_bytes(b"\x00\x00\x00\x00TFL3\x00\x00\x00\x00", &[]).unwrap_err();
-    assert!(matches!(e, ModelError::Tflite(TfliteError::Malformed(_))), "{e}");
+    assert!(
+        matches!(e, ModelError::Tflite(TfliteError::Malformed(_))),
+        "{e}"
+    );
 }
 
 proptest! {
