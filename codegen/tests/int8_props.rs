@@ -62,7 +62,11 @@ fn tensor(
 }
 
 /// A one-operator model: tensor 0 the input, the last the output, the rest constants.
-fn one_op(code: BuiltinOperator, options: BuiltinOptions, tensors: Vec<TfTensor>) -> TfliteModel {
+fn one_op(
+    code: BuiltinOperator,
+    options: Option<BuiltinOptions>,
+    tensors: Vec<TfTensor>,
+) -> TfliteModel {
     let n = tensors.len() as u32;
     TfliteModel {
         ops: vec![TfOp {
@@ -72,7 +76,7 @@ fn one_op(code: BuiltinOperator, options: BuiltinOptions, tensors: Vec<TfTensor>
             custom: None,
             inputs: (0..n - 1).map(|i| Some(TensorId(i))).collect(),
             outputs: vec![TensorId(n - 1)],
-            options: Some(options),
+            options,
         }],
         inputs: vec![TensorId(0)],
         outputs: vec![TensorId(n - 1)],
@@ -217,7 +221,7 @@ proptest! {
         let x: Vec<i8> = seed[..rows * depth].to_vec();
         let model = one_op(
             BuiltinOperator::Softmax,
-            BuiltinOptions::SoftmaxOptions(Box::new(SoftmaxOptions { beta })),
+            Some(BuiltinOptions::SoftmaxOptions(Box::new(SoftmaxOptions { beta }))),
             vec![
                 tensor("x", Scalar::I8, &[rows, depth], quant(&[scale], 3, 0), None),
                 tensor("y", Scalar::I8, &[rows, depth], quant(&[1.0 / 256.0], -128, 0), None),
@@ -266,7 +270,7 @@ proptest! {
         };
         let model = one_op(
             BuiltinOperator::Conv2d,
-            BuiltinOptions::Conv2DOptions(Box::new(options)),
+            Some(BuiltinOptions::Conv2DOptions(Box::new(options))),
             vec![
                 tensor("x", Scalar::I8, &[1, h, w, c], quant(&[s_in], zp_in as i64, 0), None),
                 tensor("w", Scalar::I8, &[o, k[0], k[1], c], quant(&s_w, 0, 0),
@@ -319,7 +323,7 @@ proptest! {
         };
         let model = one_op(
             BuiltinOperator::DepthwiseConv2d,
-            BuiltinOptions::DepthwiseConv2DOptions(Box::new(options)),
+            Some(BuiltinOptions::DepthwiseConv2DOptions(Box::new(options))),
             vec![
                 tensor("x", Scalar::I8, &[1, h, w, c], quant(&[s_in], zp_in as i64, 0), None),
                 tensor("w", Scalar::I8, &[1, k[0], k[1], o], quant(&s_w, 0, 3),
@@ -362,7 +366,7 @@ proptest! {
         };
         let model = one_op(
             BuiltinOperator::FullyConnected,
-            BuiltinOptions::FullyConnectedOptions(Box::new(options)),
+            Some(BuiltinOptions::FullyConnectedOptions(Box::new(options))),
             vec![
                 tensor("x", Scalar::I8, &[batch, n_in], quant(&[s_in], zp_in as i64, 0), None),
                 tensor("w", Scalar::I8, &[o, n_in], quant(&s_w, 0, 0),
@@ -396,6 +400,40 @@ fn requantize_rounds_halves_as_tflm() {
         for (&x, &v) in xs.iter().zip(&got) {
             let want = tflm::multiply_by_quantized_multiplier(x, q.multiplier, q.shift);
             assert_eq!(v, want as i64, "{x} by {m}");
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(cases())]
+
+    /// int8 `LOGISTIC` and `TANH`: gemmlowp's fixed point, saturated beyond the input radius.
+    #[test]
+    fn logistic_and_tanh_match(
+        scale in 0.002f32..0.5,
+        zp in any::<i8>(),
+        x in bytes(64),
+    ) {
+        let quant_in = tflm::Quant { scale, zero_point: zp as i32 };
+        for (code, zp_out, out_scale) in [
+            (BuiltinOperator::Logistic, -128, 1.0 / 256.0),
+            (BuiltinOperator::Tanh, 0, 1.0 / 128.0),
+        ] {
+            let model = one_op(
+                code,
+                None,
+                vec![
+                    tensor("x", Scalar::I8, &[64], quant(&[scale], zp as i64, 0), None),
+                    tensor("y", Scalar::I8, &[64], quant(&[out_scale], zp_out, 0), None),
+                ],
+            );
+            let got = run(&model, i8_tensor(&[64], &x));
+            let want = if code == BuiltinOperator::Logistic {
+                tflm::logistic(&x, quant_in)
+            } else {
+                tflm::tanh(&x, quant_in)
+            };
+            prop_assert_eq!(got, want, "{:?}", code);
         }
     }
 }

@@ -1,5 +1,5 @@
-//! gemmlowp's fixed-point functions (the ones TFLite Micro's int8 softmax uses), as graph ops
-//! on `i32` raw values. A value with `b` integer bits is `raw · 2^(b − 31)`.
+//! gemmlowp's fixed-point functions (the ones TFLite Micro's int8 softmax, logistic and tanh
+//! use), as graph ops on `i32` raw values. A value with `b` integer bits is `raw · 2^(b − 31)`.
 //!
 //! The constants are gemmlowp's (`fixedpoint/fixedpoint.h`): the Taylor expansion of `exp`
 //! around −1/8, the barrel shifter of `exp(−2^k)` factors, and the Newton-Raphson steps of
@@ -147,7 +147,21 @@ impl Graph {
 
     /// gemmlowp's `one_over_one_plus_x_for_x_in_0_1`: Q0.31 in, Q0.31 out.
     fn one_over_one_plus_x(&mut self, a: &Lazy) -> R {
-        // RoundingHalfSum(a, 1): (a + 1 + sign) / 2 in 64 bits, truncating.
+        let x = self.newton_reciprocal(a)?;
+        self.saturating_shift_left(&x, 1)
+    }
+
+    /// gemmlowp's `one_minus_x_over_one_plus_x_for_x_in_0_1`: Q0.31 in, Q0.31 out.
+    fn one_minus_x_over_one_plus_x(&mut self, a: &Lazy) -> R {
+        let x = self.newton_reciprocal(a)?;
+        let one = self.int_const(1 << 29, DType::I32, a.shape());
+        let d = self.binary(BinaryOp::Sub, &x, &one)?;
+        self.saturating_shift_left(&d, 2)
+    }
+
+    /// The Newton-Raphson iterate `x ≈ 1 / half_denominator` (Q2.29) of gemmlowp's reciprocal
+    /// functions, `half_denominator = (a + 1) / 2`.
+    fn newton_reciprocal(&mut self, a: &Lazy) -> R {
         let a64 = self.cast(a, DType::I64);
         let sum = self.int_scalar(BinaryOp::Add, &a64, i64::from(i32::MAX))?;
         let half = self.int_scalar(BinaryOp::Add, &sum, 1)?; // the sum is positive
@@ -163,7 +177,39 @@ impl Graph {
             let step = self.saturating_shift_left(&step, 2)?;
             x = self.add_i32(&x, &step)?;
         }
-        self.saturating_shift_left(&x, 1)
+        Ok(x)
+    }
+
+    /// gemmlowp's `logistic` of a value with `int_bits` integer bits: Q0.31 out.
+    pub fn fixed_logistic(&mut self, a: &Lazy, int_bits: u32) -> R {
+        let zero = self.int_const(0, DType::I32, a.shape());
+        let positive = self.binary(BinaryOp::CmpLt, &zero, a)?;
+        let neg_a = self.neg(a)?;
+        let abs = self.where_(&positive, a, &neg_a)?;
+        let neg_abs = self.neg(&abs)?;
+        let e = self.exp_on_negative_values(&neg_abs, int_bits)?;
+        let if_positive = self.one_over_one_plus_x(&e)?;
+        let one = self.int_const(i64::from(i32::MAX), DType::I32, a.shape());
+        let if_negative = self.binary(BinaryOp::Sub, &one, &if_positive)?;
+        let r = self.where_(&positive, &if_positive, &if_negative)?;
+        let is_zero = self.eq(a, &zero)?;
+        let half = self.int_const(1 << 30, DType::I32, a.shape());
+        self.where_(&is_zero, &half, &r)
+    }
+
+    /// gemmlowp's `tanh` of a value with `int_bits` integer bits: Q0.31 out.
+    pub fn fixed_tanh(&mut self, a: &Lazy, int_bits: u32) -> R {
+        let zero = self.int_const(0, DType::I32, a.shape());
+        let negative = self.binary(BinaryOp::CmpLt, a, &zero)?;
+        let neg_a = self.neg(a)?;
+        let n = self.where_(&negative, a, &neg_a)?;
+        // ExactMulByPot<1>: the same raw value read with one more integer bit.
+        let e = self.exp_on_negative_values(&n, int_bits + 1)?;
+        let t = self.one_minus_x_over_one_plus_x(&e)?;
+        let neg_t = self.neg(&t)?;
+        let r = self.where_(&negative, &neg_t, &t)?;
+        let is_zero = self.eq(a, &zero)?;
+        self.where_(&is_zero, &zero, &r)
     }
 
     /// The count of leading zero bits of positive `i32` values (binary search).

@@ -7,7 +7,7 @@
 //! multipliers in double, `SUB` in float.
 
 use super::{activation, float_activation, int_range, is_quantized, Ctx, OpBuilder};
-use crate::dtype::DType;
+use crate::dtype::{DType, Scalar};
 use crate::graph::quant::{activation_range, Activation, Multipliers, QuantMultiplier};
 use crate::graph::{Graph, Lazy};
 use crate::ops::{BinaryOp, UnaryOp};
@@ -165,23 +165,77 @@ fn relu_n1_to_1(ctx: &mut Ctx) -> Out {
     clamp_activation(ctx, Activation::ReluN1To1)
 }
 
-fn float_only(ctx: &Ctx, what: &str) -> Result<(), OpError> {
-    if is_quantized(ctx.info(0)?) {
-        return Err(OpError::Unsupported(format!("quantized {what}")));
-    }
-    Ok(())
-}
-
 fn logistic(ctx: &mut Ctx) -> Out {
-    float_only(ctx, "LOGISTIC")?;
     let x = ctx.input(0)?;
-    Ok(vec![ctx.graph.sigmoid(&x)?])
+    if !is_quantized(ctx.info(0)?) {
+        return Ok(vec![ctx.graph.sigmoid(&x)?]);
+    }
+    let q = ctx.quant(ctx.out_info(0)?)?;
+    if q.zero_point() != -128 {
+        return Err(OpError::Invalid(format!(
+            "an int8 LOGISTIC output has zero point -128, not {}",
+            q.zero_point()
+        )));
+    }
+    fixed_point_activation(ctx, Graph::fixed_logistic, 23, -128)
 }
 
 fn tanh(ctx: &mut Ctx) -> Out {
-    float_only(ctx, "TANH")?;
     let x = ctx.input(0)?;
-    Ok(vec![ctx.graph.tanh(&x)?])
+    if !is_quantized(ctx.info(0)?) {
+        return Ok(vec![ctx.graph.tanh(&x)?]);
+    }
+    fixed_point_activation(ctx, Graph::fixed_tanh, 24, 0)
+}
+
+/// TFLM's int8 `LOGISTIC` and `TANH`: the centred input scaled to Q4.27 (`s_in · 2^27` as a
+/// multiplier), saturated beyond the input radius, gemmlowp's function, and its Q0.31 result
+/// shifted right by `out_shift` (halves away from zero) plus `zp_out`.
+fn fixed_point_activation(
+    ctx: &mut Ctx,
+    f: fn(&mut Graph, &Lazy, u32) -> Result<Lazy, crate::graph::GraphError>,
+    out_shift: u32,
+    zp_out: i64,
+) -> Out {
+    const INPUT_INTEGER_BITS: u32 = 4;
+    let t = ctx.info(0)?.clone();
+    if t.dtype != Scalar::I8 || ctx.out_info(0)?.dtype != Scalar::I8 {
+        return Err(OpError::Unsupported(format!(
+            "quantized {} on {} (int8 is)",
+            ctx.op.name(),
+            t.dtype
+        )));
+    }
+    let q = ctx.quant(&t)?;
+    let real = f64::from(q.scale()) * f64::from(1u32 << (31 - INPUT_INTEGER_BITS));
+    let m = QuantMultiplier::new(real);
+    if m.shift < 0 {
+        return Err(OpError::Unsupported(format!(
+            "an input scale of {} (below 2^-28)",
+            q.scale()
+        )));
+    }
+    let radius = (((1i64 << INPUT_INTEGER_BITS) - 1) as f64
+        * (1u64 << (31 - INPUT_INTEGER_BITS)) as f64
+        / (1u64 << m.shift) as f64)
+        .floor() as i64;
+    let x = ctx.input(0)?;
+    let g = &mut *ctx.graph;
+    let c = centred(g, &x, q.zero_point())?;
+    let scaled = g.requantize(&c, &Multipliers::Tensor(m))?;
+    let y = f(g, &scaled, INPUT_INTEGER_BITS)?;
+    let y = g.rounding_divide_by_pot(&y, out_shift)?;
+    let y = g.int_scalar(BinaryOp::Add, &y, zp_out)?;
+    let y = g.clamp_int(&y, -128, 127)?;
+    let lo = g.int_const(-radius, DType::I32, c.shape());
+    let hi = g.int_const(radius, DType::I32, c.shape());
+    let low = g.le(&c, &lo)?;
+    let high = g.le(&hi, &c)?;
+    let min = g.int_const(-128, DType::I32, c.shape());
+    let max = g.int_const(127, DType::I32, c.shape());
+    let y = g.where_(&high, &max, &y)?;
+    let y = g.where_(&low, &min, &y)?;
+    Ok(vec![g.cast(&y, DType::I8)])
 }
 
 /// `scale · (q − zp)` in float (exact as TFLM's double product rounded to float: the integer
