@@ -51,12 +51,16 @@ pub struct RunArgs {
     /// Folder with the expected `output_N.npy`/`.pb`: compare, and fail on a mismatch.
     #[arg(long)]
     expect: Option<PathBuf>,
-    /// Relative tolerance of the comparison.
-    #[arg(long, default_value_t = 1e-4)]
+    /// Relative tolerance of the comparison of float outputs.
+    #[arg(long, default_value_t = Tolerance::DEFAULT.rtol)]
     rtol: f64,
-    /// Absolute tolerance of the comparison.
-    #[arg(long, default_value_t = 1e-5)]
+    /// Absolute tolerance of the comparison of float outputs.
+    #[arg(long, default_value_t = Tolerance::DEFAULT.atol)]
     atol: f64,
+    /// Integer outputs (int8, …) may differ from `--expect` by this many steps (LSBs); they
+    /// compare exactly by default, and the largest difference is reported either way.
+    #[arg(long, default_value_t = Tolerance::DEFAULT.lsb)]
+    lsb: u64,
     /// How tensors move in and out of a board: `files` (semihosting files) or `channel` (the
     /// framed test-vector channel, the protocol real boards speak over RTT).
     #[arg(long, default_value = "files")]
@@ -116,14 +120,68 @@ fn board_cost(name: &str) -> Result<BeamCost> {
     Ok(BeamCost::Board(info))
 }
 
+/// How closely an output must match its expected value: floats within `atol + rtol·|want|`,
+/// integers within `lsb` steps (exact by default).
+#[derive(Clone, Copy, Debug)]
+pub struct Tolerance {
+    pub rtol: f64,
+    pub atol: f64,
+    pub lsb: u64,
+}
+
+impl Tolerance {
+    /// Floats within 1e-4 relative and 1e-5 absolute; integers exactly.
+    pub const DEFAULT: Tolerance = Tolerance {
+        rtol: 1e-4,
+        atol: 1e-5,
+        lsb: 0,
+    };
+}
+
+/// One output's comparison: its verdict line and whether it passed.
+fn compare_one(got: &Tensor, want: &Tensor, tol: Tolerance) -> (String, bool) {
+    let n = got.numel();
+    let verdict = |bad: usize| {
+        if bad == 0 {
+            "ok".to_string()
+        } else {
+            format!("MISMATCH in {bad} of {n} elements")
+        }
+    };
+    if let (true, Some(g), Some(e)) = (got.dtype().is_int(), got.to_i64(), want.to_i64()) {
+        let diffs: Vec<u64> = g.iter().zip(&e).map(|(a, b)| a.abs_diff(*b)).collect();
+        let max = diffs.iter().copied().max().unwrap_or(0);
+        let bad = diffs.iter().filter(|&&d| d > tol.lsb).count();
+        let allowed = match tol.lsb {
+            0 => "exact".to_string(),
+            l => format!("at most {l} LSB"),
+        };
+        let line = format!(
+            "{}, largest difference {max} LSB ({allowed}): {}",
+            got.dtype(),
+            verdict(bad)
+        );
+        return (line, bad == 0);
+    }
+    let (g, e) = (got.to_f64(), want.to_f64());
+    let (mut max_abs, mut max_rel, mut bad) = (0f64, 0f64, 0usize);
+    for (a, b) in g.iter().zip(&e) {
+        let d = (a - b).abs();
+        max_abs = max_abs.max(d);
+        max_rel = max_rel.max(d / b.abs().max(f64::MIN_POSITIVE));
+        if d > tol.atol + tol.rtol * b.abs() || a.is_nan() != b.is_nan() {
+            bad += 1;
+        }
+    }
+    let line = format!(
+        "max abs error {max_abs:.3e}, max rel error {max_rel:.3e}: {}",
+        verdict(bad)
+    );
+    (line, bad == 0)
+}
+
 /// The per-output comparison with `expect`; true when every output matches.
-pub fn compare(
-    c: &Compiled,
-    outputs: &[Vec<u8>],
-    expect: &Path,
-    rtol: f64,
-    atol: f64,
-) -> Result<bool> {
+pub fn compare(c: &Compiled, outputs: &[Vec<u8>], expect: &Path, tol: Tolerance) -> Result<bool> {
     let want = tensorio::read_dir_tensors(expect, "output")
         .with_context(|| format!("reading expected outputs from {}", expect.display()))?;
     if want.len() != outputs.len() {
@@ -139,32 +197,17 @@ pub fn compare(
         outputs.iter().zip(&want).zip(&c.outputs).enumerate()
     {
         let g = Tensor::new(dtype.scalar, shape.clone(), got.clone())
-            .with_context(|| format!("output {i} ({name})"))?
-            .to_f64();
-        let e = w.to_f64();
-        if g.len() != e.len() {
+            .with_context(|| format!("output {i} ({name})"))?;
+        if g.numel() != w.numel() {
             bail!(
                 "output {i} ({name}): {} elements, expected {}",
-                g.len(),
-                e.len()
+                g.numel(),
+                w.numel()
             );
         }
-        let (mut max_abs, mut max_rel, mut bad) = (0f64, 0f64, 0usize);
-        for (a, b) in g.iter().zip(&e) {
-            let d = (a - b).abs();
-            max_abs = max_abs.max(d);
-            max_rel = max_rel.max(d / b.abs().max(f64::MIN_POSITIVE));
-            if d > atol + rtol * b.abs() || a.is_nan() != b.is_nan() {
-                bad += 1;
-            }
-        }
-        let verdict = if bad == 0 {
-            "ok".to_string()
-        } else {
-            format!("MISMATCH in {bad} of {} elements", g.len())
-        };
-        println!("output {i} ({name}): max abs error {max_abs:.3e}, max rel error {max_rel:.3e}: {verdict}");
-        all_ok &= bad == 0;
+        let (line, ok) = compare_one(&g, w, tol);
+        println!("output {i} ({name}): {line}");
+        all_ok &= ok;
     }
     Ok(all_ok)
 }
@@ -302,7 +345,17 @@ pub fn run_cmd(a: RunArgs) -> Result<ExitCode> {
     write_outputs(&a.outputs, &c, &ran.outputs)?;
     print_costs(&c, &ran);
     match &a.expect {
-        Some(e) if !compare(&c, &ran.outputs, e, a.rtol, a.atol)? => Ok(ExitCode::from(1)),
+        Some(e) => {
+            let tol = Tolerance {
+                rtol: a.rtol,
+                atol: a.atol,
+                lsb: a.lsb,
+            };
+            match compare(&c, &ran.outputs, e, tol)? {
+                true => Ok(ExitCode::SUCCESS),
+                false => Ok(ExitCode::from(1)),
+            }
+        }
         _ => Ok(ExitCode::SUCCESS),
     }
 }
