@@ -82,9 +82,10 @@ fn run_part(part: &Part, dir: &Path) -> Result<bool> {
     let ran = run_on(BOARD, &c, &inputs, kiln_runners::board::Io::Files)?;
     print_costs(&c, &ran);
     let (name, dtype, shape) = &c.outputs[0];
-    let scores = kiln_codegen::tensor::Tensor::new(dtype.scalar, shape.clone(), ran.outputs[0].clone())
-        .with_context(|| format!("output 0 ({name})"))?
-        .to_f64();
+    let scores =
+        kiln_codegen::tensor::Tensor::new(dtype.scalar, shape.clone(), ran.outputs[0].clone())
+            .with_context(|| format!("output 0 ({name})"))?
+            .to_f64();
     let best = (0..scores.len())
         .max_by(|&a, &b| scores[a].total_cmp(&scores[b]))
         .unwrap_or(0);

@@ -328,27 +328,59 @@ fn place_smallest(items: &mut [Placement]) {
             )
         },
     ];
-    let mut best: Option<(usize, Vec<usize>)> = None;
-    for key in keys {
-        let mut order: Vec<usize> = (0..items.len()).collect();
-        order.sort_by_key(|&i| key(&items[i]));
-        let offsets = first_fit(items, &order);
+    let size_of = |order: &[usize]| -> (usize, Vec<usize>) {
+        let offsets = first_fit(items, order);
         let size = items
             .iter()
             .zip(&offsets)
             .map(|(p, o)| o + p.bytes)
             .max()
             .unwrap_or(0);
-        if best.as_ref().is_none_or(|(b, _)| size < *b) {
-            best = Some((size, offsets));
+        (size, offsets)
+    };
+    let mut best: Option<(usize, Vec<usize>, Vec<usize>)> = None;
+    for key in keys {
+        let mut order: Vec<usize> = (0..items.len()).collect();
+        order.sort_by_key(|&i| key(&items[i]));
+        let (size, offsets) = size_of(&order);
+        if best.as_ref().is_none_or(|(b, ..)| size < *b) {
+            best = Some((size, offsets, order));
         }
     }
-    if let Some((_, offsets)) = best {
-        for (p, o) in items.iter_mut().zip(offsets) {
-            p.offset = o;
+    let Some((mut size, mut offsets, mut order)) = best else {
+        return;
+    };
+    // Then a local search over the order: swap two buffers, keep the swap unless the arena
+    // grows. First fit over some order reaches every optimal layout (the order of its
+    // offsets), and a chain of buffers that alternate between two places needs one.
+    let bound = liveness_bound(items, items.iter().map(|p| p.last + 1).max().unwrap_or(1));
+    let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = |n: usize| {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        (rng % n as u64) as usize
+    };
+    for _ in 0..SWAPS {
+        if size <= bound || order.len() < 2 {
+            break;
         }
+        let (i, j) = (next(order.len()), next(order.len()));
+        order.swap(i, j);
+        let (s, o) = size_of(&order);
+        if s <= size {
+            (size, offsets) = (s, o);
+        } else {
+            order.swap(i, j);
+        }
+    }
+    for (p, o) in items.iter_mut().zip(offsets) {
+        p.offset = o;
     }
 }
+
+/// How many swaps the arena's local search tries at most.
+const SWAPS: usize = 4000;
 
 /// The largest total size of `items` alive at one of the `steps` steps.
 fn liveness_bound(items: &[Placement], steps: usize) -> usize {

@@ -43,6 +43,26 @@ fn a_chain_reuses_memory() {
     assert_eq!(p.find_overlap(), None);
 }
 
+#[test]
+fn buffers_that_alternate_between_two_places_reach_the_bound() {
+    // A depthwise-separable chain: pad (wider), depthwise, pointwise, pad, ... Each buffer
+    // sits beside a different one in each step; no fixed first-fit order packs them, the
+    // search over orders does.
+    let (x, pad) = (2000, 3024);
+    let mut sizes = vec![x];
+    let mut uses = Vec::new();
+    for _ in 0..4 {
+        for n in [pad, x, x] {
+            sizes.push(n);
+            uses.push(vec![sizes.len() - 1, sizes.len() - 2]);
+        }
+    }
+    let p = plan_arena(&schedule(&sizes, &uses));
+    assert_eq!(p.lower_bound, align(4 * x) + align(4 * pad));
+    assert_eq!(p.arena_bytes, p.lower_bound);
+    assert_eq!(p.find_overlap(), None);
+}
+
 mod in_place {
     use super::*;
     use crate::ops::{AluOp, BinaryOp};

@@ -2,7 +2,7 @@
 
 use crate::graph::{GOp, Graph, Lazy, NodeId};
 use crate::shape::ShapeTracker;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// The realization decisions for a graph.
 #[derive(Debug, Default)]
@@ -70,8 +70,12 @@ pub fn realization(g: &Graph, outputs: &[Lazy]) -> Realization {
             continue;
         }
         match fusion_root(g, r, &consumers, &realized) {
-            Some(t) if !fused.contains_key(&t) => {
+            Some(Fusion::Into(t)) if !fused.contains_key(&t) => {
                 fused.insert(t, r);
+            }
+            Some(Fusion::Exit(e)) if !fused.contains_key(&e) => {
+                realized[e.0 as usize] = true;
+                fused.insert(e, r);
             }
             _ => realized[r.0 as usize] = true,
         }
@@ -83,36 +87,71 @@ pub fn realization(g: &Graph, outputs: &[Lazy]) -> Realization {
     }
 }
 
-/// The realized node a reduce's value flows into through single-consumer elementwise ops and
-/// plain reshapes, if there is one.
+/// Where a reduce's kernel ends.
+enum Fusion {
+    /// Into this realized node's kernel.
+    Into(NodeId),
+    /// At this elementwise node after the reduce, which becomes a buffer of its own.
+    Exit(NodeId),
+}
+
+/// Where the kernel of reduce `r` can end. Its value flows through elementwise ops on plain
+/// views (a requantization uses the accumulator more than once): when every path leaves that
+/// region into one realized node, the reduce fuses into its kernel; when every path leaves it
+/// from one node no wider than the reduce (the int8 result of a requantization that a pool
+/// reads), that node is realized with the reduce in its kernel.
 fn fusion_root(
     g: &Graph,
     r: NodeId,
     consumers: &[Vec<(NodeId, usize)>],
     realized: &[bool],
-) -> Option<NodeId> {
-    let mut cur = r;
-    loop {
-        let edges = &consumers[cur.0 as usize];
-        if edges.len() != 1 {
-            return None;
-        }
-        let (user, k) = edges[0];
-        let view = &g.node(user).src[k];
+) -> Option<Fusion> {
+    // The realized nodes the region flows into, whether it also flows anywhere else (a
+    // reduce, a view that is not plain, a movement op), and the nodes it leaves from.
+    let (mut into, mut elsewhere, mut exits) = (HashSet::new(), false, HashSet::new());
+    let mut seen = HashSet::from([r]);
+    let mut todo = vec![r];
+    while let Some(cur) = todo.pop() {
         let numel: usize = g.node(cur).shape.iter().product();
-        if !is_plain(&view.st, numel) {
-            return None;
+        for &(user, k) in &consumers[cur.0 as usize] {
+            let op = &g.node(user).op;
+            let inside = is_plain(&g.node(user).src[k].st, numel)
+                && matches!(op, GOp::Alu(_) | GOp::Cast | GOp::Bitcast);
+            let plain_into = realized[user.0 as usize] && is_plain(&g.node(user).src[k].st, numel);
+            if plain_into && !matches!(op, GOp::Reduce(..)) {
+                into.insert(user);
+                exits.insert(cur);
+            } else if !inside || realized[user.0 as usize] {
+                elsewhere = true;
+                exits.insert(cur);
+            } else if seen.insert(user) {
+                todo.push(user);
+            }
         }
-        let op = &g.node(user).op;
-        if matches!(op, GOp::Reduce(..)) {
-            return None;
+    }
+    let single = |set: &HashSet<NodeId>| match set.len() {
+        1 => set.iter().next().copied(),
+        _ => None,
+    };
+    // A widening cast at the exit (a pool that sums int8 in i32) is recomputed by the reader:
+    // the buffer holds the narrower value before it.
+    let narrowest = |mut e: NodeId| {
+        while let (GOp::Cast, [src]) = (&g.node(e).op, &g.node(e).src[..]) {
+            let s = src.base;
+            let only_user = consumers[s.0 as usize].len() == 1;
+            let narrower = g.node(s).dtype.size() < g.node(e).dtype.size();
+            if !(s != r && seen.contains(&s) && only_user && narrower) {
+                break;
+            }
+            e = s;
         }
-        if realized[user.0 as usize] {
-            return Some(user);
+        e
+    };
+    match (single(&into), single(&exits).map(narrowest)) {
+        (Some(t), _) if !elsewhere => Some(Fusion::Into(t)),
+        (_, Some(e)) if e != r && g.node(e).dtype.size() <= g.node(r).dtype.size() => {
+            Some(Fusion::Exit(e))
         }
-        if !matches!(op, GOp::Alu(_) | GOp::Cast | GOp::Bitcast) {
-            return None;
-        }
-        cur = user;
+        _ => None,
     }
 }
