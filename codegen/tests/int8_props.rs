@@ -14,7 +14,7 @@ use kiln_codegen::graph::Graph;
 use kiln_codegen::tensor::Tensor;
 use kiln_codegen::tflite::schema::{
     ActivationFunctionType, BuiltinOperator, BuiltinOptions, Conv2DOptions, DepthwiseConv2DOptions,
-    FullyConnectedOptions, Padding, SoftmaxOptions,
+    FullyConnectedOptions, Padding, ReducerOptions, SoftmaxOptions,
 };
 use kiln_codegen::tflite::{self, Quant, TensorId, TfOp, TfTensor, TfliteModel};
 use proptest::prelude::*;
@@ -433,6 +433,62 @@ proptest! {
             } else {
                 tflm::tanh(&x, quant_in)
             };
+            prop_assert_eq!(got, want, "{:?}", code);
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(cases())]
+
+    /// int8 `MEAN` and `SUM` over the middle axis of `[outer, n, inner]`: the sum of
+    /// `x − zp_in` requantized, for `MEAN` with `1/n` folded into the multiplier; `REDUCE_MAX`
+    /// and `REDUCE_MIN` of the raw values.
+    #[test]
+    fn reductions_match(
+        outer in 1usize..4,
+        n in 1usize..40,
+        inner in 1usize..5,
+        scale_in in 0.001f32..0.1,
+        scale_out in 0.001f32..0.1,
+        zp_in in any::<i8>(),
+        zp_out in any::<i8>(),
+        seed in bytes(4 * 40 * 5),
+    ) {
+        let shape = [outer, n, inner];
+        let x: Vec<i8> = seed[..outer * n * inner].to_vec();
+        let axes = i32_tensor(&[1]);
+        let qi = tflm::Quant { scale: scale_in, zero_point: zp_in as i32 };
+        let qo = tflm::Quant { scale: scale_out, zero_point: zp_out as i32 };
+        let options = Some(BuiltinOptions::ReducerOptions(Box::new(ReducerOptions { keep_dims: false })));
+        let model = |code, (s, zp): (f32, i8)| {
+            one_op(
+                code,
+                options.clone(),
+                vec![
+                    tensor("x", Scalar::I8, &shape, quant(&[scale_in], zp_in as i64, 0), None),
+                    tensor("axes", Scalar::I32, &[1], None, Some(axes.clone())),
+                    tensor("y", Scalar::I8, &[outer, inner], quant(&[s], zp as i64, 0), None),
+                ],
+            )
+        };
+        let input = || i8_tensor(&shape, &x);
+        for (code, sum) in [(BuiltinOperator::Mean, false), (BuiltinOperator::Sum, true)] {
+            let got = run(&model(code, (scale_out, zp_out)), input());
+            let want = tflm::mean_or_sum(&x, (outer, n, inner), qi, qo, sum);
+            prop_assert_eq!(got, want, "{:?}", code);
+        }
+        for (code, pick) in [
+            (BuiltinOperator::ReduceMax, i8::max as fn(i8, i8) -> i8),
+            (BuiltinOperator::ReduceMin, i8::min),
+        ] {
+            let got = run(&model(code, (scale_in, zp_in)), input());
+            let want: Vec<i8> = (0..outer * inner)
+                .map(|j| {
+                    let (o, i) = (j / inner, j % inner);
+                    (0..n).map(|k| x[(o * n + k) * inner + i]).reduce(pick).unwrap()
+                })
+                .collect();
             prop_assert_eq!(got, want, "{:?}", code);
         }
     }

@@ -97,10 +97,6 @@ mlperf_tests! {
 /// Op models whose ops (or forms of them) Kiln does not import yet, with the op the error
 /// names.
 const NOT_YET: &[(&str, &str)] = &[
-    ("mean_hw_keepdims", "MEAN"),
-    ("reduce_max", "REDUCE_MAX"),
-    ("strided_slice", "STRIDED_SLICE"),
-    ("strided_slice_shrink_neg", "STRIDED_SLICE"),
     ("conv2d_16x8", "CONV_2D"),
     ("fully_connected_16x8", "FULLY_CONNECTED"),
 ];

@@ -333,6 +333,59 @@ impl Lazy {
             ..self.clone()
         })
     }
+
+    /// Slicing of one axis as ONNX and TFLite define it: negative bounds count from the end,
+    /// bounds are clamped, and a negative step walks backwards from `start` (an `end` of
+    /// `i64::MIN` runs to the first element).
+    pub fn slice_axis(
+        &self,
+        axis: usize,
+        start: i64,
+        end: i64,
+        step: i64,
+    ) -> Result<Lazy, GraphError> {
+        let rank = self.shape().len();
+        let Some(&d) = self.shape().get(axis) else {
+            return Err(GraphError::Axis {
+                op: "slice",
+                axis: axis as i64,
+                rank,
+            });
+        };
+        let d = d as i64;
+        let norm = |v: i64| if v < 0 { v.saturating_add(d) } else { v };
+        if step == 0 {
+            return Err(GraphError::Invalid {
+                op: "slice",
+                reason: format!("step 0 on axis {axis}"),
+            });
+        }
+        if d == 0 {
+            return Ok(self.clone());
+        }
+        let step = step.clamp(-d, d);
+        let (begin, stop) = if step > 0 {
+            let s = norm(start).clamp(0, d);
+            (s, norm(end).clamp(0, d).max(s))
+        } else {
+            let s = norm(start).clamp(0, d - 1);
+            let e = norm(end).clamp(-1, d - 1);
+            if s <= e {
+                (0, 0)
+            } else {
+                (e + 1, s + 1)
+            }
+        };
+        let mut arg: Vec<(usize, usize)> = self.shape().iter().map(|&n| (0, n)).collect();
+        arg[axis] = (begin as usize, stop as usize);
+        let y = self.shrink(&arg)?;
+        if step == 1 || begin == stop {
+            return Ok(y);
+        }
+        let mut mul = vec![1; rank];
+        mul[axis] = step;
+        y.stride(&mul)
+    }
 }
 
 /// A model lowered to a graph: the graph, its output values and the model's value names.

@@ -250,8 +250,9 @@ impl Graph {
         Ok(acc.unwrap_or_else(|| first.clone()))
     }
 
-    /// Minimum over `axes` (kept as size 1): the maximum of an order-reversed copy: `not` for bools, `MAX - x` for unsigned integers
-    /// of up to 32 bits, `-x` otherwise.
+    /// Minimum over `axes` (kept as size 1): the maximum of an order-reversed copy: `not` for
+    /// bools, `MAX - x` for unsigned integers of up to 32 bits, `-1 - x` for signed integers
+    /// (`-x` would wrap at the type's minimum), `-x` for floats.
     pub fn reduce_min(&mut self, x: &Lazy, axes: &[usize]) -> Result<Lazy, GraphError> {
         use crate::dtype::Scalar;
         if x.dtype.scalar == Scalar::Bool {
@@ -263,6 +264,7 @@ impl Graph {
             Scalar::U8 => Some(f64::from(u8::MAX)),
             Scalar::U16 => Some(f64::from(u16::MAX)),
             Scalar::U32 => Some(f64::from(u32::MAX)),
+            s if s.is_int() && !matches!(s, Scalar::U64) => Some(-1.0),
             _ => None,
         };
         if let Some(top) = top {

@@ -74,45 +74,6 @@ fn split(ctx: &mut Ctx) -> Out {
     Ok(out)
 }
 
-/// ONNX slicing of one axis: negative bounds count from the end, bounds are clamped, and a
-/// negative step walks backwards from `start`.
-pub(super) fn slice_axis(
-    x: &Lazy,
-    axis: usize,
-    start: i64,
-    end: i64,
-    step: i64,
-) -> Result<Lazy, OpError> {
-    let d = x.shape()[axis] as i64;
-    let norm = |v: i64| if v < 0 { v.saturating_add(d) } else { v };
-    if step == 0 {
-        return Err(invalid("step 0"));
-    }
-    if d == 0 {
-        return Ok(x.clone());
-    }
-    let step = step.clamp(-d, d);
-    let (begin, stop) = if step > 0 {
-        let s = norm(start).clamp(0, d);
-        (s, norm(end).clamp(0, d).max(s))
-    } else {
-        let s = norm(start).clamp(0, d - 1);
-        let e = norm(end).clamp(-1, d - 1);
-        if s <= e {
-            (0, 0)
-        } else {
-            (e + 1, s + 1)
-        }
-    };
-    let y = range_on(x, axis, begin as usize, stop as usize)?;
-    if step == 1 || begin == stop {
-        return Ok(y);
-    }
-    let mut mul = vec![1; x.shape().len()];
-    mul[axis] = step;
-    Ok(y.stride(&mul)?)
-}
-
 fn slice(ctx: &mut Ctx) -> Out {
     let x = ctx.tensor(0)?;
     let rank = x.shape().len();
@@ -132,7 +93,7 @@ fn slice(ctx: &mut Ctx) -> Out {
     }
     let mut y = x;
     for (k, &axis) in axes.iter().enumerate() {
-        y = slice_axis(&y, axis, starts[k], ends[k], steps[k])?;
+        y = y.slice_axis(axis, starts[k], ends[k], steps[k])?;
     }
     Ok(vec![Value::Tensor(y)])
 }

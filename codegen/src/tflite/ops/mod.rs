@@ -5,6 +5,7 @@
 mod conv;
 mod elementwise;
 mod pool;
+mod reduce;
 mod shape;
 mod softmax;
 
@@ -27,6 +28,7 @@ pub(super) fn op_builder(code: BuiltinOperator) -> Option<OpBuilder> {
     [
         conv::OPS,
         pool::OPS,
+        reduce::OPS,
         elementwise::OPS,
         shape::OPS,
         softmax::OPS,

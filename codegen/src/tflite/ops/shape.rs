@@ -1,5 +1,5 @@
 //! Ops that move data without arithmetic: `RESHAPE`, `SQUEEZE`, `EXPAND_DIMS`, `TRANSPOSE`,
-//! `PAD`, `CONCATENATION`. The file gives each output's shape; a quantized tensor keeps its
+//! `PAD`, `CONCATENATION`, `STRIDED_SLICE`. The file gives each output's shape; a quantized tensor keeps its
 //! values (TFLM copies them, and requires the same scale and zero point in and out).
 
 use super::{is_quantized, Ctx, OpBuilder};
@@ -15,6 +15,7 @@ pub(super) const OPS: &[(Op, OpBuilder)] = &[
     (Op::Pad, pad),
     (Op::Padv2, pad),
     (Op::Concatenation, concatenation),
+    (Op::StridedSlice, strided_slice),
 ];
 
 type Out = Result<Vec<Lazy>, OpError>;
@@ -117,4 +118,69 @@ fn reshape(ctx: &mut Ctx) -> Result<Vec<Lazy>, OpError> {
         )));
     }
     Ok(vec![x.reshape(&out.shape.clone())?])
+}
+
+/// `STRIDED_SLICE`: per axis `begin:end:stride`, where a set bit of `begin_mask` / `end_mask`
+/// takes the whole range that way, a set bit of `shrink_axis_mask` takes the one element at
+/// `begin` and drops the axis, and `offset` makes `end` relative to `begin`.
+fn strided_slice(ctx: &mut Ctx) -> Out {
+    same_quant(ctx, 0)?;
+    let o = ctx.options(|o| match o {
+        BuiltinOptions::StridedSliceOptions(o) => Some(o.as_ref()),
+        _ => None,
+    });
+    for (mask, what) in [
+        (o.ellipsis_mask, "ellipsis_mask"),
+        (o.new_axis_mask, "new_axis_mask"),
+    ] {
+        if mask != 0 {
+            return Err(OpError::Unsupported(format!(
+                "STRIDED_SLICE with {what} {mask}"
+            )));
+        }
+    }
+    let mut x = ctx.input(0)?;
+    let (begin, end, strides) = (ctx.ints(1)?, ctx.ints(2)?, ctx.ints(3)?);
+    let rank = x.shape().len();
+    if [begin.len(), end.len(), strides.len()] != [rank; 3] {
+        return Err(OpError::Invalid(format!(
+            "begin {begin:?}, end {end:?} and strides {strides:?} for rank {rank}"
+        )));
+    }
+    let bit = |mask: i32, axis: usize| mask >> axis & 1 == 1;
+    let mut keep = Vec::with_capacity(rank);
+    for axis in 0..rank {
+        let (b, e, step) = if bit(o.shrink_axis_mask, axis) {
+            let d = x.shape()[axis] as i64;
+            let b = if begin[axis] < 0 {
+                begin[axis] + d
+            } else {
+                begin[axis]
+            };
+            if !(0..d).contains(&b) {
+                return Err(OpError::Invalid(format!(
+                    "shrink index {} on axis {axis} of size {d}",
+                    begin[axis]
+                )));
+            }
+            (b, b + 1, 1)
+        } else {
+            let step = strides[axis];
+            let whole = |forward: i64, backward: i64| if step > 0 { forward } else { backward };
+            let b = match bit(o.begin_mask, axis) {
+                true => whole(0, i64::MAX),
+                false => begin[axis],
+            };
+            let e = match (bit(o.end_mask, axis), o.offset) {
+                (true, _) => whole(i64::MAX, i64::MIN),
+                (false, true) => begin[axis] + end[axis],
+                (false, false) => end[axis],
+            };
+            keep.push(axis);
+            (b, e, step)
+        };
+        x = x.slice_axis(axis, b, e, step)?;
+    }
+    let shape: Vec<usize> = keep.iter().map(|&a| x.shape()[a]).collect();
+    Ok(vec![x.reshape(&shape)?])
 }
