@@ -116,14 +116,24 @@ fn board_cost(name: &str) -> Result<BeamCost> {
     Ok(BeamCost::Board(info))
 }
 
-/// The per-output comparison with `expect`; true when every output matches.
-pub fn compare(
+/// How one output differs from its expected values.
+pub struct OutputDiff {
+    pub max_abs: f64,
+    pub max_rel: f64,
+    /// Elements outside the tolerances.
+    pub bad: usize,
+    pub len: usize,
+}
+
+/// Each of `outputs` against the `output_N` tensors in `expect`, with tolerances `rtol` and
+/// `atol`.
+pub fn output_diffs(
     c: &Compiled,
     outputs: &[Vec<u8>],
     expect: &Path,
     rtol: f64,
     atol: f64,
-) -> Result<bool> {
+) -> Result<Vec<OutputDiff>> {
     let want = tensorio::read_dir_tensors(expect, "output")
         .with_context(|| format!("reading expected outputs from {}", expect.display()))?;
     if want.len() != outputs.len() {
@@ -134,7 +144,7 @@ pub fn compare(
             want.len()
         );
     }
-    let mut all_ok = true;
+    let mut diffs = Vec::new();
     for (i, ((got, w), (name, dtype, shape))) in
         outputs.iter().zip(&want).zip(&c.outputs).enumerate()
     {
@@ -158,15 +168,38 @@ pub fn compare(
                 bad += 1;
             }
         }
-        let verdict = if bad == 0 {
+        let len = g.len();
+        diffs.push(OutputDiff {
+            max_abs,
+            max_rel,
+            bad,
+            len,
+        });
+    }
+    Ok(diffs)
+}
+
+/// The per-output comparison with `expect`, printed; true when every output matches.
+pub fn compare(
+    c: &Compiled,
+    outputs: &[Vec<u8>],
+    expect: &Path,
+    rtol: f64,
+    atol: f64,
+) -> Result<bool> {
+    let diffs = output_diffs(c, outputs, expect, rtol, atol)?;
+    for (i, (d, (name, _, _))) in diffs.iter().zip(&c.outputs).enumerate() {
+        let verdict = if d.bad == 0 {
             "ok".to_string()
         } else {
-            format!("MISMATCH in {bad} of {} elements", g.len())
+            format!("MISMATCH in {} of {} elements", d.bad, d.len)
         };
-        println!("output {i} ({name}): max abs error {max_abs:.3e}, max rel error {max_rel:.3e}: {verdict}");
-        all_ok &= bad == 0;
+        println!(
+            "output {i} ({name}): max abs error {:.3e}, max rel error {:.3e}: {verdict}",
+            d.max_abs, d.max_rel
+        );
     }
-    Ok(all_ok)
+    Ok(diffs.iter().all(|d| d.bad == 0))
 }
 
 /// The result of running a compiled model somewhere: outputs and per-step cost.
