@@ -1,21 +1,27 @@
 """The reference side of `kiln bench`: latency of onnxruntime (one thread) and of tinygrad 0.9.1
-with its CLANG backend on the same ONNX models, and the smallest arena that TensorFlow Lite Micro
-runs each float .tflite in.
+with its CLANG backend on the same float ONNX models; latency of TensorFlow Lite Micro's reference
+kernels and of LiteRT (one thread) on the same int8 .tflite models; and the smallest arena that
+TFLM runs each .tflite in.
 
-    python scripts/bench_refs.py SPEC.tsv OUT.tsv
+    python scripts/bench_refs.py SPEC.tsv OUT.tsv VECTORS
 
-SPEC.tsv has one line per model: name, ONNX path, float .tflite path (or `-`), timed runs,
-tab-separated. Every model gets the same seeded random input. OUT.tsv has lines
-`model<TAB>key<TAB>value`: the best and median of the timed inferences (seconds) of onnxruntime
-(`ort_best_s`, `ort_median_s`) and tinygrad (`tinygrad_best_s`, `tinygrad_median_s`),
-tinygrad's largest difference from onnxruntime's output (`tinygrad_max_abs_diff`), the TFLM
-arena in bytes (`tflm_arena`), and `<runtime>_error` where a runtime failed on the model; model
-`-` carries the versions.
+SPEC.tsv has one line per model: name, kind (`float` or `int8`), model path (ONNX for float,
+.tflite for int8), the .tflite whose TFLM arena is measured (or `-`), timed runs, tab-separated.
+Every model gets the same seeded random input. OUT.tsv has lines `model<TAB>key<TAB>value`: the
+best and median of the timed inferences (seconds) of onnxruntime (`ort_best_s`, `ort_median_s`)
+and tinygrad (`tinygrad_best_s`, `tinygrad_median_s`), tinygrad's largest difference from
+onnxruntime's output (`tinygrad_max_abs_diff`); for int8 models those of TFLM (`tflm_best_s`,
+`tflm_median_s`) and LiteRT (`litert_best_s`, `litert_median_s`) and LiteRT's largest difference
+from TFLM's output in steps (`litert_max_lsb_diff`); the TFLM arena in bytes (`tflm_arena`), and
+`<runtime>_error` where a runtime failed on the model; model `-` carries the versions. For an
+int8 model, `VECTORS/<name>/` gets the input (`input_N.npy`) and TFLM's outputs on it
+(`output_N.npy`), which Kiln's outputs are checked against.
 
 tinygrad's ONNX runner is not in its wheel: `TinygradModel` walks the ONNX graph and builds the
 network from tinygrad Tensor calls with the model's own weights, then JITs it.
 """
 
+import contextlib
 import os
 import sys
 import time
@@ -43,11 +49,14 @@ def make_inputs(model, seed=0):
     return {n: rng.standard_normal(d).astype(np.float32) for n, d in input_specs(model)}
 
 
-def timed(fn, runs, warmup=3):
+def timed(fn, runs, warmup=3, before=lambda: None):
+    """Best and median of `runs` calls of `fn`, each after an untimed `before()`."""
     for _ in range(warmup):
+        before()
         fn()
     times = []
     for _ in range(runs):
+        before()
         t = time.perf_counter()
         fn()
         times.append(time.perf_counter() - t)
@@ -211,7 +220,21 @@ def tinygrad_run(model, feeds, runs):
     return stats, outs
 
 
-# TensorFlow Lite Micro -------------------------------------------------------------------
+# TensorFlow Lite Micro and LiteRT ----------------------------------------------------------
+
+@contextlib.contextmanager
+def quiet_stderr():
+    """TFLM prints every failed allocation and out-of-range index on stderr: silence it."""
+    saved = os.dup(2)
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, 2)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(null)
+        os.close(saved)
+
 
 def tflm_arena(path, hi=1 << 21, step=16):
     """The smallest arena (a multiple of `step` bytes) that TFLM allocates and invokes in."""
@@ -227,16 +250,8 @@ def tflm_arena(path, hi=1 << 21, step=16):
         except Exception:
             return False
 
-    # TFLM prints every failed allocation on stderr: keep the search quiet.
-    saved = os.dup(2)
-    null = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(null, 2)
-    try:
+    with quiet_stderr():
         return search(fits, hi, step)
-    finally:
-        os.dup2(saved, 2)
-        os.close(null)
-        os.close(saved)
 
 
 def search(fits, hi, step):
@@ -252,47 +267,149 @@ def search(fits, hi, step):
     return lo * step
 
 
+def tflm_count(details):
+    """How many tensors TFLM's `details(i)` describes (its interpreter has no count)."""
+    n = 0
+    with quiet_stderr():
+        while True:
+            try:
+                details(n)
+            except IndexError:
+                return n
+            n += 1
+
+
+def random_ints(details, seed=0):
+    """A seeded random integer tensor for each of `details` (shape, dtype), over its whole range."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for d in details:
+        info = np.iinfo(d["dtype"])
+        out.append(rng.integers(info.min, info.max, d["shape"], dtype=d["dtype"], endpoint=True))
+    return out
+
+
+def tflm_run(path, runs):
+    """TFLM's reference kernels on a seeded random input: timings, the inputs, the outputs."""
+    from tflite_micro.python.tflite_micro import runtime
+
+    it = runtime.Interpreter.from_file(path)
+    xs = random_ints([it.get_input_details(i) for i in range(tflm_count(it.get_input_details))])
+
+    # TFLM's arena may reuse an input's bytes once it is read: set the inputs before each run.
+    def feed():
+        for i, x in enumerate(xs):
+            it.set_input(x, i)
+
+    feed()
+    it.invoke()
+    ys = [it.get_output(i) for i in range(tflm_count(it.get_output_details))]
+    return timed(it.invoke, runs, before=feed), xs, ys
+
+
+def litert_run(path, xs, runs):
+    """LiteRT's interpreter (one thread) on the inputs `xs`: timings and outputs."""
+    from ai_edge_litert.interpreter import Interpreter
+
+    it = Interpreter(model_path=path, num_threads=1)
+    it.allocate_tensors()
+
+    def feed():
+        for d, x in zip(it.get_input_details(), xs):
+            it.set_tensor(d["index"], x)
+
+    feed()
+    it.invoke()
+    ys = [it.get_tensor(d["index"]) for d in it.get_output_details()]
+    return timed(it.invoke, runs, before=feed), ys
+
+
+def max_step_diff(got, want):
+    return max(int(np.max(np.abs(g.astype(np.int64) - w.astype(np.int64)))) for g, w in zip(got, want))
+
+
+def save_vectors(folder, xs, ys):
+    os.makedirs(folder, exist_ok=True)
+    for prefix, ts in (("input", xs), ("output", ys)):
+        for i, t in enumerate(ts):
+            np.save(os.path.join(folder, f"{prefix}_{i}.npy"), t)
+
+
+def timing_rows(name, runtime, t):
+    return [(name, f"{runtime}_best_s", t["best_s"]), (name, f"{runtime}_median_s", t["median_s"])]
+
+
+def int8_refs(name, path, runs, vectors):
+    """TFLM and LiteRT on one int8 .tflite; the input and TFLM's outputs go to `vectors/name`."""
+    rows = []
+    try:
+        t, xs, want = tflm_run(path, runs)
+        rows += timing_rows(name, "tflm", t)
+        save_vectors(os.path.join(vectors, name), xs, want)
+    except Exception as e:
+        return [(name, "tflm_error", f"{type(e).__name__}: {e}")]
+    try:
+        t, got = litert_run(path, xs, runs)
+        rows += timing_rows(name, "litert", t)
+        rows.append((name, "litert_max_lsb_diff", max_step_diff(got, want)))
+    except Exception as e:
+        rows.append((name, "litert_error", f"{type(e).__name__}: {e}"))
+    return rows
+
+
+def float_refs(name, onnx_path, runs):
+    """onnxruntime and tinygrad on one float ONNX model."""
+    rows = []
+    model = onnx.load(onnx_path)
+    feeds = make_inputs(model)
+    want = None
+    try:
+        sess = ort_session(onnx_path)
+        want = sess.run(None, feeds)
+        rows += timing_rows(name, "ort", timed(lambda: sess.run(None, feeds), runs))
+    except Exception as e:  # a failing reference is reported, not fatal
+        rows.append((name, "ort_error", f"{type(e).__name__}: {e}"))
+    try:
+        t, got = tinygrad_run(model, feeds, max(5, runs // 10))
+        rows += timing_rows(name, "tinygrad", t) + [(name, "tinygrad_device", t["device"])]
+        if want is not None:
+            diff = max(float(np.max(np.abs(g - w))) for g, w in zip(got, want))
+            rows.append((name, "tinygrad_max_abs_diff", diff))
+    except Exception as e:
+        rows.append((name, "tinygrad_error", f"{type(e).__name__}: {e}"))
+    return rows
+
+
+def arena_rows(name, tflite):
+    try:
+        arena = tflm_arena(tflite)
+        return [(name, "tflm_arena", arena if arena is not None else "none")]
+    except Exception as e:
+        return [(name, "tflm_arena_error", f"{type(e).__name__}: {e}")]
+
+
 def main():
-    spec_path, out_path = sys.argv[1], sys.argv[2]
+    spec_path, out_path, vectors = sys.argv[1], sys.argv[2], sys.argv[3]
     import importlib.metadata as md
 
-    rows = [("-", f"{n}_version", md.version(n)) for n in ("onnxruntime", "tinygrad", "tflite-micro")]
+    names = ("onnxruntime", "tinygrad", "tflite-micro", "ai-edge-litert")
+    rows = [("-", f"{n}_version", md.version(n)) for n in names]
     for line in open(spec_path):
         if not line.strip():
             continue
-        name, onnx_path, tflite, runs = line.rstrip("\n").split("\t")
+        name, kind, path, tflite, runs = line.rstrip("\n").split("\t")
         runs = int(runs)
         print(f"references: {name}", file=sys.stderr, flush=True)
-        model = onnx.load(onnx_path)
-        feeds = make_inputs(model)
-        want = None
-        try:
-            sess = ort_session(onnx_path)
-            want = sess.run(None, feeds)
-            t = timed(lambda: sess.run(None, feeds), runs)
-            rows += [(name, "ort_best_s", t["best_s"]), (name, "ort_median_s", t["median_s"])]
-        except Exception as e:  # a failing reference is reported, not fatal
-            rows.append((name, "ort_error", f"{type(e).__name__}: {e}"))
-        try:
-            t, got = tinygrad_run(model, feeds, max(5, runs // 10))
-            rows += [(name, "tinygrad_best_s", t["best_s"]), (name, "tinygrad_median_s", t["median_s"]),
-                     (name, "tinygrad_device", t["device"])]
-            if want is not None:
-                diff = max(float(np.max(np.abs(g - w))) for g, w in zip(got, want))
-                rows.append((name, "tinygrad_max_abs_diff", diff))
-        except Exception as e:
-            rows.append((name, "tinygrad_error", f"{type(e).__name__}: {e}"))
+        if kind == "int8":
+            rows += int8_refs(name, path, runs, vectors)
+        else:
+            rows += float_refs(name, path, runs)
         if tflite != "-":
-            try:
-                arena = tflm_arena(tflite)
-                rows.append((name, "tflm_arena", arena if arena is not None else "none"))
-            except Exception as e:
-                rows.append((name, "tflm_error", f"{type(e).__name__}: {e}"))
+            rows += arena_rows(name, tflite)
     with open(out_path, "w") as f:
         for m, k, v in rows:
             v = str(v).replace("\t", " ").replace("\n", " ")
             f.write(f"{m}\t{k}\t{v}\n")
-
 
 if __name__ == "__main__":
     main()

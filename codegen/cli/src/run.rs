@@ -5,6 +5,7 @@ use super::model::{
     compile_gpu, compile_with_cost, read_inputs, write_outputs, Compiled, ModelArgs,
 };
 use anyhow::{bail, Context, Result};
+use kiln_codegen::dtype::Scalar;
 use kiln_codegen::target::Target;
 use kiln_codegen::tensor::Tensor;
 use kiln_codegen::tensorio;
@@ -138,50 +139,73 @@ impl Tolerance {
     };
 }
 
-/// One output's comparison: its verdict line and whether it passed.
-fn compare_one(got: &Tensor, want: &Tensor, tol: Tolerance) -> (String, bool) {
-    let n = got.numel();
-    let verdict = |bad: usize| {
-        if bad == 0 {
-            "ok".to_string()
-        } else {
-            format!("MISMATCH in {bad} of {n} elements")
-        }
-    };
-    if let (true, Some(g), Some(e)) = (got.dtype().is_int(), got.to_i64(), want.to_i64()) {
-        let diffs: Vec<u64> = g.iter().zip(&e).map(|(a, b)| a.abs_diff(*b)).collect();
-        let max = diffs.iter().copied().max().unwrap_or(0);
-        let bad = diffs.iter().filter(|&&d| d > tol.lsb).count();
-        let allowed = match tol.lsb {
-            0 => "exact".to_string(),
-            l => format!("at most {l} LSB"),
-        };
-        let line = format!(
-            "{}, largest difference {max} LSB ({allowed}): {}",
-            got.dtype(),
-            verdict(bad)
-        );
-        return (line, bad == 0);
-    }
-    let (g, e) = (got.to_f64(), want.to_f64());
-    let (mut max_abs, mut max_rel, mut bad) = (0f64, 0f64, 0usize);
-    for (a, b) in g.iter().zip(&e) {
-        let d = (a - b).abs();
-        max_abs = max_abs.max(d);
-        max_rel = max_rel.max(d / b.abs().max(f64::MIN_POSITIVE));
-        if d > tol.atol + tol.rtol * b.abs() || a.is_nan() != b.is_nan() {
-            bad += 1;
-        }
-    }
-    let line = format!(
-        "max abs error {max_abs:.3e}, max rel error {max_rel:.3e}: {}",
-        verdict(bad)
-    );
-    (line, bad == 0)
+/// How one output differs from its expected values.
+pub struct OutputDiff {
+    /// The largest absolute difference (in steps, LSBs, for an integer output).
+    pub max_abs: f64,
+    pub max_rel: f64,
+    /// Elements outside the tolerance.
+    pub bad: usize,
+    pub len: usize,
+    /// The output is integer and compared in steps.
+    pub integer: bool,
 }
 
-/// The per-output comparison with `expect`; true when every output matches.
-pub fn compare(c: &Compiled, outputs: &[Vec<u8>], expect: &Path, tol: Tolerance) -> Result<bool> {
+impl OutputDiff {
+    fn of(got: &Tensor, want: &Tensor, tol: Tolerance) -> OutputDiff {
+        let integer = got.dtype().is_int() && want.dtype().is_int();
+        let (g, e) = (got.to_f64(), want.to_f64());
+        let (mut max_abs, mut max_rel, mut bad) = (0f64, 0f64, 0usize);
+        for (a, b) in g.iter().zip(&e) {
+            let d = (a - b).abs();
+            max_abs = max_abs.max(d);
+            max_rel = max_rel.max(d / b.abs().max(f64::MIN_POSITIVE));
+            let out = match integer {
+                true => d > tol.lsb as f64,
+                false => d > tol.atol + tol.rtol * b.abs() || a.is_nan() != b.is_nan(),
+            };
+            bad += usize::from(out);
+        }
+        OutputDiff {
+            max_abs,
+            max_rel,
+            bad,
+            len: g.len(),
+            integer,
+        }
+    }
+
+    /// The verdict line: the largest difference and whether it is within `tol`.
+    fn line(&self, dtype: Scalar, tol: Tolerance) -> String {
+        let verdict = match self.bad {
+            0 => "ok".to_string(),
+            bad => format!("MISMATCH in {bad} of {} elements", self.len),
+        };
+        if self.integer {
+            let allowed = match tol.lsb {
+                0 => "exact".to_string(),
+                l => format!("at most {l} LSB"),
+            };
+            format!(
+                "{dtype}, largest difference {} LSB ({allowed}): {verdict}",
+                self.max_abs
+            )
+        } else {
+            format!(
+                "max abs error {:.3e}, max rel error {:.3e}: {verdict}",
+                self.max_abs, self.max_rel
+            )
+        }
+    }
+}
+
+/// Each of `outputs` against the `output_N` tensors in `expect`.
+pub fn output_diffs(
+    c: &Compiled,
+    outputs: &[Vec<u8>],
+    expect: &Path,
+    tol: Tolerance,
+) -> Result<Vec<OutputDiff>> {
     let want = tensorio::read_dir_tensors(expect, "output")
         .with_context(|| format!("reading expected outputs from {}", expect.display()))?;
     if want.len() != outputs.len() {
@@ -192,7 +216,7 @@ pub fn compare(c: &Compiled, outputs: &[Vec<u8>], expect: &Path, tol: Tolerance)
             want.len()
         );
     }
-    let mut all_ok = true;
+    let mut diffs = Vec::with_capacity(want.len());
     for (i, ((got, w), (name, dtype, shape))) in
         outputs.iter().zip(&want).zip(&c.outputs).enumerate()
     {
@@ -205,11 +229,18 @@ pub fn compare(c: &Compiled, outputs: &[Vec<u8>], expect: &Path, tol: Tolerance)
                 w.numel()
             );
         }
-        let (line, ok) = compare_one(&g, w, tol);
-        println!("output {i} ({name}): {line}");
-        all_ok &= ok;
+        diffs.push(OutputDiff::of(&g, w, tol));
     }
-    Ok(all_ok)
+    Ok(diffs)
+}
+
+/// The per-output comparison with `expect`, printed; true when every output matches.
+pub fn compare(c: &Compiled, outputs: &[Vec<u8>], expect: &Path, tol: Tolerance) -> Result<bool> {
+    let diffs = output_diffs(c, outputs, expect, tol)?;
+    for (i, (d, (name, dtype, _))) in diffs.iter().zip(&c.outputs).enumerate() {
+        println!("output {i} ({name}): {}", d.line(dtype.scalar, tol));
+    }
+    Ok(diffs.iter().all(|d| d.bad == 0))
 }
 
 /// The result of running a compiled model somewhere: outputs and per-step cost.

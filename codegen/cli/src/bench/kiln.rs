@@ -1,13 +1,15 @@
 //! Kiln's side of the benchmark: compile time, host latency, arena, and on the emulated board
-//! the instructions per inference and the image's flash and RAM.
+//! the instructions per inference and the image's flash and RAM; given a reference's inputs and
+//! outputs (an int8 model's TFLM vectors), how far Kiln's outputs are from them.
 
 use super::models::BenchModel;
 use super::BOARD;
 use crate::model::BeamCost;
-use crate::model::{compile, compile_with_cost, Compiled, ModelArgs};
-use crate::run::{run_on, target_for};
+use crate::model::{compile, compile_with_cost, read_inputs, Compiled, ModelArgs};
+use crate::run::{output_diffs, run_on, target_for, Tolerance};
 use anyhow::{Context, Result};
 use kiln_codegen::target::Target;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 /// What Kiln measured on one model.
@@ -20,6 +22,8 @@ pub struct KilnNumbers {
     pub bound: usize,
     pub weights: usize,
     pub kernels: usize,
+    /// The largest difference of the host's outputs from the reference outputs, when given.
+    pub host_diff: Option<f64>,
     pub board: Option<BoardNumbers>,
     pub board_error: Option<String>,
 }
@@ -29,9 +33,12 @@ pub struct BoardNumbers {
     pub instructions: u64,
     pub flash: usize,
     pub ram: usize,
+    /// The largest difference of the board's outputs from the reference outputs, when given.
+    pub diff: Option<f64>,
 }
 
-/// Deterministic inputs: f32 in [-1, 1) from a fixed linear congruential sequence.
+/// Deterministic inputs from a fixed linear congruential sequence: f32 in [-1, 1), and bytes
+/// over their whole range for 1-byte types (int8); zeros for other types.
 fn inputs_for(c: &Compiled) -> Vec<Vec<u8>> {
     let mut x: u64 = 0x2545_f491_4f6c_dd1d;
     c.inputs
@@ -44,11 +51,13 @@ fn inputs_for(c: &Compiled) -> Vec<Vec<u8>> {
                 x = x
                     .wrapping_mul(6_364_136_223_846_793_005)
                     .wrapping_add(1_442_695_040_888_963_407);
-                if size == 4 {
-                    let v = ((x >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0;
-                    out.extend_from_slice(&v.to_le_bytes());
-                } else {
-                    out.extend(std::iter::repeat_n(0u8, size));
+                match size {
+                    4 => {
+                        let v = ((x >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0;
+                        out.extend_from_slice(&v.to_le_bytes());
+                    }
+                    1 => out.push((x >> 56) as u8),
+                    _ => out.extend(std::iter::repeat_n(0u8, size)),
                 }
             }
             out
@@ -65,16 +74,19 @@ fn best_and_median(mut v: Vec<Duration>) -> (Duration, Duration) {
 }
 
 /// Compiles `m` for the host (timed, without search), runs it `runs` times there and, with
-/// `board`, once on the emulated board.
+/// `board`, once on the emulated board. With `vectors` (a folder of `input_N` and `output_N`
+/// tensors) it runs on those inputs and measures how far its outputs are from those outputs;
+/// else on [`inputs_for`].
 pub fn measure_kiln(
     m: &BenchModel,
     runs: usize,
     board: bool,
     beam: usize,
     board_beam: bool,
+    vectors: Option<&Path>,
 ) -> Result<KilnNumbers> {
     let mut args = ModelArgs {
-        model: m.onnx.clone(),
+        model: m.model.clone(),
         shapes: vec![],
         beam: 0,
     };
@@ -86,11 +98,14 @@ pub fn measure_kiln(
         args.beam = beam;
         c = compile(&args, &Target::host())?;
     }
-    let inputs = inputs_for(&c);
-    let mut k = measure_host(&c, &inputs, runs)?;
+    let inputs = match vectors {
+        Some(dir) => read_inputs(dir, &c)?,
+        None => inputs_for(&c),
+    };
+    let mut k = measure_host(&c, &inputs, runs, vectors)?;
     k.compile = compile_time;
     if board {
-        match measure_board(ModelArgs { beam, ..args }, board_beam, &inputs)? {
+        match measure_board(ModelArgs { beam, ..args }, board_beam, &inputs, vectors)? {
             Ok(b) => k.board = Some(b),
             Err(e) => k.board_error = Some(e),
         }
@@ -98,9 +113,23 @@ pub fn measure_kiln(
     Ok(k)
 }
 
+/// The largest difference of `outputs` from the `output_N` tensors in `vectors`, when given.
+fn max_diff(c: &Compiled, outputs: &[Vec<u8>], vectors: Option<&Path>) -> Result<Option<f64>> {
+    let Some(dir) = vectors else {
+        return Ok(None);
+    };
+    let diffs = output_diffs(c, outputs, dir, Tolerance::DEFAULT)?;
+    Ok(Some(diffs.iter().map(|d| d.max_abs).fold(0.0, f64::max)))
+}
+
 /// Runs the host bundle `c` `runs` times through the firmware executor; the numbers of its
-/// report and its best and median latency.
-fn measure_host(c: &Compiled, inputs: &[Vec<u8>], runs: usize) -> Result<KilnNumbers> {
+/// report, its best and median latency, and its outputs' difference from `vectors`'.
+fn measure_host(
+    c: &Compiled,
+    inputs: &[Vec<u8>],
+    runs: usize,
+    vectors: Option<&Path>,
+) -> Result<KilnNumbers> {
     let dir = tempfile::tempdir().context("a temporary folder for the bundle")?;
     c.bundle.write(dir.path())?;
     let lib = kiln_runners::host::compile(dir.path())?;
@@ -114,16 +143,19 @@ fn measure_host(c: &Compiled, inputs: &[Vec<u8>], runs: usize) -> Result<KilnNum
         bound: r.arena_lower_bound,
         weights: r.weight_bytes,
         kernels: r.steps.len(),
+        host_diff: max_diff(c, &run.outputs, vectors)?,
         ..KilnNumbers::default()
     })
 }
 
-/// Compiles the model for [`BOARD`] and runs it there once: its numbers, or the run's error
-/// as text (a failed compile is an error of the benchmark).
+/// Compiles the model for [`BOARD`] and runs it there once: its numbers (with its outputs'
+/// difference from `vectors`'), or the run's error as text (a failed compile is an error of the
+/// benchmark).
 fn measure_board(
     args: ModelArgs,
     board_beam: bool,
     inputs: &[Vec<u8>],
+    vectors: Option<&Path>,
 ) -> Result<Result<BoardNumbers, String>> {
     // The board has no float vectors: its kernels are plain C, with their opts searched
     // by the board's instructions (`--board-beam`) or the hand-coded ones.
@@ -135,14 +167,15 @@ fn measure_board(
         )?,
         false => compile(&ModelArgs { beam: 0, ..args }, &target_for(BOARD))?,
     };
-    Ok(run_on(BOARD, &c, inputs, kiln_runners::board::Io::Files)
-        .map(|ran| {
-            let (flash, ram) = ran.image.unwrap_or((0, 0));
-            BoardNumbers {
-                instructions: ran.step_cost.iter().sum::<f64>() as u64,
-                flash,
-                ram,
-            }
-        })
-        .map_err(|e| format!("{e:#}")))
+    let ran = match run_on(BOARD, &c, inputs, kiln_runners::board::Io::Files) {
+        Ok(ran) => ran,
+        Err(e) => return Ok(Err(format!("{e:#}"))),
+    };
+    let (flash, ram) = ran.image.unwrap_or((0, 0));
+    Ok(Ok(BoardNumbers {
+        instructions: ran.step_cost.iter().sum::<f64>() as u64,
+        flash,
+        ram,
+        diff: max_diff(&c, &ran.outputs, vectors)?,
+    }))
 }

@@ -1,12 +1,16 @@
 //! `kiln bench`: Kiln on the MLPerf Tiny float models and a ResNet block, side by side with
-//! onnxruntime (one thread), tinygrad 0.9.1 (CLANG) and TensorFlow Lite Micro, in one run.
+//! onnxruntime (one thread), tinygrad 0.9.1 (CLANG) and TensorFlow Lite Micro, and on the MLPerf
+//! Tiny int8 TFLite models side by side with TFLM's reference kernels and LiteRT (one thread), in
+//! one run.
 //!
 //! Kiln's side is measured here: compile time, host latency (best and median of repeated whole
 //! inferences through the firmware executor), arena and liveness bound, and on the emulated
-//! Cortex-M4 board the instructions per inference and the image's flash and RAM. The reference
-//! side comes from `scripts/bench_refs.py` in the environment `scripts/setup-bench.sh` makes.
-//! The results go to `OUT/bench.md` (a Markdown table), `OUT/bench.svg` (a plot) and
-//! `OUT/bench.tsv` (every number, one per line).
+//! Cortex-M4 board the instructions per inference and the image's flash and RAM; on an int8
+//! model, also how far its outputs are from TFLM's on the same input. The reference side comes
+//! from `scripts/bench_refs.py` in the environment `scripts/setup-bench.sh` makes. The results go
+//! to `OUT/bench.md` (a Markdown table per kind of model), `OUT/bench.svg` (a plot of the float
+//! models) and `OUT/bench.tsv` (every number, one per line); a run replaces the tables and
+//! numbers of the kinds of model it measured there and keeps the others'.
 //!
 //! [`kiln`] measures Kiln, [`refs`] gathers the references' numbers, [`report`] and [`plot`]
 //! write them out; [`models`] names the benchmarked models.
@@ -19,9 +23,9 @@ mod report;
 mod table;
 
 use anyhow::{bail, Context, Result};
-use models::BenchModel;
+use models::{BenchModel, Kind};
 use refs::Refs;
-use report::{Row, README_END, README_START};
+use report::{Row, Tables, README_END, README_START};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -46,16 +50,19 @@ pub struct Args {
     /// Folder the table, plot and raw numbers are written into.
     #[arg(long, default_value = "results")]
     out: PathBuf,
-    /// Timed host inferences per model (Kiln and onnxruntime; tinygrad gets a tenth, at least 5).
+    /// Timed host inferences per model (Kiln, onnxruntime, TFLM and LiteRT; tinygrad gets a
+    /// tenth, at least 5).
     #[arg(long, default_value_t = 200)]
     runs: usize,
-    /// Only these models (repeatable): kws, vww, ic, ad, str_ww, resnet_block.
+    /// Only these models (repeatable): the float kws, vww, ic, ad, str_ww, resnet_block; the
+    /// int8 kws_int8, vww_int8, ic_int8, ad_int8, str_ww_int8; or `float`, `int8` for all of a
+    /// kind. The tables of the kinds not run are kept in `--out` and `--readme`.
     #[arg(long)]
     only: Vec<String>,
     /// Skip the emulated board (instructions, flash and RAM).
     #[arg(long)]
     no_board: bool,
-    /// Skip the references (onnxruntime, tinygrad, TFLM) and their Python environment.
+    /// Skip the references (onnxruntime, tinygrad, TFLM, LiteRT) and their Python environment.
     #[arg(long)]
     no_refs: bool,
     /// BEAM search width for Kiln's kernels (0: the hand-coded opts); searches are cached.
@@ -65,7 +72,7 @@ pub struct Args {
     /// (default: the host's searched kernels, the host column's).
     #[arg(long)]
     board_beam: bool,
-    /// Replace the table between the `bench` markers of this README with the new one.
+    /// Replace the tables between the `bench` markers of this README with the new ones.
     #[arg(long)]
     readme: Option<PathBuf>,
 }
@@ -78,66 +85,83 @@ pub fn run(a: Args) -> Result<ExitCode> {
     let all = models::models(&dir);
     let list = select(&all, &a.only)?;
     std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
+    // The int8 models' input and TFLM's outputs on it, from the references.
+    let vectors = tempfile::tempdir().context("a temporary folder for the int8 vectors")?;
     let refs = if a.no_refs {
         Refs::new()
     } else {
-        refs::run_refs(&list, a.runs)?
+        refs::run_refs(&list, a.runs, vectors.path())?
     };
-    let rows = measure_rows(list, &refs, &a)?;
-    let table = table::markdown(&rows, &refs, a.runs, a.beam, a.board_beam);
-    write_results(&a, &rows, &table)?;
+    let rows = measure_rows(list, &refs, vectors.path(), &a)?;
+    let (float, int8): (Vec<Row>, Vec<Row>) =
+        rows.into_iter().partition(|r| r.m.kind == Kind::Float);
+    let tables = Tables {
+        float: (!float.is_empty())
+            .then(|| table::markdown(&float, &refs, a.runs, a.beam, a.board_beam)),
+        int8: (!int8.is_empty())
+            .then(|| table::int8_markdown(&int8, &refs, a.runs, a.beam, a.board_beam)),
+    };
+    println!("{}", tables.text());
+    let written = write_results(&a, &all, &float, &int8, &tables)?;
     if let Some(path) = &a.readme {
-        update_readme(path, &table)?;
+        update_readme(path, tables)?;
     }
-    println!("{table}");
-    println!(
-        "wrote {}, {} and {}",
-        a.out.join("bench.md").display(),
-        a.out.join("bench.svg").display(),
-        a.out.join("bench.tsv").display()
-    );
+    let written: Vec<String> = written.iter().map(|p| p.display().to_string()).collect();
+    println!("wrote {}", written.join(", "));
     Ok(ExitCode::SUCCESS)
 }
 
-/// The models `--only` names (all of them without it), each checked to exist.
+/// The models `--only` names, by name or kind (all of them without it), each checked to exist.
 fn select<'a>(all: &'a [BenchModel], only: &[String]) -> Result<Vec<&'a BenchModel>> {
     let list: Vec<&BenchModel> = all
         .iter()
-        .filter(|m| only.is_empty() || only.iter().any(|o| o == m.name))
+        .filter(|m| only.is_empty() || only.iter().any(|o| o == m.name || o == m.kind.name()))
         .collect();
     if list.is_empty() {
+        let known: Vec<&str> = all.iter().map(|m| m.name).collect();
         bail!(
-            "no model matches --only {:?} (known: kws, vww, ic, ad, str_ww, resnet_block)",
-            only
+            "no model matches --only {:?} (known: {}, or float, int8)",
+            only,
+            known.join(", ")
         );
     }
     for m in &list {
-        if !m.onnx.exists() {
+        if !m.model.exists() {
             bail!(
                 "model {} not found at {} (set --models)",
                 m.name,
-                m.onnx.display()
+                m.model.display()
             );
         }
     }
     Ok(list)
 }
 
-/// Measures Kiln on each model and sets its numbers beside the references'.
-fn measure_rows<'a>(list: Vec<&'a BenchModel>, refs: &Refs, a: &Args) -> Result<Vec<Row<'a>>> {
+/// Measures Kiln on each model and sets its numbers beside the references'; a model with
+/// vectors in `vectors/<name>` runs on their inputs and is checked against their outputs.
+fn measure_rows<'a>(
+    list: Vec<&'a BenchModel>,
+    refs: &Refs,
+    vectors: &Path,
+    a: &Args,
+) -> Result<Vec<Row<'a>>> {
     let tflm_sizes = refs::parse_tflm_sizes(refs::TFLM_SIZES);
     let mut rows = Vec::new();
     for m in list {
         eprintln!("kiln: {}", m.name);
-        let k = kiln::measure_kiln(m, a.runs, !a.no_board, a.beam, a.board_beam)
+        let v = vectors.join(m.name);
+        let v = v.is_dir().then_some(v.as_path());
+        let k = kiln::measure_kiln(m, a.runs, !a.no_board, a.beam, a.board_beam, v)
             .with_context(|| format!("benchmarking {}", m.name))?;
         let measured = refs::num(refs, m.name, "tflm_arena").map(|t| (t as usize, ""));
         let tflm = measured.or(m.published_tflm.map(|t| (t, "*")));
         rows.push(Row {
             m,
             k,
-            ort_us: refs::num(refs, m.name, "ort_best_s").map(|s| s * 1e6),
-            tinygrad_us: refs::num(refs, m.name, "tinygrad_best_s").map(|s| s * 1e6),
+            ort_us: refs::best_us(refs, m.name, "ort"),
+            tinygrad_us: refs::best_us(refs, m.name, "tinygrad"),
+            tflm_us: refs::best_us(refs, m.name, "tflm"),
+            litert_us: refs::best_us(refs, m.name, "litert"),
             tflm,
             tflm_image: tflm_sizes.get(m.name).cloned(),
         });
@@ -145,20 +169,52 @@ fn measure_rows<'a>(list: Vec<&'a BenchModel>, refs: &Refs, a: &Args) -> Result<
     Ok(rows)
 }
 
-/// Writes `bench.md`, `bench.svg` and `bench.tsv` into `--out`.
-fn write_results(a: &Args, rows: &[Row], table: &str) -> Result<()> {
+/// Writes `bench.md` (`tables`, with those of the kinds not run kept from the one there),
+/// `bench.svg` (the float rows, when there are some) and `bench.tsv` (the numbers of `float`
+/// and `int8`, with those there of the models of kinds not run) into `--out`; the files written.
+fn write_results(
+    a: &Args,
+    all: &[BenchModel],
+    float: &[Row],
+    int8: &[Row],
+    tables: &Tables,
+) -> Result<Vec<PathBuf>> {
     let md = a.out.join("bench.md");
-    std::fs::write(&md, table).with_context(|| format!("writing {}", md.display()))?;
-    std::fs::write(a.out.join("bench.svg"), plot::svg(rows))?;
-    std::fs::write(a.out.join("bench.tsv"), report::tsv(rows))?;
-    Ok(())
+    let old = read_if_there(&md)?;
+    let merged = tables.clone().or(Tables::parse(&old));
+    std::fs::write(&md, merged.text()).with_context(|| format!("writing {}", md.display()))?;
+    let mut written = vec![md];
+    if !float.is_empty() {
+        let svg = a.out.join("bench.svg");
+        std::fs::write(&svg, plot::svg(float))
+            .with_context(|| format!("writing {}", svg.display()))?;
+        written.push(svg);
+    }
+    let tsv = a.out.join("bench.tsv");
+    let ran: Vec<Kind> = float.iter().chain(int8).map(|r| r.m.kind).collect();
+    let replaced = |model: &str| all.iter().any(|m| m.name == model && ran.contains(&m.kind));
+    let new = report::tsv(float) + &report::tsv(int8);
+    let text = report::merge_tsv(&read_if_there(&tsv)?, &new, |m| !replaced(m));
+    std::fs::write(&tsv, text).with_context(|| format!("writing {}", tsv.display()))?;
+    written.push(tsv);
+    Ok(written)
 }
 
-/// Replaces the table between the bench markers of the README at `path`.
-fn update_readme(path: &Path, table: &str) -> Result<()> {
+/// The text of `path`, or nothing when there is no such file.
+fn read_if_there(path: &Path) -> Result<String> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => Ok(text),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(String::new()),
+        Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
+    }
+}
+
+/// Replaces the tables between the bench markers of the README at `path` by `tables`' (keeping
+/// a kind's that `tables` lacks).
+fn update_readme(path: &Path, tables: Tables) -> Result<()> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    let Some(new) = report::splice_readme(&text, table) else {
+    let Some(new) = report::splice_readme(&text, tables) else {
         bail!(
             "{} has no {README_START} … {README_END} markers",
             path.display()

@@ -1,4 +1,4 @@
-//! The references' side of the benchmark: onnxruntime, tinygrad and TFLM numbers from
+//! The references' side of the benchmark: onnxruntime, tinygrad, TFLM and LiteRT numbers from
 //! `scripts/bench_refs.py`, and TFLM's image sizes from `scripts/tflm_sizes.tsv`.
 
 use super::models::{repo_root, BenchModel};
@@ -11,8 +11,9 @@ use std::process::Command;
 /// The references' numbers: model → key → value.
 pub type Refs = BTreeMap<String, BTreeMap<String, String>>;
 
-/// Sets up the references' Python environment and runs `scripts/bench_refs.py` on `list`.
-pub fn run_refs(list: &[&BenchModel], runs: usize) -> Result<Refs> {
+/// Sets up the references' Python environment and runs `scripts/bench_refs.py` on `list`; an
+/// int8 model's input and TFLM's outputs on it go to `vectors/<name>/`.
+pub fn run_refs(list: &[&BenchModel], runs: usize, vectors: &Path) -> Result<Refs> {
     let root = repo_root();
     let setup = root.join("scripts/setup-bench.sh");
     run_checked(Command::new("bash").arg(&setup), &setup, &setup)?;
@@ -24,7 +25,11 @@ pub fn run_refs(list: &[&BenchModel], runs: usize) -> Result<Refs> {
     let py = root.join(".venv-bench/bin/python");
     let script = root.join("scripts/bench_refs.py");
     run_checked(
-        Command::new(&py).arg(&script).arg(&spec).arg(&result),
+        Command::new(&py)
+            .arg(&script)
+            .arg(&spec)
+            .arg(&result)
+            .arg(vectors),
         &py,
         &script,
     )?;
@@ -44,7 +49,7 @@ fn run_checked(cmd: &mut Command, program: &Path, script: &Path) -> Result<()> {
     Ok(())
 }
 
-/// The script's input: one `name, onnx, tflite (or -), runs` line per model.
+/// The script's input: one `name, kind, model, tflite (or -), runs` line per model.
 fn spec_text(list: &[&BenchModel], runs: usize) -> Result<String> {
     let mut text = String::new();
     for m in list {
@@ -55,9 +60,10 @@ fn spec_text(list: &[&BenchModel], runs: usize) -> Result<String> {
             .unwrap_or_else(|| "-".into());
         writeln!(
             text,
-            "{}\t{}\t{}\t{}",
+            "{}\t{}\t{}\t{}\t{}",
             m.name,
-            m.onnx.display(),
+            m.kind.name(),
+            m.model.display(),
             tflite,
             runs
         )?;
@@ -82,6 +88,11 @@ pub fn parse_refs(text: &str) -> Refs {
 /// The number under `key` for `model`, if there is one.
 pub fn num(refs: &Refs, model: &str, key: &str) -> Option<f64> {
     refs.get(model)?.get(key)?.parse().ok()
+}
+
+/// `runtime`'s best latency on `model` in µs (its `<runtime>_best_s`), if it ran.
+pub fn best_us(refs: &Refs, model: &str, runtime: &str) -> Option<f64> {
+    num(refs, model, &format!("{runtime}_best_s")).map(|s| s * 1e6)
 }
 
 /// TFLM's image of the same float model on the board (flash and RAM counted as Kiln's image is),
@@ -122,27 +133,32 @@ pub const TFLM_MEASURED: &str =
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bench::models::Kind;
 
     #[test]
     fn reads_the_reference_numbers() {
         let refs = parse_refs("ic\tort_best_s\t0.001\nic\tort_error\tboom: x\ty\n");
         assert_eq!(num(&refs, "ic", "ort_best_s"), Some(0.001));
+        assert_eq!(best_us(&refs, "ic", "ort"), Some(1000.0));
+        assert_eq!(best_us(&refs, "ic", "tflm"), None);
         assert_eq!(refs["ic"]["ort_error"], "boom: x\ty");
         assert_eq!(num(&refs, "kws", "ort_best_s"), None);
     }
 
     #[test]
     fn writes_one_spec_line_per_model() {
-        let m = |name, tflite: Option<&str>| BenchModel {
-            name,
-            onnx: format!("{name}.onnx").into(),
+        let m = |name, kind, model: &str, tflite: Option<&str>| BenchModel {
+            model: model.into(),
             tflite: tflite.map(Into::into),
-            published_tflm: None,
+            ..BenchModel::named(name, kind)
         };
-        let (ad, kws) = (m("ad", Some("ad.tflite")), m("kws", None));
+        let ad = m("ad", Kind::Float, "ad.onnx", Some("ad.tflite"));
+        let kws = m("kws", Kind::Float, "kws.onnx", None);
+        let ad8 = m("ad_int8", Kind::Int8, "ad8.tflite", Some("ad8.tflite"));
         assert_eq!(
-            spec_text(&[&ad, &kws], 7).unwrap(),
-            "ad\tad.onnx\tad.tflite\t7\nkws\tkws.onnx\t-\t7\n"
+            spec_text(&[&ad, &kws, &ad8], 7).unwrap(),
+            "ad\tfloat\tad.onnx\tad.tflite\t7\nkws\tfloat\tkws.onnx\t-\t7\n\
+             ad_int8\tint8\tad8.tflite\tad8.tflite\t7\n"
         );
     }
 

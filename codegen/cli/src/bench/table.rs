@@ -1,136 +1,280 @@
-//! The benchmark's Markdown table: how each side was measured, a row per model with its
-//! ratios against the targets, and the notes under it.
+//! The benchmark's Markdown tables, the float models' and the int8 models': how each side was
+//! measured, a row per model with its ratios against the targets, and the notes under it.
 
+use super::models::Kind;
 use super::refs::{Refs, TFLM_MEASURED};
 use super::report::{mark, opt, thousands, Row};
 use super::{BOARD, TARGET_COMPILE_S, TARGET_VS_ORT, TARGET_VS_TFLM, TARGET_VS_TINYGRAD};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-/// The table of `rows`, with what was measured above it and the notes and errors below.
+/// The float models' table of `rows`, with what was measured above it and the notes and
+/// errors below.
 pub fn markdown(rows: &[Row], refs: &Refs, runs: usize, beam: usize, board_beam: bool) -> String {
     let mut s = preamble(refs, runs, beam);
-    s += &table(rows);
+    s += &table(rows, FLOAT_LATENCY, float_latency);
     s += &notes(rows, beam, board_beam);
     s += &errors(rows, refs);
     s
 }
 
-/// How each side was measured, and the targets.
-fn preamble(refs: &Refs, runs: usize, beam: usize) -> String {
-    let mut s = String::new();
-    let v = |k: &str| {
-        refs.get("-")
-            .and_then(|m| m.get(k))
-            .cloned()
-            .unwrap_or_else(|| "not run".into())
-    };
-    let _ = writeln!(
-        s,
-        "Host latency: best of {runs} whole inferences, one thread (Kiln: its C at `{}` through \
-         the firmware executor, kernel opts {}; onnxruntime {}: 1 intra-op thread; tinygrad {}: CLANG, JIT, best of \
-         max(5, {runs}/10)). Ratios: Kiln ÷ onnxruntime (target ≤ {TARGET_VS_ORT}), tinygrad ÷ \
-         Kiln (target ≥ {TARGET_VS_TINYGRAD}), arena ÷ TFLM's smallest (tflite-micro {}; target \
-         ≤ {TARGET_VS_TFLM}). Board: {BOARD} (Cortex-M4F under QEMU), instructions in the \
-         kernels per inference, image flash (text + rodata) and static RAM, each against TFLM's \
-         image of the same model (Kiln ÷ TFLM).\n",
+/// The int8 models' table of `rows`, with its caption, notes and errors.
+pub fn int8_markdown(
+    rows: &[Row],
+    refs: &Refs,
+    runs: usize,
+    beam: usize,
+    board_beam: bool,
+) -> String {
+    let mut s = int8_preamble(refs, runs, beam);
+    s += &table(rows, INT8_LATENCY, int8_latency);
+    s += &int8_notes(rows, refs, beam, board_beam);
+    s += &errors(rows, refs);
+    s
+}
+
+/// A reference's version from the script's `-` lines.
+fn version(refs: &Refs, package: &str) -> String {
+    refs.get("-")
+        .and_then(|m| m.get(&format!("{package}_version")))
+        .cloned()
+        .unwrap_or_else(|| "not run".into())
+}
+
+/// How Kiln's host latency was measured.
+fn kiln_host(beam: usize) -> String {
+    format!(
+        "its C at `{}` through the firmware executor, kernel opts {}",
         kiln_runners::host::HOST_OPT,
         if beam > 0 {
             format!("from a BEAM search of width {beam}")
         } else {
             "hand-coded".to_string()
-        },
-        v("onnxruntime_version"),
-        v("tinygrad_version"),
-        v("tflite-micro_version"),
+        }
+    )
+}
+
+/// What the board columns are.
+const BOARD_COLUMNS: &str = "(Cortex-M4F under QEMU), instructions in the kernels per \
+     inference, image flash (text + rodata) and static RAM, each against TFLM's image of the same \
+     model (Kiln ÷ TFLM).";
+
+/// How each side was measured, and the targets.
+fn preamble(refs: &Refs, runs: usize, beam: usize) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "Host latency: best of {runs} whole inferences, one thread (Kiln: {}; onnxruntime {}: 1 \
+         intra-op thread; tinygrad {}: CLANG, JIT, best of max(5, {runs}/10)). Ratios: Kiln ÷ \
+         onnxruntime (target ≤ {TARGET_VS_ORT}), tinygrad ÷ Kiln (target ≥ \
+         {TARGET_VS_TINYGRAD}), arena ÷ TFLM's smallest (tflite-micro {}; target ≤ \
+         {TARGET_VS_TFLM}). Board: {BOARD} {BOARD_COLUMNS}\n",
+        kiln_host(beam),
+        version(refs, "onnxruntime"),
+        version(refs, "tinygrad"),
+        version(refs, "tflite-micro"),
     );
     s
 }
 
-/// The header and a row per model.
-fn table(rows: &[Row]) -> String {
+/// How the int8 models were measured.
+fn int8_preamble(refs: &Refs, runs: usize, beam: usize) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "| model | compile s | Kiln µs | onnxruntime µs | Kiln/ORT | tinygrad µs | tinygrad/Kiln \
-         | arena B | liveness bound B | TFLM arena B | arena/TFLM | M4 instructions | flash B \
-         | TFLM flash B | flash/TFLM | RAM B | TFLM RAM B | RAM/TFLM |"
+        "int8: the MLPerf Tiny int8 TFLite models, each compiled by Kiln from the .tflite \
+         itself and run by every side on the same seeded random int8 input. Host latency: best \
+         of {runs} whole inferences, one thread (Kiln: {}; TFLM: tflite-micro {}, its reference \
+         kernels through the package's Python interpreter, `invoke()` timed; LiteRT: \
+         ai-edge-litert {}, its interpreter with `num_threads=1` and its default CPU kernels \
+         (the XNNPACK delegate), `invoke()` timed). Ratios: Kiln ÷ TFLM and Kiln ÷ LiteRT, \
+         arena ÷ TFLM's smallest (no targets are set for int8). = TFLM: Kiln's outputs on the \
+         host and on the board against TFLM's on that input, ✓ where every element is equal, \
+         else the largest difference in steps (LSB). Board: {BOARD} {BOARD_COLUMNS}\n",
+        kiln_host(beam),
+        version(refs, "tflite-micro"),
+        version(refs, "ai-edge-litert"),
     );
-    let _ = writeln!(
-        s,
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
-    );
+    s
+}
+
+/// The float table's latency columns, after Kiln's.
+const FLOAT_LATENCY: &[&str] = &["onnxruntime µs", "Kiln/ORT", "tinygrad µs", "tinygrad/Kiln"];
+
+/// The int8 table's latency columns, after Kiln's, and its check against TFLM.
+const INT8_LATENCY: &[&str] = &["TFLM µs", "Kiln/TFLM", "LiteRT µs", "Kiln/LiteRT", "= TFLM"];
+
+/// The columns after the latencies, in both tables.
+const MEMORY_COLUMNS: &[&str] = &[
+    "arena B",
+    "liveness bound B",
+    "TFLM arena B",
+    "arena/TFLM",
+    "M4 instructions",
+    "flash B",
+    "TFLM flash B",
+    "flash/TFLM",
+    "RAM B",
+    "TFLM RAM B",
+    "RAM/TFLM",
+];
+
+/// The header and a row per model: name, compile time and Kiln's latency, the `latency`
+/// columns (a row's cells from `cells`), then the memory and board columns.
+fn table(rows: &[Row], latency: &[&str], cells: fn(&Row) -> Vec<String>) -> String {
+    let header: Vec<&str> = ["model", "compile s", "Kiln µs"]
+        .iter()
+        .chain(latency)
+        .chain(MEMORY_COLUMNS)
+        .copied()
+        .collect();
+    let mut s = markdown_row(&header);
+    let align: Vec<&str> = std::iter::once("---")
+        .chain(std::iter::repeat_n("---:", header.len() - 1))
+        .collect();
+    s += &format!("|{}|\n", align.join("|"));
     for r in rows {
-        s += &table_row(r);
+        let compile = r.k.compile.as_secs_f64();
+        let mut row = vec![
+            r.m.name.to_string(),
+            format!("{compile:.2}{}", mark(compile <= TARGET_COMPILE_S)),
+            format!("{:.1}", r.kiln_us()),
+        ];
+        row.extend(cells(r));
+        row.extend(memory_cells(r));
+        s += &markdown_row(&row);
     }
     s
 }
 
-/// One model's line of the table.
-fn table_row(r: &Row) -> String {
-    let mut s = String::new();
+/// `| a | b | … |` and a newline.
+fn markdown_row<T: AsRef<str>>(cells: &[T]) -> String {
+    let cells: Vec<&str> = cells.iter().map(AsRef::as_ref).collect();
+    format!("| {} |\n", cells.join(" | "))
+}
+
+/// A ratio with two decimals, and with `target` (is the ratio met) its mark.
+fn ratio(x: Option<f64>, target: Option<fn(f64) -> bool>) -> String {
+    opt(x, |x| {
+        format!("{x:.2}×{}", target.map_or("", |met| mark(met(x))))
+    })
+}
+
+/// A latency in µs with one decimal.
+fn micros(x: Option<f64>) -> String {
+    opt(x, |x| format!("{x:.1}"))
+}
+
+/// A float row's onnxruntime and tinygrad columns.
+fn float_latency(r: &Row) -> Vec<String> {
+    vec![
+        micros(r.ort_us),
+        ratio(r.vs_ort(), Some(|x| x <= TARGET_VS_ORT)),
+        micros(r.tinygrad_us),
+        ratio(r.vs_tinygrad(), Some(|x| x >= TARGET_VS_TINYGRAD)),
+    ]
+}
+
+/// An int8 row's TFLM and LiteRT columns, and how far Kiln's outputs are from TFLM's.
+fn int8_latency(r: &Row) -> Vec<String> {
+    vec![
+        micros(r.tflm_us),
+        ratio(r.kiln_over(r.tflm_us), None),
+        micros(r.litert_us),
+        ratio(r.kiln_over(r.litert_us), None),
+        opt(r.diff_vs_tflm(), |d| match d {
+            0.0 => "✓".to_string(),
+            d => format!("{d} LSB"),
+        }),
+    ]
+}
+
+/// The arena, the board's numbers and TFLM's beside them. The arena target is the float
+/// models'.
+fn memory_cells(r: &Row) -> Vec<String> {
     let k = &r.k;
-    let compile = k.compile.as_secs_f64();
-    let _ = writeln!(
-            s,
-            "| {} | {:.2}{} | {:.1} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-            r.m.name,
-            compile,
-            mark(compile <= TARGET_COMPILE_S),
-            r.kiln_us(),
-            opt(r.ort_us, |x| format!("{x:.1}")),
-            opt(r.vs_ort(), |x| format!(
-                "{x:.2}×{}",
-                mark(x <= TARGET_VS_ORT)
-            )),
-            opt(r.tinygrad_us, |x| format!("{x:.1}")),
-            opt(r.vs_tinygrad(), |x| format!(
-                "{x:.2}×{}",
-                mark(x >= TARGET_VS_TINYGRAD)
-            )),
-            thousands(k.arena as u64),
-            thousands(k.bound as u64),
-            opt(r.tflm, |(t, src)| format!("{}{src}", thousands(t as u64))),
-            opt(r.vs_tflm(), |x| format!(
-                "{x:.2}×{}",
-                mark(x <= TARGET_VS_TFLM)
-            )),
-            opt(k.board.as_ref(), |b| thousands(b.instructions)),
-            opt(k.board.as_ref(), |b| thousands(b.flash as u64)),
-            opt(r.tflm_image.as_ref(), |t| thousands(t.flash as u64)),
-            opt(r.image_vs_tflm(), |(f, _)| format!("{f:.2}×")),
-            opt(k.board.as_ref(), |b| thousands(b.ram as u64)),
-            opt(r.tflm_image.as_ref(), |t| thousands(t.ram as u64)),
-            opt(r.image_vs_tflm(), |(_, m)| format!("{m:.2}×")),
-        );
-    s
+    let arena_target: Option<fn(f64) -> bool> = match r.m.kind {
+        Kind::Float => Some(|x| x <= TARGET_VS_TFLM),
+        Kind::Int8 => None,
+    };
+    vec![
+        thousands(k.arena as u64),
+        thousands(k.bound as u64),
+        opt(r.tflm, |(t, src)| format!("{}{src}", thousands(t as u64))),
+        ratio(r.vs_tflm(), arena_target),
+        opt(k.board.as_ref(), |b| thousands(b.instructions)),
+        opt(k.board.as_ref(), |b| thousands(b.flash as u64)),
+        opt(r.tflm_image.as_ref(), |t| thousands(t.flash as u64)),
+        opt(r.image_vs_tflm(), |(f, _)| format!("{f:.2}×")),
+        opt(k.board.as_ref(), |b| thousands(b.ram as u64)),
+        opt(r.tflm_image.as_ref(), |t| thousands(t.ram as u64)),
+        opt(r.image_vs_tflm(), |(_, m)| format!("{m:.2}×")),
+    ]
+}
+
+/// The note on the published TFLM arenas, where a row has one.
+fn published_note(rows: &[Row]) -> String {
+    if rows
+        .iter()
+        .any(|r| r.tflm.is_some_and(|(_, src)| !src.is_empty()))
+    {
+        "\nTFLM arenas marked * are the published measurements (the Python package could not be \
+         run here).\n"
+            .to_string()
+    } else {
+        String::new()
+    }
+}
+
+/// Which opts the board's plain C kernels ran.
+fn board_opts(beam: usize, board_beam: bool) -> String {
+    if board_beam && beam > 0 {
+        format!("opts from a BEAM search of width {beam} by the board's instructions")
+    } else {
+        "the hand-coded opts".to_string()
+    }
 }
 
 /// The notes under the table: where the published arenas, the models and the images come
 /// from, and which opts the board ran.
 fn notes(rows: &[Row], beam: usize, board_beam: bool) -> String {
-    let mut s = String::new();
-    if rows
-        .iter()
-        .any(|r| r.tflm.is_some_and(|(_, src)| !src.is_empty()))
-    {
-        let _ = writeln!(
-            s,
-            "\nTFLM arenas marked * are the published measurements (the Python package could \
-             not be run here)."
-        );
-    }
+    let mut s = published_note(rows);
     let _ = writeln!(
         s,
         "\nkws and str_ww have no float TFLite model that TFLM runs. resnet_block is \
          `tests/models/residual.onnx` (conv-BN-ReLU-conv-BN + skip, pools). The host runs its \
          kernels over float vectors of 8 lanes (16 where the CPU has AVX-512 and the search \
-         chose them); the board, which has none, runs plain C kernels \
-         with {}.",
-        if board_beam && beam > 0 {
-            format!("opts from a BEAM search of width {beam} by the board's instructions")
+         chose them); the board, which has none, runs plain C kernels with {}.",
+        board_opts(beam, board_beam)
+    );
+    let _ = writeln!(s, "\n{}", tflm_image_note(rows));
+    s
+}
+
+/// The notes under the int8 table: the published arenas, the board's opts, LiteRT's outputs
+/// against TFLM's, and TFLM's images.
+fn int8_notes(rows: &[Row], refs: &Refs, beam: usize, board_beam: bool) -> String {
+    let mut s = published_note(rows);
+    let litert: Vec<String> = rows
+        .iter()
+        .filter_map(|r| {
+            let d = super::refs::num(refs, r.m.name, "litert_max_lsb_diff")?;
+            Some(format!("{} {d}", r.m.name))
+        })
+        .collect();
+    let _ = writeln!(
+        s,
+        "\nThe int8 kernels are integer C on the host and the board alike; the board runs them \
+         with {}.{}",
+        board_opts(beam, board_beam),
+        if litert.is_empty() {
+            String::new()
         } else {
-            "the hand-coded opts".to_string()
+            format!(
+                " LiteRT's outputs against TFLM's, largest difference in steps: {} (its \
+                 optimized kernels round differently).",
+                litert.join(", ")
+            )
         }
     );
     let _ = writeln!(s, "\n{}", tflm_image_note(rows));
@@ -188,34 +332,38 @@ mod tests {
     use super::*;
     use crate::bench::kiln::{BoardNumbers, KilnNumbers};
     use crate::bench::models::BenchModel;
-    use crate::bench::refs::TflmImage;
+    use crate::bench::refs::{parse_refs, TflmImage};
     use crate::bench::report::tsv;
-    use std::path::PathBuf;
+    use std::time::Duration;
 
-    #[test]
-    fn compares_the_image_with_tflm_and_says_where_its_numbers_come_from() {
-        let m = |name| BenchModel {
-            name,
-            onnx: PathBuf::new(),
-            tflite: None,
-            published_tflm: None,
-        };
-        let (ad, kws) = (m("ad"), m("kws"));
-        let row = |m, image: Option<TflmImage>| Row {
+    /// A row of `m` whose board image is 1,000 B of flash and 300 B of RAM.
+    fn row<'a>(m: &'a BenchModel, image: Option<TflmImage>) -> Row<'a> {
+        Row {
             m,
             k: KilnNumbers {
                 board: Some(BoardNumbers {
                     instructions: 1,
                     flash: 1_000,
                     ram: 300,
+                    diff: None,
                 }),
                 ..KilnNumbers::default()
             },
             ort_us: None,
             tinygrad_us: None,
+            tflm_us: None,
+            litert_us: None,
             tflm: None,
             tflm_image: image,
-        };
+        }
+    }
+
+    #[test]
+    fn compares_the_image_with_tflm_and_says_where_its_numbers_come_from() {
+        let (ad, kws) = (
+            BenchModel::named("ad", Kind::Float),
+            BenchModel::named("kws", Kind::Float),
+        );
         let image = TflmImage {
             flash: 2_000,
             ram: 1_200,
@@ -236,5 +384,81 @@ mod tests {
             "{note}"
         );
         assert!(tsv(&rows).contains("ad\ttflm_flash\t2000\nad\ttflm_ram\t1200\n"));
+    }
+
+    #[test]
+    fn a_float_row_has_the_onnxruntime_and_tinygrad_columns_and_their_marks() {
+        let ic = BenchModel::named("ic", Kind::Float);
+        let mut r = row(&ic, None);
+        r.k.compile = Duration::from_millis(30);
+        r.k.host_best = Duration::from_micros(100);
+        (r.k.arena, r.k.bound) = (64_000, 64_000);
+        (r.ort_us, r.tinygrad_us) = (Some(50.0), Some(600.0));
+        r.tflm = Some((100_000, ""));
+        let md = markdown(&[r], &Refs::new(), 1, 0, false);
+        let lines: Vec<&str> = md.lines().filter(|l| l.starts_with('|')).collect();
+        assert_eq!(
+            lines[0],
+            "| model | compile s | Kiln µs | onnxruntime µs | Kiln/ORT | tinygrad µs | \
+             tinygrad/Kiln | arena B | liveness bound B | TFLM arena B | arena/TFLM | M4 \
+             instructions | flash B | TFLM flash B | flash/TFLM | RAM B | TFLM RAM B | RAM/TFLM |"
+        );
+        assert_eq!(lines[1].matches("---").count(), 18);
+        assert_eq!(
+            lines[2],
+            "| ic | 0.03 ✓ | 100.0 | 50.0 | 2.00× ✗ | 600.0 | 6.00× ✓ | 64,000 | 64,000 | \
+             100,000 | 0.64× ✓ | 1 | 1,000 | — | — | 300 | — | — |"
+        );
+    }
+
+    #[test]
+    fn an_int8_row_has_tflm_and_litert_and_the_difference_from_tflm() {
+        let (kws, ad) = (
+            BenchModel::named("kws_int8", Kind::Int8),
+            BenchModel::named("ad_int8", Kind::Int8),
+        );
+        let int8 = |m, host_diff, board_diff| {
+            let mut r = row(m, None);
+            r.k.host_best = Duration::from_micros(100);
+            r.k.arena = 2_000;
+            r.k.host_diff = host_diff;
+            r.k.board.as_mut().unwrap().diff = board_diff;
+            (r.tflm_us, r.litert_us) = (Some(1_000.0), Some(50.0));
+            r.tflm = Some((4_000, "*"));
+            r
+        };
+        let rows = [
+            int8(&kws, Some(0.0), Some(0.0)),
+            int8(&ad, Some(0.0), Some(2.0)),
+        ];
+        let refs = parse_refs("kws_int8\tlitert_max_lsb_diff\t1\n-\tai-edge-litert_version\t9\n");
+        let md = int8_markdown(&rows, &refs, 1, 0, false);
+        let lines: Vec<&str> = md.lines().filter(|l| l.starts_with('|')).collect();
+        assert!(
+            lines[0].starts_with(
+                "| model | compile s | Kiln µs | TFLM µs | Kiln/TFLM | LiteRT µs | Kiln/LiteRT | \
+                 = TFLM | arena B |"
+            ),
+            "{md}"
+        );
+        assert_eq!(lines[1].matches("---").count(), 19);
+        // No target on the int8 arena: its ratio has no mark.
+        assert!(
+            lines[2].contains(
+                "| 100.0 | 1000.0 | 0.10× | 50.0 | 2.00× | ✓ | 2,000 | 0 | 4,000* | 0.50× | 1 |"
+            ),
+            "{md}"
+        );
+        assert!(lines[3].contains("| 2.00× | 2 LSB | 2,000 |"), "{md}");
+        assert!(md.contains("ai-edge-litert 9,"), "{md}");
+        assert!(
+            md.contains("largest difference in steps: kws_int8 1 ("),
+            "{md}"
+        );
+        assert!(md.contains("marked * are the published"), "{md}");
+        assert!(md.contains("none for kws_int8, ad_int8."), "{md}");
+        let numbers = tsv(&rows);
+        assert!(numbers.contains("ad_int8\ttflm_best_us\t1000\nad_int8\tlitert_best_us\t50\n"));
+        assert!(numbers.contains("ad_int8\thost_diff_vs_tflm\t0\nad_int8\tboard_diff_vs_tflm\t2\n"));
     }
 }
