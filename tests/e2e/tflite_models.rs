@@ -156,3 +156,15 @@ fn op_models_match_tflm() {
     }
     println!("{}", report.join("\n"));
 }
+
+/// The demo's int8 input and expected output are the first TFLM vector of the KWS model.
+#[test]
+fn the_demo_data_is_the_first_kws_vector() {
+    let (x, y) = tflm_vectors("kws_ref_model").unwrap().remove(0);
+    let dir = root().join("tests/data/kws_int8");
+    for (file, want) in [("input_0.npy", x), ("output_0.npy", y)] {
+        let got = read_tensor(&dir.join(file)).unwrap();
+        assert_eq!(got.bytes(), want.bytes(), "{file}");
+        assert_eq!(got.dtype(), want.dtype(), "{file}");
+    }
+}

@@ -89,7 +89,10 @@ fn run_part(part: &Part, dir: &Path) -> Result<bool> {
     let best = (0..scores.len())
         .max_by(|&a, &b| scores[a].total_cmp(&scores[b]))
         .unwrap_or(0);
-    println!("predicted class {best} (score {})", scores[best]);
+    match dtype.scalar.is_int() {
+        true => println!("predicted class {best} (score {})", scores[best]),
+        false => println!("predicted class {best} (probability {:.4})", scores[best]),
+    }
     let ok = compare(&c, &ran.outputs, &p.join("want"), Tolerance::DEFAULT)?;
     let how = if dtype.scalar.is_int() {
         " bit for bit"

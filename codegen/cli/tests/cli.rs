@@ -137,6 +137,66 @@ fn run_on_the_host_writes_outputs_and_fails_on_a_mismatch() {
     assert!(String::from_utf8_lossy(&o.stdout).contains("MISMATCH"));
 }
 
+/// An int8 output compares exactly, reports its largest difference in LSBs, and `--lsb`
+/// widens the comparison.
+#[test]
+fn integer_outputs_compare_exactly_in_lsbs() {
+    let model = root().join("tests/models/mlperf-tiny/tflite/kws_ref_model.tflite");
+    let data = root().join("tests/data/kws_int8");
+    let dir = tempfile::tempdir().unwrap();
+    let outs = dir.path().join("out");
+    let off = dir.path().join("off_by_one");
+    std::fs::create_dir_all(&off).unwrap();
+    let mut t = kiln_codegen::tensorio::read_tensor(&data.join("output_0.npy")).unwrap();
+    // -128 → -127 in the first class: one step.
+    t.bytes_mut()[0] = t.bytes()[0].wrapping_add(1);
+    kiln_codegen::tensorio::write_npy(&off.join("output_0.npy"), &t).unwrap();
+    let run = |expect: &Path, extra: &[&str]| {
+        let (m, i, o, e) = (
+            model.display().to_string(),
+            data.display().to_string(),
+            outs.display().to_string(),
+            expect.display().to_string(),
+        );
+        let mut a = vec![
+            "run",
+            &m,
+            "--board",
+            "host",
+            "--inputs",
+            &i,
+            "--outputs",
+            &o,
+            "--expect",
+            &e,
+        ];
+        a.extend_from_slice(extra);
+        let out = kiln(&a);
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    };
+    let (code, text) = run(&data, &[]);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(
+        text.contains("largest difference 0 LSB (exact): ok"),
+        "{text}"
+    );
+    let (code, text) = run(&off, &[]);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(
+        text.contains("largest difference 1 LSB (exact): MISMATCH in 1 of 12"),
+        "{text}"
+    );
+    let (code, text) = run(&off, &["--lsb", "1"]);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(
+        text.contains("largest difference 1 LSB (at most 1 LSB): ok"),
+        "{text}"
+    );
+}
+
 #[test]
 fn compile_writes_replay_records() {
     let model = root().join("tests/models/residual.onnx");
