@@ -114,7 +114,7 @@ mod tests {
 
     #[test]
     fn two_models_have_their_own_kernels() {
-        assert_eq!(kws::KERNEL_NAMES.len(), 9);
+        assert_eq!(kws::KERNEL_NAMES.len(), 8);
         assert_ne!(kws::ARENA_BYTES, residual::ARENA_BYTES);
     }
 
