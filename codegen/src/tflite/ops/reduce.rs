@@ -13,7 +13,7 @@ use crate::graph::quant::{Multipliers, QuantMultiplier};
 use crate::graph::Lazy;
 use crate::ops::{BinaryOp, ReduceOp};
 use crate::tflite::error::OpError;
-use kiln_tflite_schema::tflite::{BuiltinOperator as Op, BuiltinOptions};
+use kiln_tflite_schema::tflite::BuiltinOperator as Op;
 
 pub(super) const OPS: &[(Op, OpBuilder)] = &[
     (Op::Mean, mean),
@@ -40,8 +40,9 @@ fn reduce_min(ctx: &mut Ctx) -> Out {
     extreme(ctx, false)
 }
 
-/// The reduced axes (input 1, negative from the end, repeats once) and `keep_dims`.
-fn axes(ctx: &Ctx) -> Result<(Vec<usize>, bool), OpError> {
+/// The reduced axes (input 1, negative from the end, repeats once). `keep_dims` needs no
+/// reading: the output's shape in the file says it.
+fn axes(ctx: &Ctx) -> Result<Vec<usize>, OpError> {
     let rank = ctx.info(0)?.shape.len();
     let mut axes = Vec::new();
     for a in ctx.ints(1)? {
@@ -50,13 +51,7 @@ fn axes(ctx: &Ctx) -> Result<(Vec<usize>, bool), OpError> {
             axes.push(axis);
         }
     }
-    let keep = ctx
-        .options(|o| match o {
-            BuiltinOptions::ReducerOptions(o) => Some(o.as_ref()),
-            _ => None,
-        })
-        .keep_dims;
-    Ok((axes, keep))
+    Ok(axes)
 }
 
 /// `y` (reduced over `axes`, kept as 1) in the output's shape.
@@ -73,7 +68,7 @@ fn finish(ctx: &Ctx, y: Lazy) -> Out {
 }
 
 fn extreme(ctx: &mut Ctx, max: bool) -> Out {
-    let (axes, _) = axes(ctx)?;
+    let axes = axes(ctx)?;
     if is_quantized(ctx.info(0)?) {
         let (qi, qo) = (ctx.quant(ctx.info(0)?)?, ctx.quant(ctx.out_info(0)?)?);
         if qi.scale() != qo.scale() || qi.zero_point() != qo.zero_point() {
@@ -92,7 +87,7 @@ fn extreme(ctx: &mut Ctx, max: bool) -> Out {
 }
 
 fn summed(ctx: &mut Ctx, mean: bool) -> Out {
-    let (axes, _) = axes(ctx)?;
+    let axes = axes(ctx)?;
     let x = ctx.input(0)?;
     let n: usize = axes.iter().map(|&a| x.shape()[a]).product();
     if !is_quantized(ctx.info(0)?) {
