@@ -493,3 +493,181 @@ proptest! {
         }
     }
 }
+
+/// A tensor of integers of type `dtype`.
+fn int_tensor(dtype: Scalar, shape: &[usize], v: &[i64]) -> Tensor {
+    Tensor::from_i64(dtype, shape.to_vec(), v).unwrap()
+}
+
+/// The bias of a 16x8 op, as the naive reference takes it and as a model's tensor: `i64`,
+/// `i32`, or none (`kind` 0, 1, 2).
+fn bias_16x8(kind: u8, values: &[i64]) -> (Option<TfTensor>, Vec<i32>, Vec<i64>) {
+    let n = values.len();
+    match kind % 3 {
+        0 => (
+            Some(tensor(
+                "b",
+                Scalar::I64,
+                &[n],
+                None,
+                Some(int_tensor(Scalar::I64, &[n], values)),
+            )),
+            vec![],
+            values.to_vec(),
+        ),
+        1 => (
+            Some(tensor(
+                "b",
+                Scalar::I32,
+                &[n],
+                None,
+                Some(int_tensor(Scalar::I32, &[n], values)),
+            )),
+            values.iter().map(|&v| v as i32).collect(),
+            vec![],
+        ),
+        _ => (None, vec![], vec![]),
+    }
+}
+
+fn reference_bias<'a>(kind: u8, b32: &'a [i32], b64: &'a [i64]) -> tflm::Bias16x8<'a> {
+    match kind % 3 {
+        0 => tflm::Bias16x8::I64(Some(b64)),
+        1 => tflm::Bias16x8::I32(Some(b32)),
+        _ => tflm::Bias16x8::I64(None),
+    }
+}
+
+/// The one-op model `code` on int16 `x`, its tensors in order (an absent bias is left out of
+/// the op's inputs, as a converter writes it), as int16 values.
+fn run_16x8(
+    code: BuiltinOperator,
+    options: BuiltinOptions,
+    x: (TfTensor, &[i16]),
+    w: TfTensor,
+    bias: Option<TfTensor>,
+    y: TfTensor,
+) -> Vec<i16> {
+    let shape = x.0.shape.clone();
+    let mut tensors = vec![x.0, w];
+    tensors.extend(bias);
+    tensors.push(y);
+    let model = one_op(code, Some(options), tensors);
+    let values: Vec<i64> = x.1.iter().map(|&v| v.into()).collect();
+    let imported = tflite::import(&model).unwrap();
+    let input = int_tensor(Scalar::I16, &shape, &values);
+    let out = evaluate(&imported.graph, &imported.outputs, &[input]).unwrap();
+    out[0].to_i64().unwrap().iter().map(|&v| v as i16).collect()
+}
+
+/// Scales and small zero points of a 16x8 op: input, output, one filter scale per channel.
+fn scales_16x8(o: usize) -> impl Strategy<Value = (f32, i32, f32, i32, Vec<f32>, bool)> {
+    (
+        0.0001f32..0.01,
+        -4i32..5,
+        0.0002f32..0.05,
+        -4i32..5,
+        prop::collection::vec(0.0005f32..0.05, o),
+        any::<bool>(),
+    )
+}
+
+proptest! {
+    #![proptest_config(cases())]
+
+    /// 16x8 `CONV_2D`: int16 activations, int8 per-channel filters, an int64, int32 or no
+    /// bias (each its own accumulator and requantization), zero points ignored by the kernel.
+    #[test]
+    fn conv2d_16x8_matches(
+        geo in geometry(),
+        q in scales_16x8(4),
+        act in any::<u8>(),
+        x in prop::collection::vec(any::<i16>(), 8 * 8 * 3),
+        f in bytes(4 * 3 * 3 * 3),
+        bias in prop::collection::vec(-(1i64 << 24)..(1i64 << 24), 4),
+        kind in any::<u8>(),
+    ) {
+        let Geo { h, w, c, o, k, stride, dilation, same } = geo.clone();
+        let (s_in, zp_in, s_out, zp_out, s_w, per_channel) = q;
+        let s_w: Vec<f32> = if per_channel { s_w[..o].to_vec() } else { vec![s_w[0]] };
+        let (x, f) = (&x[..h * w * c], &f[..o * k[0] * k[1] * c]);
+        let bias = &bias[..o];
+        let (fa, ta) = act_of(act);
+        let p = tflm::ConvParams {
+            input_shape: [1, h, w, c],
+            filter_shape: [o, k[0], k[1], c],
+            input: tflm::Quant { scale: s_in, zero_point: zp_in },
+            filter_scales: &s_w,
+            output: tflm::Quant { scale: s_out, zero_point: zp_out },
+            stride,
+            dilation,
+            padding: if same { tflm::Padding::Same } else { tflm::Padding::Valid },
+            activation: ta,
+        };
+        let out = p.conv2d_output_shape();
+        let options = Conv2DOptions {
+            padding: if same { Padding::Same } else { Padding::Valid },
+            stride_h: stride[0] as i32,
+            stride_w: stride[1] as i32,
+            dilation_h_factor: dilation[0] as i32,
+            dilation_w_factor: dilation[1] as i32,
+            fused_activation_function: fa,
+            ..Default::default()
+        };
+        let (b, b32, b64) = bias_16x8(kind, bias);
+        let got = run_16x8(
+            BuiltinOperator::Conv2d,
+            BuiltinOptions::Conv2DOptions(Box::new(options)),
+            (tensor("x", Scalar::I16, &[1, h, w, c], quant(&[s_in], zp_in.into(), 0), None), x),
+            tensor("w", Scalar::I8, &[o, k[0], k[1], c], quant(&s_w, 0, 0),
+                Some(i8_tensor(&[o, k[0], k[1], c], f))),
+            b,
+            tensor("y", Scalar::I16, &out, quant(&[s_out], zp_out.into(), 0), None),
+        );
+        let want = tflm::conv2d_16x8(&p, x, f, reference_bias(kind, &b32, &b64));
+        prop_assert_eq!(got, want, "{:?}", geo);
+    }
+
+    /// 16x8 `FULLY_CONNECTED`: the zero points applied, per tensor and per channel, with each
+    /// kind of bias.
+    #[test]
+    fn fully_connected_16x8_matches(
+        batch in 1usize..4,
+        n_in in 1usize..24,
+        q in scales_16x8(6),
+        act in any::<u8>(),
+        x in prop::collection::vec(any::<i16>(), 3 * 24),
+        f in bytes(6 * 24),
+        bias in prop::collection::vec(-(1i64 << 24)..(1i64 << 24), 6),
+        kind in any::<u8>(),
+    ) {
+        let (s_in, zp_in, s_out, zp_out, s_w, per_channel) = q;
+        let o = s_w.len();
+        let s_w: Vec<f32> = if per_channel { s_w } else { vec![s_w[0]] };
+        let (x, f) = (&x[..batch * n_in], &f[..o * n_in]);
+        let (fa, ta) = act_of(act);
+        let p = tflm::FullyConnectedParams {
+            filter_shape: [o, n_in],
+            input: tflm::Quant { scale: s_in, zero_point: zp_in },
+            filter_scales: &s_w,
+            filter_zero_point: 0,
+            output: tflm::Quant { scale: s_out, zero_point: zp_out },
+            activation: ta,
+        };
+        let options = FullyConnectedOptions {
+            fused_activation_function: fa,
+            ..Default::default()
+        };
+        let (b, b32, b64) = bias_16x8(kind, &bias);
+        let got = run_16x8(
+            BuiltinOperator::FullyConnected,
+            BuiltinOptions::FullyConnectedOptions(Box::new(options)),
+            (tensor("x", Scalar::I16, &[batch, n_in], quant(&[s_in], zp_in.into(), 0), None), x),
+            tensor("w", Scalar::I8, &[o, n_in], quant(&s_w, 0, 0), Some(i8_tensor(&[o, n_in], f))),
+            b,
+            tensor("y", Scalar::I16, &[batch, o], quant(&[s_out], zp_out.into(), 0), None),
+        );
+        let want = tflm::fully_connected_16x8(&p, x, f, reference_bias(kind, &b32, &b64));
+        prop_assert_eq!(got, want);
+    }
+}

@@ -96,10 +96,7 @@ mlperf_tests! {
 
 /// Op models whose ops (or forms of them) Kiln does not import yet, with the op the error
 /// names.
-const NOT_YET: &[(&str, &str)] = &[
-    ("conv2d_16x8", "CONV_2D"),
-    ("fully_connected_16x8", "FULLY_CONNECTED"),
-];
+const NOT_YET: &[(&str, &str)] = &[];
 
 fn op_models() -> PathBuf {
     root().join("tests/models/tflite")

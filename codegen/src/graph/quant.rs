@@ -210,7 +210,30 @@ impl Graph {
         self.binary(BinaryOp::Shr, &sum, &right)
     }
 
-    /// Requantizes an `i32` accumulator to `dtype`: `clamp(requantize(acc) + zp, lo, hi)`.
+    /// TFLM's `MultiplyByQuantizedMultiplier` of the `i64` tensor `x` (the 16x8 kernels'
+    /// accumulator), as `i32`: the multiplier reduced to 16 bits, `(m + 2^15) >> 16` (at most
+    /// `2^15 − 1`), then one rounding shift, `(x · m16 + 2^(s − 1)) >> s` with `s = 15 − shift`.
+    pub fn requantize_wide(&mut self, x: &Lazy, ms: &Multipliers) -> Result<Lazy, GraphError> {
+        let total = |m: QuantMultiplier| i64::from(15 - m.shift);
+        let reduced = self.table("requant_mult16", x, ms, DType::I64, |m| {
+            if m.multiplier < 0x7FFF_0000 {
+                i64::from((m.multiplier + (1 << 15)) >> 16)
+            } else {
+                0x7FFF
+            }
+        })?;
+        let p = self.binary(BinaryOp::Mul, x, &reduced)?;
+        let round = self.table("requant_round64", x, ms, DType::I64, |m| {
+            1i64 << (total(m) - 1)
+        })?;
+        let p = self.binary(BinaryOp::Add, &p, &round)?;
+        let shift = self.table("requant_shift64", x, ms, DType::I64, total)?;
+        let r = self.binary(BinaryOp::Shr, &p, &shift)?;
+        Ok(self.cast(&r, DType::I32))
+    }
+
+    /// Requantizes an accumulator to `dtype`: `clamp(requantize(acc) + zp, lo, hi)`, by the
+    /// `MultiplyByQuantizedMultiplier` of the accumulator's width (`i32` or `i64`).
     pub fn requantize_to(
         &mut self,
         acc: &Lazy,
@@ -219,7 +242,11 @@ impl Graph {
         (lo, hi): (i32, i32),
         dtype: DType,
     ) -> Result<Lazy, GraphError> {
-        let r = self.requantize(acc, ms)?;
+        let r = if acc.dtype == DType::I64 {
+            self.requantize_wide(acc, ms)?
+        } else {
+            self.requantize(acc, ms)?
+        };
         let r = if zp != 0 {
             self.int_scalar(BinaryOp::Add, &r, zp as i64)?
         } else {

@@ -1693,6 +1693,44 @@ pub fn requantize(values: &[i8], input: Quant, output: Quant) -> Vec<i8> {
 }
 
 // ---------------------------------------------------------------------------------------------
+// MEAN and SUM (reference/reduce.h `QuantizedMeanOrSum`, micro/kernels/reduce_common.cc)
+// ---------------------------------------------------------------------------------------------
+
+/// int8 `MEAN` (or `SUM` with `compute_sum`) of `x`, `[outer, n, inner]` flat, over its middle
+/// axis: `[outer, inner]`.
+pub fn mean_or_sum(
+    x: &[i8],
+    (outer, n, inner): (usize, usize, usize),
+    qin: Quant,
+    qout: Quant,
+    compute_sum: bool,
+) -> Vec<i8> {
+    let (mut multiplier, mut shift) = quantize_multiplier(qin.scale as f64 / qout.scale as f64);
+    let count = n as i64;
+    if !compute_sum {
+        let mut s = 63 - (count as u64).leading_zeros() as i32;
+        s = s.min(32);
+        s = s.min(31 + shift);
+        multiplier = ((multiplier as i64) << s).wrapping_div(count) as i32;
+        shift -= s;
+    }
+    let mut out = Vec::with_capacity(outer * inner);
+    for o in 0..outer {
+        for i in 0..inner {
+            let mut sum: i32 = 0;
+            for k in 0..n {
+                sum = sum.wrapping_add(x[(o * n + k) * inner + i] as i32);
+            }
+            let shifted = sum.wrapping_sub(qin.zero_point.wrapping_mul(count as i32));
+            let v = multiply_by_quantized_multiplier(shifted, multiplier, shift)
+                .wrapping_add(qout.zero_point);
+            out.push(v.clamp(-128, 127) as i8);
+        }
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------------------------
 // Tests: known values, checkable by hand
 // ---------------------------------------------------------------------------------------------
 
@@ -2267,42 +2305,4 @@ mod tests {
             vec![80]
         );
     }
-}
-
-// ---------------------------------------------------------------------------------------------
-// MEAN and SUM (reference/reduce.h `QuantizedMeanOrSum`, micro/kernels/reduce_common.cc)
-// ---------------------------------------------------------------------------------------------
-
-/// int8 `MEAN` (or `SUM` with `compute_sum`) of `x`, `[outer, n, inner]` flat, over its middle
-/// axis: `[outer, inner]`.
-pub fn mean_or_sum(
-    x: &[i8],
-    (outer, n, inner): (usize, usize, usize),
-    qin: Quant,
-    qout: Quant,
-    compute_sum: bool,
-) -> Vec<i8> {
-    let (mut multiplier, mut shift) = quantize_multiplier(qin.scale as f64 / qout.scale as f64);
-    let count = n as i64;
-    if !compute_sum {
-        let mut s = 63 - (count as u64).leading_zeros() as i32;
-        s = s.min(32);
-        s = s.min(31 + shift);
-        multiplier = ((multiplier as i64) << s).wrapping_div(count) as i32;
-        shift -= s;
-    }
-    let mut out = Vec::with_capacity(outer * inner);
-    for o in 0..outer {
-        for i in 0..inner {
-            let mut sum: i32 = 0;
-            for k in 0..n {
-                sum = sum.wrapping_add(x[(o * n + k) * inner + i] as i32);
-            }
-            let shifted = sum.wrapping_sub(qin.zero_point.wrapping_mul(count as i32));
-            let v = multiply_by_quantized_multiplier(shifted, multiplier, shift)
-                .wrapping_add(qout.zero_point);
-            out.push(v.clamp(-128, 127) as i8);
-        }
-    }
-    out
 }

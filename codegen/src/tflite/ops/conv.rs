@@ -5,6 +5,11 @@
 //! padded with its zero point, so every tap adds `w · (x − zp_in)` with padding adding nothing,
 //! and `zp_in · Σ w` is folded into the bias at compile time: the kernel multiplies the raw
 //! int8 values.
+//!
+//! 16x8 (int16 activations, int8 weights) accumulate in the width of their bias (`i64`, or
+//! `i32` for an `i32` bias) and requantize with the `MultiplyByQuantizedMultiplier` of that
+//! width. TFLM's 16x8 `CONV_2D` ignores the zero points (they are 0 in a 16x8 model; only the
+//! fused activation's range reads the output's); its `FULLY_CONNECTED` applies them.
 
 use super::{
     activation, expect_shape, float_activation, int_range, is_quantized, padding, positive,
@@ -105,6 +110,9 @@ fn depthwise_conv2d(ctx: &mut Ctx) -> Out {
         o.dilation_w_factor,
     ];
     let spec = ConvSpec::new(o.padding, geometry, o.fused_activation_function, xs[3])?;
+    if ctx.info(0)?.dtype == Scalar::I16 {
+        return Err(OpError::Unsupported("16x8 depthwise convolutions".into()));
+    }
     // [1, KH, KW, C·mult] → [C·mult, 1, KH, KW]: output channel `c · mult + m` reads input `c`.
     let w = ctx.input(1)?.permute(&[3, 0, 1, 2])?;
     lower(ctx, &spec, &w, 3)
@@ -130,9 +138,9 @@ fn lower(ctx: &mut Ctx, spec: &ConvSpec, w: &Lazy, w_axis: usize) -> Out {
     let xn = to_nchw(&x)?;
     let y = if is_quantized(ctx.info(0)?) {
         let arg = [(0, 0), (0, 0), pad_h, pad_w];
-        let acc = quantized_sum(ctx, &xn, w, w_axis, &arg, |g, x, w| {
+        let acc = quantized_sum(ctx, &xn, w, w_axis, &arg, |g, x, w, acc| {
             let (s, d, groups) = (&spec.stride, &spec.dilation, spec.groups);
-            Ok(g.conv_in(x, w, None, s, d, &[(0, 0); 2], groups, Some(DType::I32))?)
+            Ok(g.conv_in(x, w, None, s, d, &[(0, 0); 2], groups, Some(acc))?)
         })?;
         let acc = add_bias(ctx, acc, 1)?;
         let y = requantize_out(ctx, &acc, 1, spec.act)?;
@@ -177,9 +185,9 @@ fn fully_connected(ctx: &mut Ctx) -> Out {
     let x2 = x.reshape(&[x.numel() / ws[1], ws[1]])?;
     let w = ctx.input(1)?;
     let y = if is_quantized(ctx.info(0)?) {
-        let acc = quantized_sum(ctx, &x2, &w, 0, &[], |g, x, w| {
+        let acc = quantized_sum(ctx, &x2, &w, 0, &[], |g, x, w, acc| {
             let wt = w.permute(&[1, 0])?;
-            Ok(g.matmul_in(x, &wt, Some(DType::I32))?)
+            Ok(g.matmul_in(x, &wt, Some(acc))?)
         })?;
         let acc = add_bias(ctx, acc, 1)?;
         requantize_out(ctx, &acc, 1, act)?
@@ -231,25 +239,41 @@ fn filter_quant(ctx: &Ctx, n: usize) -> Result<FilterQuant, OpError> {
     })
 }
 
-/// `Σ w · (x − zp_in)` as `i32` by `op` on the raw values (`op` widens them as it reads them): `x` padded with `zp_in` by `pads`
-/// (empty: none), the filter centred on its zero point; and `−zp_in · Σ w` per output channel,
-/// for the bias.
+/// The accumulator TFLM sums a quantized convolution or dense layer in: `i32` for int8
+/// activations; for int16 ones (16x8) the bias's width, `i64` without a bias.
+fn accumulator(ctx: &Ctx) -> Result<DType, OpError> {
+    match ctx.info(0)?.dtype {
+        Scalar::I8 => Ok(DType::I32),
+        Scalar::I16 if ctx.has(2) && ctx.info(2)?.dtype == Scalar::I32 => Ok(DType::I32),
+        Scalar::I16 => Ok(DType::I64),
+        other => Err(OpError::Unsupported(format!(
+            "{other} activations (int8 and int16 are)"
+        ))),
+    }
+}
+
+/// Whether the kernel reads the activations' zero points: all but TFLM's 16x8 convolution do.
+fn applies_zero_points(ctx: &Ctx) -> Result<bool, OpError> {
+    Ok(ctx.info(0)?.dtype != Scalar::I16 || ctx.op.code == Op::FullyConnected)
+}
+
+/// `Σ w · (x − zp_in)` in the [`accumulator`] by `op` on the raw values (`op` widens them as it
+/// reads them, to the type it is given): `x` padded with `zp_in` by `pads` (empty: none), the
+/// filter centred on its zero point; and `−zp_in · Σ w` per output channel, for the bias.
 fn quantized_sum(
     ctx: &mut Ctx,
     x: &Lazy,
     w: &Lazy,
     w_axis: usize,
     pads: &[(usize, usize)],
-    op: impl Fn(&mut crate::graph::Graph, &Lazy, &Lazy) -> Result<Lazy, OpError>,
+    op: impl Fn(&mut crate::graph::Graph, &Lazy, &Lazy, DType) -> Result<Lazy, OpError>,
 ) -> Result<(Lazy, Vec<i64>), OpError> {
-    let xi = ctx.info(0)?;
-    if xi.dtype != Scalar::I8 {
-        return Err(OpError::Unsupported(format!(
-            "{} activations (int8 is; 16x8 and uint8 are not yet)",
-            xi.dtype
-        )));
-    }
-    let zp_in = ctx.quant(xi)?.zero_point();
+    let acc = accumulator(ctx)?;
+    let zp_in = if applies_zero_points(ctx)? {
+        ctx.quant(ctx.info(0)?)?.zero_point()
+    } else {
+        0
+    };
     let n = w.shape()[0];
     let fq = filter_quant(ctx, n)?;
     let g = &mut *ctx.graph;
@@ -261,10 +285,10 @@ fn quantized_sum(
     // The raw int8 values, each widened to i32 where the kernel reads it.
     let mut wq = w.clone();
     if fq.zero_point != 0 {
-        let w32 = g.cast(w, DType::I32);
-        wq = g.int_scalar(BinaryOp::Sub, &w32, i64::from(fq.zero_point))?;
+        let wide = g.cast(w, acc);
+        wq = g.int_scalar(BinaryOp::Sub, &wide, i64::from(fq.zero_point))?;
     }
-    let acc = op(g, &xp, &wq)?;
+    let sum = op(g, &xp, &wq, acc)?;
     // Σ (w − zp_w) per output channel, for the bias.
     let raw = ctx.ints(1)?;
     let shape = &ctx.info(1)?.shape;
@@ -274,10 +298,11 @@ fn quantized_sum(
         sums[(i / inner) % n] += v - i64::from(fq.zero_point);
     }
     let folded = sums.iter().map(|s| -s * i64::from(zp_in)).collect();
-    Ok((acc, folded))
+    Ok((sum, folded))
 }
 
-/// `acc + bias − zp_in · Σ w`, the constant folded into one `i32` table along `axis`.
+/// `acc + bias − zp_in · Σ w`, the constant folded into one table of the accumulator's type
+/// along `axis`.
 fn add_bias(
     ctx: &mut Ctx,
     (acc, mut bias): (Lazy, Vec<i64>),
@@ -299,13 +324,14 @@ fn add_bias(
     if bias.iter().all(|&b| b == 0) {
         return Ok(acc);
     }
-    if let Some(b) = bias.iter().find(|&&b| i32::try_from(b).is_err()) {
+    let wide = acc.dtype == DType::I64;
+    if let Some(b) = bias.iter().find(|&&b| !wide && i32::try_from(b).is_err()) {
         return Err(OpError::Invalid(format!(
             "the folded bias {b} does not fit in 32 bits"
         )));
     }
     let name = format!("{}_bias", ctx.out_info(0)?.name);
-    let t = Tensor::from_i64(Scalar::I32, vec![bias.len()], &bias).expect("a vector");
+    let t = Tensor::from_i64(acc.dtype.scalar, vec![bias.len()], &bias).expect("a vector");
     let w = ctx.graph.weight(&name, t);
     let mut shape = vec![1; acc.shape().len()];
     shape[axis] = bias.len();
@@ -326,6 +352,7 @@ fn requantize_out(
     let out = ctx.out_info(0)?.clone();
     let qo = ctx.quant(&out)?;
     let (s_out, zp_out) = (qo.scale(), qo.zero_point());
+    let zp_added = if applies_zero_points(ctx)? { zp_out } else { 0 };
     let fully_connected = ctx.op.code == Op::FullyConnected;
     let each: Vec<QuantMultiplier> = fq
         .scales
@@ -341,10 +368,19 @@ fn requantize_out(
             QuantMultiplier::new(product / f64::from(s_out))
         })
         .collect();
+    if acc.dtype == DType::I64 {
+        // The 64-bit `MultiplyByQuantizedMultiplier` shifts by `15 − shift` ≥ 1.
+        if let Some(m) = each.iter().find(|m| !(-31..8).contains(&m.shift)) {
+            return Err(OpError::Unsupported(format!(
+                "a 16x8 output multiplier of 2^{} (TFLM takes shifts in [-31, 7])",
+                m.shift
+            )));
+        }
+    }
     let (qmin, qmax) = int_range(out.dtype)?;
     let range = activation_range(act, s_out, zp_out, qmin, qmax);
     let ms = Multipliers::PerAxis { axis, each };
     Ok(ctx
         .graph
-        .requantize_to(acc, &ms, zp_out, range, DType::from(out.dtype))?)
+        .requantize_to(acc, &ms, zp_added, range, DType::from(out.dtype))?)
 }
