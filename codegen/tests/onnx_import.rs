@@ -10,7 +10,7 @@ use kiln_codegen::graph::{GOp, Graph, Lazy};
 use kiln_codegen::interpret::run_schedule;
 use kiln_codegen::onnx::proto::tensor_shape_proto::dimension;
 use kiln_codegen::onnx::proto::{type_proto, ModelProto};
-use kiln_codegen::onnx::{self, import, ImportError, Imported, OnnxError, OnnxModel};
+use kiln_codegen::onnx::{self, import, qdq, ImportError, Imported, OnnxError, OnnxModel};
 use kiln_codegen::schedule::create_schedule;
 use kiln_codegen::tensor::Tensor;
 use kiln_codegen::tensorio::{read_dir_tensors, TensorIoError};
@@ -192,8 +192,34 @@ fn mlperf_vww_float_matches_onnxruntime() {
     check_model("vww_float", &mlperf_path("vww_float"));
 }
 
-/// An int8 QDQ model, run in float arithmetic, against onnxruntime within `steps`
-/// quantization steps.
+/// Every convolution and dense layer of the five int8 QDQ models becomes a quantized operator
+/// (an integer kernel); the softmax and the pools stay between their `DequantizeLinear` and
+/// `QuantizeLinear`.
+#[test]
+fn mlperf_qdq_models_fuse_every_conv_and_matmul() {
+    for (name, conv, matmul) in [
+        ("kws_int8_qdq", 9, 1),
+        ("vww_int8_qdq", 27, 1),
+        ("ic_int8_qdq", 9, 1),
+        ("ad_int8_qdq", 0, 10),
+        ("str_ww_int8_qdq", 8, 1),
+    ] {
+        let model = onnx::load(&mlperf_path(name)).unwrap();
+        let (graph, fused) = qdq::fuse(&model.graph);
+        assert_eq!(fused, qdq::Fused { conv, matmul }, "{name}");
+        let float_ops = ["Conv", "MatMul"];
+        let left: Vec<&str> = graph
+            .nodes
+            .iter()
+            .map(|n| n.op_type.as_str())
+            .filter(|op| float_ops.contains(op))
+            .collect();
+        assert!(left.is_empty(), "{name}: {left:?} left in float");
+    }
+}
+
+/// An int8 QDQ model (its convolutions and dense layers integer kernels) against onnxruntime
+/// within `steps` quantization steps.
 fn check_int8(name: &str, steps: f64) {
     let data = repo().join("tests/ops/mlperf_int8").join(name);
     let tol = Tolerance {

@@ -27,6 +27,14 @@ pub const MLPERF: [&str; 5] = [
     "ad_float",
     "str_ww_float",
 ];
+/// The int8 MLPerf Tiny ONNX models in QDQ form.
+pub const QDQ: [&str; 5] = [
+    "kws_int8_qdq",
+    "ic_int8_qdq",
+    "vww_int8_qdq",
+    "ad_int8_qdq",
+    "str_ww_int8_qdq",
+];
 /// Kiln's own small models in `tests/models/`.
 pub const SMALL: [&str; 5] = [
     "mlp",
@@ -38,7 +46,7 @@ pub const SMALL: [&str; 5] = [
 
 /// The path of a test model by name.
 pub fn model_path(name: &str) -> PathBuf {
-    if MLPERF.contains(&name) {
+    if MLPERF.contains(&name) || QDQ.contains(&name) {
         mlperf_models().join("onnx").join(format!("{name}.onnx"))
     } else {
         root().join("tests/models").join(format!("{name}.onnx"))
@@ -47,7 +55,10 @@ pub fn model_path(name: &str) -> PathBuf {
 
 /// Inputs and onnxruntime's outputs for a model.
 pub fn references(name: &str) -> Result<(Vec<Tensor>, Vec<Tensor>)> {
-    let dir = root().join("tests/data").join(name);
+    let dir = match QDQ.contains(&name) {
+        true => root().join("tests/ops/mlperf_int8").join(name),
+        false => root().join("tests/data").join(name),
+    };
     let i = read_dir_tensors(&dir, "input").with_context(|| format!("inputs of {name}"))?;
     let o = read_dir_tensors(&dir, "output").with_context(|| format!("outputs of {name}"))?;
     Ok((i, o))

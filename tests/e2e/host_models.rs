@@ -1,11 +1,21 @@
 //! Every test model compiled to C, built by the system C compiler, run by the firmware executor
-//! on the host, and compared with onnxruntime (rtol 1e-4, atol 1e-5).
+//! on the host, and compared with onnxruntime: float models within rtol 1e-4, atol 1e-5, the
+//! int8 QDQ models (integer kernels) bit for bit.
 
 use kiln_codegen::tensor::Tensor;
 use kiln_runners::host;
-use kiln_tests::{compare, compile, references, MLPERF, SMALL};
+use kiln_tests::{compare, compile, references, MLPERF, QDQ, SMALL};
 
 fn run_model(name: &str) {
+    run_within(name, 1e-4, 1e-5);
+}
+
+/// An int8 QDQ model: its outputs equal onnxruntime's.
+fn run_exact(name: &str) {
+    run_within(name, 0.0, 0.0);
+}
+
+fn run_within(name: &str, rtol: f64, atol: f64) {
     let bundle = compile(name).unwrap_or_else(|e| panic!("{name}: {e:#}"));
     let dir = tempfile_dir(name);
     bundle.write(&dir).unwrap();
@@ -14,7 +24,7 @@ fn run_model(name: &str) {
     let inputs: Vec<Vec<u8>> = inputs.into_iter().map(Tensor::into_bytes).collect();
     let run = host::run(&bundle, &lib, &inputs).unwrap_or_else(|e| panic!("{name}: {e}"));
     let (abs, rel) =
-        compare(name, &run.outputs, &want, 1e-4, 1e-5).unwrap_or_else(|e| panic!("{e:#}"));
+        compare(name, &run.outputs, &want, rtol, atol).unwrap_or_else(|e| panic!("{e:#}"));
     let r = &bundle.report;
     println!(
         "{name}: max abs {abs:.2e}, max rel {rel:.2e}; {} steps, arena {} B (bound {} B), weights {} B",
@@ -49,4 +59,16 @@ model_tests! {
     residual: SMALL[2],
     softmax_head: SMALL[3],
     concat_transpose: SMALL[4],
+}
+
+macro_rules! exact_tests {
+    ($($t:ident: $name:expr,)*) => { $( #[test] fn $t() { run_exact($name); } )* };
+}
+
+exact_tests! {
+    kws_qdq: QDQ[0],
+    ic_qdq: QDQ[1],
+    vww_qdq: QDQ[2],
+    ad_qdq: QDQ[3],
+    str_ww_qdq: QDQ[4],
 }

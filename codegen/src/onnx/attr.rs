@@ -83,6 +83,15 @@ macro_rules! getter {
 }
 
 impl Attributes {
+    /// No attributes, for a node Kiln makes itself; `node` and `op` name it in errors.
+    pub(crate) fn none(node: &str, op: &str) -> Attributes {
+        Attributes {
+            node: node.to_string(),
+            op: op.to_string(),
+            list: Vec::new(),
+        }
+    }
+
     /// Reads a node's attributes; `node` and `op` name it in later errors.
     pub(crate) fn from_protos(
         node: &str,

@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 use thiserror::Error;
 
 use super::ops::{self, checked_numel, dtype_of, materialize, Ctx, OpBuilder, OpError, Value};
-use super::{pin_dims, OnnxError, OnnxModel, OnnxNode};
+use super::{pin_dims, qdq, OnnxError, OnnxModel, OnnxNode, Requant};
 use crate::graph::eval::evaluate;
 pub use crate::graph::Imported;
 use crate::graph::{Graph, Lazy};
@@ -74,8 +74,21 @@ fn qualified_op(node: &OnnxNode) -> String {
     }
 }
 
-/// Lowers `model`, with `shapes` pinning free input dims (as `--shape NAME=…` gives them).
+/// Lowers `model`, with `shapes` pinning free input dims (as `--shape NAME=…` gives them), and
+/// quantized operators requantizing as onnxruntime does.
 pub fn import(model: &OnnxModel, shapes: &[(String, Vec<usize>)]) -> Result<Imported, ImportError> {
+    import_with(model, shapes, Requant::Onnx)
+}
+
+/// Lowers `model` as [`import`] does, quantized operators requantizing as `requant` says. The
+/// QDQ groups of a quantized model are first rewritten into quantized operators
+/// ([`qdq::fuse`]), so that they run as integer kernels.
+pub fn import_with(
+    model: &OnnxModel,
+    shapes: &[(String, Vec<usize>)],
+    requant: Requant,
+) -> Result<Imported, ImportError> {
+    let (graph, _) = qdq::fuse(&model.graph);
     let unsupported: Vec<(String, String)> = model
         .graph
         .nodes
@@ -86,15 +99,16 @@ pub fn import(model: &OnnxModel, shapes: &[(String, Vec<usize>)]) -> Result<Impo
     if !unsupported.is_empty() {
         return Err(ImportError::UnsupportedOps { ops: unsupported });
     }
-    let dims = pin_dims(&model.graph.inputs, shapes)?;
+    let dims = pin_dims(&graph.inputs, shapes)?;
     let mut imp = Importer {
         graph: Graph::new(),
         values: HashMap::new(),
         cache: HashMap::new(),
         opset: model.opset,
+        requant,
     };
     let mut input_names = Vec::with_capacity(dims.len());
-    for (info, (name, d)) in model.graph.inputs.iter().zip(dims) {
+    for (info, (name, d)) in graph.inputs.iter().zip(dims) {
         if checked_numel(&d).is_err() {
             return Err(ImportError::InputTooLarge {
                 input: name,
@@ -105,15 +119,15 @@ pub fn import(model: &OnnxModel, shapes: &[(String, Vec<usize>)]) -> Result<Impo
         imp.values.insert(name.clone(), Value::Tensor(l));
         input_names.push(name);
     }
-    for (name, t) in &model.graph.initializers {
+    for (name, t) in &graph.initializers {
         imp.values.insert(name.clone(), Value::known(t.clone()));
     }
-    for node in &model.graph.nodes {
+    for node in &graph.nodes {
         imp.node(node)?;
     }
-    let mut outputs = Vec::with_capacity(model.graph.outputs.len());
+    let mut outputs = Vec::with_capacity(graph.outputs.len());
     let mut output_names = Vec::with_capacity(outputs.capacity());
-    for o in &model.graph.outputs {
+    for o in &graph.outputs {
         outputs.push(imp.output(&o.name)?);
         output_names.push(o.name.clone());
     }
@@ -131,6 +145,7 @@ struct Importer {
     /// Known values already added to the graph, by name.
     cache: HashMap<String, Lazy>,
     opset: i64,
+    requant: Requant,
 }
 
 impl Importer {
@@ -152,13 +167,14 @@ impl Importer {
             Value::Tensor(_) => false,
         });
         let folded = match foldable {
-            true => eval_on_host(node, &inputs, self.opset, build).map_err(fail)?,
+            true => eval_on_host(node, &inputs, (self.opset, self.requant), build).map_err(fail)?,
             false => None,
         };
         let outs = match folded {
             Some(outs) => outs,
             None => {
-                let mut ctx = Ctx::new(node, self.opset, &mut self.graph, &inputs, &mut self.cache);
+                let spec = (self.opset, self.requant);
+                let mut ctx = Ctx::new(node, spec, &mut self.graph, &inputs, &mut self.cache);
                 build(&mut ctx).map_err(fail)?
             }
         };
@@ -198,12 +214,12 @@ impl Importer {
 fn eval_on_host(
     node: &OnnxNode,
     inputs: &[Option<Value>],
-    opset: i64,
+    spec: (i64, Requant),
     build: OpBuilder,
 ) -> Result<Option<Vec<Value>>, OpError> {
     let mut g = Graph::new();
     let mut cache = HashMap::new();
-    let outs = build(&mut Ctx::new(node, opset, &mut g, inputs, &mut cache))?;
+    let outs = build(&mut Ctx::new(node, spec, &mut g, inputs, &mut cache))?;
     let computed: Vec<Lazy> = outs
         .iter()
         .filter_map(|v| match v {

@@ -11,14 +11,16 @@ pub mod import;
 mod model;
 pub mod ops;
 pub mod proto;
+pub mod qdq;
 mod shape;
 mod sort;
 mod tensor;
 
 pub use attr::{AttrValue, Attributes};
 pub use error::{AttrProblem, OnnxError, OPSET_RANGE};
-pub use import::{import, ImportError, Imported};
+pub use import::{import, import_with, ImportError, Imported};
 pub use model::{load, load_bytes, Dim, OnnxGraph, OnnxModel, OnnxNode, ValueInfo};
+pub use qdq::Requant;
 pub use shape::{parse_shape_override, pin_dims};
 pub use tensor::{decode_tensor, ElemType};
 

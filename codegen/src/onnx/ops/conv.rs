@@ -3,6 +3,7 @@
 
 use super::ctx::{checked_numel, invalid, to_usize, Ctx, OpError, Value};
 use super::OpBuilder;
+use crate::dtype::DType;
 use crate::graph::Lazy;
 
 pub(super) const OPS: &[(&str, OpBuilder)] = &[("Conv", conv), ("ConvTranspose", conv_transpose)];
@@ -176,6 +177,42 @@ pub(super) fn conv_of(
     Ok(ctx
         .graph
         .conv(x, w, bias, &win.strides, &win.dilations, &win.pads, groups)?)
+}
+
+/// The convolution of the raw quantized `x` and `w` with the node's window, summed in `acc`
+/// (each value widened where the kernel reads it): `x` padded with its zero point `zx`, so that a
+/// padded tap adds `w · (zx − zx) = 0` once the caller folds `−zx · Σ w` into the bias.
+pub(super) fn quantized_conv_of(
+    ctx: &mut Ctx,
+    x: &Lazy,
+    w: &Lazy,
+    zx: i64,
+    acc: DType,
+) -> Result<Lazy, OpError> {
+    if x.shape().len() < 3 || x.shape().len() != w.shape().len() {
+        let (xs, ws) = (x.shape(), w.shape());
+        return Err(invalid(format!(
+            "input {xs:?} and weight {ws:?} do not match"
+        )));
+    }
+    let kernel = kernel_of(ctx, w.shape())?;
+    let win = window(ctx, &x.shape()[2..], kernel, false)?;
+    let groups = to_usize(ctx.attrs().int_or("group", 1)?, "group")?;
+    let mut pads = vec![(0, 0); 2];
+    pads.extend(&win.pads);
+    let g = &mut *ctx.graph;
+    let xp = g.pad_value(x, &pads, zx as f64)?;
+    let none = vec![(0, 0); win.pads.len()];
+    Ok(g.conv_in(
+        &xp,
+        w,
+        None,
+        &win.strides,
+        &win.dilations,
+        &none,
+        groups,
+        Some(acc),
+    )?)
 }
 
 fn dilate(x: &Lazy, strides: &[usize]) -> Result<Lazy, OpError> {

@@ -8,7 +8,7 @@ use thiserror::Error;
 
 use crate::dtype::{DType, Scalar};
 use crate::graph::{Graph, GraphError, Lazy};
-use crate::onnx::{AttrProblem, Attributes, ElemType, OnnxError, OnnxNode};
+use crate::onnx::{AttrProblem, Attributes, ElemType, OnnxError, OnnxNode, Requant};
 use crate::ops::ConstValue;
 use crate::tensor::{decode_element, Tensor, TensorError};
 
@@ -107,6 +107,8 @@ pub fn materialize(g: &mut Graph, name: &str, t: &Tensor) -> Result<Lazy, OpErro
 pub struct Ctx<'a> {
     pub node: &'a OnnxNode,
     pub opset: i64,
+    /// How quantized operators requantize their accumulators.
+    pub requant: Requant,
     pub graph: &'a mut Graph,
     inputs: &'a [Option<Value>],
     /// Known inputs already turned into graph values, by value name.
@@ -116,7 +118,7 @@ pub struct Ctx<'a> {
 impl<'a> Ctx<'a> {
     pub fn new(
         node: &'a OnnxNode,
-        opset: i64,
+        (opset, requant): (i64, Requant),
         graph: &'a mut Graph,
         inputs: &'a [Option<Value>],
         cache: &'a mut HashMap<String, Lazy>,
@@ -124,6 +126,7 @@ impl<'a> Ctx<'a> {
         Ctx {
             node,
             opset,
+            requant,
             graph,
             inputs,
             cache,

@@ -62,12 +62,17 @@ const FAMILIES: [&[(&str, OpBuilder)]; 24] = [
     einsum::OPS,
 ];
 
+/// onnxruntime's contrib ops (`com.microsoft`) that Kiln imports.
+const MICROSOFT: &[(&str, OpBuilder)] = quant::MICROSOFT_OPS;
+
 /// The builder of `op_type` in `domain` (`""` or `"ai.onnx"` is the default domain).
 pub fn op_builder(domain: &str, op_type: &str) -> Option<OpBuilder> {
-    if !matches!(domain, "" | "ai.onnx") {
-        return None;
-    }
-    FAMILIES
+    let table: &[&[(&str, OpBuilder)]] = match domain {
+        "" | "ai.onnx" => &FAMILIES,
+        "com.microsoft" => &[MICROSOFT],
+        _ => return None,
+    };
+    table
         .iter()
         .flat_map(|f| f.iter())
         .find(|(name, _)| *name == op_type)

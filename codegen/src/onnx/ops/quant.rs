@@ -1,14 +1,21 @@
-//! Quantization as float arithmetic: `DequantizeLinear` and `QuantizeLinear` (per tensor or
-//! per axis), `DynamicQuantizeLinear`; integer products (`MatMulInteger`, `ConvInteger`) and
-//! their quantized forms (`QLinearMatMul`, `QLinearConv`).
+//! Quantization: `DequantizeLinear` and `QuantizeLinear` (per tensor or per axis) and
+//! `DynamicQuantizeLinear` as float arithmetic; integer products (`MatMulInteger`,
+//! `ConvInteger`) and their quantized forms (`QLinearMatMul`, `QLinearConv`, onnxruntime's
+//! `QGemm`) as integer kernels, requantized as the model's [`Requant`] says.
 
 use super::ctx::{dtype_of, invalid, norm_axis, Ctx, OpError, Value};
 use super::OpBuilder;
 use crate::dtype::{DType, Scalar};
+use crate::graph::quant::{Multipliers, QuantMultiplier};
 use crate::graph::Graph;
 use crate::graph::Lazy;
+use crate::onnx::qdq::Requant;
 use crate::onnx::ElemType;
 use crate::ops::{BinaryOp, ReduceOp};
+use crate::tensor::Tensor;
+
+/// onnxruntime's contrib ops here (`com.microsoft`).
+pub(super) const MICROSOFT_OPS: &[(&str, OpBuilder)] = &[("QGemm", qgemm)];
 
 pub(super) const OPS: &[(&str, OpBuilder)] = &[
     ("DequantizeLinear", dequantize_linear),
@@ -170,26 +177,85 @@ fn conv_integer(ctx: &mut Ctx) -> Out {
     )?)])
 }
 
-/// `saturate(round_half_even(acc · scale + zero_point))` for an `i32` accumulator, computed
-/// in `f64`; the combined scale is first computed in the scales' type.
-fn requantize(
-    g: &mut Graph,
-    acc: &Lazy,
-    scale: &Lazy,
-    zp: Option<&Lazy>,
+/// The requantization of an `i32` accumulator to the output type `to`, by the model's
+/// [`Requant`]: with onnxruntime's float32 scale, or with TFLM's fixed-point multipliers.
+struct Requantization {
+    /// `a_scale · b_scale / y_scale` in the scales' type, shaped to broadcast over the output.
+    scale: Lazy,
+    /// The node's inputs `[a_scale, b_scale, y_scale, y_zero_point]`, for TFLM's multipliers.
+    inputs: [usize; 4],
+    zero_point: Option<Lazy>,
+    /// The output axis a per-channel `b_scale` runs along.
+    axis: usize,
     to: DType,
-) -> Result<Lazy, OpError> {
-    let (lo, hi) = int_range(to)?;
-    let s = g.cast(scale, DType::F64);
-    let a = g.cast(acc, DType::F64);
-    let mut y = g.binary(BinaryOp::Mul, &a, &s)?;
-    if let Some(zp) = zp {
-        let z = g.cast(zp, DType::F64);
-        y = g.binary(BinaryOp::Add, &y, &z)?;
+}
+
+impl Requantization {
+    fn apply(&self, ctx: &mut Ctx, acc: &Lazy) -> Result<Lazy, OpError> {
+        match ctx.requant {
+            Requant::Onnx => self.onnx(ctx.graph, acc),
+            Requant::Tflm => self.tflm(ctx, acc),
+        }
     }
-    let y = g.round_even(&y)?;
-    let y = g.clip(&y, Some(lo), Some(hi))?;
-    Ok(g.cast(&y, to))
+
+    /// onnxruntime's (MLAS's `MlasRequantizeOutput`): `float(acc) · scale` in float32, rounded
+    /// half to even, plus the zero point, saturated.
+    fn onnx(&self, g: &mut Graph, acc: &Lazy) -> Result<Lazy, OpError> {
+        let (lo, hi) = int_range(self.to)?;
+        let s = g.cast(&self.scale, DType::F32);
+        let a = g.cast(acc, DType::F32);
+        let y = g.binary(BinaryOp::Mul, &a, &s)?;
+        let mut y = g.round_even(&y)?;
+        if let Some(zp) = &self.zero_point {
+            // Exact: the rounded value is an integer, and any beyond 2^24 saturates below.
+            let z = g.cast(zp, DType::F32);
+            y = g.binary(BinaryOp::Add, &y, &z)?;
+        }
+        let y = g.clip(&y, Some(lo), Some(hi))?;
+        Ok(g.cast(&y, self.to))
+    }
+
+    /// TFLM's: a fixed-point multiplier per output channel, computed at compile time from the
+    /// scales in double as TFLM's convolutions do, and integer arithmetic only.
+    fn tflm(&self, ctx: &mut Ctx, acc: &Lazy) -> Result<Lazy, OpError> {
+        let [sa, sb, sy, zy] = self.inputs;
+        let scales = |i: usize| -> Result<Vec<f32>, OpError> {
+            let t = ctx.known(i).map_err(|_| {
+                OpError::Unsupported("--requant tflm with scales computed at run time".into())
+            })?;
+            Ok(t.to_f64().into_iter().map(|v| v as f32).collect())
+        };
+        let (sa, sb, sy) = (scales(sa)?, scales(sb)?, scales(sy)?);
+        let ([sa], [sy]) = (&sa[..], &sy[..]) else {
+            return Err(OpError::Unsupported(
+                "--requant tflm with a per-axis input or output scale".into(),
+            ));
+        };
+        let each =
+            |s_b: &f32| QuantMultiplier::new(f64::from(*sa) * f64::from(*s_b) / f64::from(*sy));
+        let ms = match &sb[..] {
+            [one] => Multipliers::Tensor(each(one)),
+            many => Multipliers::PerAxis {
+                axis: self.axis,
+                each: many.iter().map(each).collect(),
+            },
+        };
+        let zp = match ctx.has(zy) {
+            true => match ctx.known_ints(zy)?.as_deref() {
+                Some(&[z]) => z as i32,
+                _ => {
+                    return Err(OpError::Unsupported(
+                        "--requant tflm with a per-axis or run-time zero point".into(),
+                    ))
+                }
+            },
+            false => 0,
+        };
+        let (lo, hi) = int_range(self.to)?;
+        Ok(ctx
+            .graph
+            .requantize_to(acc, &ms, zp, (lo as i32, hi as i32), self.to)?)
+    }
 }
 
 /// `a_scale · b_scale / y_scale` in the scales' type, shaped to broadcast over the output.
@@ -223,56 +289,229 @@ fn combined_scale(
     Ok(g.binary(BinaryOp::Div, &p, &sy)?)
 }
 
-fn qlinear_matmul(ctx: &mut Ctx) -> Out {
-    let (a, sa, za) = (ctx.tensor(0)?, ctx.tensor(1)?, ctx.opt_tensor(2)?);
-    let (b, sb, zb) = (ctx.tensor(3)?, ctx.tensor(4)?, ctx.opt_tensor(5)?);
-    let (sy, zy) = (ctx.tensor(6)?, ctx.opt_tensor(7)?);
-    let to = zy.as_ref().map_or(a.dtype, |z| z.dtype);
-    let g = &mut *ctx.graph;
-    let ai = centered(g, &a, za.as_ref(), Axis::Row)?;
-    let bi = centered(g, &b, zb.as_ref(), Axis::Column)?;
-    let acc = g.matmul(&ai, &bi)?;
-    let rank = acc.shape().len();
-    let scale = combined_scale(g, &sa, &sb, &sy, rank, Axis::Column)?;
-    let zy = match zy {
+/// A per-tensor zero point as a scalar; a vector one (per column of a product) as it is.
+fn output_zero_point(zy: Option<Lazy>) -> Result<Option<Lazy>, OpError> {
+    Ok(match zy {
         Some(z) if z.shape().len() == 1 && z.shape() != [1] => Some(z),
         Some(z) => Some(z.reshape(&[])?),
         None => None,
+    })
+}
+
+/// The zero-point terms of a quantized product folded at compile time: with `x` the
+/// activation (input 0) and `w` the weight (input 3), `Σ (x − zx)(w − zw) + bias` is
+/// `Σ x · (w − zw) + (bias − zx · Σ (w − zw))`, so the kernel multiplies the raw activations
+/// (padded with `zx` in a convolution) and adds one `i32` table per output channel.
+struct Folded {
+    zx: i64,
+    /// The weight, centred on its zero point where that is not 0.
+    weight: Lazy,
+    /// `bias − zx · Σ (w − zw)` per output channel.
+    bias: Vec<i64>,
+}
+
+/// [`Folded`] for a weight whose output channels run along `axis`, with the bias at input
+/// `bias` (if the op has one there); `None` where a zero point, the weight or the bias is
+/// computed at run time, a zero point is not per tensor (the activation's) or per channel (the
+/// weight's), or the folded bias does not fit in `i32`: the op then centres each value in the
+/// kernel.
+fn folded(ctx: &mut Ctx, axis: usize, bias: Option<usize>) -> Result<Option<Folded>, OpError> {
+    let zx = match ctx.has(2) {
+        true => match ctx.known_ints(2)?.as_deref() {
+            Some(&[z]) => z,
+            _ => return Ok(None),
+        },
+        false => 0,
     };
-    Ok(vec![Value::Tensor(requantize(
-        g,
-        &acc,
-        &scale,
-        zy.as_ref(),
+    if !ctx.is_known(3) {
+        return Ok(None);
+    }
+    let w = ctx.known(3)?;
+    let (Some(raw), shape) = (w.to_i64(), w.shape().to_vec()) else {
+        return Ok(None);
+    };
+    let n = shape[axis];
+    let zw = match ctx.has(5) {
+        true => match ctx.known_ints(5)? {
+            Some(z) if z.len() == 1 || z.len() == n => z,
+            _ => return Ok(None),
+        },
+        false => vec![0],
+    };
+    let mut sums = vec![0i64; n];
+    let inner: usize = shape[axis + 1..].iter().product();
+    for (i, v) in raw.iter().enumerate() {
+        let c = (i / inner) % n;
+        sums[c] += v - zw[if zw.len() > 1 { c } else { 0 }];
+    }
+    let mut table: Vec<i64> = sums.iter().map(|s| -zx * s).collect();
+    if let Some(b) = bias.filter(|&b| ctx.has(b)) {
+        match ctx.known_ints(b)? {
+            Some(b) if b.len() == n => table.iter_mut().zip(b).for_each(|(t, b)| *t += b),
+            _ => return Ok(None),
+        }
+    }
+    if table.iter().any(|&t| i32::try_from(t).is_err()) {
+        return Ok(None);
+    }
+    let mut weight = ctx.tensor(3)?;
+    if zw.iter().any(|&z| z != 0) {
+        let zw = ctx.tensor(5)?;
+        let per = if axis == 0 {
+            Axis::Channel
+        } else {
+            Axis::Column
+        };
+        weight = centered(ctx.graph, &weight, Some(&zw), per)?;
+    }
+    Ok(Some(Folded {
+        zx,
+        weight,
+        bias: table,
+    }))
+}
+
+/// `acc + table`, the table laid along `axis` of the accumulator (nothing where it is all 0).
+fn add_table(ctx: &mut Ctx, acc: &Lazy, table: &[i64], axis: usize) -> Result<Lazy, OpError> {
+    if table.iter().all(|&t| t == 0) {
+        return Ok(acc.clone());
+    }
+    let name = format!("{}_bias", ctx.node.name);
+    let t = Tensor::from_i64(Scalar::I32, vec![table.len()], table)?;
+    let mut shape = vec![1; acc.shape().len()];
+    shape[axis] = table.len();
+    let b = ctx.graph.weight(&name, t).reshape(&shape)?;
+    Ok(ctx.graph.binary(BinaryOp::Add, acc, &b)?)
+}
+
+/// The quantized product `(a − za) · (b − zb) [+ bias]` in `i32`: inputs `[a, sa, za, b, sb,
+/// zb]`, the bias at input `bias`.
+fn matmul_acc(ctx: &mut Ctx, bias: Option<usize>, trans: [bool; 2]) -> Result<Lazy, OpError> {
+    let (mut a, mut b) = (ctx.tensor(0)?, ctx.tensor(3)?);
+    if trans[0] {
+        a = swap_last(&a)?;
+    }
+    let plain_b = b.shape().len() == 2;
+    if plain_b {
+        if let Some(f) = folded(ctx, if trans[1] { 0 } else { 1 }, bias)? {
+            let w = if trans[1] {
+                swap_last(&f.weight)?
+            } else {
+                f.weight
+            };
+            let acc = ctx.graph.matmul_in(&a, &w, Some(DType::I32))?;
+            let last = acc.shape().len() - 1;
+            return add_table(ctx, &acc, &f.bias, last);
+        }
+    }
+    if trans[1] {
+        b = swap_last(&b)?;
+    }
+    let (za, zb) = (ctx.opt_tensor(2)?, ctx.opt_tensor(5)?);
+    let g = &mut *ctx.graph;
+    let ai = centered(g, &a, za.as_ref(), Axis::Row)?;
+    let bi = centered(g, &b, zb.as_ref(), Axis::Column)?;
+    let mut acc = g.matmul(&ai, &bi)?;
+    if let Some(c) = bias.filter(|&c| ctx.has(c)) {
+        let c = ctx.tensor(c)?;
+        let c = ctx.graph.cast(&c, DType::I32);
+        acc = ctx.graph.binary(BinaryOp::Add, &acc, &c)?;
+    }
+    Ok(acc)
+}
+
+/// The quantized product `(a − za) · (b − zb) [+ bias]`, requantized to `y`'s scale: inputs
+/// `[a, sa, za, b, sb, zb]` first, the bias at `bias`, `[sy, zy]` at `out`.
+fn quantized_matmul(ctx: &mut Ctx, bias: Option<usize>, out: usize, trans: [bool; 2]) -> Out {
+    let acc = matmul_acc(ctx, bias, trans)?;
+    let (sa, sb) = (ctx.tensor(1)?, ctx.tensor(4)?);
+    let (sy, zy) = (ctx.tensor(out)?, ctx.opt_tensor(out + 1)?);
+    let to = zy.as_ref().map_or(ctx.tensor(0)?.dtype, |z| z.dtype);
+    let g = &mut *ctx.graph;
+    let rank = acc.shape().len();
+    let scale = combined_scale(g, &sa, &sb, &sy, rank, Axis::Column)?;
+    let r = Requantization {
+        scale,
+        inputs: [1, 4, out, out + 1],
+        zero_point: output_zero_point(zy)?,
+        axis: rank.saturating_sub(1),
         to,
-    )?)])
+    };
+    Ok(vec![Value::Tensor(r.apply(ctx, &acc)?)])
+}
+
+/// `x` with its last two axes swapped.
+fn swap_last(x: &Lazy) -> Result<Lazy, OpError> {
+    let r = x.shape().len();
+    if r < 2 {
+        return Err(invalid(format!(
+            "a transposed operand of shape {:?}",
+            x.shape()
+        )));
+    }
+    let mut p: Vec<usize> = (0..r).collect();
+    p.swap(r - 2, r - 1);
+    Ok(x.permute(&p)?)
+}
+
+fn qlinear_matmul(ctx: &mut Ctx) -> Out {
+    quantized_matmul(ctx, None, 6, [false; 2])
+}
+
+/// onnxruntime's `QGemm` (`com.microsoft`): `QLinearMatMul` with `transA`, `transB` and an
+/// `int32` bias `C` of scale `a_scale · b_scale`. Kiln also takes a batched `A`, as the QDQ
+/// rewrite of a `MatMul` and `Add` may give it.
+fn qgemm(ctx: &mut Ctx) -> Out {
+    let alpha = ctx.attrs().float_or("alpha", 1.0)?;
+    if alpha != 1.0 {
+        return Err(OpError::Unsupported(format!("QGemm with alpha {alpha}")));
+    }
+    if !ctx.has(7) {
+        return Err(OpError::Unsupported(
+            "QGemm with a float output (no y_scale)".into(),
+        ));
+    }
+    let trans = [
+        ctx.attrs().int_or("transA", 0)? != 0,
+        ctx.attrs().int_or("transB", 0)? != 0,
+    ];
+    quantized_matmul(ctx, Some(6), 7, trans)
+}
+
+/// `Σ (x − zx)(w − zw) + bias` of `QLinearConv` in `i32`.
+fn conv_acc(ctx: &mut Ctx) -> Result<Lazy, OpError> {
+    let x = ctx.tensor(0)?;
+    if let Some(f) = folded(ctx, 0, Some(8))? {
+        let acc = super::conv::quantized_conv_of(ctx, &x, &f.weight, f.zx, DType::I32)?;
+        return add_table(ctx, &acc, &f.bias, 1);
+    }
+    let (zx, w, zw) = (ctx.opt_tensor(2)?, ctx.tensor(3)?, ctx.opt_tensor(5)?);
+    let xi = centered(ctx.graph, &x, zx.as_ref(), Axis::Scalar)?;
+    let wi = centered(ctx.graph, &w, zw.as_ref(), Axis::Channel)?;
+    let bias = ctx.opt_tensor(8)?.map(|b| ctx.graph.cast(&b, DType::I32));
+    super::conv::conv_of(ctx, &xi, &wi, bias.as_ref())
 }
 
 fn qlinear_conv(ctx: &mut Ctx) -> Out {
-    let (x, sx, zx) = (ctx.tensor(0)?, ctx.tensor(1)?, ctx.opt_tensor(2)?);
-    let (w, sw, zw) = (ctx.tensor(3)?, ctx.tensor(4)?, ctx.opt_tensor(5)?);
+    let acc = conv_acc(ctx)?;
+    let (x, sx, sw) = (ctx.tensor(0)?, ctx.tensor(1)?, ctx.tensor(4)?);
     let (sy, zy) = (ctx.tensor(6)?, ctx.opt_tensor(7)?);
-    let bias = ctx.opt_tensor(8)?;
     let to = zy.as_ref().map_or(x.dtype, |z| z.dtype);
-    let xi = centered(ctx.graph, &x, zx.as_ref(), Axis::Scalar)?;
-    let wi = centered(ctx.graph, &w, zw.as_ref(), Axis::Channel)?;
-    let bias = bias.map(|b| ctx.graph.cast(&b, DType::I32));
-    let acc = super::conv::conv_of(ctx, &xi, &wi, bias.as_ref())?;
     let rank = acc.shape().len();
-    let g = &mut *ctx.graph;
     let sx = sx.reshape(&[])?;
-    let scale = combined_scale(g, &sx, &sw, &sy, rank, Axis::Channel)?;
-    let zy = match zy {
+    let scale = combined_scale(ctx.graph, &sx, &sw, &sy, rank, Axis::Channel)?;
+    let zero_point = match zy {
         Some(z) => Some(z.reshape(&[])?),
         None => None,
     };
-    Ok(vec![Value::Tensor(requantize(
-        g,
-        &acc,
-        &scale,
-        zy.as_ref(),
+    let r = Requantization {
+        scale,
+        inputs: [1, 4, 6, 7],
+        zero_point,
+        axis: 1,
         to,
-    )?)])
+    };
+    Ok(vec![Value::Tensor(r.apply(ctx, &acc)?)])
 }
 
 /// `uint8` quantization with the scale and zero point that map `[min(x, 0), max(x, 0)]` onto
