@@ -133,19 +133,30 @@ fn fusion_root(
         1 => set.iter().next().copied(),
         _ => None,
     };
-    // A widening cast at the exit (a pool that sums int8 in i32) is recomputed by the reader:
-    // the buffer holds the narrower value before it.
-    let narrowest = |mut e: NodeId| {
-        while let (GOp::Cast, [src]) = (&g.node(e).op, &g.node(e).src[..]) {
-            let s = src.base;
+    // What leads to the exit from a narrower value through casts and ops whose other operands
+    // are constants or weights is recomputed by the reader (the widening cast of an int8
+    // result that a pool sums in i32; the dequantization of one that a float pool reads): the
+    // buffer holds the narrowest value on that chain.
+    let narrowest = |e: NodeId| {
+        let (mut best, mut cur) = (e, e);
+        loop {
+            let node = g.node(cur);
+            let leaf = |b: NodeId| matches!(g.node(b).op, GOp::Const(_) | GOp::Weight(_));
+            let mut varying = node.src.iter().map(|v| v.base).filter(|&b| !leaf(b));
+            let (Some(s), None) = (varying.next(), varying.next()) else {
+                break;
+            };
+            let step = matches!(node.op, GOp::Cast | GOp::Alu(_));
             let only_user = consumers[s.0 as usize].len() == 1;
-            let narrower = g.node(s).dtype.size() < g.node(e).dtype.size();
-            if !(s != r && seen.contains(&s) && only_user && narrower) {
+            if !(step && s != r && seen.contains(&s) && only_user) {
                 break;
             }
-            e = s;
+            cur = s;
+            if g.node(s).dtype.size() < g.node(best).dtype.size() {
+                best = s;
+            }
         }
-        e
+        best
     };
     match (single(&into), single(&exits).map(narrowest)) {
         (Some(t), _) if !elsewhere => Some(Fusion::Into(t)),
