@@ -76,6 +76,14 @@ fn mlperf(name: &str) {
             "{name}: arena {} B, TFLM's {tflm} B",
             r.arena_bytes
         );
+        // The weights stay int8 in flash and per-channel tables stay per channel: within 1.2×
+        // the file (the requantization's four tables per layer against the file's scales).
+        let file = std::fs::metadata(tflite_path(name)).unwrap().len() as usize;
+        assert!(
+            r.weight_bytes * 5 < file * 6,
+            "{name}: {} B of weights from a {file} B file",
+            r.weight_bytes
+        );
     }
 }
 

@@ -7,10 +7,11 @@ use crate::graph::{GNode, GOp, Graph, Lazy, NodeId, WeightData, WeightId};
 use crate::shape::ShapeTracker;
 
 /// Folded nodes may not be larger than this many elements, or than the weights they come
-/// from: folding must not grow the model. Nor may a larger one grow in bytes where it would
-/// fuse into its consumers' kernels: a cast of int8 weights to int32 stays a cast in the
-/// kernel, not a weight four times the size. (Where a consumer expands it, the value would be
-/// a buffer of its own anyway, computed at every run: then it is folded.)
+/// from: folding must not grow the model. Nor may a larger one, or a broadcast of weights,
+/// grow in bytes where it would fuse into its consumers' kernels: a cast of int8 weights to
+/// int32 stays a cast in the kernel, not a weight four times the size. (Where a consumer
+/// expands it, the value would be a buffer of its own anyway, computed at every run: then it
+/// is folded.)
 const SMALL: usize = 4096;
 
 pub fn fold_constants(g: &mut Graph, outputs: &[Lazy]) -> Result<(), ScheduleError> {
@@ -64,7 +65,10 @@ pub fn fold_constants(g: &mut Graph, outputs: &[Lazy]) -> Result<(), ScheduleErr
         let numel: usize = node.shape.iter().product();
         let bytes = numel * node.dtype.size();
         let bounded = numel <= SMALL.max(leaf_numel[i]);
-        let grows = numel > SMALL && bytes > leaf_bytes[i];
+        // A broadcast of weights (a per-channel table widened over a whole activation) is
+        // read through its view in the kernel; folded, it would be stored at its full size.
+        let broadcast = leaf_numel[i] > 0 && numel > leaf_numel[i];
+        let grows = (numel > SMALL || broadcast) && bytes > leaf_bytes[i];
         let fits = !grows || expanded[i];
         if const_only[i] && wanted[i] && computed && bounded && fits {
             fold_node(g, id)?;
