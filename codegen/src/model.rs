@@ -2,7 +2,7 @@
 //! identifier at bytes 4..8; anything else is read as ONNX.
 
 use crate::graph::Imported;
-use crate::onnx::{self, ImportError, OnnxError};
+use crate::onnx::{self, ImportError, OnnxError, Requant};
 use crate::tflite::{self, TfliteError};
 use std::path::{Path, PathBuf};
 use thiserror::Error;
@@ -45,20 +45,30 @@ pub enum ModelError {
     TfliteShape { name: String },
 }
 
-/// Imports the model file at `path`, with `shapes` pinning free ONNX input dims.
-pub fn import_file(path: &Path, shapes: &[(String, Vec<usize>)]) -> Result<Imported, ModelError> {
+/// How a model file is imported.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ImportOptions {
+    /// Free ONNX input dims pinned (`--shape NAME=…`); a TFLite model's are fixed.
+    pub shapes: Vec<(String, Vec<usize>)>,
+    /// How quantized ONNX operators requantize (`--requant`); a TFLite model always follows
+    /// TFLM.
+    pub requant: Requant,
+}
+
+/// Imports the model file at `path`.
+pub fn import_file(path: &Path, options: &ImportOptions) -> Result<Imported, ModelError> {
     let bytes = std::fs::read(path).map_err(|source| ModelError::Read {
         path: path.to_path_buf(),
         source,
     })?;
-    import_bytes(&bytes, shapes)
+    import_bytes(&bytes, options)
 }
 
 /// Imports a model from its file's bytes.
-pub fn import_bytes(bytes: &[u8], shapes: &[(String, Vec<usize>)]) -> Result<Imported, ModelError> {
+pub fn import_bytes(bytes: &[u8], options: &ImportOptions) -> Result<Imported, ModelError> {
     match Format::of(bytes) {
         Format::Tflite => {
-            if let Some((name, _)) = shapes.first() {
+            if let Some((name, _)) = options.shapes.first() {
                 return Err(ModelError::TfliteShape { name: name.clone() });
             }
             let model = tflite::load_bytes(bytes)?;
@@ -66,7 +76,7 @@ pub fn import_bytes(bytes: &[u8], shapes: &[(String, Vec<usize>)]) -> Result<Imp
         }
         Format::Onnx => {
             let model = onnx::load_bytes(bytes)?;
-            Ok(onnx::import(&model, shapes)?)
+            Ok(onnx::import_with(&model, &options.shapes, options.requant)?)
         }
     }
 }

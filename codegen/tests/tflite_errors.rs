@@ -1,7 +1,7 @@
 //! Bad TFLite input gives an error that names the problem, never a panic: truncated and
 //! corrupted files, and a file with the identifier but no model.
 
-use kiln_codegen::model::{import_bytes, Format, ModelError};
+use kiln_codegen::model::{import_bytes, Format, ImportOptions, ModelError};
 use kiln_codegen::tflite::TfliteError;
 use proptest::prelude::*;
 
@@ -28,7 +28,7 @@ fn the_content_decides_the_format() {
 fn a_truncated_file_is_malformed() {
     let bytes = kws();
     for cut in [8, 64, bytes.len() / 2, bytes.len() - 1] {
-        match import_bytes(&bytes[..cut], &[]) {
+        match import_bytes(&bytes[..cut], &ImportOptions::default()) {
             Err(ModelError::Tflite(e)) => println!("cut at {cut}: {e}"),
             Err(other) => panic!("cut at {cut}: not a TFLite error: {other}"),
             Ok(_) => panic!("cut at {cut}: imported"),
@@ -38,13 +38,21 @@ fn a_truncated_file_is_malformed() {
 
 #[test]
 fn shapes_are_refused_for_tflite() {
-    let e = import_bytes(&kws(), &[("input".into(), vec![1, 2])]).unwrap_err();
+    let options = ImportOptions {
+        shapes: vec![("input".into(), vec![1, 2])],
+        ..Default::default()
+    };
+    let e = import_bytes(&kws(), &options).unwrap_err();
     assert!(matches!(e, ModelError::TfliteShape { .. }), "{e}");
 }
 
 #[test]
 fn an_identifier_without_a_model_is_an_error() {
-    let e = import_bytes(b"\x00\x00\x00\x00TFL3\x00\x00\x00\x00", &[]).unwrap_err();
+    let e = import_bytes(
+        b"\x00\x00\x00\x00TFL3\x00\x00\x00\x00",
+        &ImportOptions::default(),
+    )
+    .unwrap_err();
     assert!(
         matches!(e, ModelError::Tflite(TfliteError::Malformed(_))),
         "{e}"
@@ -60,6 +68,6 @@ proptest! {
         let mut bytes = kws();
         let at = at % bytes.len();
         bytes[at] = value;
-        let _ = import_bytes(&bytes, &[]);
+        let _ = import_bytes(&bytes, &ImportOptions::default());
     }
 }

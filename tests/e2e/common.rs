@@ -101,7 +101,7 @@ fn samples(t: &Tensor) -> Result<Vec<Tensor>> {
 
 /// Imports any model file (ONNX or TFLite) and compiles it for the C target.
 pub fn compile_file(name: &str, path: &std::path::Path) -> Result<Bundle> {
-    let imported = kiln_codegen::model::import_file(path, &[])
+    let imported = kiln_codegen::model::import_file(path, &Default::default())
         .with_context(|| format!("importing {}", path.display()))?;
     Ok(compile_graph(
         name,

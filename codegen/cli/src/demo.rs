@@ -76,6 +76,7 @@ fn run_part(part: &Part, dir: &Path) -> Result<bool> {
         model: p.join(part.file),
         shapes: vec![],
         beam: 0,
+        requant: Default::default(),
     };
     let c = compile(&args, &Target::c())?;
     let inputs = read_inputs(&p.join("in"), &c)?;

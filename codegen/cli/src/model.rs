@@ -4,6 +4,7 @@ use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 pub use kiln_codegen::compile::Compiled;
 use kiln_codegen::compile::{compile as compile_model, io_of};
+use kiln_codegen::onnx::Requant;
 use kiln_codegen::optimize::{Beam, Cache, CostModel, Optimize};
 use kiln_codegen::target::Target;
 use kiln_codegen::tensor::Tensor;
@@ -27,6 +28,28 @@ pub struct ModelArgs {
     /// (`$KILN_BEAM_CACHE`, else `~/.cache/kiln/beam`). 0: hand-coded opts.
     #[arg(long, default_value_t = 0, value_name = "N")]
     pub beam: usize,
+    /// How a quantized ONNX model's integer kernels requantize: `onnx` (onnxruntime's float32
+    /// scale, halves rounded to even: bit for bit with onnxruntime) or `tflm` (TFLM's
+    /// fixed-point multipliers, integer arithmetic only). A TFLite model always follows TFLM.
+    #[arg(long, value_enum, default_value_t = RequantArg::Onnx)]
+    pub requant: RequantArg,
+}
+
+/// `--requant`'s values.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RequantArg {
+    #[default]
+    Onnx,
+    Tflm,
+}
+
+impl From<RequantArg> for Requant {
+    fn from(r: RequantArg) -> Requant {
+        match r {
+            RequantArg::Onnx => Requant::Onnx,
+            RequantArg::Tflm => Requant::Tflm,
+        }
+    }
 }
 
 fn progress(len: usize, what: &str) -> ProgressBar {
@@ -45,7 +68,11 @@ fn import(args: &ModelArgs) -> Result<(String, kiln_codegen::graph::Imported)> {
         .iter()
         .map(|s| onnx::parse_shape_override(s))
         .collect::<Result<Vec<_>, _>>()?;
-    let imported = model::import_file(&args.model, &shapes)
+    let options = model::ImportOptions {
+        shapes,
+        requant: args.requant.into(),
+    };
+    let imported = model::import_file(&args.model, &options)
         .with_context(|| format!("importing {}", args.model.display()))?;
     let name = args
         .model

@@ -89,6 +89,7 @@ pub fn measure_kiln(
         model: m.model.clone(),
         shapes: vec![],
         beam: 0,
+        requant: Default::default(),
     };
     // The compile time is without search; with --beam the searched bundle is measured.
     let started = Instant::now();
