@@ -11,6 +11,11 @@ use kiln_codegen::dtype::{DType, Scalar};
 use kiln_codegen::graph::eval::evaluate;
 use kiln_codegen::graph::quant::{Multipliers, QuantMultiplier};
 use kiln_codegen::graph::Graph;
+use kiln_codegen::onnx::proto::{
+    attribute_proto, tensor_shape_proto, type_proto, AttributeProto, GraphProto, ModelProto,
+    NodeProto, OperatorSetIdProto, TensorProto, TensorShapeProto, TypeProto, ValueInfoProto,
+};
+use kiln_codegen::onnx::{self, Requant};
 use kiln_codegen::tensor::Tensor;
 use kiln_codegen::tflite::schema::{
     ActivationFunctionType, BuiltinOperator, BuiltinOptions, Conv2DOptions, DepthwiseConv2DOptions,
@@ -18,6 +23,7 @@ use kiln_codegen::tflite::schema::{
 };
 use kiln_codegen::tflite::{self, Quant, TensorId, TfOp, TfTensor, TfliteModel};
 use proptest::prelude::*;
+use prost::Message;
 
 fn cases() -> ProptestConfig {
     ProptestConfig::with_cases(48)
@@ -669,5 +675,139 @@ proptest! {
         );
         let want = tflm::fully_connected_16x8(&p, x, f, reference_bias(kind, &b32, &b64));
         prop_assert_eq!(got, want);
+    }
+}
+
+/// An ONNX tensor of integers (`elem` 3: int8, 6: int32) or of one float.
+fn onnx_tensor(name: &str, elem: i32, dims: &[usize], values: &[f64]) -> TensorProto {
+    let raw = values
+        .iter()
+        .flat_map(|&v| match elem {
+            1 => (v as f32).to_le_bytes().to_vec(),
+            6 => (v as i32).to_le_bytes().to_vec(),
+            _ => vec![v as i8 as u8],
+        })
+        .collect();
+    TensorProto {
+        name: Some(name.into()),
+        data_type: Some(elem),
+        dims: dims.iter().map(|&d| d as i64).collect(),
+        raw_data: Some(raw),
+        ..Default::default()
+    }
+}
+
+fn ints_attr(name: &str, v: &[usize]) -> AttributeProto {
+    AttributeProto {
+        name: Some(name.into()),
+        r#type: Some(attribute_proto::AttributeType::Ints as i32),
+        ints: v.iter().map(|&x| x as i64).collect(),
+        ..Default::default()
+    }
+}
+
+fn int8_value(name: &str, dims: &[usize]) -> ValueInfoProto {
+    let dim = |d: &usize| tensor_shape_proto::Dimension {
+        value: Some(tensor_shape_proto::dimension::Value::DimValue(*d as i64)),
+        ..Default::default()
+    };
+    let tensor = type_proto::Tensor {
+        elem_type: Some(3),
+        shape: Some(TensorShapeProto {
+            dim: dims.iter().map(dim).collect(),
+        }),
+    };
+    ValueInfoProto {
+        name: Some(name.into()),
+        r#type: Some(TypeProto {
+            value: Some(type_proto::Value::TensorType(tensor)),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+proptest! {
+    #![proptest_config(cases())]
+
+    /// ONNX `QLinearConv` with `--requant tflm` is TFLM's int8 convolution: the naive
+    /// transcription's, on the same values laid out NCHW.
+    #[test]
+    fn qlinear_conv_with_tflm_requantization_matches_tflm(
+        geo in geometry(),
+        q in scales(4),
+        data in bytes(8 * 8 * 3 + 4 * 3 * 3 * 3),
+        bias in prop::collection::vec(-3000i32..3000, 4),
+    ) {
+        let Geo { h, w, c, o, k, stride, dilation, same } = geo.clone();
+        let (s_in, zp_in, s_out, zp_out, s_w, per_channel) = q;
+        let s_w: Vec<f32> = if per_channel { s_w[..o].to_vec() } else { vec![s_w[0]] };
+        let (x, f) = (&data[..h * w * c], &data[h * w * c..h * w * c + o * k[0] * k[1] * c]);
+        let p = tflm::ConvParams {
+            input_shape: [1, h, w, c],
+            filter_shape: [o, k[0], k[1], c],
+            input: tflm::Quant { scale: s_in, zero_point: zp_in as i32 },
+            filter_scales: &s_w,
+            output: tflm::Quant { scale: s_out, zero_point: zp_out as i32 },
+            stride,
+            dilation,
+            padding: if same { tflm::Padding::Same } else { tflm::Padding::Valid },
+            activation: tflm::Activation::None,
+        };
+        let want = tflm::conv2d(&p, x, f, Some(&bias[..o]));
+        let [_, oh, ow, _] = p.conv2d_output_shape();
+        let pad = p.padding_values();
+        // NHWC → NCHW, OHWI → OIHW.
+        let nchw = |v: &[i8], [d0, d1, d2, d3]: [usize; 4]| -> Vec<f64> {
+            let mut out = vec![0.0; v.len()];
+            for a in 0..d0 { for y in 0..d1 { for x in 0..d2 { for ch in 0..d3 {
+                out[((a * d3 + ch) * d1 + y) * d2 + x] = v[((a * d1 + y) * d2 + x) * d3 + ch] as f64;
+            }}}}
+            out
+        };
+        let f64s = |v: &[f32]| v.iter().map(|&s| s as f64).collect::<Vec<_>>();
+        let node = NodeProto {
+            op_type: Some("QLinearConv".into()),
+            input: ["x", "sx", "zx", "w", "sw", "zw", "sy", "zy", "b"].map(String::from).to_vec(),
+            output: vec!["y".into()],
+            attribute: vec![
+                ints_attr("kernel_shape", &k),
+                ints_attr("strides", &stride),
+                ints_attr("dilations", &dilation),
+                ints_attr("pads", &[pad.height, pad.width, pad.height + pad.height_offset, pad.width + pad.width_offset]),
+            ],
+            ..Default::default()
+        };
+        let graph = GraphProto {
+            name: Some("g".into()),
+            node: vec![node],
+            input: vec![int8_value("x", &[1, c, h, w])],
+            output: vec![int8_value("y", &[1, o, oh, ow])],
+            initializer: vec![
+                onnx_tensor("sx", 1, &[], &[s_in as f64]),
+                onnx_tensor("zx", 3, &[], &[zp_in as f64]),
+                onnx_tensor("w", 3, &[o, c, k[0], k[1]], &nchw(f, [o, k[0], k[1], c])),
+                onnx_tensor("sw", 1, &[s_w.len()], &f64s(&s_w)),
+                onnx_tensor("zw", 3, &[s_w.len()], &vec![0.0; s_w.len()]),
+                onnx_tensor("sy", 1, &[], &[s_out as f64]),
+                onnx_tensor("zy", 3, &[], &[zp_out as f64]),
+                onnx_tensor("b", 6, &[o], &bias[..o].iter().map(|&b| b as f64).collect::<Vec<_>>()),
+            ],
+            ..Default::default()
+        };
+        let model = ModelProto {
+            ir_version: Some(8),
+            opset_import: vec![OperatorSetIdProto { domain: Some(String::new()), version: Some(19) }],
+            graph: Some(graph),
+            ..Default::default()
+        };
+        let loaded = onnx::load_bytes(&model.encode_to_vec()).unwrap();
+        let imported = onnx::import_with(&loaded, &[], Requant::Tflm).unwrap();
+        let xt = Tensor::new(Scalar::I8, vec![1, c, h, w], nchw(x, [1, h, w, c]).iter().map(|&v| v as i8 as u8).collect()).unwrap();
+        let out = evaluate(&imported.graph, &imported.outputs, &[xt]).unwrap();
+        let got: Vec<i8> = out[0].bytes().iter().map(|&b| b as i8).collect();
+        let want: Vec<f64> = nchw(&want, [1, oh, ow, o]);
+        let want: Vec<i8> = want.iter().map(|&v| v as i8).collect();
+        prop_assert_eq!(got, want, "{:?}", geo);
     }
 }

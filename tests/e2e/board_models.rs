@@ -9,7 +9,7 @@ use kiln_codegen::bundle::Bundle;
 use kiln_codegen::tensor::Tensor;
 use kiln_runners::board::{self, BoardError};
 use kiln_tests::{
-    compare, compile, compile_file, references, tflite_path, tflm_vectors, MLPERF, SMALL,
+    compare, compile, compile_file, references, tflite_path, tflm_vectors, MLPERF, QDQ, SMALL,
 };
 use std::time::Duration;
 
@@ -17,6 +17,14 @@ fn run_on(board_name: &str, model: &str) {
     let bundle = compile(model).unwrap_or_else(|e| panic!("{model}: {e:#}"));
     let (inputs, want) = references(model).unwrap();
     run_bundle(board_name, model, &bundle, inputs, &want, 1e-4, 1e-5);
+}
+
+/// An int8 QDQ model on a board: equal to onnxruntime's output (its float32 requantization
+/// in the FPU, or in software on a core without one).
+fn run_qdq_on(board_name: &str, model: &str) {
+    let bundle = compile(model).unwrap_or_else(|e| panic!("{model}: {e:#}"));
+    let (inputs, want) = references(model).unwrap();
+    run_bundle(board_name, model, &bundle, inputs, &want, 0.0, 0.0);
 }
 
 /// An int8 TFLite model on a board, on its first TFLM vector: equal to TFLM's output (0 LSB).
@@ -96,6 +104,18 @@ tflite_board_tests! {
     rv32_ad_int8: "qemu-rv32", "ad01_int8";
     an385_m0_kws_int8: "qemu-an385-m0", "kws_ref_model";
     an385_m0_ad_int8: "qemu-an385-m0", "ad01_int8";
+}
+
+macro_rules! qdq_board_tests {
+    ($($t:ident: $board:expr, $model:expr;)*) => {
+        $( #[test] fn $t() { run_qdq_on($board, $model); } )*
+    };
+}
+
+qdq_board_tests! {
+    an386_kws_qdq: "qemu-an386", QDQ[0];
+    an386_ad_qdq: "qemu-an386", QDQ[3];
+    an385_m0_kws_qdq: "qemu-an385-m0", QDQ[0];
 }
 
 /// KWS and AD do not fit a micro:bit (16 KiB of RAM, 256 KiB of flash): refused before any

@@ -5,6 +5,7 @@ mod attrs;
 mod malformed;
 mod models;
 mod protos;
+mod qdq;
 mod shapes;
 
 use std::collections::HashSet;
