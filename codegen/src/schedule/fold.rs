@@ -14,6 +14,10 @@ use crate::shape::ShapeTracker;
 /// is folded.)
 const SMALL: usize = 4096;
 
+/// A broadcast of weights up to this many bytes is folded (an index table a pool compares with):
+/// the kernels that would recompute it cost more than the flash.
+const SMALL_BROADCAST: usize = 1024;
+
 pub fn fold_constants(g: &mut Graph, outputs: &[Lazy]) -> Result<(), ScheduleError> {
     let order = g.toposort(outputs);
     let n = g.nodes.len();
@@ -67,7 +71,7 @@ pub fn fold_constants(g: &mut Graph, outputs: &[Lazy]) -> Result<(), ScheduleErr
         let bounded = numel <= SMALL.max(leaf_numel[i]);
         // A broadcast of weights (a per-channel table widened over a whole activation) is
         // read through its view in the kernel; folded, it would be stored at its full size.
-        let broadcast = leaf_numel[i] > 0 && numel > leaf_numel[i];
+        let broadcast = leaf_numel[i] > 0 && numel > leaf_numel[i] && bytes > SMALL_BROADCAST;
         let grows = (numel > SMALL || broadcast) && bytes > leaf_bytes[i];
         let fits = !grows || expanded[i];
         if const_only[i] && wanted[i] && computed && bounded && fits {

@@ -6,7 +6,7 @@ use anyhow::{bail, Context, Result};
 use kiln_codegen::compile::compile_graph;
 use kiln_codegen::error::chain;
 use kiln_codegen::gpu::Api;
-use kiln_codegen::onnx;
+use kiln_codegen::{model, onnx};
 use kiln_codegen::target::Target;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
@@ -59,11 +59,12 @@ pub struct CorpusModel {
     pub source: Source,
 }
 
-fn onnx_files(dir: &Path, group: &str, out: &mut Vec<CorpusModel>) -> Result<()> {
+/// The model files (`.{ext}`) in `dir`, each keyed `group/stem`.
+fn model_files(dir: &Path, ext: &str, group: &str, out: &mut Vec<CorpusModel>) -> Result<()> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .with_context(|| format!("listing {}", dir.display()))?
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|e| e == "onnx"))
+        .filter(|p| p.extension().is_some_and(|e| e == ext))
         .collect();
     files.sort();
     for path in files {
@@ -95,16 +96,19 @@ fn case_dirs(
     Ok(())
 }
 
-/// The corpus: Kiln's test models, the MLPerf Tiny models, the op models and, when `cases` is
-/// given, the ONNX node tests there.
+/// The corpus: Kiln's test models, the MLPerf Tiny models (ONNX and TFLite), the op models
+/// (ONNX and TFLite) and, when `cases` is given, the ONNX node tests there.
 pub fn collect(root: &Path, cases: Option<&Path>) -> Result<Vec<CorpusModel>> {
     let mut models = Vec::new();
-    onnx_files(&root.join("tests/models"), "models", &mut models)?;
-    onnx_files(
-        &root.join("tests/models/mlperf-tiny/onnx"),
-        "mlperf",
-        &mut models,
-    )?;
+    let files = [
+        ("tests/models", "onnx", "models"),
+        ("tests/models/mlperf-tiny/onnx", "onnx", "mlperf"),
+        ("tests/models/mlperf-tiny/tflite", "tflite", "mlperf-tflite"),
+        ("tests/models/tflite", "tflite", "tflite-ops"),
+    ];
+    for (dir, ext, group) in files {
+        model_files(&root.join(dir), ext, group, &mut models)?;
+    }
     case_dirs(&root.join("tests/ops"), "ops", None, &mut models)?;
     if let Some(dir) = cases {
         case_dirs(dir, "conformance", Some("test_data_set_0"), &mut models)?;
@@ -122,10 +126,8 @@ fn outcome_text(o: &Outcome) -> String {
 
 fn import(source: &Source) -> Result<onnx::import::Imported, String> {
     match source {
-        Source::File(path) => {
-            let model = onnx::load(path).map_err(|e| format!("loading: {}", chain(&e)))?;
-            onnx::import::import(&model, &[]).map_err(|e| format!("importing: {}", chain(&e)))
-        }
+        Source::File(path) => model::import_file(path, &Default::default())
+            .map_err(|e| format!("importing: {}", chain(&e))),
         Source::Case { dir, data } => case::import_case(dir, data)
             .map(|c| c.imported)
             .map_err(|o| outcome_text(&o)),
