@@ -218,6 +218,27 @@ fn mlperf_qdq_models_fuse_every_conv_and_matmul() {
     }
 }
 
+/// Each small QDQ case of `tests/ops` (`scripts/make_qdq_models.py`) is one group rewritten into
+/// a quantized operator; `every_op_case_matches_onnxruntime` checks their outputs.
+#[test]
+fn the_qdq_op_cases_fuse_their_group() {
+    for (name, conv, matmul) in [
+        ("qdq_conv_relu", 1, 0),
+        ("qdq_conv_clip_u8", 1, 0),
+        ("qdq_gemm_trans_b", 0, 1),
+        ("qdq_matmul_add_relu", 0, 1),
+        ("qdq_matmul_u8_weight", 0, 1),
+        ("qdq_shared_input", 1, 0),
+    ] {
+        let model = onnx::load(&repo().join("tests/ops").join(name).join("model.onnx")).unwrap();
+        assert_eq!(
+            qdq::fuse(&model.graph).1,
+            qdq::Fused { conv, matmul },
+            "{name}"
+        );
+    }
+}
+
 /// An int8 QDQ model (its convolutions and dense layers integer kernels) against onnxruntime
 /// within `steps` quantization steps.
 fn check_int8(name: &str, steps: f64) {

@@ -6,7 +6,9 @@
 //!
 //! - `DQ(x), DQ(w) [, DQ(b)] → Conv [→ Relu | Clip] → Q` becomes `QLinearConv`;
 //! - `DQ(a), DQ(w) → MatMul [→ Add DQ(b)] [→ Relu | Clip] → Q` becomes `QLinearMatMul`, or
-//!   `com.microsoft` `QGemm` with the bias (which Kiln also takes with a batched `a`).
+//!   `com.microsoft` `QGemm` with the bias (which Kiln also takes with a batched `a`);
+//! - `DQ(a), DQ(w) [, DQ(b)] → Gemm [→ Relu | Clip] → Q` (`alpha` and `beta` 1) becomes `QGemm`
+//!   with the `Gemm`'s transpositions.
 //!
 //! `x`, `a` and `y` are quantized per tensor (constant scales and zero points); the weight per
 //! tensor or per output channel; the bias is `int32`, zero point 0, with the scale `s_x · s_w`
@@ -120,8 +122,9 @@ impl Group {
                 inputs.extend(bias.iter().cloned());
                 ("QLinearConv", "")
             }
-            (_, Some(bias)) => {
-                inputs.extend([bias.clone(), y_scale.clone(), y_zp.clone()]);
+            ("Gemm", bias) | (_, bias @ Some(_)) => {
+                inputs.push(bias.clone().unwrap_or_default());
+                inputs.extend([y_scale.clone(), y_zp.clone()]);
                 ("QGemm", "com.microsoft")
             }
             (_, None) => {
@@ -216,20 +219,38 @@ impl<'a> View<'a> {
         self.constants.get(name).copied()
     }
 
-    /// The group built on node `i`, if it is a `Conv` or `MatMul` that can be rewritten.
+    /// The group built on node `i`, if it is a `Conv`, `MatMul` or `Gemm` that can be
+    /// rewritten.
     fn group(&self, i: usize, node: &OnnxNode) -> Option<Group> {
-        if !is_default(node) || !matches!(node.op_type.as_str(), "Conv" | "MatMul") {
+        let op = node.op_type.as_str();
+        if !is_default(node) || !matches!(op, "Conv" | "MatMul" | "Gemm") {
             return None;
         }
-        let conv = node.op_type == "Conv";
         let dx = self.dequantize(node.inputs.first()?)?;
         let dw = self.dequantize(node.inputs.get(1)?)?;
         let x = self.per_tensor(dx)?;
-        let w = self.weight(dw, conv)?;
+        // The weight's output channels: a filter's first axis, a matrix's last (its first
+        // where a `Gemm` transposes it).
+        let axis = match op {
+            "Conv" => Some(0),
+            "Gemm" => {
+                let one = |n: &str| node.attrs.float_or(n, 1.0).ok() == Some(1.0);
+                if !(one("alpha") && one("beta")) {
+                    return None;
+                }
+                Some(if node.attrs.int_or("transB", 0).ok()? != 0 {
+                    0
+                } else {
+                    1
+                })
+            }
+            _ => None,
+        };
+        let w = self.weight(dw, axis)?;
         let mut members = vec![i];
         let mut value = node.outputs.first()?.as_str();
         let mut bias = None;
-        if conv {
+        if op != "MatMul" {
             if let Some(b) = node.inputs.get(2).filter(|b| !b.is_empty()) {
                 bias = Some(self.bias(b, x.scale, &w)?);
             }
@@ -289,9 +310,9 @@ impl<'a> View<'a> {
         )
     }
 
-    /// A constant int8 or uint8 weight, quantized per tensor or along its output channels
-    /// (axis 0 of a convolution's, the last of a matrix's).
-    fn weight(&self, dq: &OnnxNode, conv: bool) -> Option<Vec<f32>> {
+    /// A constant int8 or uint8 weight, quantized per tensor or along its output channels:
+    /// axis `channels`, or the last one (a `MatMul`'s).
+    fn weight(&self, dq: &OnnxNode, channels: Option<usize>) -> Option<Vec<f32>> {
         let w = self.constant(&dq.inputs[0])?;
         if !matches!(w.dtype(), Scalar::I8 | Scalar::U8) || w.shape().len() < 2 {
             return None;
@@ -301,7 +322,7 @@ impl<'a> View<'a> {
             let rank = w.shape().len() as i64;
             let axis = dq.attrs.int_or("axis", 1).ok()?;
             let axis = if axis < 0 { axis + rank } else { axis };
-            let want = if conv { 0 } else { rank - 1 };
+            let want = channels.map_or(rank - 1, |c| c as i64);
             if axis != want || w.shape()[want as usize] != scale.len() {
                 return None;
             }

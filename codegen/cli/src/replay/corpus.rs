@@ -6,8 +6,8 @@ use anyhow::{bail, Context, Result};
 use kiln_codegen::compile::compile_graph;
 use kiln_codegen::error::chain;
 use kiln_codegen::gpu::Api;
-use kiln_codegen::{model, onnx};
 use kiln_codegen::target::Target;
+use kiln_codegen::{model, onnx};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 

@@ -219,3 +219,49 @@ fn matmul_groups_become_qgemm_or_qlinear_matmul() {
     let (g, _) = fuse(&build(false));
     assert_eq!(ops(&g), ["DequantizeLinear", "QLinearMatMul", "Neg"]);
 }
+
+/// `DQ(a), DQ(w) [N, K], DQ(b) → Gemm(transB) → Q`: `QGemm`, the weight's channels along its
+/// first axis; a `Gemm` that scales (`alpha` 2) stays in float.
+#[test]
+fn gemm_groups_become_qgemm() {
+    let build = |alpha: f32| {
+        let gemm = node("Gemm", &["af", "wf", "bf"], &["m"]);
+        let mut trans = attr("transB");
+        trans.r#type = Some(attribute_proto::AttributeType::Int as i32);
+        trans.i = Some(1);
+        let mut a = attr("alpha");
+        a.r#type = Some(attribute_proto::AttributeType::Float as i32);
+        a.f = Some(alpha);
+        let nodes = vec![
+            node("DequantizeLinear", &["a", "sa", "za"], &["af"]),
+            node("DequantizeLinear", &["w", "sw", "zw"], &["wf"]),
+            node("DequantizeLinear", &["b", "sb", "zb"], &["bf"]),
+            with_attr(with_attr(gemm, trans), a),
+            node("QuantizeLinear", &["m", "sy", "zy"], &["y"]),
+        ];
+        let mut g = graph(nodes, &["a"], &["y"]);
+        g.initializer = vec![
+            scalar_f32("sa", 0.5),
+            ints("za", 3, &[], &[0]),
+            ints("w", 3, &[3, 2], &[1, 2, 3, 4, 5, 6]),
+            f32_tensor("sw", &[3], &[0.25, 0.5, 1.0]),
+            ints("zw", 3, &[3], &[0, 0, 0]),
+            ints("b", 6, &[3], &[1, 2, 3]),
+            f32_tensor("sb", &[3], &[0.125, 0.25, 0.5]),
+            ints("zb", 6, &[3], &[0, 0, 0]),
+            scalar_f32("sy", 0.1),
+            ints("zy", 3, &[], &[0]),
+        ];
+        // The weight's scales run along its rows, the product's output channels.
+        let mut axis = attr("axis");
+        axis.r#type = Some(attribute_proto::AttributeType::Int as i32);
+        axis.i = Some(0);
+        g.node[1] = with_attr(g.node[1].clone(), axis);
+        load_bytes(&bytes(&model(g, 19))).unwrap().graph
+    };
+    let (g, fused) = fuse(&build(1.0));
+    assert_eq!(fused, Fused { conv: 0, matmul: 1 });
+    assert_eq!(ops(&g), ["QGemm"]);
+    assert_eq!(g.nodes[0].attrs.int("transB").unwrap(), 1);
+    assert_eq!(fuse(&build(2.0)).1, Fused::default());
+}
