@@ -1,9 +1,9 @@
 //! The end-to-end models on the emulated boards: every model on the default board
 //! (qemu-an386), keyword spotting and anomaly detection on every emulated board they fit on,
 //! each compared with onnxruntime like on the host; the five int8 TFLite models compared with
-//! TFLM bit for bit, on the default board and (KWS and AD) on every board they fit, the
-//! FPU-less Cortex-M0 included; a board too small refuses them with the numbers before anything
-//! is built. Needs `scripts/setup-toolchain.sh` (run by the test script).
+//! TFLM bit for bit on every board they fit (the FPU-less Cortex-M0 included, and the micro:bit
+//! for the one that fits it), and int8 QDQ models with onnxruntime; a board too small refuses
+//! them with the numbers before anything is built. Needs `scripts/setup-toolchain.sh` (run by the test script).
 
 use kiln_codegen::bundle::Bundle;
 use kiln_codegen::tensor::Tensor;
@@ -99,11 +99,40 @@ tflite_board_tests! {
     an386_ad_int8: "qemu-an386", "ad01_int8";
     an386_str_ww_int8: "qemu-an386", "str_ww_ref_model";
     an505_kws_int8: "qemu-an505", "kws_ref_model";
+    an505_vww_int8: "qemu-an505", "vww_96_int8";
+    an505_ic_int8: "qemu-an505", "pretrainedResnet_quant";
     an505_ad_int8: "qemu-an505", "ad01_int8";
+    an505_str_ww_int8: "qemu-an505", "str_ww_ref_model";
     rv32_kws_int8: "qemu-rv32", "kws_ref_model";
+    rv32_vww_int8: "qemu-rv32", "vww_96_int8";
+    rv32_ic_int8: "qemu-rv32", "pretrainedResnet_quant";
     rv32_ad_int8: "qemu-rv32", "ad01_int8";
+    rv32_str_ww_int8: "qemu-rv32", "str_ww_ref_model";
     an385_m0_kws_int8: "qemu-an385-m0", "kws_ref_model";
+    an385_m0_vww_int8: "qemu-an385-m0", "vww_96_int8";
+    an385_m0_ic_int8: "qemu-an385-m0", "pretrainedResnet_quant";
     an385_m0_ad_int8: "qemu-an385-m0", "ad01_int8";
+    an385_m0_str_ww_int8: "qemu-an385-m0", "str_ww_ref_model";
+    microbit_str_ww_int8: "qemu-microbit", "str_ww_ref_model";
+}
+
+/// Of the five int8 models only the streaming wake word fits a micro:bit (16 KiB of RAM,
+/// 256 KiB of flash; `microbit_str_ww_int8` runs it); the others are refused before any build.
+#[test]
+fn microbit_refuses_the_int8_models_too_big() {
+    let info = board::info("qemu-microbit").unwrap();
+    for model in [
+        "kws_ref_model",
+        "vww_96_int8",
+        "pretrainedResnet_quant",
+        "ad01_int8",
+    ] {
+        let bundle = compile_file(model, &tflite_path(model)).unwrap();
+        match board::check_fits(&info, &bundle) {
+            Err(e @ BoardError::TooBig { .. }) => println!("{model}: {e}"),
+            other => panic!("{model} on qemu-microbit: expected TooBig, got {other:?}"),
+        }
+    }
 }
 
 macro_rules! qdq_board_tests {
