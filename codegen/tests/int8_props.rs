@@ -811,3 +811,144 @@ proptest! {
         prop_assert_eq!(got, want, "{:?}", geo);
     }
 }
+
+/// A one-node ONNX model on int8 `x`, its constants given as initializers.
+fn onnx_one_node(node: NodeProto, x: &[usize], y: &[usize], init: Vec<TensorProto>) -> Vec<u8> {
+    let graph = GraphProto {
+        name: Some("g".into()),
+        node: vec![node],
+        input: vec![int8_value("x", x)],
+        output: vec![int8_value("y", y)],
+        initializer: init,
+        ..Default::default()
+    };
+    let opset = |domain: &str, v: i64| OperatorSetIdProto {
+        domain: Some(domain.into()),
+        version: Some(v),
+    };
+    let model = ModelProto {
+        ir_version: Some(8),
+        opset_import: vec![opset("", 19), opset("com.microsoft", 1)],
+        graph: Some(graph),
+        ..Default::default()
+    };
+    model.encode_to_vec()
+}
+
+/// A dense layer's quantization: `(s_in, zp_in, s_out, zp_out, per-channel or one s_w)`.
+type DenseQuant = (f32, i8, f32, i8, Vec<f32>);
+
+/// onnxruntime's `QGemm` on `x` (`[batch, n_in]`) with the weight `f` stored transposed (`[o,
+/// n_in]`, as a dense layer stores it) and `--requant tflm`: Kiln's output, and TFLM's
+/// `FULLY_CONNECTED` by the naive transcription.
+fn qgemm_tflm(q: DenseQuant, x: &[i8], f: &[i8], bias: &[i32], n_in: usize) -> (Vec<i8>, Vec<i8>) {
+    let (s_in, zp_in, s_out, zp_out, s_w) = q;
+    let (o, batch) = (bias.len(), x.len() / n_in);
+    let p = tflm::FullyConnectedParams {
+        filter_shape: [o, n_in],
+        input: tflm::Quant {
+            scale: s_in,
+            zero_point: zp_in as i32,
+        },
+        filter_scales: &s_w,
+        filter_zero_point: 0,
+        output: tflm::Quant {
+            scale: s_out,
+            zero_point: zp_out as i32,
+        },
+        activation: tflm::Activation::None,
+    };
+    let want = tflm::fully_connected(&p, x, f, Some(bias));
+    let node = NodeProto {
+        op_type: Some("QGemm".into()),
+        domain: Some("com.microsoft".into()),
+        input: ["x", "sx", "zx", "w", "sw", "zw", "b", "sy", "zy"]
+            .map(String::from)
+            .to_vec(),
+        output: vec!["y".into()],
+        attribute: vec![AttributeProto {
+            name: Some("transB".into()),
+            r#type: Some(attribute_proto::AttributeType::Int as i32),
+            i: Some(1),
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let floats = |v: &[f32]| v.iter().map(|&s| s as f64).collect::<Vec<_>>();
+    let init = vec![
+        onnx_tensor("sx", 1, &[], &[s_in as f64]),
+        onnx_tensor("zx", 3, &[], &[zp_in as f64]),
+        onnx_tensor(
+            "w",
+            3,
+            &[o, n_in],
+            &f.iter().map(|&b| b as f64).collect::<Vec<_>>(),
+        ),
+        onnx_tensor("sw", 1, &[s_w.len()], &floats(&s_w)),
+        onnx_tensor("zw", 3, &[s_w.len()], &vec![0.0; s_w.len()]),
+        onnx_tensor(
+            "b",
+            6,
+            &[o],
+            &bias.iter().map(|&b| b as f64).collect::<Vec<_>>(),
+        ),
+        onnx_tensor("sy", 1, &[], &[s_out as f64]),
+        onnx_tensor("zy", 3, &[], &[zp_out as f64]),
+    ];
+    let bytes = onnx_one_node(node, &[batch, n_in], &[batch, o], init);
+    let loaded = onnx::load_bytes(&bytes).unwrap();
+    let imported = onnx::import_with(&loaded, &[], Requant::Tflm).unwrap();
+    let out = evaluate(
+        &imported.graph,
+        &imported.outputs,
+        &[i8_tensor(&[batch, n_in], x)],
+    );
+    let got = out.unwrap()[0].bytes().iter().map(|&b| b as i8).collect();
+    (got, want)
+}
+
+proptest! {
+    #![proptest_config(cases())]
+
+    /// onnxruntime's `QGemm` with `--requant tflm` is TFLM's int8 `FULLY_CONNECTED`, per tensor
+    /// and per channel.
+    #[test]
+    fn qgemm_with_tflm_requantization_matches_tflm(
+        batch in 1usize..4,
+        n_in in 1usize..24,
+        q in scales(6),
+        data in bytes(3 * 24 + 6 * 24),
+        bias in prop::collection::vec(-3000i32..3000, 6),
+    ) {
+        let (s_in, zp_in, s_out, zp_out, s_w, per_channel) = q;
+        let s_w: Vec<f32> = if per_channel { s_w } else { vec![s_w[0]] };
+        let o = bias.len();
+        let (x, f) = (&data[..batch * n_in], &data[batch * n_in..batch * n_in + o * n_in]);
+        let (got, want) = qgemm_tflm((s_in, zp_in, s_out, zp_out, s_w), x, f, &bias, n_in);
+        prop_assert_eq!(got, want);
+    }
+}
+
+/// A per-tensor dense layer's multiplier is TFLM's float product of the scales: on these
+/// scales and this accumulator it requantizes one step away from the product in double.
+#[test]
+fn qgemm_with_tflm_requantization_multiplies_per_tensor_scales_in_float() {
+    let (s_in, s_w, s_out) = (0.190_299_3_f32, 0.023_542_212_f32, 0.381_287_13_f32);
+    let acc = -10_425;
+    let m = |scale: f64| tflm::quantize_multiplier(scale);
+    let (mf, md) = (
+        m(tflm::fully_connected_per_tensor_scale(s_in, s_w, s_out)),
+        m(tflm::conv_effective_scale(s_in, s_w, s_out)),
+    );
+    let requantize =
+        |(mult, shift): (i32, i32)| tflm::multiply_by_quantized_multiplier(acc, mult, shift);
+    assert_ne!(
+        requantize(mf),
+        requantize(md),
+        "the case no longer tells the two apart"
+    );
+    // x = −1, w = 1: the accumulator is the bias less one.
+    let (got, want) = qgemm_tflm((s_in, 0, s_out, 0, vec![s_w]), &[-1], &[1], &[acc + 1], 1);
+    assert_eq!(got, want);
+    assert_eq!(i32::from(got[0]), requantize(mf));
+}

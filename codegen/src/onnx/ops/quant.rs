@@ -188,6 +188,9 @@ struct Requantization {
     /// The output axis a per-channel `b_scale` runs along.
     axis: usize,
     to: DType,
+    /// A dense layer (a matrix product), whose per-tensor multiplier TFLM computes from the
+    /// scales' product in float.
+    dense: bool,
 }
 
 impl Requantization {
@@ -216,7 +219,8 @@ impl Requantization {
     }
 
     /// TFLM's: a fixed-point multiplier per output channel, computed at compile time from the
-    /// scales in double as TFLM's convolutions do, and integer arithmetic only.
+    /// scales as TFLM's convolution and dense layer set-ups do (in double; a per-tensor dense
+    /// layer's product in float), and integer arithmetic only.
     fn tflm(&self, ctx: &mut Ctx, acc: &Lazy) -> Result<Lazy, OpError> {
         let [sa, sb, sy, zy] = self.inputs;
         let scales = |i: usize| -> Result<Vec<f32>, OpError> {
@@ -231,8 +235,14 @@ impl Requantization {
                 "--requant tflm with a per-axis input or output scale".into(),
             ));
         };
-        let each =
-            |s_b: &f32| QuantMultiplier::new(f64::from(*sa) * f64::from(*s_b) / f64::from(*sy));
+        let float_product = self.dense && sb.len() == 1;
+        let each = |s_b: &f32| {
+            let product = match float_product {
+                true => f64::from(sa * s_b),
+                false => f64::from(*sa) * f64::from(*s_b),
+            };
+            QuantMultiplier::new(product / f64::from(*sy))
+        };
         let ms = match &sb[..] {
             [one] => Multipliers::Tensor(each(one)),
             many => Multipliers::PerAxis {
@@ -436,6 +446,7 @@ fn quantized_matmul(ctx: &mut Ctx, bias: Option<usize>, out: usize, trans: [bool
         zero_point: output_zero_point(zy)?,
         axis: rank.saturating_sub(1),
         to,
+        dense: true,
     };
     Ok(vec![Value::Tensor(r.apply(ctx, &acc)?)])
 }
@@ -510,6 +521,7 @@ fn qlinear_conv(ctx: &mut Ctx) -> Out {
         zero_point,
         axis: 1,
         to,
+        dense: false,
     };
     Ok(vec![Value::Tensor(r.apply(ctx, &acc)?)])
 }
