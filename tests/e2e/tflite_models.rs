@@ -76,6 +76,12 @@ fn mlperf(name: &str) {
             "{name}: arena {} B, TFLM's {tflm} B",
             r.arena_bytes
         );
+        // No float on the device: a core without an FPU runs the kernels as they are.
+        let c = &bundle.kernels_c;
+        assert!(
+            !c.contains("float") && !c.contains("double"),
+            "{name}: float arithmetic in the int8 kernels"
+        );
         // The weights stay int8 in flash and per-channel tables stay per channel: within 1.2×
         // the file (the requantization's four tables per layer against the file's scales).
         let file = std::fs::metadata(tflite_path(name)).unwrap().len() as usize;
