@@ -18,8 +18,9 @@ use kiln_codegen::onnx::proto::{
 use kiln_codegen::onnx::{self, Requant};
 use kiln_codegen::tensor::Tensor;
 use kiln_codegen::tflite::schema::{
-    ActivationFunctionType, BuiltinOperator, BuiltinOptions, Conv2DOptions, DepthwiseConv2DOptions,
-    FullyConnectedOptions, Padding, ReducerOptions, SoftmaxOptions,
+    ActivationFunctionType, AddOptions, BuiltinOperator, BuiltinOptions, Conv2DOptions,
+    DepthwiseConv2DOptions, FullyConnectedOptions, MulOptions, Padding, Pool2DOptions,
+    ReducerOptions, SoftmaxOptions, SubOptions,
 };
 use kiln_codegen::tflite::{self, Quant, TensorId, TfOp, TfTensor, TfliteModel};
 use proptest::prelude::*;
@@ -951,4 +952,163 @@ fn qgemm_with_tflm_requantization_multiplies_per_tensor_scales_in_float() {
     let (got, want) = qgemm_tflm((s_in, 0, s_out, 0, vec![s_w]), &[-1], &[1], &[acc + 1], 1);
     assert_eq!(got, want);
     assert_eq!(i32::from(got[0]), requantize(mf));
+}
+
+/// A broadcast of `[1, h, w, c]` for the second operand of a binary op: the whole shape, one
+/// value per channel, one per row, or a single value.
+fn broadcast_of(shape: [usize; 4], pick: u8) -> Vec<usize> {
+    let [n, h, w, c] = shape;
+    match pick % 4 {
+        0 => vec![n, h, w, c],
+        1 => vec![c],
+        2 => vec![n, h, 1, 1],
+        _ => vec![1],
+    }
+}
+
+proptest! {
+    #![proptest_config(cases())]
+
+    /// int8 `ADD`, `SUB` and `MUL`: scales and zero points on each side and out, broadcasting,
+    /// fused activations (the set-up in double for ADD, in float for SUB, as TFLM's).
+    #[test]
+    fn binary_ops_match(
+        shape in (1usize..4, 1usize..5, 1usize..4),
+        pick in any::<u8>(),
+        op in 0u8..3,
+        q1 in (0.005f32..0.5, any::<i8>()),
+        q2 in (0.005f32..0.5, any::<i8>()),
+        qo in (0.005f32..0.5, any::<i8>()),
+        act in any::<u8>(),
+        data in bytes(2 * 48),
+    ) {
+        let (h, w, c) = shape;
+        let s1 = [1, h, w, c];
+        let s2 = broadcast_of(s1, pick);
+        let (n1, n2) = (h * w * c, s2.iter().product::<usize>());
+        let (a, b) = (&data[..n1], &data[48..48 + n2]);
+        let (fa, ta) = act_of(act);
+        let tq = |(s, z): (f32, i8)| tflm::Quant { scale: s, zero_point: z as i32 };
+        let p = tflm::BinaryParams {
+            input1_shape: &s1,
+            input1: tq(q1),
+            input2_shape: &s2,
+            input2: tq(q2),
+            output: tq(qo),
+            activation: ta,
+        };
+        let (code, options, want) = match op {
+            0 => (
+                BuiltinOperator::Add,
+                BuiltinOptions::AddOptions(Box::new(AddOptions {
+                    fused_activation_function: fa,
+                    ..Default::default()
+                })),
+                tflm::add(&p, a, b),
+            ),
+            1 => (
+                BuiltinOperator::Sub,
+                BuiltinOptions::SubOptions(Box::new(SubOptions {
+                    fused_activation_function: fa,
+                    ..Default::default()
+                })),
+                tflm::sub(&p, a, b),
+            ),
+            _ => (
+                BuiltinOperator::Mul,
+                BuiltinOptions::MulOptions(Box::new(MulOptions {
+                    fused_activation_function: fa,
+                })),
+                tflm::mul(&p, a, b),
+            ),
+        };
+        let model = one_op(
+            code,
+            Some(options),
+            vec![
+                tensor("a", Scalar::I8, &s1, quant(&[q1.0], q1.1 as i64, 0), None),
+                tensor("b", Scalar::I8, &s2, quant(&[q2.0], q2.1 as i64, 0), Some(i8_tensor(&s2, b))),
+                tensor("y", Scalar::I8, &s1, quant(&[qo.0], qo.1 as i64, 0), None),
+            ],
+        );
+        prop_assert_eq!(run(&model, i8_tensor(&s1, a)), want);
+    }
+
+    /// int8 `AVERAGE_POOL_2D` (the in-bounds count, rounding halves away from zero) and
+    /// `MAX_POOL_2D`: windows, strides, SAME and VALID, fused activations.
+    #[test]
+    fn pools_match(
+        geo in geometry(),
+        average in any::<bool>(),
+        q in (0.005f32..0.5, any::<i8>()),
+        act in any::<u8>(),
+        x in bytes(8 * 8 * 3),
+    ) {
+        let Geo { h, w, c, k, stride, same, .. } = geo.clone();
+        let x = &x[..h * w * c];
+        let (fa, ta) = act_of(act);
+        let p = tflm::PoolParams {
+            input_shape: [1, h, w, c],
+            filter: k,
+            stride,
+            padding: if same { tflm::Padding::Same } else { tflm::Padding::Valid },
+            activation: ta,
+            quant: tflm::Quant { scale: q.0, zero_point: q.1 as i32 },
+        };
+        let out = p.output_shape();
+        let options = Pool2DOptions {
+            padding: if same { Padding::Same } else { Padding::Valid },
+            stride_w: stride[1] as i32,
+            stride_h: stride[0] as i32,
+            filter_width: k[1] as i32,
+            filter_height: k[0] as i32,
+            fused_activation_function: fa,
+        };
+        let (code, want) = match average {
+            true => (BuiltinOperator::AveragePool2d, tflm::average_pool2d(&p, x)),
+            false => (BuiltinOperator::MaxPool2d, tflm::max_pool2d(&p, x)),
+        };
+        let model = one_op(
+            code,
+            Some(BuiltinOptions::Pool2DOptions(Box::new(options))),
+            vec![
+                tensor("x", Scalar::I8, &[1, h, w, c], quant(&[q.0], q.1 as i64, 0), None),
+                tensor("y", Scalar::I8, &out, quant(&[q.0], q.1 as i64, 0), None),
+            ],
+        );
+        prop_assert_eq!(run(&model, i8_tensor(&[1, h, w, c], x)), want, "{:?}", geo);
+    }
+
+    /// int8 `QUANTIZE` from int8 (a requantization to other scales) and `DEQUANTIZE`.
+    #[test]
+    fn quantize_and_dequantize_match(
+        qi in (0.005f32..0.5, any::<i8>()),
+        qo in (0.005f32..0.5, any::<i8>()),
+        x in bytes(40),
+    ) {
+        let tq = |(s, z): (f32, i8)| tflm::Quant { scale: s, zero_point: z as i32 };
+        let model = one_op(
+            BuiltinOperator::Quantize,
+            None,
+            vec![
+                tensor("x", Scalar::I8, &[40], quant(&[qi.0], qi.1 as i64, 0), None),
+                tensor("y", Scalar::I8, &[40], quant(&[qo.0], qo.1 as i64, 0), None),
+            ],
+        );
+        prop_assert_eq!(run(&model, i8_tensor(&[40], &x)), tflm::requantize(&x, tq(qi), tq(qo)));
+        let model = one_op(
+            BuiltinOperator::Dequantize,
+            None,
+            vec![
+                tensor("x", Scalar::I8, &[40], quant(&[qi.0], qi.1 as i64, 0), None),
+                tensor("y", Scalar::F32, &[40], None, None),
+            ],
+        );
+        let imported = tflite::import(&model).unwrap();
+        let out = evaluate(&imported.graph, &imported.outputs, &[i8_tensor(&[40], &x)]).unwrap();
+        let got = out[0].to_f32().unwrap();
+        let want = tflm::dequantize(&x, tq(qi));
+        prop_assert_eq!(got.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+            want.iter().map(|v| v.to_bits()).collect::<Vec<_>>());
+    }
 }
