@@ -2,7 +2,7 @@
 """Builds small .tflite test models into tests/models/tflite/ with TFLM reference outputs.
 
 Each model exercises one TFLite builtin op (or a small combination) with fixed random weights.
-Most are full-integer int8 (per-channel int8 weights, int32 biases, int8 in/out), three are
+Most are full-integer int8 (per-channel int8 weights, int32 biases, int8 in/out), four are
 16x8 (int16 activations, int8 weights, int16 in/out), one is float32 throughout and two mix
 float and int8 at the boundary (QUANTIZE / DEQUANTIZE). For every model the script writes
 
@@ -363,6 +363,58 @@ def _(rng):
         return tf.nn.softmax(dense(rng, y, 54, 10))
 
     return f
+
+
+@model("slice", "int8", [Input("x", (1, 6, 5, 4))],
+       "slice begin (0,1,2,0) size (1,3,-1,2) -> 1x3x3x2")
+def _(rng):
+    return lambda x: tf.slice(x, [0, 1, 2, 0], [1, 3, -1, 2])
+
+
+@model("split", "int8", [Input("x", (1, 4, 3, 6))], "split into 3 along channels -> 3 x 1x4x3x2")
+def _(rng):
+    return lambda x: tf.split(x, 3, axis=3)
+
+
+@model("split_v", "int8", [Input("x", (1, 7, 3, 2))],
+       "split_v sizes (2, -1, 1) along H -> 1x2x3x2, 1x4x3x2, 1x1x3x2")
+def _(rng):
+    return lambda x: tf.split(x, [2, -1, 1], axis=1)
+
+
+@model("pack", "int8", [Input("a", (3, 4)), Input("b", (3, 4))],
+       "pack two 3x4 inputs along axis 1 -> 3x2x4")
+def _(rng):
+    return lambda a, b: tf.stack([a, b], axis=1)
+
+
+@model("unpack", "int8", [Input("x", (2, 3, 4))], "unpack along axis 1 -> 3 x 2x4")
+def _(rng):
+    return lambda x: tf.unstack(x, axis=1)
+
+
+@model("space_to_depth", "int8", [Input("x", (1, 4, 6, 3))],
+       "space to depth, blocks of 2 -> 1x2x3x12")
+def _(rng):
+    return lambda x: tf.nn.space_to_depth(x, 2)
+
+
+@model("depth_to_space", "int8", [Input("x", (1, 2, 3, 8))],
+       "depth to space, blocks of 2 -> 1x4x6x2")
+def _(rng):
+    return lambda x: tf.nn.depth_to_space(x, 2)
+
+
+@model("maximum_minimum", "int8", [Input("a", (1, 4, 4, 3)), Input("b", (1, 1, 1, 3))],
+       "maximum of a and a broadcast b, then minimum with a -> 1x4x4x3")
+def _(rng):
+    return lambda a, b: tf.minimum(tf.maximum(a, b), a)
+
+
+@model("depthwise_16x8", "int16", [Input("x", (1, 6, 6, 3))],
+       "16x8: depthwise 3x3 stride 1 SAME, multiplier 2, with bias (int64) and RELU6")
+def _(rng):
+    return lambda x: depthwise(rng, x, 3, 2, 3, act=relu6)
 
 
 # ---------------------------------------------------------------- float32

@@ -236,3 +236,21 @@ fn reduce_min_of_bools_and_unsigned_integers() {
     assert_eq!(r[0].to_f64(), vec![0.0, 1.0]);
     assert_eq!(r[1].to_f64(), vec![0.0, 3.0]);
 }
+
+/// The elementwise minimum of signed integers holds at the type's minimum, whose negation
+/// wraps.
+#[test]
+fn elementwise_min_of_int8_at_the_minimum() {
+    let mut g = Graph::new();
+    let b = Tensor::from_i64(Scalar::I8, vec![4], &[115, -7, -128, -128]).unwrap();
+    let a = g.input("a", DType::I8, &[4]);
+    let w = g.weight("b", b);
+    let m = g.min(&a, &w).unwrap();
+    let outs = [m];
+    let s = create_schedule(&g, &outs).expect("schedule");
+    let inputs = [Tensor::from_i64(Scalar::I8, vec![4], &[-128, 5, -128, 127]).unwrap()];
+    let r = run_schedule(&s, &inputs).expect("run");
+    let by_graph = evaluate(&g, &outs, &inputs).expect("evaluate");
+    assert_eq!(r, by_graph);
+    assert_eq!(r[0].to_i64().unwrap(), vec![-128, -7, -128, -128]);
+}

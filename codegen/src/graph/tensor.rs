@@ -113,7 +113,13 @@ impl Graph {
         self.alu(AluOp::Binary(BinaryOp::Max), &[x.clone(), c])
     }
 
+    /// The smaller of `a` and `b`, with broadcasting: `−max(−a, −b)` for floats; a comparison
+    /// for integers, where negating the type's minimum would wrap.
     pub fn min(&mut self, a: &Lazy, b: &Lazy) -> Result<Lazy, GraphError> {
+        if !a.dtype.is_float() {
+            let less = self.binary(BinaryOp::CmpLt, a, b)?;
+            return self.where_(&less, a, b);
+        }
         let (na, nb) = (self.neg(a)?, self.neg(b)?);
         let m = self.binary(BinaryOp::Max, &na, &nb)?;
         self.neg(&m)

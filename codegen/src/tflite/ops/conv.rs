@@ -8,8 +8,9 @@
 //!
 //! 16x8 (int16 activations, int8 weights) accumulate in the width of their bias (`i64`, or
 //! `i32` for an `i32` bias) and requantize with the `MultiplyByQuantizedMultiplier` of that
-//! width. TFLM's 16x8 `CONV_2D` ignores the zero points (they are 0 in a 16x8 model; only the
-//! fused activation's range reads the output's); its `FULLY_CONNECTED` applies them.
+//! width. TFLM's 16x8 `CONV_2D` and `DEPTHWISE_CONV_2D` ignore the zero points (they are 0 in a
+//! 16x8 model; only the fused activation's range reads the output's); its `FULLY_CONNECTED`
+//! applies them.
 
 use super::{
     activation, expect_shape, float_activation, int_range, is_quantized, padding, positive,
@@ -110,9 +111,6 @@ fn depthwise_conv2d(ctx: &mut Ctx) -> Out {
         o.dilation_w_factor,
     ];
     let spec = ConvSpec::new(o.padding, geometry, o.fused_activation_function, xs[3])?;
-    if ctx.info(0)?.dtype == Scalar::I16 {
-        return Err(OpError::Unsupported("16x8 depthwise convolutions".into()));
-    }
     // [1, KH, KW, C·mult] → [C·mult, 1, KH, KW]: output channel `c · mult + m` reads input `c`.
     let w = ctx.input(1)?.permute(&[3, 0, 1, 2])?;
     lower(ctx, &spec, &w, 3)
@@ -252,7 +250,7 @@ fn accumulator(ctx: &Ctx) -> Result<DType, OpError> {
     }
 }
 
-/// Whether the kernel reads the activations' zero points: all but TFLM's 16x8 convolution do.
+/// Whether the kernel reads the activations' zero points: all but TFLM's 16x8 convolutions do.
 fn applies_zero_points(ctx: &Ctx) -> Result<bool, OpError> {
     Ok(ctx.info(0)?.dtype != Scalar::I16 || ctx.op.code == Op::FullyConnected)
 }

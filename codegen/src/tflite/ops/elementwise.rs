@@ -1,12 +1,13 @@
-//! Elementwise ops with numpy broadcasting: `ADD`, `SUB`, `MUL`, the standalone activations,
-//! and the conversions between float and quantized values (`QUANTIZE`, `DEQUANTIZE`).
+//! Elementwise ops with numpy broadcasting: `ADD`, `SUB`, `MUL`, `MAXIMUM`, `MINIMUM`, the
+//! standalone activations, and the conversions between float and quantized values
+//! (`QUANTIZE`, `DEQUANTIZE`).
 //!
 //! Quantized `ADD` and `SUB` bring both inputs to a common scale with 20 bits of headroom
 //! (TFLM's `left_shift`), add or subtract, and requantize; `MUL` requantizes the product of the
 //! centred inputs once. The set-up arithmetic follows TFLM's to the type: `ADD` computes its
 //! multipliers in double, `SUB` in float.
 
-use super::{activation, float_activation, int_range, is_quantized, Ctx, OpBuilder};
+use super::{activation, float_activation, int_range, is_quantized, same_quant, Ctx, OpBuilder};
 use crate::dtype::{DType, Scalar};
 use crate::graph::quant::{activation_range, Activation, Multipliers, QuantMultiplier};
 use crate::graph::{Graph, Lazy};
@@ -25,6 +26,8 @@ pub(super) const OPS: &[(Op, OpBuilder)] = &[
     (Op::Tanh, tanh),
     (Op::Dequantize, dequantize),
     (Op::Quantize, quantize),
+    (Op::Maximum, maximum),
+    (Op::Minimum, minimum),
 ];
 
 type Out = Result<Vec<Lazy>, OpError>;
@@ -293,4 +296,25 @@ fn round_half_away(g: &mut Graph, x: &Lazy) -> Result<Lazy, OpError> {
     let sign = g.sign(x)?;
     let away = g.binary(BinaryOp::Add, &t, &sign)?;
     Ok(g.where_(&below, &t, &away)?)
+}
+
+/// `MAXIMUM` and `MINIMUM` with broadcasting: on the raw values where the operands and the
+/// output share their quantization (as TFLM computes them).
+fn max_min(ctx: &mut Ctx, max: bool) -> Out {
+    same_quant(ctx, 0)?;
+    same_quant(ctx, 1)?;
+    let (a, b) = (ctx.input(0)?, ctx.input(1)?);
+    let y = match max {
+        true => ctx.graph.binary(BinaryOp::Max, &a, &b)?,
+        false => ctx.graph.min(&a, &b)?,
+    };
+    Ok(vec![y])
+}
+
+fn maximum(ctx: &mut Ctx) -> Out {
+    max_min(ctx, true)
+}
+
+fn minimum(ctx: &mut Ctx) -> Out {
+    max_min(ctx, false)
 }

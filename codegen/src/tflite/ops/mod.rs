@@ -128,6 +128,26 @@ impl Ctx<'_> {
     }
 }
 
+/// Input `i` and output 0 carry the same quantization (or none).
+pub(super) fn same_quant(ctx: &Ctx, i: usize) -> Result<(), OpError> {
+    let (a, b) = (&ctx.info(i)?.quant, &ctx.out_info(0)?.quant);
+    let key = |q: &Option<crate::tflite::Quant>| {
+        q.as_ref().map(|q| {
+            (
+                q.scale.iter().map(|s| s.to_bits()).collect::<Vec<_>>(),
+                q.zero_point.clone(),
+            )
+        })
+    };
+    if key(a) != key(b) {
+        return Err(OpError::Unsupported(format!(
+            "{} with input {i} quantized unlike its output",
+            ctx.op.name()
+        )));
+    }
+    Ok(())
+}
+
 /// Whether `t` holds quantized integers (as opposed to float values).
 pub(super) fn is_quantized(t: &TfTensor) -> bool {
     t.dtype.is_int() && t.quant.is_some()
