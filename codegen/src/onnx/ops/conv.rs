@@ -157,14 +157,8 @@ fn conv(ctx: &mut Ctx) -> Out {
     Ok(vec![Value::Tensor(conv_of(ctx, &x, &w, bias.as_ref())?)])
 }
 
-/// The convolution of `x` by `w` with the node's window attributes (also the integer and
-/// quantized convolutions').
-pub(super) fn conv_of(
-    ctx: &mut Ctx,
-    x: &Lazy,
-    w: &Lazy,
-    bias: Option<&Lazy>,
-) -> Result<Lazy, OpError> {
+/// The node's window over `x` for the weight `w`, and its groups.
+fn conv_window(ctx: &Ctx, x: &Lazy, w: &Lazy) -> Result<(Window, usize), OpError> {
     if x.shape().len() < 3 || x.shape().len() != w.shape().len() {
         let (xs, ws) = (x.shape(), w.shape());
         return Err(invalid(format!(
@@ -174,6 +168,18 @@ pub(super) fn conv_of(
     let kernel = kernel_of(ctx, w.shape())?;
     let win = window(ctx, &x.shape()[2..], kernel, false)?;
     let groups = to_usize(ctx.attrs().int_or("group", 1)?, "group")?;
+    Ok((win, groups))
+}
+
+/// The convolution of `x` by `w` with the node's window attributes (also the integer
+/// convolution's).
+pub(super) fn conv_of(
+    ctx: &mut Ctx,
+    x: &Lazy,
+    w: &Lazy,
+    bias: Option<&Lazy>,
+) -> Result<Lazy, OpError> {
+    let (win, groups) = conv_window(ctx, x, w)?;
     Ok(ctx
         .graph
         .conv(x, w, bias, &win.strides, &win.dilations, &win.pads, groups)?)
@@ -189,15 +195,7 @@ pub(super) fn quantized_conv_of(
     zx: i64,
     acc: DType,
 ) -> Result<Lazy, OpError> {
-    if x.shape().len() < 3 || x.shape().len() != w.shape().len() {
-        let (xs, ws) = (x.shape(), w.shape());
-        return Err(invalid(format!(
-            "input {xs:?} and weight {ws:?} do not match"
-        )));
-    }
-    let kernel = kernel_of(ctx, w.shape())?;
-    let win = window(ctx, &x.shape()[2..], kernel, false)?;
-    let groups = to_usize(ctx.attrs().int_or("group", 1)?, "group")?;
+    let (win, groups) = conv_window(ctx, x, w)?;
     let mut pads = vec![(0, 0); 2];
     pads.extend(&win.pads);
     let g = &mut *ctx.graph;

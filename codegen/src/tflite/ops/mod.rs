@@ -128,10 +128,9 @@ impl Ctx<'_> {
     }
 }
 
-/// Input `i` and output 0 carry the same quantization (or none).
-pub(super) fn same_quant(ctx: &Ctx, i: usize) -> Result<(), OpError> {
-    let (a, b) = (&ctx.info(i)?.quant, &ctx.out_info(0)?.quant);
-    let key = |q: &Option<crate::tflite::Quant>| {
+/// Whether two tensors carry the same scales and zero points (or both none).
+pub(super) fn quant_eq(a: &Option<Quant>, b: &Option<Quant>) -> bool {
+    let key = |q: &Option<Quant>| {
         q.as_ref().map(|q| {
             (
                 q.scale.iter().map(|s| s.to_bits()).collect::<Vec<_>>(),
@@ -139,7 +138,13 @@ pub(super) fn same_quant(ctx: &Ctx, i: usize) -> Result<(), OpError> {
             )
         })
     };
-    if key(a) != key(b) {
+    key(a) == key(b)
+}
+
+/// Input `i` and output 0 carry the same quantization (or none).
+pub(super) fn same_quant(ctx: &Ctx, i: usize) -> Result<(), OpError> {
+    let (a, b) = (&ctx.info(i)?.quant, &ctx.out_info(0)?.quant);
+    if !quant_eq(a, b) {
         return Err(OpError::Unsupported(format!(
             "{} with input {i} quantized unlike its output",
             ctx.op.name()

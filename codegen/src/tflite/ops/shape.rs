@@ -177,7 +177,7 @@ fn strided_slice(ctx: &mut Ctx) -> Out {
 fn same_quant_out(ctx: &Ctx, i: usize) -> Result<(), OpError> {
     let q = &ctx.info(i)?.quant;
     for k in 0..ctx.op.outputs.len() {
-        if &ctx.out_info(k)?.quant != q {
+        if !super::quant_eq(&ctx.out_info(k)?.quant, q) {
             return Err(OpError::Unsupported(format!(
                 "{} with output {k} quantized unlike its input",
                 ctx.op.name()
@@ -221,6 +221,14 @@ fn slice(ctx: &mut Ctx) -> Out {
     Ok(vec![x])
 }
 
+/// The axis of `x` that input `i` of `op` names (one value).
+fn split_axis(ctx: &Ctx, i: usize, op: &'static str, x: &Lazy) -> Result<usize, OpError> {
+    match ctx.ints(i)?[..] {
+        [a] => axis_of(op, a, x.shape().len()),
+        ref other => Err(OpError::Invalid(format!("split axis {other:?}"))),
+    }
+}
+
 /// `x` cut along `axis` into pieces of `sizes`.
 fn pieces(x: &Lazy, axis: usize, sizes: &[usize]) -> Out {
     let mut start = 0i64;
@@ -240,10 +248,7 @@ fn split(ctx: &mut Ctx) -> Out {
         _ => None,
     });
     let x = ctx.input(1)?;
-    let axis = match ctx.ints(0)?[..] {
-        [a] => axis_of("SPLIT", a, x.shape().len())?,
-        ref other => return Err(OpError::Invalid(format!("split axis {other:?}"))),
-    };
+    let axis = split_axis(ctx, 0, "SPLIT", &x)?;
     let (d, n) = (x.shape()[axis], o.num_splits.max(0) as usize);
     if n == 0 || d % n != 0 {
         return Err(OpError::Invalid(format!(
@@ -258,10 +263,7 @@ fn split(ctx: &mut Ctx) -> Out {
 fn split_v(ctx: &mut Ctx) -> Out {
     same_quant_out(ctx, 0)?;
     let x = ctx.input(0)?;
-    let axis = match ctx.ints(2)?[..] {
-        [a] => axis_of("SPLIT_V", a, x.shape().len())?,
-        ref other => return Err(OpError::Invalid(format!("split axis {other:?}"))),
-    };
+    let axis = split_axis(ctx, 2, "SPLIT_V", &x)?;
     let d = x.shape()[axis] as i64;
     let mut sizes = ctx.ints(1)?;
     let known: i64 = sizes.iter().filter(|&&v| v >= 0).sum();
