@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use kiln_codegen::compile::compile_graph;
 use kiln_codegen::error::chain;
 use kiln_codegen::graph::{GOp, Graph, Lazy};
 use kiln_codegen::interpret::run_schedule;
@@ -12,6 +13,7 @@ use kiln_codegen::onnx::proto::tensor_shape_proto::dimension;
 use kiln_codegen::onnx::proto::{type_proto, ModelProto};
 use kiln_codegen::onnx::{self, import, qdq, ImportError, Imported, OnnxError, OnnxModel};
 use kiln_codegen::schedule::create_schedule;
+use kiln_codegen::target::Target;
 use kiln_codegen::tensor::Tensor;
 use kiln_codegen::tensorio::{read_dir_tensors, TensorIoError};
 use prost::Message;
@@ -237,6 +239,51 @@ fn the_qdq_op_cases_fuse_their_group() {
             "{name}"
         );
     }
+}
+
+/// The kernels that turn float values into integers (a requantization by a float32 scale, a
+/// quantization) are rendered so that no C compiler fuses a multiply and an add into one
+/// rounding (GCC's attribute, Clang's pragma); the others keep their fused multiply-adds.
+#[test]
+fn quantizing_kernels_keep_each_float_rounding() {
+    let model = onnx::load(&mlperf_path("kws_int8_qdq")).unwrap();
+    let imported = import(&model, &[]).unwrap();
+    let bundle = compile_graph(
+        "kws",
+        &imported.graph,
+        &imported.outputs,
+        &Target::c(),
+        true,
+        &mut |_, _| {},
+    )
+    .unwrap();
+    let (mut exact, mut other) = (0, 0);
+    for p in &bundle.programs {
+        let float = p.src.contains("float");
+        let writes_ints = p
+            .buffers
+            .iter()
+            .filter(|b| b.mutable)
+            .all(|b| b.dtype.scalar.is_int());
+        let marked =
+            p.src.contains("KILN_EXACT_FLOAT static") || p.src.contains("KILN_EXACT_FLOAT void");
+        assert_eq!(marked, float && writes_ints, "{}:\n{}", p.name, p.src);
+        assert_eq!(
+            marked,
+            p.src.contains("#pragma STDC FP_CONTRACT OFF"),
+            "{}",
+            p.name
+        );
+        if marked {
+            exact += 1
+        } else {
+            other += 1
+        }
+    }
+    assert!(
+        exact >= 10 && other > 0,
+        "{exact} quantizing kernels, {other} others"
+    );
 }
 
 /// An int8 QDQ model (its convolutions and dense layers integer kernels) against onnxruntime

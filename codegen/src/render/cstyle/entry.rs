@@ -13,6 +13,17 @@ const NO_LOOP_VECTORIZE: &str = "#ifndef KILN_NO_LOOP_VECTORIZE\n\
     #define KILN_NO_LOOP_VECTORIZE __attribute__((optimize(\"no-tree-loop-vectorize\")))\n\
     #else\n#define KILN_NO_LOOP_VECTORIZE\n#endif\n#endif";
 
+/// The attribute that keeps GCC from fusing a float multiply and add into one rounding (an FMA)
+/// in one function, and from inlining it into a caller that would fuse them; Clang takes the
+/// standard pragma at the top of the body instead.
+const EXACT_FLOAT: &str = "#ifndef KILN_EXACT_FLOAT\n\
+    #if defined(__GNUC__) && !defined(__clang__)\n\
+    #define KILN_EXACT_FLOAT __attribute__((optimize(\"fp-contract=off\"), noinline))\n\
+    #else\n#define KILN_EXACT_FLOAT\n#endif\n#endif";
+
+/// Clang's form of [`EXACT_FLOAT`], the first lines of the body.
+const EXACT_FLOAT_PRAGMA: &str = "#if defined(__clang__)\n#pragma STDC FP_CONTRACT OFF\n#endif";
+
 impl Renderer<'_> {
     pub(super) fn finish(mut self) -> String {
         self.params.sort_by_key(|p| p.0);
@@ -32,12 +43,20 @@ impl Renderer<'_> {
         let wide = values
             .iter()
             .any(|v| matches!(v, Scalar::I64 | Scalar::U64));
-        let attribute = if wide && d.entry == Entry::Params && d.kernel_prefix == "void" {
+        let c = d.entry == Entry::Params && d.kernel_prefix == "void";
+        let mut attribute = String::new();
+        if wide && c {
             let _ = writeln!(s, "{NO_LOOP_VECTORIZE}");
-            "KILN_NO_LOOP_VECTORIZE "
-        } else {
-            ""
-        };
+            attribute.push_str("KILN_NO_LOOP_VECTORIZE ");
+        }
+        // A kernel that turns float values into integers (a requantization with a float scale,
+        // a quantization) rounds each product as it is written: a product fused with the add
+        // of a rounding step would round once where the reference rounds twice.
+        let exact = c && self.quantizes(&values);
+        if exact {
+            let _ = writeln!(s, "{EXACT_FLOAT}");
+            attribute.push_str("KILN_EXACT_FLOAT ");
+        }
         for h in &self.helpers {
             let _ = writeln!(s, "{h}");
         }
@@ -49,11 +68,23 @@ impl Renderer<'_> {
             ),
             Entry::Bindings => writeln!(s, "{} main() {{", d.kernel_prefix),
         };
+        if exact {
+            let _ = writeln!(s, "{EXACT_FLOAT_PRAGMA}");
+        }
         for l in &self.lines {
             let _ = writeln!(s, "{l}");
         }
         s.push_str("}\n");
         s
+    }
+
+    /// Whether the kernel computes with floats (`values`) and writes only integer buffers.
+    fn quantizes(&self, values: &[Scalar]) -> bool {
+        let mut written = self.prog.uops.iter().filter_map(|u| match u.kind {
+            UOpKind::DefineGlobal { mutable: true, .. } => u.dtype.map(|d| d.scalar),
+            _ => None,
+        });
+        values.iter().any(|v| v.is_float()) && written.all(|d| d.is_int())
     }
 
     /// The scalar types of the kernel's values, and of its global buffers.
