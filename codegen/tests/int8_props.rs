@@ -1112,3 +1112,45 @@ proptest! {
             want.iter().map(|v| v.to_bits()).collect::<Vec<_>>());
     }
 }
+
+/// `--requant onnx` rounds exact halves to even, as onnxruntime's MLAS does: `QGemm` with
+/// scales 1 · 0.5 / 1 on the accumulators −9 … 9, with output zero points 0 and 3.
+#[test]
+fn qgemm_with_onnx_requantization_rounds_halves_to_even() {
+    let xs: Vec<i8> = (-9..=9).collect();
+    for zp in [0i8, 3] {
+        let node = NodeProto {
+            op_type: Some("QGemm".into()),
+            domain: Some("com.microsoft".into()),
+            input: ["x", "sx", "zx", "w", "sw", "zw", "", "sy", "zy"]
+                .map(String::from)
+                .to_vec(),
+            output: vec!["y".into()],
+            ..Default::default()
+        };
+        let init = vec![
+            onnx_tensor("sx", 1, &[], &[1.0]),
+            onnx_tensor("zx", 3, &[], &[0.0]),
+            onnx_tensor("w", 3, &[1, 1], &[1.0]),
+            onnx_tensor("sw", 1, &[], &[0.5]),
+            onnx_tensor("zw", 3, &[], &[0.0]),
+            onnx_tensor("sy", 1, &[], &[1.0]),
+            onnx_tensor("zy", 3, &[], &[zp as f64]),
+        ];
+        let n = xs.len();
+        let bytes = onnx_one_node(node, &[n, 1], &[n, 1], init);
+        let loaded = onnx::load_bytes(&bytes).unwrap();
+        let imported = onnx::import_with(&loaded, &[], Requant::Onnx).unwrap();
+        let out = evaluate(
+            &imported.graph,
+            &imported.outputs,
+            &[i8_tensor(&[n, 1], &xs)],
+        );
+        let got: Vec<i8> = out.unwrap()[0].bytes().iter().map(|&b| b as i8).collect();
+        let want: Vec<i8> = xs
+            .iter()
+            .map(|&x| ((f32::from(x) * 0.5).round_ties_even() as i32 + i32::from(zp)) as i8)
+            .collect();
+        assert_eq!(got, want, "zero point {zp}");
+    }
+}

@@ -196,18 +196,37 @@ struct Requantization {
 impl Requantization {
     fn apply(&self, ctx: &mut Ctx, acc: &Lazy) -> Result<Lazy, OpError> {
         match ctx.requant {
-            Requant::Onnx => self.onnx(ctx.graph, acc),
+            Requant::Onnx => self.onnx(ctx, acc),
             Requant::Tflm => self.tflm(ctx, acc),
         }
     }
 
     /// onnxruntime's (MLAS's `MlasRequantizeOutput`): `float(acc) · scale` in float32, rounded
-    /// half to even, plus the zero point, saturated.
-    fn onnx(&self, g: &mut Graph, acc: &Lazy) -> Result<Lazy, OpError> {
+    /// half to even, plus the zero point, saturated. With a zero point known at compile time,
+    /// as MLAS computes it: clamped to the range less the zero point, then rounded by adding and
+    /// subtracting `1.5 · 2^23` (exact below `2^22`), the zero point added as an integer.
+    fn onnx(&self, ctx: &mut Ctx, acc: &Lazy) -> Result<Lazy, OpError> {
         let (lo, hi) = int_range(self.to)?;
+        let zp = match ctx.has(self.inputs[3]) {
+            true => match ctx.known_ints(self.inputs[3])?.as_deref() {
+                Some(&[z]) => Some(z),
+                _ => None,
+            },
+            false => Some(0),
+        };
+        let g = &mut *ctx.graph;
         let s = g.cast(&self.scale, DType::F32);
         let a = g.cast(acc, DType::F32);
         let y = g.binary(BinaryOp::Mul, &a, &s)?;
+        if let Some(z) = zp {
+            const ROUND: f64 = 12_582_912.0;
+            let v = g.clip(&y, Some(lo - z as f64), Some(hi - z as f64))?;
+            let r = g.add_scalar(&v, ROUND)?;
+            let r = g.add_scalar(&r, -ROUND)?;
+            let r = g.cast(&r, DType::I32);
+            let r = g.int_scalar(BinaryOp::Add, &r, z)?;
+            return Ok(g.cast(&r, self.to));
+        }
         let mut y = g.round_even(&y)?;
         if let Some(zp) = &self.zero_point {
             // Exact: the rounded value is an integer, and any beyond 2^24 saturates below.
