@@ -77,6 +77,26 @@ fn frexp(m: f64) -> (f64, i32) {
     (q, exp - 1022)
 }
 
+/// `−zp_in · Σ (w − zp_w)` per output channel of the integer weight `w` of `shape`, its `n`
+/// output channels along `axis` (`zp_w`: one zero point, or one per channel): the zero-point
+/// term of a quantized convolution or product, folded into its bias at compile time.
+pub fn folded_zero_points(
+    w: &[i64],
+    shape: &[usize],
+    axis: usize,
+    zp_in: i64,
+    zp_w: &[i64],
+) -> Vec<i64> {
+    let n = shape[axis];
+    let inner: usize = shape[axis + 1..].iter().product();
+    let mut sums = vec![0i64; n];
+    for (i, v) in w.iter().enumerate() {
+        let c = (i / inner) % n;
+        sums[c] += v - zp_w[if zp_w.len() > 1 { c } else { 0 }];
+    }
+    sums.iter().map(|s| -zp_in * s).collect()
+}
+
 /// TFLM's `CalculateActivationRangeQuantized`: the clamp of a fused activation on an output of
 /// scale `scale` and zero point `zp`, within the type's `[qmin, qmax]`.
 pub fn activation_range(act: Activation, scale: f32, zp: i32, qmin: i32, qmax: i32) -> (i32, i32) {

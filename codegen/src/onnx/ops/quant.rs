@@ -6,7 +6,7 @@
 use super::ctx::{dtype_of, invalid, norm_axis, Ctx, OpError, Value};
 use super::OpBuilder;
 use crate::dtype::{DType, Scalar};
-use crate::graph::quant::{Multipliers, QuantMultiplier};
+use crate::graph::quant::{folded_zero_points, Multipliers, QuantMultiplier};
 use crate::graph::Graph;
 use crate::graph::Lazy;
 use crate::onnx::qdq::Requant;
@@ -367,13 +367,7 @@ fn folded(ctx: &mut Ctx, axis: usize, bias: Option<usize>) -> Result<Option<Fold
         },
         false => vec![0],
     };
-    let mut sums = vec![0i64; n];
-    let inner: usize = shape[axis + 1..].iter().product();
-    for (i, v) in raw.iter().enumerate() {
-        let c = (i / inner) % n;
-        sums[c] += v - zw[if zw.len() > 1 { c } else { 0 }];
-    }
-    let mut table: Vec<i64> = sums.iter().map(|s| -zx * s).collect();
+    let mut table = folded_zero_points(&raw, &shape, axis, zx, &zw);
     if let Some(b) = bias.filter(|&b| ctx.has(b)) {
         match ctx.known_ints(b)? {
             Some(b) if b.len() == n => table.iter_mut().zip(b).for_each(|(t, b)| *t += b),

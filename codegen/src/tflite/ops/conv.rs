@@ -17,7 +17,9 @@ use super::{
     to_nchw, to_nhwc, Ctx, OpBuilder,
 };
 use crate::dtype::{DType, Scalar};
-use crate::graph::quant::{activation_range, Activation, Multipliers, QuantMultiplier};
+use crate::graph::quant::{
+    activation_range, folded_zero_points, Activation, Multipliers, QuantMultiplier,
+};
 use crate::graph::Lazy;
 use crate::ops::BinaryOp;
 use crate::tensor::Tensor;
@@ -287,15 +289,9 @@ fn quantized_sum(
         wq = g.int_scalar(BinaryOp::Sub, &wide, i64::from(fq.zero_point))?;
     }
     let sum = op(g, &xp, &wq, acc)?;
-    // Σ (w − zp_w) per output channel, for the bias.
     let raw = ctx.ints(1)?;
-    let shape = &ctx.info(1)?.shape;
-    let mut sums = vec![0i64; n];
-    let inner: usize = shape[w_axis + 1..].iter().product();
-    for (i, v) in raw.iter().enumerate() {
-        sums[(i / inner) % n] += v - i64::from(fq.zero_point);
-    }
-    let folded = sums.iter().map(|s| -s * i64::from(zp_in)).collect();
+    let zps = [i64::from(zp_in), i64::from(fq.zero_point)];
+    let folded = folded_zero_points(&raw, &ctx.info(1)?.shape, w_axis, zps[0], &zps[1..]);
     Ok((sum, folded))
 }
 
