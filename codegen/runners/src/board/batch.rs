@@ -9,7 +9,7 @@
 
 use super::build::{build_image, BuildOptions};
 use super::elf::Elf;
-use super::qemu::{emulator, plugin, read_marks, run_with_timeout, IoDir};
+use super::qemu::{emulator, plugin, plugin_args, read_marks, run_with_timeout, Core, IoDir};
 use super::{boards_dir, io_error, BoardError, BoardFiles, BoardInfo};
 use kiln_codegen::bundle::Bundle;
 use std::path::{Path, PathBuf};
@@ -231,7 +231,7 @@ fn build_and_run(
     command.args(&qemu[1..]).arg(&image.elf);
     let log = io.path.join("insn.log");
     if counted.is_some() {
-        count_instructions(&mut command, &image.elf, &log)?;
+        count_instructions(&mut command, &image.elf, &log, Core::of(board))?;
     }
     let timeout = BATCH_TIME + counted.unwrap_or(CASE_TIME) * cases.len() as u32;
     let output = match run_with_timeout(&mut command, &io.path, &board.name, timeout) {
@@ -256,11 +256,13 @@ fn build_and_run(
 }
 
 /// Adds the instruction-count plugin to `command`, counting by the image's `KILN_MARKER`
-/// stores into `log`.
+/// stores into `log`, with the cycle estimate of `core` (its log lines then carry the
+/// estimated cycles after the instructions; [`read_marks`] reads the instructions).
 fn count_instructions(
     command: &mut std::process::Command,
     elf_path: &Path,
     log: &Path,
+    core: Option<Core>,
 ) -> Result<(), BoardError> {
     let bytes = std::fs::read(elf_path).map_err(io_error(elf_path))?;
     let elf = Elf::parse(&bytes).map_err(|reason| BoardError::Image {
@@ -275,7 +277,7 @@ fn count_instructions(
     };
     command
         .arg("-plugin")
-        .arg(format!("{},marker={marker:#x}", plugin()?.display()))
+        .arg(plugin_args(&plugin()?, marker, core))
         .args(["-d", "plugin", "-D"])
         .arg(log);
     Ok(())

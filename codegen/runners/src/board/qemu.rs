@@ -24,8 +24,116 @@ pub struct BoardRun {
     pub step_instructions: Vec<u64>,
     /// Instructions of the whole run: startup, checks, I/O, steps and exit.
     pub total_instructions: u64,
+    /// The cycles each step's kernel would take on the board's core, in step order, as long as
+    /// `step_instructions`; empty where there is no estimate (a RISC-V board). An estimate from
+    /// the core's published instruction timings ([`Core`]), identical run to run: it leaves out
+    /// memory wait states, bus contention and caches, and on the Cortex-M7 dual issue and
+    /// branch prediction (there it is about an upper bound).
+    pub step_cycles: Vec<u64>,
+    /// The estimated cycles of the whole run, as [`BoardRun::step_cycles`]; `None` where there
+    /// is no estimate.
+    pub total_cycles: Option<u64>,
     /// Wall-clock time QEMU ran.
     pub wall_time: Duration,
+}
+
+/// A core whose cycles the instruction-count plugin estimates (its argument `core=`), from the
+/// instruction timings its Technical Reference Manual publishes; see
+/// `boards/qemu-plugin/insn.c` for the table and what it leaves out: memory wait states, bus
+/// contention, caches, interrupts, stalls of an address on the instruction just before it, and
+/// divisions cost their worst case.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Core {
+    /// Cortex-M0 (TRM table 3-1): loads and stores 2 cycles, a taken branch 3.
+    M0,
+    /// Cortex-M3 (TRM table 18-1): the M4's figures, but long multiplies at their worst case.
+    M3,
+    /// Cortex-M4 (TRM table 3-1, section 3.3.2, table 7-1 for the FPU).
+    M4,
+    /// Cortex-M33: ARM publishes no table of its own; the M4's.
+    M33,
+    /// Cortex-M7: the M4's figures one instruction at a time, without dual issue or branch
+    /// prediction: about an upper bound.
+    M7,
+}
+
+impl Core {
+    /// The core the board's QEMU emulates, from its `-cpu` (or, without one, the machine's
+    /// default CPU); `None` for a core with no estimate (RISC-V, or one not known here).
+    pub fn of(board: &BoardInfo) -> Option<Core> {
+        let args = board.qemu.as_deref()?;
+        let after = |flag: &str| {
+            let at = args.iter().position(|a| a == flag)?;
+            args.get(at + 1).map(String::as_str)
+        };
+        let cpu = after("-cpu").or(match after("-machine").or(after("-M"))? {
+            "microbit" => Some("cortex-m0"),
+            "mps2-an385" | "mps2-an511" => Some("cortex-m3"),
+            "mps2-an386" => Some("cortex-m4"),
+            "mps2-an500" => Some("cortex-m7"),
+            "mps2-an505" | "mps2-an521" | "mps3-an524" | "mps3-an547" => Some("cortex-m33"),
+            _ => None,
+        })?;
+        match cpu {
+            "cortex-m0" => Some(Core::M0),
+            "cortex-m3" => Some(Core::M3),
+            "cortex-m4" => Some(Core::M4),
+            "cortex-m33" => Some(Core::M33),
+            "cortex-m7" => Some(Core::M7),
+            _ => None,
+        }
+    }
+
+    /// The plugin's name for it: `core=m4`.
+    pub fn plugin_arg(self) -> &'static str {
+        match self {
+            Core::M0 => "m0",
+            Core::M3 => "m3",
+            Core::M4 => "m4",
+            Core::M33 => "m33",
+            Core::M7 => "m7",
+        }
+    }
+
+    /// `Cortex-M4`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Core::M0 => "Cortex-M0",
+            Core::M3 => "Cortex-M3",
+            Core::M4 => "Cortex-M4",
+            Core::M33 => "Cortex-M33",
+            Core::M7 => "Cortex-M7",
+        }
+    }
+
+    /// Where its timings come from and what they leave out, for a line under a report:
+    /// `the Cortex-M4 TRM's instruction timings (no wait states, no bus contention)`.
+    pub fn source(self) -> &'static str {
+        match self {
+            Core::M0 => "the Cortex-M0 TRM's instruction timings (no wait states, no bus contention)",
+            Core::M3 => "the Cortex-M3 TRM's instruction timings (no wait states, no bus contention)",
+            Core::M4 => "the Cortex-M4 TRM's instruction timings (no wait states, no bus contention)",
+            Core::M33 => {
+                "the Cortex-M4 TRM's instruction timings, which the Cortex-M33's 3-stage pipeline \
+                 shares (no wait states, no bus contention)"
+            }
+            Core::M7 => {
+                "the Cortex-M4 TRM's instruction timings, one instruction at a time (no dual issue, \
+                 no branch prediction, no wait states): about an upper bound for the Cortex-M7"
+            }
+        }
+    }
+}
+
+/// The plugin's arguments: the marker's address and, where the board's core has a cycle
+/// model, the core.
+pub(super) fn plugin_args(plugin: &Path, marker: u32, core: Option<Core>) -> String {
+    let mut args = format!("{},marker={marker:#x}", plugin.display());
+    if let Some(core) = core {
+        args.push_str(",core=");
+        args.push_str(core.plugin_arg());
+    }
+    args
 }
 
 /// How inputs reach the firmware and outputs come back.
@@ -93,7 +201,7 @@ pub fn run_with_options(
         let plugin = plugin()?;
         command
             .arg("-plugin")
-            .arg(format!("{},marker={address:#x}", plugin.display()))
+            .arg(plugin_args(&plugin, address, Core::of(board)))
             .args(["-d", "plugin", "-D"])
             .arg(&log);
     }
@@ -115,10 +223,16 @@ pub fn run_with_options(
         None => read_outputs(&io.path)?,
         Some(session) => channel_outputs(&board.name, status, output.clone(), session)?,
     };
-    let (step_instructions, total_instructions) = match marker {
+    let counts = match marker {
         Some(_) => read_counts(&log, &board.name)?,
-        None => (Vec::new(), 0),
+        None => Counts::default(),
     };
+    let Counts {
+        step_instructions,
+        total_instructions,
+        step_cycles,
+        total_cycles,
+    } = counts;
     let steps = ran_steps(&output);
     if marker.is_some() && steps != Some(step_instructions.len()) {
         return Err(BoardError::Qemu {
@@ -134,6 +248,8 @@ pub fn run_with_options(
         outputs,
         step_instructions,
         total_instructions,
+        step_cycles,
+        total_cycles,
         wall_time,
     })
 }
@@ -380,9 +496,21 @@ fn ran_steps(output: &str) -> Option<usize> {
     })
 }
 
+/// What the plugin's log says: each step's instructions and the total, and the estimated
+/// cycles of each when the plugin had a core.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct Counts {
+    step_instructions: Vec<u64>,
+    total_instructions: u64,
+    /// Empty without a cycle estimate.
+    step_cycles: Vec<u64>,
+    total_cycles: Option<u64>,
+}
+
 /// The plugin's log: the running count at each marker store (before and after each step), then
-/// the total. Returns each step's instructions and the total.
-fn read_counts(log: &Path, board: &str) -> Result<(Vec<u64>, u64), BoardError> {
+/// the total; each line `kiln-insn <instructions>` or, with a cycle estimate,
+/// `kiln-insn <instructions> <cycles>`.
+fn read_counts(log: &Path, board: &str) -> Result<Counts, BoardError> {
     let text = std::fs::read_to_string(log).map_err(io_error(log))?;
     let bad = |why: &str| BoardError::Qemu {
         board: board.to_string(),
@@ -393,31 +521,52 @@ fn read_counts(log: &Path, board: &str) -> Result<(Vec<u64>, u64), BoardError> {
     let mut total = None;
     for line in text.lines() {
         let mut words = line.split_whitespace();
-        let (Some(label), Some(count)) = (words.next(), words.next()) else {
+        let (Some(label @ ("kiln-insn" | "kiln-insn-total")), Some(count)) =
+            (words.next(), words.next())
+        else {
             continue;
         };
-        let count: u64 = count
-            .parse()
-            .map_err(|_| bad("has a count that is no number"))?;
+        let number = |word: &str| {
+            word.parse::<u64>()
+                .map_err(|_| bad("has a count that is no number"))
+        };
+        let count = number(count)?;
+        let cycles = words.next().map(number).transpose()?;
         match label {
-            "kiln-insn" => marks.push(count),
-            "kiln-insn-total" => total = Some(count),
-            _ => {}
+            "kiln-insn" => marks.push((count, cycles)),
+            _ => total = Some((count, cycles)),
         }
     }
     if !marks.len().is_multiple_of(2) {
         return Err(bad("has a step that began and did not end"));
     }
-    let steps = marks.chunks_exact(2).map(|m| m[1] - m[0]).collect();
-    Ok((steps, total.ok_or_else(|| bad("has no total"))?))
+    let (total_instructions, total_cycles) = total.ok_or_else(|| bad("has no total"))?;
+    let step_instructions = marks.chunks_exact(2).map(|m| m[1].0 - m[0].0).collect();
+    let step_cycles = match total_cycles {
+        Some(_) => marks
+            .chunks_exact(2)
+            .map(|m| match (m[0].1, m[1].1) {
+                (Some(a), Some(b)) => Ok(b - a),
+                _ => Err(bad("has marks without cycles and a total with them")),
+            })
+            .collect::<Result<_, _>>()?,
+        None => Vec::new(),
+    };
+    Ok(Counts {
+        step_instructions,
+        total_instructions,
+        step_cycles,
+        total_cycles,
+    })
 }
 
-/// The running counts of a plugin log at each marker store, in order; lines that are not
-/// whole marks (the end of a log cut short) are left out.
+/// The running counts of a plugin log at each marker store, in order (the instructions; a
+/// line's estimated cycles, when it has them, are left out); lines that are not whole marks
+/// (the end of a log cut short, without its newline) are left out.
 pub(super) fn read_marks(text: &str) -> Vec<u64> {
-    text.lines()
+    text.split_inclusive('\n')
         .filter_map(|line| {
-            let mut words = line.split_whitespace();
+            let mut words = line.strip_suffix('\n')?.split_whitespace();
             match (words.next(), words.next()) {
                 (Some("kiln-insn"), Some(count)) => count.parse().ok(),
                 _ => None,
@@ -474,9 +623,84 @@ mod tests {
                               kiln-insn-total 900\n",
         )
         .unwrap();
-        assert_eq!(read_counts(&log, "b").unwrap(), (vec![60, 100], 900));
+        let counts = read_counts(&log, "b").unwrap();
+        assert_eq!(counts.step_instructions, [60, 100]);
+        assert_eq!(counts.total_instructions, 900);
+        assert!(counts.step_cycles.is_empty());
+        assert_eq!(counts.total_cycles, None);
         std::fs::write(&log, "kiln-insn 100\nkiln-insn-total 900\n").unwrap();
         assert!(read_counts(&log, "b").is_err());
+    }
+
+    #[test]
+    fn cycles_pair_up_next_to_the_counts() {
+        let dir = IoDir::new().unwrap();
+        let log = dir.path.join("insn.log");
+        let text = "kiln-insn 100 150\nkiln-insn 160 240\nkiln-insn 170 260\n\
+                    kiln-insn 270 400\nkiln-insn-total 900 1300\n";
+        std::fs::write(&log, text).unwrap();
+        let counts = read_counts(&log, "b").unwrap();
+        assert_eq!(counts.step_instructions, [60, 100]);
+        assert_eq!(counts.total_instructions, 900);
+        assert_eq!(counts.step_cycles, [90, 140]);
+        assert_eq!(counts.total_cycles, Some(1300));
+        // The batch path reads the instructions alone, and only of whole lines.
+        assert_eq!(read_marks(text), [100, 160, 170, 270]);
+        assert_eq!(read_marks("kiln-insn 100 150\nkiln-insn 16"), [100]);
+        // Cycles in the total but not in a mark: the log is damaged.
+        std::fs::write(
+            &log,
+            "kiln-insn 100\nkiln-insn 160 240\nkiln-insn-total 9 9\n",
+        )
+        .unwrap();
+        assert!(read_counts(&log, "b").is_err());
+        std::fs::write(&log, "kiln-insn 100 x\nkiln-insn 160\nkiln-insn-total 9\n").unwrap();
+        assert!(read_counts(&log, "b").is_err());
+    }
+
+    #[test]
+    fn the_core_comes_from_the_cpu_or_the_machine() {
+        let board = |line: &str| BoardInfo {
+            name: "b".into(),
+            target: "t".into(),
+            emulated: true,
+            flash_bytes: 1,
+            ram_bytes: 1,
+            code_in_ram: false,
+            qemu: Some(line.split_whitespace().map(String::from).collect()),
+            probe_chip: None,
+        };
+        let core = |line: &str| Core::of(&board(line));
+        assert_eq!(
+            core("qemu-system-arm -machine mps2-an386 -cpu cortex-m4 -nographic -kernel"),
+            Some(Core::M4)
+        );
+        assert_eq!(
+            core("qemu-system-arm -machine mps2-an385 -cpu cortex-m3 -kernel"),
+            Some(Core::M3)
+        );
+        assert_eq!(
+            core("qemu-system-arm -machine mps2-an505 -cpu cortex-m33"),
+            Some(Core::M33)
+        );
+        assert_eq!(
+            core("qemu-system-arm -machine mps2-an500 -cpu cortex-m7"),
+            Some(Core::M7)
+        );
+        assert_eq!(
+            core("qemu-system-arm -machine microbit -nographic"),
+            Some(Core::M0)
+        );
+        assert_eq!(
+            core("qemu-system-riscv32 -machine virt -bios none -kernel"),
+            None
+        );
+        let plugin = Path::new("/p/libinsn.so");
+        assert_eq!(
+            plugin_args(plugin, 0x2000_0000, Some(Core::M33)),
+            "/p/libinsn.so,marker=0x20000000,core=m33"
+        );
+        assert_eq!(plugin_args(plugin, 16, None), "/p/libinsn.so,marker=0x10");
     }
 
     #[test]

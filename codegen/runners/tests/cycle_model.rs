@@ -1,0 +1,251 @@
+//! The QEMU plugin's cycle estimate (`boards/qemu-plugin/insn.c`, `core=m4`) against small
+//! bare-metal loops (`boards/qemu-plugin/tests/loops.S`) whose Cortex-M4 cycles follow from the
+//! Technical Reference Manual (DDI 0439, table 3-1, section 3.3.2 "Load/store timings", table
+//! 7-1 for the FPU), worked out by hand below, instruction by instruction. Between two marks
+//! counts everything after the first marker store up to and including the second: the loop's
+//! set-up `movs r4, #N` (1 cycle), the loop, and the closing `str r0, [r6]` (2 cycles: it
+//! follows a branch, nothing to pipeline after). P, the refill of a taken branch, is 1.
+//!
+//! Needs `arm-none-eabi-gcc` and `qemu-system-arm` (`scripts/setup-toolchain.sh`). Without them
+//! the test says so and passes, except under CI (`CI` set) or with `KILN_REQUIRE_BOARDS=1`,
+//! where it fails.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// A missing tool fails the test rather than skipping it.
+fn required() -> bool {
+    std::env::var_os("CI").is_some() || std::env::var("KILN_REQUIRE_BOARDS").as_deref() == Ok("1")
+}
+
+fn have(tool: &str) -> bool {
+    Command::new(tool)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// One case of `loops.S`: the instructions and the Cortex-M4 cycles between its two marks.
+struct Case {
+    name: &'static str,
+    instructions: u64,
+    cycles: u64,
+}
+
+/// In the order `loops.S` runs them. Per loop: one iteration's instructions and cycles (its
+/// first instruction follows the set-up `movs` or the loop's own branch: nothing pipelines
+/// into it), times the iterations, plus P for each taken `bne` (all but the last), plus the
+/// set-up `movs` (1) and the closing marker `str` (2).
+const CASES: [Case; 10] = [
+    // (a) 100 × { ldr r0,[r1] 2 (after movs/bne); ldr r3,[r1,#4] 1 (pipelines after the
+    //     load; its address is r1, not the r0 just loaded); smlad 1; subs 1; bne 1 } = 6,
+    //     600 + 99 + 1 + 2.
+    Case {
+        name: "(a) ldr, ldr, smlad",
+        instructions: 100 * 5 + 2,
+        cycles: 100 * 6 + 99 + 3,
+    },
+    // (b) 100 × { mul 1; mla 2; mls 2; smull 1; umlal 1; subs 1; bne 1 } = 9.
+    Case {
+        name: "(b) mul, mla, mls, smull, umlal",
+        instructions: 100 * 7 + 2,
+        cycles: 100 * 9 + 99 + 3,
+    },
+    // (c) 100 × { sdiv 12; udiv 12 (2 to 12 by the operands: the worst case); subs 1; bne 1 }
+    //     = 26.
+    Case {
+        name: "(c) sdiv, udiv",
+        instructions: 100 * 4 + 2,
+        cycles: 100 * 26 + 99 + 3,
+    },
+    // (d) 100 × { vldr 2; vldr 2 (FP loads do not pipeline here); vmla.f32 3; vadd.f32 1;
+    //     vmul.f32 1; vfma.f32 3; subs 1; bne 1 } = 14.
+    Case {
+        name: "(d) vldr, vldr, vmla, vadd, vmul, vfma",
+        instructions: 100 * 8 + 2,
+        cycles: 100 * 14 + 99 + 3,
+    },
+    // (e) 100 × { push {r0-r3} 1+4; pop {r0-r3} 1+4; ldmia.w {3 regs} 1+3; stmia.w {3 regs}
+    //     1+3; ldrd 3; strd 3; subs 1; bne 1 } = 26.
+    Case {
+        name: "(e) push, pop, ldm, stm, ldrd, strd",
+        instructions: 100 * 8 + 2,
+        cycles: 100 * 26 + 99 + 3,
+    },
+    // (f) 100 × { cmp 1; beq not taken 1; cbz not taken 1; b taken 1+P = 2 (over a nop, which
+    //     does not run); cmp 1; it 1; addhi 1 (the same whether it passes or not); subs 1;
+    //     bne 1 } = 10.
+    Case {
+        name: "(f) branches not taken, a taken b, an IT block",
+        instructions: 100 * 9 + 2,
+        cycles: 100 * 10 + 99 + 3,
+    },
+    // (g) 100 × { ldr r2,[r1] 2; ldr r3,[r2] 2 (its address is the register just loaded: not
+    //     pipelined); str r3,[r1,#8] 1 (pipelines after the load); subs 1; bne 1 } = 7.
+    Case {
+        name: "(g) a load whose address was just loaded",
+        instructions: 100 * 5 + 2,
+        cycles: 100 * 7 + 99 + 3,
+    },
+    // (h) 100 × { str r0,[r1,r2] 2; ldr r3,[r1] 2 (nothing pipelines after a store with a
+    //     register offset); str r3,[r1,#4] 1; str r3,[r1,#8] 1 (after a store with an
+    //     immediate offset); ldrb r5,[r1,#1] 1; subs 1; bne 1 } = 9.
+    Case {
+        name: "(h) pipelining after stores",
+        instructions: 100 * 7 + 2,
+        cycles: 100 * 9 + 99 + 3,
+    },
+    // (i) 10 × { bl 1+P = 2; push {r7,lr} 1+2; pop {r7,pc} 1+2+P = 4; bl 2; bx lr 1+P = 2;
+    //     subs 1; bne 1 } = 15, 150 + 9 + 1 + 2.
+    Case {
+        name: "(i) bl, push, pop pc, bx lr",
+        instructions: 10 * 7 + 2,
+        cycles: 10 * 15 + 9 + 3,
+    },
+    // (j) once, no set-up: vpush {s16-s19} 1+4; vpop {s16-s19} 1+4; vldm {s0-s3} 1+4;
+    //     vstm {s0-s2} 1+3; vdiv.f32 14; vsqrt.f32 14; vmov r0,s0 1; vmov s6,r0 1;
+    //     vmov r0,r3,d0 2; vcvt.s32.f32 1; vcmp.f32 1; vmrs 1; vstr 2; vmov.f32 #1.0 1;
+    //     vneg.f32 1; and the closing str 2 (after vneg: nothing to pipeline after).
+    Case {
+        name: "(j) the rest of the FPU",
+        instructions: 15 + 1,
+        cycles: 5 + 5 + 5 + 4 + 14 + 14 + 1 + 1 + 2 + 1 + 1 + 1 + 2 + 1 + 1 + 2,
+    },
+];
+
+/// The plugin's marks: (instructions, cycles when it has them), in order.
+fn marks(log: &str) -> Vec<(u64, Option<u64>)> {
+    log.lines()
+        .filter_map(|line| {
+            let mut words = line.split_whitespace();
+            if words.next() != Some("kiln-insn") {
+                return None;
+            }
+            let count = words.next()?.parse().ok()?;
+            Some((count, words.next().map(|c| c.parse().unwrap())))
+        })
+        .collect()
+}
+
+/// Runs `elf` on QEMU's mps2-an386 with the plugin given `args` (after the marker); its log.
+fn run(elf: &Path, dir: &Path, args: &str) -> String {
+    let log = dir.join(format!("insn{}.log", args.replace([',', '='], "_")));
+    let plugin = root().join("target/qemu-plugin/libinsn.so");
+    let output = Command::new("timeout")
+        .args([
+            "60",
+            "qemu-system-arm",
+            "-machine",
+            "mps2-an386",
+            "-cpu",
+            "cortex-m4",
+        ])
+        .args([
+            "-nographic",
+            "-semihosting-config",
+            "enable=on,target=native",
+        ])
+        .arg("-kernel")
+        .arg(elf)
+        .arg("-plugin")
+        .arg(format!("{},marker=0x20000000{args}", plugin.display()))
+        .args(["-d", "plugin", "-D"])
+        .arg(&log)
+        .output()
+        .expect("running qemu-system-arm");
+    assert!(
+        output.status.success(),
+        "QEMU failed ({}): {}{}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    std::fs::read_to_string(&log).expect("the plugin's log")
+}
+
+#[test]
+fn the_cycle_estimate_matches_the_trm_on_small_loops() {
+    let missing: Vec<&str> = ["arm-none-eabi-gcc", "qemu-system-arm"]
+        .into_iter()
+        .filter(|t| !have(t))
+        .collect();
+    if !missing.is_empty() {
+        let why = format!(
+            "{} missing: run scripts/setup-toolchain.sh",
+            missing.join(" and ")
+        );
+        assert!(!required(), "{why}");
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let built = Command::new("bash")
+        .arg(root().join("scripts/qemu-plugin.sh"))
+        .output()
+        .expect("running scripts/qemu-plugin.sh");
+    assert!(
+        built.status.success(),
+        "building the plugin: {}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let elf = dir.path().join("loops.elf");
+    let assembled = Command::new("arm-none-eabi-gcc")
+        .args([
+            "-mcpu=cortex-m4",
+            "-mfpu=fpv4-sp-d16",
+            "-mfloat-abi=hard",
+            "-mthumb",
+        ])
+        .args(["-nostdlib", "-Ttext=0", "-o"])
+        .arg(&elf)
+        .arg(root().join("boards/qemu-plugin/tests/loops.S"))
+        .output()
+        .expect("running arm-none-eabi-gcc");
+    assert!(
+        assembled.status.success(),
+        "assembling loops.S: {}",
+        String::from_utf8_lossy(&assembled.stderr)
+    );
+
+    let log = run(&elf, dir.path(), ",core=m4");
+    let estimated = marks(&log);
+    assert_eq!(estimated.len(), 2 * CASES.len(), "the marks of {log}");
+    let mut wrong = Vec::new();
+    for (case, m) in CASES.iter().zip(estimated.chunks_exact(2)) {
+        let instructions = m[1].0 - m[0].0;
+        let cycles = m[1].1.unwrap() - m[0].1.unwrap();
+        eprintln!(
+            "{:<48} {instructions:>6} instructions {cycles:>6} cycles",
+            case.name
+        );
+        if (instructions, cycles) != (case.instructions, case.cycles) {
+            wrong.push(format!(
+                "{}: {instructions} instructions, {cycles} cycles; the TRM says {}, {}",
+                case.name, case.instructions, case.cycles
+            ));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    let total = log
+        .lines()
+        .find_map(|l| l.strip_prefix("kiln-insn-total "))
+        .expect("a total");
+    let total: Vec<u64> = total
+        .split_whitespace()
+        .map(|w| w.parse().unwrap())
+        .collect();
+    assert_eq!(total.len(), 2, "instructions and cycles: {total:?}");
+    assert!(total[1] > total[0]);
+
+    // Without a core the log is as it always was: the same instructions, one number a line.
+    let plain = run(&elf, dir.path(), "");
+    let plain_marks = marks(&plain);
+    assert!(plain_marks.iter().all(|m| m.1.is_none()), "{plain}");
+    let counts = |m: &[(u64, Option<u64>)]| m.iter().map(|m| m.0).collect::<Vec<_>>();
+    assert_eq!(counts(&plain_marks), counts(&estimated));
+    assert!(plain.contains(&format!("kiln-insn-total {}\n", total[0])));
+}
