@@ -59,6 +59,10 @@ pub struct Target {
     /// A kernel may write its output over an input it reads only at the index it writes (the
     /// two buffers then alias). Off on GPUs, whose buffer bindings are not made to alias.
     pub writes_in_place: bool,
+    /// Packed int8 dot products: four int8 products summed into an `i32` in one operation
+    /// (a `Dot` micro-op), as the DSP extension of the Cortex-M4, M7 and M33
+    /// computes them (`SXTB16` and `SMLAD`).
+    pub packed_dot: bool,
     /// The language the renderer writes for it.
     pub language: Language,
 }
@@ -79,7 +83,19 @@ impl Target {
             supports_half: true,
             supports_double: true,
             writes_in_place: true,
+            packed_dot: false,
             language: Language::C,
+        }
+    }
+
+    /// Plain C for a microcontroller with the DSP extension (Cortex-M4, M7, M33): packed int8
+    /// dot products, written with the ACLE's `__sxtb16` and `__smlad` (plain C where the
+    /// compiler does not define `__ARM_FEATURE_DSP`).
+    pub fn c_dsp() -> Self {
+        Target {
+            name: "c-dsp",
+            packed_dot: true,
+            ..Target::c()
         }
     }
 
@@ -114,6 +130,7 @@ impl Target {
             supports_half: half,
             supports_double: limits.double,
             writes_in_place: false,
+            packed_dot: false,
             language,
         }
     }
@@ -134,6 +151,7 @@ impl Target {
             supports_half: true,
             supports_double: true,
             writes_in_place: false,
+            packed_dot: false,
             language: Language::C,
         }
     }

@@ -3,15 +3,24 @@
 //! each compared with onnxruntime like on the host; the five int8 TFLite models compared with
 //! TFLM bit for bit on every board they fit (the FPU-less Cortex-M0 included, and the micro:bit
 //! for the one that fits it), and int8 QDQ models with onnxruntime; a board too small refuses
-//! them with the numbers before anything is built. Needs `scripts/setup-toolchain.sh` (run by the test script).
+//! them with the numbers before anything is built. The int8 kernels are generated for each
+//! board's core: packed int8 dot products (`SXTB16`/`SMLAD`) on the M4, M7 and M33. Needs `scripts/setup-toolchain.sh` (run by the test script).
 
 use kiln_codegen::bundle::Bundle;
 use kiln_codegen::tensor::Tensor;
 use kiln_runners::board::{self, BoardError};
 use kiln_tests::{
-    compare, compile, compile_file, references, tflite_path, tflm_vectors, MLPERF, QDQ, SMALL,
+    compare, compile, compile_file, compile_file_for, model_path, references, tflite_path,
+    tflm_vectors, MLPERF, QDQ, SMALL,
 };
 use std::time::Duration;
+
+/// A model compiled for the kernels of `board_name` (packed int8 dot products on the cores with
+/// the DSP extension).
+fn compile_for(board_name: &str, model: &str, path: &std::path::Path) -> Bundle {
+    let target = board::info(board_name).unwrap().kernel_target();
+    compile_file_for(model, path, &target).unwrap_or_else(|e| panic!("{model}: {e:#}"))
+}
 
 fn run_on(board_name: &str, model: &str) {
     let bundle = compile(model).unwrap_or_else(|e| panic!("{model}: {e:#}"));
@@ -22,14 +31,22 @@ fn run_on(board_name: &str, model: &str) {
 /// An int8 QDQ model on a board: equal to onnxruntime's output (its float32 requantization
 /// in the FPU, or in software on a core without one).
 fn run_qdq_on(board_name: &str, model: &str) {
-    let bundle = compile(model).unwrap_or_else(|e| panic!("{model}: {e:#}"));
+    let bundle = compile_for(board_name, model, &model_path(model));
     let (inputs, want) = references(model).unwrap();
     run_bundle(board_name, model, &bundle, inputs, &want, 0.0, 0.0);
 }
 
 /// An int8 TFLite model on a board, on its first TFLM vector: equal to TFLM's output (0 LSB).
 fn run_tflite_on(board_name: &str, model: &str) {
-    let bundle = compile_file(model, &tflite_path(model)).unwrap_or_else(|e| panic!("{e:#}"));
+    let bundle = compile_for(board_name, model, &tflite_path(model));
+    // The DSP cores run the convolutions and dense layers as packed dot products (`SMLAD`);
+    // the others in plain integer C.
+    let dsp = board::info(board_name).unwrap().kernel_target().packed_dot;
+    assert_eq!(
+        bundle.kernels_c.contains("kiln_dot4("),
+        dsp,
+        "{model} on {board_name}: packed dot products where the core has them"
+    );
     let (x, y) = tflm_vectors(model).unwrap().remove(0);
     run_bundle(board_name, model, &bundle, vec![x], &[y], 0.0, 0.0);
 }
@@ -78,6 +95,8 @@ board_tests! {
     an386_residual: "qemu-an386", SMALL[2];
     an386_softmax_head: "qemu-an386", SMALL[3];
     an386_concat_transpose: "qemu-an386", SMALL[4];
+    an500_kws: "qemu-an500", MLPERF[0];
+    an500_ad: "qemu-an500", MLPERF[3];
     an505_kws: "qemu-an505", MLPERF[0];
     an505_ad: "qemu-an505", MLPERF[3];
     rv32_kws: "qemu-rv32", MLPERF[0];
@@ -98,6 +117,11 @@ tflite_board_tests! {
     an386_ic_int8: "qemu-an386", "pretrainedResnet_quant";
     an386_ad_int8: "qemu-an386", "ad01_int8";
     an386_str_ww_int8: "qemu-an386", "str_ww_ref_model";
+    an500_kws_int8: "qemu-an500", "kws_ref_model";
+    an500_vww_int8: "qemu-an500", "vww_96_int8";
+    an500_ic_int8: "qemu-an500", "pretrainedResnet_quant";
+    an500_ad_int8: "qemu-an500", "ad01_int8";
+    an500_str_ww_int8: "qemu-an500", "str_ww_ref_model";
     an505_kws_int8: "qemu-an505", "kws_ref_model";
     an505_vww_int8: "qemu-an505", "vww_96_int8";
     an505_ic_int8: "qemu-an505", "pretrainedResnet_quant";

@@ -101,13 +101,18 @@ fn samples(t: &Tensor) -> Result<Vec<Tensor>> {
 
 /// Imports any model file (ONNX or TFLite) and compiles it for the C target.
 pub fn compile_file(name: &str, path: &std::path::Path) -> Result<Bundle> {
+    compile_file_for(name, path, &Target::c())
+}
+
+/// Imports any model file (ONNX or TFLite) and compiles it for `target`.
+pub fn compile_file_for(name: &str, path: &std::path::Path, target: &Target) -> Result<Bundle> {
     let imported = kiln_codegen::model::import_file(path, &Default::default())
         .with_context(|| format!("importing {}", path.display()))?;
     Ok(compile_graph(
         name,
         &imported.graph,
         &imported.outputs,
-        &Target::c(),
+        target,
         true,
         &mut |_, _| {},
     )?)

@@ -5,13 +5,15 @@
 //! - The MLPerf Tiny TFLite models against their TFLM vectors (`tests/models/mlperf-tiny/vectors`).
 //! - The small op models of `tests/models/tflite` (`scripts/make_tflite_models.py`) against their
 //!   TFLM outputs; those whose ops Kiln lacks must fail to import with an error naming the op.
+//! - The int8 ones again for a DSP core (`c-dsp`: packed dot products, in plain C on the host).
 
 use kiln_codegen::bundle::Bundle;
 use kiln_codegen::dtype::Scalar;
+use kiln_codegen::target::Target;
 use kiln_codegen::tensor::Tensor;
 use kiln_codegen::tensorio::read_tensor;
 use kiln_runners::host;
-use kiln_tests::{compare, compile_file, root, tflite_path, tflm_vectors};
+use kiln_tests::{compare, compile_file, compile_file_for, root, tflite_path, tflm_vectors};
 use std::path::{Path, PathBuf};
 
 /// Runs `bundle` on the host on each sample; returns (largest difference, in LSB for integer
@@ -59,6 +61,17 @@ fn mlperf(name: &str) {
         .collect();
     assert_eq!(samples.len(), 5);
     let worst = check(name, &bundle, &samples);
+    if is_int8(name) {
+        // The kernels of a DSP core, their packed dot products in plain C here: the same
+        // outputs, so the packing pairs every product as the plain kernels do.
+        let dsp = compile_file_for(name, &tflite_path(name), &Target::c_dsp())
+            .unwrap_or_else(|e| panic!("{e:#}"));
+        assert!(
+            dsp.kernels_c.contains("kiln_dot4("),
+            "{name}: no packed dot product"
+        );
+        check(&format!("{name}-dsp"), &dsp, &samples);
+    }
     let r = &bundle.report;
     println!(
         "{name}: 5 samples, largest difference {worst:.2e}; arena {} B (bound {} B), weights {} B",
@@ -91,6 +104,10 @@ fn mlperf(name: &str) {
             r.weight_bytes
         );
     }
+}
+
+fn is_int8(name: &str) -> bool {
+    TFLM_ARENA.iter().any(|(n, _)| *n == name)
 }
 
 macro_rules! mlperf_tests {
@@ -137,6 +154,7 @@ fn op_models_match_tflm() {
     names.sort();
     assert!(names.len() >= 30, "the op models are missing");
     let mut report = Vec::new();
+    let mut packed = 0;
     for name in &names {
         let path = op_models().join(format!("{name}.tflite"));
         let compiled = compile_file(name, &path);
@@ -160,12 +178,20 @@ fn op_models_match_tflm() {
         assert!(samples.iter().all(|(i, o)| !i.is_empty() && !o.is_empty()));
         let worst = check(name, &bundle, &samples);
         let int = samples[0].1.iter().all(|t| t.dtype() != Scalar::F32);
+        if int {
+            let dsp = compile_file_for(name, &path, &Target::c_dsp())
+                .unwrap_or_else(|e| panic!("{name}: {e:#}"));
+            check(&format!("{name}-dsp"), &dsp, &samples);
+            packed += usize::from(dsp.kernels_c.contains("kiln_dot4("));
+        }
         report.push(format!(
             "{name}: {} ({worst:.1e})",
             if int { "bit-exact" } else { "within 1e-4" }
         ));
     }
     println!("{}", report.join("\n"));
+    // The int8 convolutions and dense layers of the op models take packed dot products.
+    assert!(packed >= 4, "{packed} op models with packed dot products");
 }
 
 /// The demo's int8 input and expected output are the first TFLM vector of the KWS model.

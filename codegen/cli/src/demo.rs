@@ -5,7 +5,6 @@
 use super::model::{compile, read_inputs, ModelArgs};
 use super::run::{compare, print_costs, run_on, Tolerance};
 use anyhow::{Context, Result};
-use kiln_codegen::target::Target;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -78,7 +77,7 @@ fn run_part(part: &Part, dir: &Path) -> Result<bool> {
         beam: 0,
         requant: Default::default(),
     };
-    let c = compile(&args, &Target::c())?;
+    let c = compile(&args, &crate::run::target_for(BOARD))?;
     let inputs = read_inputs(&p.join("in"), &c)?;
     let ran = run_on(BOARD, &c, &inputs, kiln_runners::board::Io::Files)?;
     print_costs(&c, &ran);

@@ -60,6 +60,7 @@ pub fn parse_opt(s: &str) -> Result<Opt> {
     let op = match parts[0].to_ascii_lowercase().as_str() {
         "upcast" => OptOp::Upcast,
         "unroll" => OptOp::Unroll,
+        "dot" => OptOp::Dot,
         "local" => OptOp::Local,
         "group" => OptOp::Group,
         "grouptop" => OptOp::GroupTop,

@@ -18,8 +18,9 @@ pub struct CompileArgs {
     #[command(flatten)]
     model: ModelArgs,
     /// What to generate code for: `host` (C for this machine's CPU, its reduces over float
-    /// vectors of GCC/Clang), `c` (plain C for any C compiler or a board), `opencl` (OpenCL C)
-    /// or `vulkan` (GLSL compute and SPIR-V), for the API's portable limits.
+    /// vectors of GCC/Clang), `c` (plain C for any C compiler or a board), `c-dsp` (plain C
+    /// with packed int8 dot products for the DSP extension of the Cortex-M4, M7 and M33),
+    /// `opencl` (OpenCL C) or `vulkan` (GLSL compute and SPIR-V), for the API's portable limits.
     #[arg(long, default_value = "host")]
     target: String,
     /// The bundle folder to write (replaced whole).
@@ -39,8 +40,8 @@ pub struct RunArgs {
     #[command(flatten)]
     model: ModelArgs,
     /// Where to run: `host`, an edge GPU API (`opencl`, `vulkan`: this machine's device), or a
-    /// board (`qemu-an386`, `qemu-an505`, `qemu-rv32`, `qemu-microbit`, `qemu-an385-m0`; real
-    /// boards print their probe-rs command).
+    /// board (`qemu-an386`, `qemu-an500`, `qemu-an505`, `qemu-rv32`, `qemu-microbit`,
+    /// `qemu-an385-m0`; real boards print their probe-rs command).
     #[arg(long, default_value = "qemu-an386")]
     board: String,
     /// Folder with `input_0.npy` (or `.pb`), `input_1.npy`, … in the model's input order.
@@ -69,18 +70,19 @@ pub struct RunArgs {
 }
 
 pub fn compile_cmd(a: CompileArgs) -> Result<ExitCode> {
-    if a.board.is_some() && !matches!(a.target.as_str(), "host" | "c") {
+    if a.board.is_some() && !matches!(a.target.as_str(), "host" | "c" | "c-dsp") {
         bail!("--board measures the BEAM search of C kernels: it needs --target host");
     }
     let c = match (
         a.target.as_str(),
         kiln_codegen::gpu::Api::from_name(&a.target),
     ) {
-        ("host" | "c", _) => {
+        ("host" | "c" | "c-dsp", _) => {
             // Kernels searched on a board are for that board: plain C.
             let (target, cost) = match (&a.board, a.target.as_str()) {
-                (Some(name), _) => (Target::c(), board_cost(name)?),
+                (Some(name), _) => (target_for(name), board_cost(name)?),
                 (None, "host") => (Target::host(), BeamCost::Host),
+                (None, "c-dsp") => (Target::c_dsp(), BeamCost::Host),
                 (None, _) => (Target::c(), BeamCost::Host),
             };
             let c = compile_with_cost(&a.model, &target, cost)?;
@@ -92,7 +94,7 @@ pub fn compile_cmd(a: CompileArgs) -> Result<ExitCode> {
             gb.write(&a.output)?;
             c
         }
-        (other, None) => bail!("unknown target `{other}` (known: host, c, opencl, vulkan)"),
+        (other, None) => bail!("unknown target `{other}` (known: host, c, c-dsp, opencl, vulkan)"),
     };
     if let Some(dir) = &a.replay {
         c.bundle.write_replay(dir)?;
@@ -251,19 +253,31 @@ pub struct Ran {
     pub unit: &'static str,
     /// Flash and RAM of the board image, when there is one.
     pub image: Option<(usize, usize)>,
+    /// Per step, the cycles estimated for the board's core, when it has an estimate.
+    pub cycles: Option<EstimatedCycles>,
+}
+
+/// Each step's cycles on an emulated board's core, estimated by the instruction-count plugin
+/// from the core's published instruction timings (see [`board::Core`]).
+pub struct EstimatedCycles {
+    pub core: board::Core,
+    pub per_step: Vec<u64>,
+}
+
+/// The clock the estimated cycles are turned into time at: a nominal one, not the board's.
+const NOMINAL_MHZ: f64 = 100.0;
+
+/// The target a board's kernels are generated for: this CPU's vectors on the host, plain C
+/// on a microcontroller, with packed int8 dot products where its core has the DSP extension
+/// (an unknown board: plain C, and running it says why it is unknown).
+pub fn target_for(board: &str) -> Target {
+    if board == "host" {
+        return Target::host();
+    }
+    board::info(board).map_or_else(|_| Target::c(), |info| info.kernel_target())
 }
 
 /// Runs a compiled model on `board` (`host` or a board folder's name).
-/// The target a board's kernels are generated for: this CPU's vectors on the host, plain C
-/// on a microcontroller.
-pub fn target_for(board: &str) -> Target {
-    if board == "host" {
-        Target::host()
-    } else {
-        Target::c()
-    }
-}
-
 pub fn run_on(board: &str, c: &Compiled, inputs: &[Vec<u8>], io: board::Io) -> Result<Ran> {
     let dir = tempfile::tempdir().context("a temporary folder for the bundle")?;
     let bundle_dir = dir.path().join("bundle");
@@ -281,6 +295,7 @@ pub fn run_on(board: &str, c: &Compiled, inputs: &[Vec<u8>], io: board::Io) -> R
             step_cost,
             unit: "us",
             image: None,
+            cycles: None,
         });
     }
     let info = board::info(board)?;
@@ -297,34 +312,73 @@ pub fn run_on(board: &str, c: &Compiled, inputs: &[Vec<u8>], io: board::Io) -> R
     spinner.finish_and_clear();
     println!("{fit}");
     let step_cost = run.step_instructions.iter().map(|&n| n as f64).collect();
+    let cycles = match board::Core::of(&info) {
+        Some(core) if run.step_cycles.len() == run.step_instructions.len() => {
+            Some(EstimatedCycles {
+                core,
+                per_step: run.step_cycles,
+            })
+        }
+        _ => None,
+    };
     Ok(Ran {
         outputs: run.outputs,
         step_cost,
         unit: "instructions",
         image: Some((image.flash_used, image.ram_used)),
+        cycles,
     })
 }
 
-/// Prints the per-kernel cost table and the memory use.
+/// Prints the per-kernel cost table and the memory use; with estimated cycles, their column
+/// and a line under the table saying where they come from.
 pub fn print_costs(c: &Compiled, ran: &Ran) {
+    let cycles = ran.cycles.as_ref();
+    let column = |n: Option<u64>| match (cycles, n) {
+        (None, _) => String::new(),
+        (Some(_), Some(n)) => format!(" {n:>14}"),
+        (Some(_), None) => format!(" {:>14}", ""),
+    };
     println!(
-        "{:>4}  {:<40} {:>12} {:>14}",
-        "step", "kernel", "FLOPs", ran.unit
+        "{:>4}  {:<40} {:>12} {:>14}{}",
+        "step",
+        "kernel",
+        "FLOPs",
+        ran.unit,
+        match cycles {
+            Some(_) => format!(" {:>14}", "est. cycles"),
+            None => String::new(),
+        }
     );
-    for (k, cost) in c.bundle.report.steps.iter().zip(&ran.step_cost) {
+    let steps = &c.bundle.report.steps;
+    for (i, (k, cost)) in steps.iter().zip(&ran.step_cost).enumerate() {
+        let n = cycles.and_then(|e| e.per_step.get(i).copied());
         println!(
-            "{:>4}  {:<40} {:>12} {:>14.0}",
-            k.step, k.name, k.flops, cost
+            "{:>4}  {:<40} {:>12} {:>14.0}{}",
+            k.step,
+            k.name,
+            k.flops,
+            cost,
+            column(n)
         );
     }
     let total: f64 = ran.step_cost.iter().sum();
+    let total_cycles = cycles.map(|e| e.per_step.iter().sum::<u64>());
     println!(
-        "{:>4}  {:<40} {:>12} {:>14.0}",
+        "{:>4}  {:<40} {:>12} {:>14.0}{}",
         "",
         "total",
         c.bundle.report.total_flops(),
-        total
+        total,
+        column(total_cycles)
     );
+    if let (Some(e), Some(n)) = (cycles, total_cycles) {
+        println!(
+            "est. cycles: from {}; {:.2} ms at a nominal {NOMINAL_MHZ} MHz",
+            e.core.source(),
+            n as f64 / (NOMINAL_MHZ * 1e3)
+        );
+    }
     let r = &c.bundle.report;
     print!(
         "arena {} B (liveness lower bound {} B), weights {} B",
@@ -358,6 +412,7 @@ pub fn run_cmd(a: RunArgs) -> Result<ExitCode> {
                 step_cost,
                 unit: "us (device)",
                 image: None,
+                cycles: None,
             };
             (c, ran)
         }

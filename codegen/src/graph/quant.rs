@@ -199,35 +199,32 @@ impl Graph {
         let p = self.binary(BinaryOp::Mul, &x64, &m64)?;
         let p = self.int_scalar(BinaryOp::Add, &p, 1 << 30)?;
         let high = self.int_scalar(BinaryOp::Shr, &p, 31)?;
-        let rounded = self.rounding_shift_right(&high, ms)?;
-        Ok(self.cast(&rounded, DType::I32))
+        self.rounding_shift_right(&high, ms)
     }
 
-    /// `RoundingDivideByPOT(h, right)` of an `i64` tensor whose values fit in `i32`.
+    /// `RoundingDivideByPOT(h, right)` of an `i64` tensor whose values fit in `i32`, in `i32`
+    /// and in TFLM's own form, `(h >> right) + ((h & mask) > (mask >> 1) + (h < 0))` with
+    /// `mask = 2^right − 1`: nothing in it can overflow, and every step is one 32-bit
+    /// instruction on a microcontroller (a nudge added before the shift could pass `i32::MAX`).
     fn rounding_shift_right(&mut self, h: &Lazy, ms: &Multipliers) -> Result<Lazy, GraphError> {
+        let h = self.cast(h, DType::I32);
         let all = ms.all();
         if all.iter().all(|m| m.right() == 0) {
-            return Ok(h.clone());
+            return Ok(h);
         }
-        let half = |m: QuantMultiplier| {
-            if m.right() > 0 {
-                1 << (m.right() - 1)
-            } else {
-                0
-            }
-        };
-        let pos = self.table("requant_round", h, ms, DType::I32, half)?;
-        let neg = self.table("requant_round_neg", h, ms, DType::I32, |m| {
-            half(m) - i64::from(m.right() > 0)
-        })?;
-        let zero = self.int_const(0, DType::I64, h.shape());
-        let negative = self.binary(BinaryOp::CmpLt, h, &zero)?;
-        let nudge = self.where_(&negative, &neg, &pos)?;
-        let nudge = self.cast(&nudge, DType::I64);
-        let sum = self.binary(BinaryOp::Add, h, &nudge)?;
-        let right = self.table("requant_right", h, ms, DType::I32, |m| m.right() as i64)?;
-        let right = self.cast(&right, DType::I64);
-        self.binary(BinaryOp::Shr, &sum, &right)
+        let mask = |m: QuantMultiplier| (1i64 << m.right()) - 1;
+        let masks = self.table("requant_mask", &h, ms, DType::I32, mask)?;
+        let halves = self.table("requant_half", &h, ms, DType::I32, |m| mask(m) >> 1)?;
+        let right = self.table("requant_right", &h, ms, DType::I32, |m| m.right() as i64)?;
+        let rem = self.binary(BinaryOp::And, &h, &masks)?;
+        let zero = self.int_const(0, DType::I32, h.shape());
+        let negative = self.binary(BinaryOp::CmpLt, &h, &zero)?;
+        let negative = self.cast(&negative, DType::I32);
+        let threshold = self.binary(BinaryOp::Add, &halves, &negative)?;
+        let up = self.binary(BinaryOp::CmpLt, &threshold, &rem)?;
+        let up = self.cast(&up, DType::I32);
+        let q = self.binary(BinaryOp::Shr, &h, &right)?;
+        self.binary(BinaryOp::Add, &q, &up)
     }
 
     /// TFLM's `MultiplyByQuantizedMultiplier` of the `i64` tensor `x` (the 16x8 kernels'

@@ -398,6 +398,73 @@ impl Graph {
         }
     }
 
+    /// A convolution in the channels-last layout, with the products and the sum in `acc` (see
+    /// [`Graph::matmul_in`]): `x` (N, C, *spatial) as [`Graph::conv`] takes it (a view of an
+    /// NHWC tensor, say), `w` (O, *k, C/groups), unpadded, no bias; the result is (N, *out, O).
+    /// The input channels are the innermost reduce axis (contiguous in both operands when `x`
+    /// is stored channels-last), and each output pixel's channels are stored side by side.
+    #[allow(clippy::too_many_arguments)]
+    pub fn conv_channels_last_in(
+        &mut self,
+        x: &Lazy,
+        w: &Lazy,
+        stride: &[usize],
+        dilation: &[usize],
+        groups: usize,
+        acc: Option<DType>,
+    ) -> Result<Lazy, GraphError> {
+        let (xs, ws) = (x.shape().to_vec(), w.shape().to_vec());
+        let nsp = ws.len().saturating_sub(2);
+        let (n, cin, cout, cg) = (xs[0], xs[1], ws[0], ws[nsp + 1]);
+        if groups == 0 || cin != cg * groups || cout % groups != 0 || xs.len() != ws.len() {
+            return Err(GraphError::Invalid {
+                op: "conv",
+                reason: format!(
+                    "channels-last input {xs:?}, weight {ws:?} and groups {groups} do not match"
+                ),
+            });
+        }
+        let k = &ws[1..1 + nsp];
+        let p = self.pool(x, k, stride, dilation, &[(0, 0); 8][..nsp])?;
+        let o: Vec<usize> = p.shape()[2..2 + nsp].to_vec();
+        let og = cout / groups;
+        // (N, G, C/G, *out, *k) → (N, *out, G, 1, *k, C/G), expanded over the group's outputs.
+        let mut split = vec![n, groups, cg];
+        split.extend(&o);
+        split.extend(k);
+        let mut perm = vec![0];
+        perm.extend(3..3 + nsp);
+        perm.push(1);
+        perm.extend(3 + nsp..3 + 2 * nsp);
+        perm.push(2);
+        let mut s1 = vec![n];
+        s1.extend(&o);
+        s1.extend([groups, 1]);
+        s1.extend(k);
+        s1.push(cg);
+        let mut full = s1.clone();
+        full[nsp + 2] = og;
+        let xv = p
+            .reshape(&split)?
+            .permute(&perm)?
+            .reshape(&s1)?
+            .expand(&full)?;
+        let mut wshape = vec![1];
+        wshape.extend(std::iter::repeat_n(1, nsp));
+        wshape.extend([groups, og]);
+        wshape.extend(k);
+        wshape.push(cg);
+        let wv = w.reshape(&wshape)?.expand(&full)?;
+        let (xv, wv) = self.widen(xv, wv, acc);
+        let prod = self.alu(AluOp::Binary(BinaryOp::Mul), &[xv, wv])?;
+        let axes: Vec<usize> = (nsp + 3..full.len()).collect();
+        let s = self.reduce(ReduceOp::Sum, &prod, &axes)?;
+        let mut out = vec![n];
+        out.extend(&o);
+        out.push(cout);
+        s.reshape(&out)
+    }
+
     /// Pads with `value` instead of zeros.
     pub fn pad_value(
         &mut self,

@@ -25,3 +25,20 @@ pub fn matvec(rows: usize, cols: usize, target: Target) -> Kernel {
     let out = LazyOp::store(0, ShapeTracker::from_shape(&[rows, 1]), sum);
     Kernel::new(vec![out], target).expect("a valid kernel")
 }
+
+/// [`matvec`] of int8 values summed in `i32`: `out[i] = Σ_j i32(a[i, j]) · i32(b[j])`, the
+/// shape of a quantized dense layer.
+pub fn matvec_i8(rows: usize, cols: usize, target: Target) -> Kernel {
+    let a = ShapeTracker::from_shape(&[rows, cols]);
+    let b = ShapeTracker::from_shape(&[1, cols])
+        .expand(&[rows, cols])
+        .expect("a row broadcast to the matrix");
+    let widened = |buf, st| LazyOp::cast(DType::I32, LazyOp::load(buf, DType::I8, st));
+    let mul = LazyOp::alu(
+        AluOp::Binary(BinaryOp::Mul),
+        vec![widened(1, a), widened(2, b)],
+    );
+    let sum = LazyOp::reduce(ReduceOp::Sum, vec![1], mul);
+    let out = LazyOp::store(0, ShapeTracker::from_shape(&[rows, 1]), sum);
+    Kernel::new(vec![out], target).expect("a valid kernel")
+}

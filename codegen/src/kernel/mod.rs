@@ -5,6 +5,7 @@
 //! upcast dims at the end. `first_reduce` is the first axis whose output size differs from
 //! the full (input) size.
 
+mod dot;
 pub mod examples;
 pub mod layout;
 pub mod opt;

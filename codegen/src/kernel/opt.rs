@@ -17,6 +17,9 @@ pub enum OptOp {
     GroupTop,
     /// Unroll part of a reduce axis.
     Unroll,
+    /// Unroll 4 of a reduce axis of int8 products into packed dot products (on targets that
+    /// have them): the axis must be contiguous and unmasked in both operands.
+    Dot,
     /// Compute several outputs of a global axis per thread/iteration.
     Upcast,
     /// Pad an axis up to a multiple of `amt` (masked).
@@ -47,7 +50,7 @@ impl Opt {
     pub fn real_axis(&self, k: &Kernel) -> Option<usize> {
         let a = self.axis?;
         Some(match self.op {
-            OptOp::Unroll => k.first_reduce() + a,
+            OptOp::Unroll | OptOp::Dot => k.first_reduce() + a,
             OptOp::Group | OptOp::GroupTop => k.first_reduce() + k.group_for_reduces + a,
             _ => a,
         })
@@ -112,6 +115,7 @@ impl Kernel {
                 self.apply_group(opt, axis.ok_or_else(needs_axis)?, amt)?
             }
             OptOp::Unroll => self.apply_unroll(opt, axis.ok_or_else(needs_axis)?, amt)?,
+            OptOp::Dot => self.apply_dot(opt, axis.ok_or_else(needs_axis)?, amt)?,
             OptOp::Upcast => self.apply_upcast(opt, axis.ok_or_else(needs_axis)?, amt)?,
             OptOp::NoLocals => self.apply_no_locals(opt)?,
             OptOp::PadTo => self.pad_to(opt, axis, amt)?,
@@ -238,6 +242,32 @@ impl Kernel {
         }
         self.shift_to(a, amt, false, None)?;
         self.upcast(opt)
+    }
+
+    /// DOT: UNROLL of 4, whose lanes the linearizer sums as packed dot products
+    /// ([`Kernel::packed_dot_axis`]).
+    fn apply_dot(&mut self, opt: Opt, a: usize, amt: usize) -> Result<(), KernelError> {
+        self.require(
+            opt,
+            self.target.packed_dot,
+            "the target has no packed dot products",
+        )?;
+        self.require(opt, amt == 4, "a packed dot product takes 4 lanes")?;
+        let once = !self.applied_opts.iter().any(|o| o.op == OptOp::Dot);
+        self.require(opt, once, "the kernel already has a packed dot product")?;
+        let operands = self.dot_operands().is_some();
+        self.require(
+            opt,
+            operands,
+            "the reduce is not a sum of int8 products in i32",
+        )?;
+        self.apply_unroll(opt, a, amt)?;
+        let contiguous = self.dot_axis().is_some();
+        self.require(
+            opt,
+            contiguous,
+            "the axis is not contiguous and unmasked in both operands",
+        )
     }
 
     /// UPCAST: each thread computes `amt` outputs of non-reduce axis `a`.

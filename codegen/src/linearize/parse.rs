@@ -90,19 +90,7 @@ impl Lin {
                     acc[off] = self.g.alu(op, &[acc[off], *v]);
                     ret.push(acc[off]);
                 }
-                for off in 0..acc.len() {
-                    let u = self.g.get(input[off]);
-                    if !matches!(u.kind, UOpKind::DefineAcc { .. }) {
-                        continue;
-                    }
-                    if input[off] == acc[off] {
-                        // Nothing was accumulated (the values folded away): the initial value.
-                        acc[off] = u.src[0];
-                    } else {
-                        let dt = u.dtype;
-                        acc[off] = self.g.node(UOpKind::Phi, dt, vec![input[off], acc[off]]);
-                    }
-                }
+                self.close_accumulators(&input, acc);
                 ret
             }
             Op::Alu(op) => {

@@ -83,6 +83,7 @@ fn parse_opt(line: &str) -> Option<Opt> {
         "Group" => OptOp::Group,
         "GroupTop" => OptOp::GroupTop,
         "Unroll" => OptOp::Unroll,
+        "Dot" => OptOp::Dot,
         "Upcast" => OptOp::Upcast,
         "PadTo" => OptOp::PadTo,
         "NoLocals" => OptOp::NoLocals,

@@ -58,13 +58,29 @@ fn vector_lanes(k: &mut Kernel) -> usize {
     }
 }
 
+/// The most accumulators of a kernel of packed dot products.
+const DOT_MAX_UPCAST: usize = 4;
+
+/// Whether the innermost reduce axis of the fresh kernel `k` takes packed dot products.
+fn packs_dots(k: &Kernel) -> bool {
+    let last = k.shape_len() - k.upcasted;
+    if !k.target.packed_dot || k.reduceops.is_empty() || last <= k.first_reduce() {
+        return false;
+    }
+    let rel = last - 1 - k.first_reduce();
+    k.clone().apply_opt(Opt::new(OptOp::Dot, rel, 4)).is_ok()
+}
+
 /// Applies the heuristics to `k` (which must be fresh: no opts applied).
 pub fn hand_coded_optimizations(k: &mut Kernel) {
     if k.target.has_local {
         return;
     }
     // With float vectors, the lanes come first; an accumulator vector counts as one value.
+    // Packed dot products hold two unpacked halves of each operand word in registers beside
+    // the accumulators, so fewer of them fit.
     let max_upcast = match vector_lanes(k) {
+        0 if packs_dots(k) => DOT_MAX_UPCAST,
         0 => MAX_UPCAST,
         lanes => lanes * MAX_UPCAST / 2,
     };
@@ -95,13 +111,23 @@ pub fn hand_coded_optimizations(k: &mut Kernel) {
             _ => break,
         }
     }
-    // Unroll the innermost reduce axis: fully when short, else by 4.
+    // Unroll the innermost reduce axis: by 4 into packed dot products where the target has
+    // them and the int8 operands are contiguous along it; else fully when short, else by 4.
     let last = k.shape_len() - k.upcasted;
     if !k.reduceops.is_empty() && last > k.first_reduce() {
         let axis = last - 1;
         let size = k.full_shape()[axis];
         let rel = axis - k.first_reduce();
-        if size <= FULL_UNROLL && upcast_size(k) * size <= 4 * max_upcast {
+        let packed = k.target.packed_dot
+            && size.is_multiple_of(4)
+            && k.apply_opt(Opt::new(OptOp::Dot, rel, 4)).is_ok();
+        if packed {
+            // The rest of a short axis is unrolled too.
+            let rest = k.full_shape()[axis];
+            if rest > 1 && rest * 4 <= FULL_UNROLL && k.shape_len() - k.upcasted > axis {
+                let _ = k.apply_opt(Opt::new(OptOp::Unroll, rel, 0));
+            }
+        } else if size <= FULL_UNROLL && upcast_size(k) * size <= 4 * max_upcast {
             let _ = k.apply_opt(Opt::new(OptOp::Unroll, rel, 0));
         } else if size.is_multiple_of(4) && upcast_size(k) * 4 <= 4 * max_upcast {
             let _ = k.apply_opt(Opt::new(OptOp::Unroll, rel, 4));

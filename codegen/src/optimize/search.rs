@@ -101,6 +101,9 @@ pub fn actions(k: &Kernel) -> Vec<Opt> {
         for amt in [0, 2, 3, 4] {
             out.push(Opt::new(OptOp::Unroll, axis, amt));
         }
+        if k.target.packed_dot {
+            out.push(Opt::new(OptOp::Dot, axis, 4));
+        }
     }
     out
 }

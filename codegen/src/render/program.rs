@@ -132,6 +132,8 @@ pub fn flops_mem(l: &Linear) -> (u64, u64) {
                 };
                 flops += m * lanes * w;
             }
+            // Four multiplies and four adds.
+            UOpKind::Dot => flops += m * 8,
             UOpKind::Load | UOpKind::Store => {
                 let buf = &l.uops[u.src[0].index()];
                 if matches!(buf.kind, UOpKind::DefineGlobal { .. }) {

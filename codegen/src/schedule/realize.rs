@@ -64,12 +64,35 @@ pub fn realization(g: &Graph, outputs: &[Lazy]) -> Realization {
         realized[o.base.0 as usize] = true;
         outs_seen.insert(o.base);
     }
+    // Nodes computed from a reduce in the same kernel (not through a buffer).
+    let mut reduced = vec![false; n];
+    for &id in &order {
+        let node = g.node(id);
+        reduced[id.0 as usize] = matches!(node.op, GOp::Reduce(..))
+            || node.src.iter().any(|s| {
+                let b = s.base.0 as usize;
+                reduced[b] && !realized[b]
+            });
+    }
     let mut fused: HashMap<NodeId, NodeId> = HashMap::new();
     for &r in &order {
         if !matches!(g.node(r).op, GOp::Reduce(..)) || realized[r.0 as usize] {
             continue;
         }
-        match fusion_root(g, r, &consumers, &realized) {
+        let mut fusion = fusion_root(g, r, &consumers, &realized, None);
+        if let Some(Fusion::Into(t)) = fusion {
+            if fused.contains_key(&t) {
+                // Another reduce ends in that node's kernel (a residual sum of two
+                // convolutions): this one ends where its own chain meets the other's.
+                let region = region_of(g, r, &consumers, &realized);
+                let others = Others {
+                    region: &region,
+                    reduced: &reduced,
+                };
+                fusion = fusion_root(g, r, &consumers, &realized, Some(others));
+            }
+        }
+        match fusion {
             Some(Fusion::Into(t)) if !fused.contains_key(&t) => {
                 fused.insert(t, r);
             }
@@ -87,6 +110,36 @@ pub fn realization(g: &Graph, outputs: &[Lazy]) -> Realization {
     }
 }
 
+/// The nodes the value of reduce `r` flows through by elementwise ops on plain views, before
+/// any realized node: its kernel's region when nothing else ends there.
+fn region_of(
+    g: &Graph,
+    r: NodeId,
+    consumers: &[Vec<(NodeId, usize)>],
+    realized: &[bool],
+) -> HashSet<NodeId> {
+    let mut seen = HashSet::from([r]);
+    let mut todo = vec![r];
+    while let Some(cur) = todo.pop() {
+        let numel: usize = g.node(cur).shape.iter().product();
+        for &(user, k) in &consumers[cur.0 as usize] {
+            let elementwise = matches!(g.node(user).op, GOp::Alu(_) | GOp::Cast | GOp::Bitcast);
+            let plain = is_plain(&g.node(user).src[k].st, numel);
+            if elementwise && plain && !realized[user.0 as usize] && seen.insert(user) {
+                todo.push(user);
+            }
+        }
+    }
+    seen
+}
+
+/// What [`fusion_root`] stops at when another reduce already ends in its node's kernel: this
+/// reduce's whole region ([`region_of`]), and which nodes carry a reduce's value.
+struct Others<'a> {
+    region: &'a HashSet<NodeId>,
+    reduced: &'a [bool],
+}
+
 /// Where a reduce's kernel ends.
 enum Fusion {
     /// Into this realized node's kernel.
@@ -100,25 +153,38 @@ enum Fusion {
 /// region into one realized node, the reduce fuses into its kernel; when every path leaves it
 /// from one node no wider than the reduce (the int8 result of a requantization that a pool
 /// reads), that node is realized with the reduce in its kernel.
+///
+/// With `others`, the region also ends before a node that reads the value of another reduce
+/// (where the chains of two reduces meet).
 fn fusion_root(
     g: &Graph,
     r: NodeId,
     consumers: &[Vec<(NodeId, usize)>],
     realized: &[bool],
+    others: Option<Others>,
 ) -> Option<Fusion> {
     // The realized nodes the region flows into, whether it also flows anywhere else (a
     // reduce, a view that is not plain, a movement op), and the nodes it leaves from.
     let (mut into, mut elsewhere, mut exits) = (HashSet::new(), false, HashSet::new());
     let mut seen = HashSet::from([r]);
     let mut todo = vec![r];
+    let meets_another = |user: NodeId| {
+        others.as_ref().is_some_and(|o| {
+            g.node(user).src.iter().any(|s| {
+                let b = s.base.0 as usize;
+                !o.region.contains(&s.base) && !realized[b] && o.reduced[b]
+            })
+        })
+    };
     while let Some(cur) = todo.pop() {
         let numel: usize = g.node(cur).shape.iter().product();
         for &(user, k) in &consumers[cur.0 as usize] {
             let op = &g.node(user).op;
             let inside = is_plain(&g.node(user).src[k].st, numel)
-                && matches!(op, GOp::Alu(_) | GOp::Cast | GOp::Bitcast);
+                && matches!(op, GOp::Alu(_) | GOp::Cast | GOp::Bitcast)
+                && !meets_another(user);
             let plain_into = realized[user.0 as usize] && is_plain(&g.node(user).src[k].st, numel);
-            if plain_into && !matches!(op, GOp::Reduce(..)) {
+            if plain_into && !matches!(op, GOp::Reduce(..)) && !meets_another(user) {
                 into.insert(user);
                 exits.insert(cur);
             } else if !inside || realized[user.0 as usize] {
@@ -133,28 +199,27 @@ fn fusion_root(
         1 => set.iter().next().copied(),
         _ => None,
     };
-    // What leads to the exit from a narrower value through casts and ops whose other operands
-    // are constants or weights is recomputed by the reader (the widening cast of an int8
-    // result that a pool sums in i32; the dequantization of one that a float pool reads): the
-    // buffer holds the narrowest value on that chain.
+    // Every path from the reduce to the exit passes through some nodes of the region (the
+    // int8 result of a requantization that a pool widens and sums in i32, or that an addition
+    // rescales): the buffer holds the narrowest of them, and the reader recomputes the rest
+    // (from that value and constants or weights). Node ids follow the graph's order, so
+    // expanding the latest node of the frontier first finds each such node when the frontier
+    // shrinks to it.
     let narrowest = |e: NodeId| {
-        let (mut best, mut cur) = (e, e);
-        loop {
-            let node = g.node(cur);
-            let leaf = |b: NodeId| matches!(g.node(b).op, GOp::Const(_) | GOp::Weight(_));
-            let mut varying = node.src.iter().map(|v| v.base).filter(|&b| !leaf(b));
-            let (Some(s), None) = (varying.next(), varying.next()) else {
-                break;
-            };
-            let step = matches!(node.op, GOp::Cast | GOp::Alu(_));
-            let only_user = consumers[s.0 as usize].len() == 1;
-            if !(step && s != r && seen.contains(&s) && only_user) {
+        let (mut best, mut frontier) = (e, std::collections::BTreeSet::from([e]));
+        while let Some(&x) = frontier.last() {
+            if x == r {
                 break;
             }
-            cur = s;
-            if g.node(s).dtype.size() < g.node(best).dtype.size() {
-                best = s;
+            if frontier.len() == 1 && g.node(x).dtype.size() < g.node(best).dtype.size() {
+                best = x;
             }
+            frontier.remove(&x);
+            let node = g.node(x);
+            if !matches!(node.op, GOp::Cast | GOp::Alu(_)) {
+                break;
+            }
+            frontier.extend(node.src.iter().map(|v| v.base).filter(|b| seen.contains(b)));
         }
         best
     };

@@ -326,6 +326,17 @@ impl Ctx<'_> {
                 None
             }
             UOpKind::Alu(op) => Some(self.alu(pc, t, *op)?),
+            UOpKind::Dot => {
+                let (a, b) = (reg(t, u.src[1]), reg(t, u.src[2]));
+                let lanes = prog.uops[u.src[1].index()].dtype.map_or(1, |d| d.count);
+                let sum = (0..lanes as usize).fold(reg(t, u.src[0]).scalar().as_i64(), |s, k| {
+                    s.wrapping_add(a.lane(k).as_i64().wrapping_mul(b.lane(k).as_i64()))
+                });
+                Some(Val::Scalar(ConstValue::from_i64(
+                    u.dtype.expect("typed"),
+                    sum,
+                )))
+            }
             UOpKind::Cast => Some(cast(
                 u,
                 &u.src.iter().map(|s| reg(t, *s)).collect::<Vec<_>>(),

@@ -68,6 +68,10 @@ pub enum UOpKind {
     Store,
     /// An ALU op over its sources.
     Alu(AluOp),
+    /// A packed dot product: the accumulator plus the sum of the lane-by-lane products of two
+    /// vectors of int8 (each lane widened first), in the accumulator's type. Sources: the
+    /// accumulator, then the two vectors (each one load of consecutive elements).
+    Dot,
     /// Numeric conversion of one source, or packing of several scalars into a vector.
     Cast,
     /// Reinterpretation of the bits of one source.
@@ -286,6 +290,7 @@ impl fmt::Display for UOpKind {
             UOpKind::Load => f.write_str("LOAD"),
             UOpKind::Store => f.write_str("STORE"),
             UOpKind::Alu(op) => write!(f, "ALU {op}"),
+            UOpKind::Dot => f.write_str("DOT"),
             UOpKind::Cast => f.write_str("CAST"),
             UOpKind::Bitcast => f.write_str("BITCAST"),
             UOpKind::Gep(l) => write!(f, "GEP {l}"),

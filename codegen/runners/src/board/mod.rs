@@ -7,7 +7,8 @@
 //! [`info`] → [`check_fits`] (before building: does the bundle fit the board's memory?) →
 //! [`build`] (the board binary with the bundle linked in, measured) → [`run`] (under QEMU,
 //! inputs and outputs through semihosting files or, with [`run_with_options`], the test-vector
-//! channel of [`channel`]; instructions counted per step).
+//! channel of [`channel`]; instructions counted per step, and cycles estimated per step from
+//! the core's published instruction timings where the board's core has them, see [`Core`]).
 //!
 //! The tools come from `scripts/`: `toolchain-cargo.sh` picks the Rust toolchain for a target
 //! and `qemu-plugin.sh` builds the instruction counter; `setup-toolchain.sh` installs both
@@ -27,7 +28,7 @@ pub use batch::{
 };
 pub use build::{build, build_with_options, build_with_progress, BuildOptions, BuiltImage};
 pub use fit::{bytes_text, check_fits, Fit, Memory, Need};
-pub use qemu::{run, run_with_options, BoardRun, Io, RunOptions};
+pub use qemu::{run, run_with_options, BoardRun, Core, Io, RunOptions};
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -55,6 +56,22 @@ pub struct BoardInfo {
     pub qemu: Option<Vec<String>>,
     /// The chip `probe-rs run --chip` flashes (real boards).
     pub probe_chip: Option<String>,
+}
+
+impl BoardInfo {
+    /// The target its kernels are generated for: plain C, with packed int8 dot products on the
+    /// cores that have the DSP extension (Armv7E-M: Cortex-M4 and M7; Armv8-M Mainline: the
+    /// Cortex-M33, whose kernels the board builds with `-mcpu=cortex-m33`, DSP included).
+    pub fn kernel_target(&self) -> kiln_codegen::target::Target {
+        let dsp = ["thumbv7em", "thumbv8m.main"]
+            .iter()
+            .any(|arch| self.target.starts_with(arch));
+        if dsp {
+            kiln_codegen::target::Target::c_dsp()
+        } else {
+            kiln_codegen::target::Target::c()
+        }
+    }
 }
 
 /// Why a board could not build or run a bundle.

@@ -52,6 +52,7 @@ impl Renderer<'_> {
                 let e = self.alu(*op, u)?;
                 self.value(i, "alu", e)?;
             }
+            UOpKind::Dot => self.dot(i, u)?,
             UOpKind::Cast => self.cast(i, u)?,
             UOpKind::Bitcast => self.bitcast(i, u)?,
             UOpKind::Gep(l) => {

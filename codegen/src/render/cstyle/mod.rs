@@ -5,6 +5,7 @@
 
 mod alu;
 mod body;
+mod dot;
 mod entry;
 
 use super::{fill, Dialect, RenderError, VectorAccess};
@@ -183,6 +184,9 @@ impl<'a> Renderer<'a> {
 
     fn load(&mut self, i: usize, u: &UOp) -> Result<(), RenderError> {
         let dt = u.dtype.expect("typed");
+        if dt == dot::PACKED {
+            return self.packed_load(i, u);
+        }
         let t = self.ty(dt)?;
         let (buf, idx) = (self.src(u, 0), self.src(u, 1));
         let n = dt.count.to_string();

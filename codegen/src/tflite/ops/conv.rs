@@ -89,7 +89,8 @@ fn conv2d(ctx: &mut Ctx) -> Out {
         o.fused_activation_function,
         xs[3] / ws[3],
     )?;
-    let w = ctx.input(1)?.permute(&[0, 3, 1, 2])?;
+    // OHWI is already channels-last, output channels first.
+    let w = ctx.input(1)?;
     lower(ctx, &spec, &w, 0)
 }
 
@@ -113,8 +114,8 @@ fn depthwise_conv2d(ctx: &mut Ctx) -> Out {
         o.dilation_w_factor,
     ];
     let spec = ConvSpec::new(o.padding, geometry, o.fused_activation_function, xs[3])?;
-    // [1, KH, KW, C·mult] → [C·mult, 1, KH, KW]: output channel `c · mult + m` reads input `c`.
-    let w = ctx.input(1)?.permute(&[3, 0, 1, 2])?;
+    // [1, KH, KW, C·mult] → [C·mult, KH, KW, 1]: output channel `c · mult + m` reads input `c`.
+    let w = ctx.input(1)?.permute(&[3, 1, 2, 0])?;
     lower(ctx, &spec, &w, 3)
 }
 
@@ -127,12 +128,16 @@ fn rank4(s: &[usize], what: &str) -> Result<(), OpError> {
     Ok(())
 }
 
-/// The convolution of input 0 (NHWC) with `w` (OIHW, a view of input 1 whose output channel
+/// The convolution of input 0 (NHWC) with `w` (OHWI, a view of input 1 whose output channel
 /// is axis `w_axis` of the file's layout), bias input 2.
+///
+/// Quantized, it is computed channels-last, as TFLM lays it out: the input channels are the
+/// innermost reduce axis, contiguous in the activations and the filter (what a packed int8
+/// dot product reads), and the output is stored NHWC.
 fn lower(ctx: &mut Ctx, spec: &ConvSpec, w: &Lazy, w_axis: usize) -> Out {
     let x = ctx.input(0)?;
     let xs = x.shape().to_vec();
-    let (kh, kw) = (w.shape()[2], w.shape()[3]);
+    let (kh, kw) = (w.shape()[1], w.shape()[2]);
     let (pad_h, _) = padding(spec.same, xs[1], kh, spec.stride[0], spec.dilation[0])?;
     let (pad_w, _) = padding(spec.same, xs[2], kw, spec.stride[1], spec.dilation[1])?;
     let xn = to_nchw(&x)?;
@@ -140,12 +145,12 @@ fn lower(ctx: &mut Ctx, spec: &ConvSpec, w: &Lazy, w_axis: usize) -> Out {
         let arg = [(0, 0), (0, 0), pad_h, pad_w];
         let acc = quantized_sum(ctx, &xn, w, w_axis, &arg, |g, x, w, acc| {
             let (s, d, groups) = (&spec.stride, &spec.dilation, spec.groups);
-            Ok(g.conv_in(x, w, None, s, d, &[(0, 0); 2], groups, Some(acc))?)
+            Ok(g.conv_channels_last_in(x, w, s, d, groups, Some(acc))?)
         })?;
-        let acc = add_bias(ctx, acc, 1)?;
-        let y = requantize_out(ctx, &acc, 1, spec.act)?;
-        to_nhwc(&y)?
+        let acc = add_bias(ctx, acc, 3)?;
+        requantize_out(ctx, &acc, 3, spec.act)?
     } else {
+        let w = w.permute(&[0, 3, 1, 2])?;
         let bias = if ctx.has(2) {
             Some(ctx.input(2)?)
         } else {
@@ -154,7 +159,7 @@ fn lower(ctx: &mut Ctx, spec: &ConvSpec, w: &Lazy, w_axis: usize) -> Out {
         let g = &mut *ctx.graph;
         let y = g.conv(
             &xn,
-            w,
+            &w,
             bias.as_ref(),
             &spec.stride,
             &spec.dilation,

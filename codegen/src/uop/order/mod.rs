@@ -283,7 +283,7 @@ fn tie_break(u: &UOp) -> (u8, u32, u32) {
         UOpKind::DefineAcc { .. } => 3,
         UOpKind::Const(_) => 4,
         UOpKind::Special { .. } => 5,
-        UOpKind::Gep(_) | UOpKind::Cast | UOpKind::Bitcast | UOpKind::Alu(_) => 6,
+        UOpKind::Gep(_) | UOpKind::Cast | UOpKind::Bitcast | UOpKind::Alu(_) | UOpKind::Dot => 6,
         UOpKind::Load => 7,
         UOpKind::Phi => 8,
         UOpKind::Store => 9,
