@@ -68,6 +68,20 @@ fn run_bundle(
     bundle.write(&dir).unwrap();
     let image = board::build(&info, &dir)
         .unwrap_or_else(|e| panic!("building {model} for {board_name}: {e}"));
+    if bundle.kernels_c.contains("kiln_dot4(") {
+        // The packed dot products compiled to the DSP extension's instructions, not to the
+        // plain C beside them (a board whose C flags lose the extension would run those).
+        let listing = std::process::Command::new("arm-none-eabi-objdump")
+            .arg("-d")
+            .arg(&image.elf)
+            .output()
+            .expect("arm-none-eabi-objdump");
+        let text = String::from_utf8_lossy(&listing.stdout);
+        assert!(
+            text.contains("smlad") && text.contains("sxtb16"),
+            "{model} on {board_name}: no SMLAD/SXTB16 in the image"
+        );
+    }
     let inputs: Vec<Vec<u8>> = inputs.into_iter().map(Tensor::into_bytes).collect();
     let run = board::run(&info, &image, &inputs, Duration::from_secs(600))
         .unwrap_or_else(|e| panic!("{model} on {board_name}: {e}"));

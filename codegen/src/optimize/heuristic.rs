@@ -61,6 +61,15 @@ fn vector_lanes(k: &mut Kernel) -> usize {
 /// The most accumulators of a kernel of packed dot products.
 const DOT_MAX_UPCAST: usize = 4;
 
+/// The most accumulators of an integer reduce on a core with packed dot products (a
+/// microcontroller's 13 registers also hold the requantization's 64-bit products).
+const INT_MAX_UPCAST: usize = 8;
+
+/// Whether `k` sums integers.
+fn int_reduce(k: &Kernel) -> bool {
+    k.reduceops.iter().any(|r| r.dtype().is_int())
+}
+
 /// Whether the innermost reduce axis of the fresh kernel `k` takes packed dot products.
 fn packs_dots(k: &Kernel) -> bool {
     let last = k.shape_len() - k.upcasted;
@@ -81,6 +90,7 @@ pub fn hand_coded_optimizations(k: &mut Kernel) {
     // the accumulators, so fewer of them fit.
     let max_upcast = match vector_lanes(k) {
         0 if packs_dots(k) => DOT_MAX_UPCAST,
+        0 if k.target.packed_dot && int_reduce(k) => INT_MAX_UPCAST,
         0 => MAX_UPCAST,
         lanes => lanes * MAX_UPCAST / 2,
     };

@@ -1,6 +1,8 @@
 //! Kiln's side of the benchmark: compile time, host latency, arena, and on the emulated board
-//! the instructions per inference and the image's flash and RAM; given a reference's inputs and
-//! outputs (an int8 model's TFLM vectors), how far Kiln's outputs are from them.
+//! the instructions per inference, their estimated cycles and the image's flash and RAM (on an
+//! int8 model also on the other cores of the speed table, [`super::speed`]); given a
+//! reference's inputs and outputs (an int8 model's TFLM vectors), how far Kiln's outputs are
+//! from them.
 
 use super::models::BenchModel;
 use super::BOARD;
@@ -26,11 +28,33 @@ pub struct KilnNumbers {
     pub host_diff: Option<f64>,
     pub board: Option<BoardNumbers>,
     pub board_error: Option<String>,
+    /// The runs on the other boards asked for (the speed table's), each its numbers or its
+    /// error as text.
+    pub other_boards: Vec<(&'static str, Result<BoardNumbers, String>)>,
 }
 
-/// What Kiln measured on the emulated board.
+impl KilnNumbers {
+    /// The numbers of the run on `board` ([`BOARD`] or one of [`KilnNumbers::other_boards`]),
+    /// or its error; `None` where it did not run there.
+    pub fn on(&self, board: &str) -> Option<Result<&BoardNumbers, &str>> {
+        if board == BOARD {
+            return match (&self.board, &self.board_error) {
+                (Some(b), _) => Some(Ok(b)),
+                (None, Some(e)) => Some(Err(e.as_str())),
+                (None, None) => None,
+            };
+        }
+        let (_, run) = self.other_boards.iter().find(|(b, _)| *b == board)?;
+        Some(run.as_ref().map_err(String::as_str))
+    }
+}
+
+/// What Kiln measured on an emulated board.
 pub struct BoardNumbers {
     pub instructions: u64,
+    /// The kernels' cycles per inference estimated from the core's instruction timings, where
+    /// the board's core has an estimate.
+    pub cycles: Option<u64>,
     pub flash: usize,
     pub ram: usize,
     /// The largest difference of the board's outputs from the reference outputs, when given.
@@ -74,13 +98,14 @@ fn best_and_median(mut v: Vec<Duration>) -> (Duration, Duration) {
 }
 
 /// Compiles `m` for the host (timed, without search), runs it `runs` times there and, with
-/// `board`, once on the emulated board. With `vectors` (a folder of `input_N` and `output_N`
-/// tensors) it runs on those inputs and measures how far its outputs are from those outputs;
-/// else on [`inputs_for`].
+/// `board`, once on [`BOARD`] and once on each of `other_boards`. With `vectors` (a folder of
+/// `input_N` and `output_N` tensors) it runs on those inputs and measures how far its outputs
+/// are from those outputs; else on [`inputs_for`].
 pub fn measure_kiln(
     m: &BenchModel,
     runs: usize,
     board: bool,
+    other_boards: &[&'static str],
     beam: usize,
     board_beam: bool,
     vectors: Option<&Path>,
@@ -106,9 +131,14 @@ pub fn measure_kiln(
     let mut k = measure_host(&c, &inputs, runs, vectors)?;
     k.compile = compile_time;
     if board {
-        match measure_board(ModelArgs { beam, ..args }, board_beam, &inputs, vectors)? {
+        let args = ModelArgs { beam, ..args };
+        match measure_board(BOARD, args.clone(), board_beam, &inputs, vectors)? {
             Ok(b) => k.board = Some(b),
             Err(e) => k.board_error = Some(e),
+        }
+        for &other in other_boards {
+            let run = measure_board(other, args.clone(), board_beam, &inputs, vectors)?;
+            k.other_boards.push((other, run));
         }
     }
     Ok(k)
@@ -149,32 +179,36 @@ fn measure_host(
     })
 }
 
-/// Compiles the model for [`BOARD`] and runs it there once: its numbers (with its outputs'
-/// difference from `vectors`'), or the run's error as text (a failed compile is an error of the
-/// benchmark).
+/// Compiles the model for `board` (its kernel target, [`target_for`]) and runs it there once:
+/// its numbers (with its outputs' difference from `vectors`'), or the run's error as text (a
+/// failed compile is an error of the benchmark).
 fn measure_board(
+    board: &str,
     args: ModelArgs,
     board_beam: bool,
     inputs: &[Vec<u8>],
     vectors: Option<&Path>,
 ) -> Result<Result<BoardNumbers, String>> {
-    // The board has no float vectors: its kernels are plain C, with their opts searched
-    // by the board's instructions (`--board-beam`) or the hand-coded ones.
+    // The board has no float vectors: its kernels are plain C (with packed int8 dot products
+    // on a DSP core), with their opts searched by the board's instructions (`--board-beam`)
+    // or the hand-coded ones.
+    let target = target_for(board);
     let c = match board_beam && args.beam > 0 {
         true => compile_with_cost(
             &args,
-            &target_for(BOARD),
-            BeamCost::Board(kiln_runners::board::info(BOARD)?),
+            &target,
+            BeamCost::Board(kiln_runners::board::info(board)?),
         )?,
-        false => compile(&ModelArgs { beam: 0, ..args }, &target_for(BOARD))?,
+        false => compile(&ModelArgs { beam: 0, ..args }, &target)?,
     };
-    let ran = match run_on(BOARD, &c, inputs, kiln_runners::board::Io::Files) {
+    let ran = match run_on(board, &c, inputs, kiln_runners::board::Io::Files) {
         Ok(ran) => ran,
         Err(e) => return Ok(Err(format!("{e:#}"))),
     };
     let (flash, ram) = ran.image.unwrap_or((0, 0));
     Ok(Ok(BoardNumbers {
         instructions: ran.step_cost.iter().sum::<f64>() as u64,
+        cycles: ran.cycles.map(|e| e.per_step.iter().sum()),
         flash,
         ram,
         diff: max_diff(&c, &ran.outputs, vectors)?,

@@ -6,20 +6,23 @@
 //! Kiln's side is measured here: compile time, host latency (best and median of repeated whole
 //! inferences through the firmware executor), arena and liveness bound, and on the emulated
 //! Cortex-M4 board the instructions per inference and the image's flash and RAM; on an int8
-//! model, also how far its outputs are from TFLM's on the same input. The reference side comes
-//! from `scripts/bench_refs.py` in the environment `scripts/setup-bench.sh` makes. The results go
-//! to `OUT/bench.md` (a Markdown table per kind of model), `OUT/bench.svg` (a plot of the float
-//! models) and `OUT/bench.tsv` (every number, one per line); a run replaces the tables and
-//! numbers of the kinds of model it measured there and keeps the others'.
+//! model, also how far its outputs are from TFLM's on the same input, and its instructions and
+//! estimated cycles on the Cortex-M4, M33 and M7 boards against the best published MLPerf Tiny
+//! results on those cores ([`speed`]). The reference side comes from `scripts/bench_refs.py` in
+//! the environment `scripts/setup-bench.sh` makes. The results go to `OUT/bench.md` (a Markdown
+//! table per kind of model), `OUT/bench.svg` (a plot of the float models) and `OUT/bench.tsv`
+//! (every number, one per line); a run replaces the tables and numbers of the kinds of model it
+//! measured there and keeps the others'.
 //!
-//! [`kiln`] measures Kiln, [`refs`] gathers the references' numbers, [`report`] and [`plot`]
-//! write them out; [`models`] names the benchmarked models.
+//! [`kiln`] measures Kiln, [`refs`] gathers the references' numbers, [`report`], [`table`],
+//! [`speed`] and [`plot`] write them out; [`models`] names the benchmarked models.
 
 mod kiln;
 mod models;
 mod plot;
 mod refs;
 mod report;
+mod speed;
 mod table;
 
 use anyhow::{bail, Context, Result};
@@ -59,7 +62,8 @@ pub struct Args {
     /// kind. The tables of the kinds not run are kept in `--out` and `--readme`.
     #[arg(long)]
     only: Vec<String>,
-    /// Skip the emulated board (instructions, flash and RAM).
+    /// Skip the emulated boards (instructions, cycles, flash and RAM; the int8 models' speed on
+    /// the three cores).
     #[arg(long)]
     no_board: bool,
     /// Skip the references (onnxruntime, tinygrad, TFLM, LiteRT) and their Python environment.
@@ -151,7 +155,12 @@ fn measure_rows<'a>(
         eprintln!("kiln: {}", m.name);
         let v = vectors.join(m.name);
         let v = v.is_dir().then_some(v.as_path());
-        let k = kiln::measure_kiln(m, a.runs, !a.no_board, a.beam, a.board_beam, v)
+        // The int8 models also run on the speed table's other cores.
+        let others = match m.kind {
+            Kind::Int8 => speed::other_boards(),
+            Kind::Float => vec![],
+        };
+        let k = kiln::measure_kiln(m, a.runs, !a.no_board, &others, a.beam, a.board_beam, v)
             .with_context(|| format!("benchmarking {}", m.name))?;
         let measured = refs::num(refs, m.name, "tflm_arena").map(|t| (t as usize, ""));
         let tflm = measured.or(m.published_tflm.map(|t| (t, "*")));

@@ -128,6 +128,7 @@ fn tsv_row(r: &Row) -> String {
         let _ = writeln!(s, "{n}\ttflm_flash\t{}", t.flash);
         let _ = writeln!(s, "{n}\ttflm_ram\t{}", t.ram);
     }
+    s += &super::speed::tsv_row(r);
     s
 }
 

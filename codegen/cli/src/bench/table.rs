@@ -18,7 +18,8 @@ pub fn markdown(rows: &[Row], refs: &Refs, runs: usize, beam: usize, board_beam:
     s
 }
 
-/// The int8 models' table of `rows`, with its caption, notes and errors.
+/// The int8 models' table of `rows`, with its caption, notes and errors, then their speed on
+/// the three cores ([`super::speed`]).
 pub fn int8_markdown(
     rows: &[Row],
     refs: &Refs,
@@ -30,6 +31,7 @@ pub fn int8_markdown(
     s += &table(rows, INT8_LATENCY, int8_latency);
     s += &int8_notes(rows, refs, beam, board_beam);
     s += &errors(rows, refs);
+    s += &super::speed::markdown(rows);
     s
 }
 
@@ -251,6 +253,19 @@ fn notes(rows: &[Row], beam: usize, board_beam: bool) -> String {
     s
 }
 
+/// The board's kernel target, where it is not plain C: ` (on the board for its kernel target,
+/// `c-dsp`: packed int8 dot products)`.
+fn board_target() -> String {
+    let t = crate::run::target_for(BOARD);
+    match t.packed_dot {
+        true => format!(
+            " (on the board for its kernel target, `{}`: packed int8 dot products with SMLAD)",
+            t.name
+        ),
+        false => String::new(),
+    }
+}
+
 /// The notes under the int8 table: the published arenas, the board's opts, LiteRT's outputs
 /// against TFLM's, and TFLM's images.
 fn int8_notes(rows: &[Row], refs: &Refs, beam: usize, board_beam: bool) -> String {
@@ -264,8 +279,9 @@ fn int8_notes(rows: &[Row], refs: &Refs, beam: usize, board_beam: bool) -> Strin
         .collect();
     let _ = writeln!(
         s,
-        "\nThe int8 kernels are integer C on the host and the board alike; the board runs them \
+        "\nThe int8 kernels are integer C on the host and the board alike{}; the board runs them \
          with {}.{}",
+        board_target(),
         board_opts(beam, board_beam),
         if litert.is_empty() {
             String::new()
@@ -343,6 +359,7 @@ mod tests {
             k: KilnNumbers {
                 board: Some(BoardNumbers {
                     instructions: 1,
+                    cycles: None,
                     flash: 1_000,
                     ram: 300,
                     diff: None,

@@ -93,9 +93,56 @@ impl Renderer<'_> {
                     BinaryOp::Max => format!("{}({x}, {y})", self.max_helper(od)?),
                 }
             }
-            AluOp::Ternary(TernaryOp::Where) => format!("({}?{}:{})", a(0), a(1), a(2)),
+            AluOp::Ternary(TernaryOp::Where) => match self.saturation(u) {
+                Some((x, bits)) => self.ssat(x, bits),
+                None => format!("({}?{}:{})", a(0), a(1), a(2)),
+            },
             AluOp::Ternary(TernaryOp::MulAcc) => format!("(({}*{})+{})", a(0), a(1), a(2)),
         })
+    }
+
+    /// The clamp of a signed 32-bit value to the range of a `bits`-bit signed integer,
+    /// `hi < m ? hi : m` with `m = max(x, lo)`, `lo = −2^(bits−1)`, `hi = 2^(bits−1) − 1` (an
+    /// int8 requantization's last step): `x` and `bits`, on a C dialect.
+    fn saturation(&self, u: &UOp) -> Option<(crate::uop::UOpId, u32)> {
+        use crate::uop::UOpKind;
+        if self.dialect.kernel_prefix != "void" || u.dtype != Some(DType::I32) {
+            return None;
+        }
+        let node = |id: crate::uop::UOpId| &self.prog.uops[id.index()];
+        let int = |id: crate::uop::UOpId| match node(id).kind {
+            UOpKind::Const(ConstValue::Int(c)) => Some(c),
+            _ => None,
+        };
+        let (cond, hi, m) = (node(u.src[0]), u.src[1], u.src[2]);
+        let less = UOpKind::Alu(AluOp::Binary(BinaryOp::CmpLt));
+        if cond.kind != less || cond.src[..] != [hi, m] {
+            return None;
+        }
+        let max = node(m);
+        if max.kind != UOpKind::Alu(AluOp::Binary(BinaryOp::Max)) {
+            return None;
+        }
+        let (hi, lo) = (int(hi)?, int(max.src[1])?);
+        let bits = (hi + 1).checked_ilog2()? + 1;
+        (hi + 1 == 1 << (bits - 1) && lo == -hi - 1 && bits < 32).then_some((max.src[0], bits))
+    }
+
+    /// `x` saturated to `bits` signed bits: one `SSAT` where the core has it (the ACLE's
+    /// `__ssat`), else the two comparisons.
+    fn ssat(&mut self, x: crate::uop::UOpId, bits: u32) -> String {
+        self.helpers.insert(
+            "#ifndef KILN_SSAT
+#if defined(__ARM_FEATURE_SAT)
+#include <arm_acle.h>
+             #define KILN_SSAT(x, n) __ssat((x), (n))
+#else
+             #define KILN_SSAT(x, n) ((x) < -(1 << ((n) - 1)) ? -(1 << ((n) - 1)) :              (x) > (1 << ((n) - 1)) - 1 ? (1 << ((n) - 1)) - 1 : (x))
+#endif
+#endif"
+                .to_string(),
+        );
+        format!("KILN_SSAT({}, {bits})", self.exprs[x.index()])
     }
 
     /// The dialect's function for `base` at the precision of `d` (`sqrtf`, `sqrt`), with the

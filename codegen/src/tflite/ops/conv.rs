@@ -140,16 +140,17 @@ fn lower(ctx: &mut Ctx, spec: &ConvSpec, w: &Lazy, w_axis: usize) -> Out {
     let (kh, kw) = (w.shape()[1], w.shape()[2]);
     let (pad_h, _) = padding(spec.same, xs[1], kh, spec.stride[0], spec.dilation[0])?;
     let (pad_w, _) = padding(spec.same, xs[2], kw, spec.stride[1], spec.dilation[1])?;
-    let xn = to_nchw(&x)?;
     let y = if is_quantized(ctx.info(0)?) {
-        let arg = [(0, 0), (0, 0), pad_h, pad_w];
-        let acc = quantized_sum(ctx, &xn, w, w_axis, &arg, |g, x, w, acc| {
+        // Padded as stored (NHWC), so that a padded copy keeps the channels innermost too.
+        let arg = [(0, 0), pad_h, pad_w, (0, 0)];
+        let acc = quantized_sum(ctx, &x, w, w_axis, &arg, |g, x, w, acc| {
             let (s, d, groups) = (&spec.stride, &spec.dilation, spec.groups);
-            Ok(g.conv_channels_last_in(x, w, s, d, groups, Some(acc))?)
+            Ok(g.conv_channels_last_in(&to_nchw(x)?, w, s, d, groups, Some(acc))?)
         })?;
         let acc = add_bias(ctx, acc, 3)?;
         requantize_out(ctx, &acc, 3, spec.act)?
     } else {
+        let xn = to_nchw(&x)?;
         let w = w.permute(&[0, 3, 1, 2])?;
         let bias = if ctx.has(2) {
             Some(ctx.input(2)?)
