@@ -264,8 +264,18 @@ pub struct EstimatedCycles {
     pub per_step: Vec<u64>,
 }
 
-/// The clock the estimated cycles are turned into time at: a nominal one, not the board's.
-const NOMINAL_MHZ: f64 = 100.0;
+/// The clock the estimated cycles of `core` are turned into time at: the one its best
+/// published MLPerf Tiny results were measured at (the benchmark's speed table), if any.
+fn reference_mhz(core: board::Core) -> Option<f64> {
+    let short = match core {
+        board::Core::M4 => "M4",
+        board::Core::M33 => "M33",
+        board::Core::M7 => "M7",
+        board::Core::M0 | board::Core::M3 => return None,
+    };
+    let cores = crate::bench::speed::CORES;
+    cores.iter().find(|c| c.short == short).map(|c| c.mhz)
+}
 
 /// The target a board's kernels are generated for: this CPU's vectors on the host, plain C
 /// on a microcontroller, with packed int8 dot products where its core has the DSP extension
@@ -373,11 +383,10 @@ pub fn print_costs(c: &Compiled, ran: &Ran) {
         column(total_cycles)
     );
     if let (Some(e), Some(n)) = (cycles, total_cycles) {
-        println!(
-            "est. cycles: from {}; {:.2} ms at a nominal {NOMINAL_MHZ} MHz",
-            e.core.source(),
-            n as f64 / (NOMINAL_MHZ * 1e3)
-        );
+        let time = reference_mhz(e.core)
+            .map(|mhz| format!("; {:.2} ms at {mhz} MHz", n as f64 / (mhz * 1e3)))
+            .unwrap_or_default();
+        println!("est. cycles: an estimate from {}{time}", e.core.source());
     }
     let r = &c.bundle.report;
     print!(

@@ -80,6 +80,23 @@ fn packs_dots(k: &Kernel) -> bool {
     k.clone().apply_opt(Opt::new(OptOp::Dot, rel, 4)).is_ok()
 }
 
+/// Two outputs along an axis where each operand of the packed dot products is broadcast: each
+/// unpacked word of one operand then meets two of the other's (four accumulators, the most
+/// reuse a Cortex-M's registers hold).
+fn block_dot_operands(k: &mut Kernel) {
+    let Some(operands) = k.dot_operands() else {
+        return;
+    };
+    for b in operands {
+        let axis = (0..k.first_reduce()).find(|&a| {
+            k.sts[b].real_strides(false)[a] == Some(0) && k.full_shape()[a].is_multiple_of(2)
+        });
+        if let Some(axis) = axis {
+            let _ = k.apply_opt(Opt::new(OptOp::Upcast, axis, 2));
+        }
+    }
+}
+
 /// Applies the heuristics to `k` (which must be fresh: no opts applied).
 pub fn hand_coded_optimizations(k: &mut Kernel) {
     if k.target.has_local {
@@ -88,8 +105,12 @@ pub fn hand_coded_optimizations(k: &mut Kernel) {
     // With float vectors, the lanes come first; an accumulator vector counts as one value.
     // Packed dot products hold two unpacked halves of each operand word in registers beside
     // the accumulators, so fewer of them fit.
+    let dots = packs_dots(k);
+    if dots {
+        block_dot_operands(k);
+    }
     let max_upcast = match vector_lanes(k) {
-        0 if packs_dots(k) => DOT_MAX_UPCAST,
+        0 if dots => DOT_MAX_UPCAST,
         0 if k.target.packed_dot && int_reduce(k) => INT_MAX_UPCAST,
         0 => MAX_UPCAST,
         lanes => lanes * MAX_UPCAST / 2,

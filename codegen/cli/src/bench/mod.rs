@@ -22,7 +22,7 @@ mod models;
 mod plot;
 mod refs;
 mod report;
-mod speed;
+pub(crate) mod speed;
 mod table;
 
 use anyhow::{bail, Context, Result};
