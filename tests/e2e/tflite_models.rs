@@ -70,6 +70,11 @@ fn mlperf(name: &str) {
             dsp.kernels_c.contains("kiln_dot4("),
             "{name}: no packed dot product"
         );
+        // The requantization's last clamp to int8 is one saturation.
+        assert!(
+            dsp.kernels_c.contains("KILN_SSAT("),
+            "{name}: no saturating clamp"
+        );
         check(&format!("{name}-dsp"), &dsp, &samples);
     }
     let r = &bundle.report;

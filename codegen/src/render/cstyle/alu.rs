@@ -104,7 +104,7 @@ impl Renderer<'_> {
     /// The clamp of a signed 32-bit value to the range of a `bits`-bit signed integer,
     /// `hi < m ? hi : m` with `m = max(x, lo)`, `lo = −2^(bits−1)`, `hi = 2^(bits−1) − 1` (an
     /// int8 requantization's last step): `x` and `bits`, on a C dialect.
-    fn saturation(&self, u: &UOp) -> Option<(crate::uop::UOpId, u32)> {
+    pub(super) fn saturation(&self, u: &UOp) -> Option<(crate::uop::UOpId, u32)> {
         use crate::uop::UOpKind;
         if self.dialect.kernel_prefix != "void" || u.dtype != Some(DType::I32) {
             return None;

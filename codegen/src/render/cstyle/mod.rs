@@ -60,7 +60,7 @@ impl<'a> Renderer<'a> {
                 first_user[s.index()].get_or_insert(j);
             }
         }
-        Renderer {
+        let mut r = Renderer {
             name,
             prog,
             target,
@@ -76,6 +76,24 @@ impl<'a> Renderer<'a> {
             helpers: BTreeSet::new(),
             counters: Default::default(),
             depth: 1,
+        };
+        r.count_saturations();
+        r
+    }
+
+    /// A saturating clamp is written from the value it clamps: its comparison and `max` are
+    /// used no more (and not written), the value once more.
+    fn count_saturations(&mut self) {
+        for u in &self.prog.uops {
+            if u.kind != UOpKind::Alu(crate::ops::AluOp::Ternary(crate::ops::TernaryOp::Where)) {
+                continue;
+            }
+            if let Some((x, _)) = self.saturation(u) {
+                let (cond, max) = (u.src[0].index(), u.src[2].index());
+                self.uses[cond] -= 1;
+                self.uses[max] -= 1 + usize::from(self.uses[cond] == 0);
+                self.uses[x.index()] += 1;
+            }
         }
     }
 
@@ -171,7 +189,8 @@ impl<'a> Renderer<'a> {
     }
 
     fn value(&mut self, i: usize, prefix: &'static str, e: String) -> Result<(), RenderError> {
-        if self.inline(i) {
+        // Unused (the parts of a saturation, [`Renderer::count_saturations`]): not written.
+        if self.inline(i) || self.uses[i] == 0 {
             self.exprs[i] = e;
         } else {
             let t = self.ty(self.prog.uops[i].dtype.expect("typed"))?;
