@@ -70,10 +70,11 @@ fn mlperf(name: &str) {
             dsp.kernels_c.contains("kiln_dot4("),
             "{name}: no packed dot product"
         );
-        // The requantization's last clamp to int8 is one saturation.
+        // The requantization's multiply is one rounded high word, its last clamp to int8 one
+        // saturation.
         assert!(
-            dsp.kernels_c.contains("KILN_SSAT("),
-            "{name}: no saturating clamp"
+            dsp.kernels_c.contains("kiln_smmulr(") && dsp.kernels_c.contains("KILN_SSAT("),
+            "{name}: no rounded high word or saturating clamp"
         );
         check(&format!("{name}-dsp"), &dsp, &samples);
     }

@@ -194,15 +194,30 @@ impl Graph {
             x = self.binary(BinaryOp::Mul, &x, &pot)?;
         }
         let x64 = self.cast(&x, DType::I64);
-        let m = self.table("requant_mult", &x, ms, DType::I32, |m| m.multiplier as i64)?;
-        let m64 = self.cast(&m, DType::I64);
-        let p = self.binary(BinaryOp::Mul, &x64, &m64)?;
-        let p = self.int_scalar(BinaryOp::Add, &p, 1 << 30)?;
-        let high = self.int_scalar(BinaryOp::Shr, &p, 31)?;
+        let high = if all.iter().all(|m| m.multiplier >= 1 << 30) {
+            // With m in [2^30, 2^31), m' = 2m − 2^32 is an i32 and
+            // (x·m + 2^30) >> 31 = ((x·m' + 2^31) >> 32) + x exactly: the rounded high word of
+            // a 32×32 product (one `SMMULR` on a DSP core) and an add.
+            let mp = self.table("requant_mult_high", &x, ms, DType::I32, |m| {
+                2 * i64::from(m.multiplier) - (1i64 << 32)
+            })?;
+            let mp64 = self.cast(&mp, DType::I64);
+            let p = self.binary(BinaryOp::Mul, &x64, &mp64)?;
+            let p = self.int_scalar(BinaryOp::Add, &p, 1 << 31)?;
+            let p = self.int_scalar(BinaryOp::Shr, &p, 32)?;
+            let p = self.cast(&p, DType::I32);
+            self.binary(BinaryOp::Add, &p, &x)?
+        } else {
+            let m = self.table("requant_mult", &x, ms, DType::I32, |m| m.multiplier as i64)?;
+            let m64 = self.cast(&m, DType::I64);
+            let p = self.binary(BinaryOp::Mul, &x64, &m64)?;
+            let p = self.int_scalar(BinaryOp::Add, &p, 1 << 30)?;
+            self.int_scalar(BinaryOp::Shr, &p, 31)?
+        };
         self.rounding_shift_right(&high, ms)
     }
 
-    /// `RoundingDivideByPOT(h, right)` of an `i64` tensor whose values fit in `i32`, in `i32`
+    /// `RoundingDivideByPOT(h, right)` of a tensor whose values fit in `i32`, in `i32`
     /// and in TFLM's own form, `(h >> right) + ((h & mask) > (mask >> 1) + (h < 0))` with
     /// `mask = 2^right − 1`: nothing in it can overflow, and every step is one 32-bit
     /// instruction on a microcontroller (a nudge added before the shift could pass `i32::MAX`).

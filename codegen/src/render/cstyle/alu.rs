@@ -106,7 +106,8 @@ impl Renderer<'_> {
     /// int8 requantization's last step): `x` and `bits`, on a C dialect.
     pub(super) fn saturation(&self, u: &UOp) -> Option<(crate::uop::UOpId, u32)> {
         use crate::uop::UOpKind;
-        if self.dialect.kernel_prefix != "void" || u.dtype != Some(DType::I32) {
+        let clamp = u.kind == UOpKind::Alu(AluOp::Ternary(TernaryOp::Where));
+        if !clamp || self.dialect.kernel_prefix != "void" || u.dtype != Some(DType::I32) {
             return None;
         }
         let node = |id: crate::uop::UOpId| &self.prog.uops[id.index()];
@@ -126,6 +127,62 @@ impl Renderer<'_> {
         let (hi, lo) = (int(hi)?, int(max.src[1])?);
         let bits = (hi + 1).checked_ilog2()? + 1;
         (hi + 1 == 1 << (bits - 1) && lo == -hi - 1 && bits < 32).then_some((max.src[0], bits))
+    }
+
+    /// The rounded high word of a 32×32-bit product, `(int)(((i64)a · (i64)b + 2^31) >> 32)`
+    /// with `a`, `b` of type `i32` (the requantization's multiply): `a` and `b`, on a C dialect.
+    pub(super) fn high_word(&self, u: &UOp) -> Option<(crate::uop::UOpId, crate::uop::UOpId)> {
+        use crate::uop::UOpKind;
+        if self.dialect.kernel_prefix != "void" || u.dtype != Some(DType::I32) {
+            return None;
+        }
+        let node = |id: crate::uop::UOpId| &self.prog.uops[id.index()];
+        let int = |id: crate::uop::UOpId| match node(id).kind {
+            UOpKind::Const(ConstValue::Int(c)) => Some(c),
+            _ => None,
+        };
+        let binary = |id: crate::uop::UOpId, op: BinaryOp| {
+            let n = node(id);
+            (n.kind == UOpKind::Alu(AluOp::Binary(op))).then(|| (n.src[0], n.src[1]))
+        };
+        // An i32 value widened to i64, or an i64 constant within i32's range (it is passed as is).
+        let widened = |id: crate::uop::UOpId| {
+            let n = node(id);
+            let from = n.src.first().and_then(|&s| node(s).dtype);
+            if let Some(c) = int(id) {
+                return i32::try_from(c).is_ok().then_some(id);
+            }
+            (n.kind == UOpKind::Cast && n.dtype == Some(DType::I64) && from == Some(DType::I32))
+                .then(|| n.src[0])
+        };
+        if u.kind != UOpKind::Cast || u.src.len() != 1 {
+            return None;
+        }
+        let (sum, by) = binary(u.src[0], BinaryOp::Shr)?;
+        let (product, half) = binary(sum, BinaryOp::Add)?;
+        let (a, b) = binary(product, BinaryOp::Mul)?;
+        (int(by)? == 32 && int(half)? == 1 << 31).then_some(())?;
+        Some((widened(a)?, widened(b)?))
+    }
+
+    /// The rounded high word of `a · b`: one `SMMULR` where the core has it, else in 64 bits.
+    pub(super) fn smmulr(&mut self, a: crate::uop::UOpId, b: crate::uop::UOpId) -> String {
+        self.helpers.insert(
+            "#ifndef KILN_SMMULR_DEFINED\n#define KILN_SMMULR_DEFINED\n\
+             #if defined(__ARM_FEATURE_DSP)\n\
+             static inline int kiln_smmulr(int a, int b) { int r; \
+             __asm__(\"smmulr %0, %1, %2\" : \"=r\"(r) : \"r\"(a), \"r\"(b)); return r; }\n\
+             #else\n\
+             static inline int kiln_smmulr(int a, int b) { \
+             return (int)(((long long)a * b + 2147483648LL) >> 32); }\n\
+             #endif\n#endif"
+                .to_string(),
+        );
+        format!(
+            "kiln_smmulr({}, {})",
+            self.exprs[a.index()],
+            self.exprs[b.index()]
+        )
     }
 
     /// `x` saturated to `bits` signed bits: one `SSAT` where the core has it (the ACLE's

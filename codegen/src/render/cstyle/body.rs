@@ -140,6 +140,10 @@ impl Renderer<'_> {
 
     /// A cast, or a vector packed from its sources.
     fn cast(&mut self, i: usize, u: &UOp) -> Result<(), RenderError> {
+        if let Some((a, b)) = self.high_word(u) {
+            let e = self.smmulr(a, b);
+            return self.value(i, "cast", e);
+        }
         let d = self.dialect.clone();
         let t = self.ty(u.dtype.expect("typed"))?;
         let e = if u.src.len() > 1 {

@@ -81,18 +81,34 @@ impl<'a> Renderer<'a> {
         r
     }
 
-    /// A saturating clamp is written from the value it clamps: its comparison and `max` are
-    /// used no more (and not written), the value once more.
+    /// A saturating clamp is written from the value it clamps, a rounded high word from its two
+    /// factors: what they replace is used no more (and not written), those values once more.
     fn count_saturations(&mut self) {
-        for u in &self.prog.uops {
-            if u.kind != UOpKind::Alu(crate::ops::AluOp::Ternary(crate::ops::TernaryOp::Where)) {
+        let prog = self.prog;
+        for u in &prog.uops {
+            let (inner, operands) = if let Some((x, _)) = self.saturation(u) {
+                (vec![u.src[0], u.src[2]], vec![x])
+            } else if let Some((a, b)) = self.high_word(u) {
+                (vec![u.src[0]], vec![a, b])
+            } else {
                 continue;
-            }
-            if let Some((x, _)) = self.saturation(u) {
-                let (cond, max) = (u.src[0].index(), u.src[2].index());
-                self.uses[cond] -= 1;
-                self.uses[max] -= 1 + usize::from(self.uses[cond] == 0);
+            };
+            for x in operands {
                 self.uses[x.index()] += 1;
+            }
+            for id in inner {
+                self.release(id);
+            }
+        }
+    }
+
+    /// One use fewer of `id`; when it has none left, one fewer of each of its sources.
+    fn release(&mut self, id: crate::uop::UOpId) {
+        let i = id.index();
+        self.uses[i] -= 1;
+        if self.uses[i] == 0 {
+            for &s in &self.prog.uops[i].src {
+                self.release(s);
             }
         }
     }
