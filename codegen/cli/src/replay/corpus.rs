@@ -35,10 +35,11 @@ pub fn targets(names: &[String]) -> Result<Vec<ReplayTarget>> {
         .map(|n| {
             Ok(match n.as_str() {
                 "c" => ReplayTarget::Cpu(Target::c()),
+                "c-dsp" => ReplayTarget::Cpu(Target::c_dsp()),
                 "host" => ReplayTarget::Cpu(Target::host()),
                 other => match Api::from_name(other) {
                     Some(api) => ReplayTarget::Gpu(api),
-                    None => bail!("no target `{other}` (known: c, host, opencl, vulkan)"),
+                    None => bail!("no target `{other}` (known: c, c-dsp, host, opencl, vulkan)"),
                 },
             })
         })
