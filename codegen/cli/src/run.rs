@@ -384,7 +384,7 @@ pub fn print_costs(c: &Compiled, ran: &Ran) {
     );
     if let (Some(e), Some(n)) = (cycles, total_cycles) {
         let time = reference_mhz(e.core)
-            .map(|mhz| format!("; {:.2} ms at {mhz} MHz", n as f64 / (mhz * 1e3)))
+            .map(|mhz| format!("; {:.2} ms at {mhz} MHz", crate::bench::speed::ms(n, mhz)))
             .unwrap_or_default();
         println!("est. cycles: an estimate from {}{time}", e.core.source());
     }

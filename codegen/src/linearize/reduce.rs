@@ -161,40 +161,18 @@ impl Lin {
     /// loads of one buffer at consecutive indices.
     fn packed_word(&mut self, loads: &[UOpId], lanes: &[usize]) -> Option<UOpId> {
         let first = self.g.get(loads[lanes[0]]).clone();
-        let (base, start) = self.split_offset(*first.src.get(1)?);
+        let (base, start) = self.g.base_and_offset(*first.src.get(1)?);
         for (k, &lane) in lanes.iter().enumerate() {
             let u = self.g.get(loads[lane]);
             if u.kind != UOpKind::Load || u.src.len() != 2 || u.src[0] != first.src[0] {
                 return None;
             }
-            if self.split_offset(u.src[1]) != (base, start + k as i64) {
+            if self.g.base_and_offset(u.src[1]) != (base, start + k as i64) {
                 return None;
             }
         }
         let packed = crate::dtype::DType::I8.vec(4);
         Some(self.g.node(UOpKind::Load, Some(packed), first.src))
-    }
-
-    /// An index as a base and a constant offset: `x + c` → (x, c), `c` → (none, c).
-    fn split_offset(&self, id: UOpId) -> (Option<UOpId>, i64) {
-        use crate::ops::{BinaryOp, ConstValue};
-        let u = self.g.get(id);
-        let int = |s: UOpId| match self.g.get(s).kind {
-            UOpKind::Const(ConstValue::Int(c)) => Some(c),
-            _ => None,
-        };
-        if let Some(c) = int(id) {
-            return (None, c);
-        }
-        if u.kind == UOpKind::Alu(AluOp::Binary(BinaryOp::Add)) {
-            if let Some(c) = int(u.src[1]) {
-                return (Some(u.src[0]), c);
-            }
-            if let Some(c) = int(u.src[0]) {
-                return (Some(u.src[1]), c);
-            }
-        }
-        (Some(id), 0)
     }
 
     /// Groups the accumulators `acc` (one per upcast combination of `acc_idxs`) into lanes

@@ -79,17 +79,16 @@ pub fn realization(g: &Graph, outputs: &[Lazy]) -> Realization {
         if !matches!(g.node(r).op, GOp::Reduce(..)) || realized[r.0 as usize] {
             continue;
         }
-        let mut fusion = fusion_root(g, r, &consumers, &realized, None);
+        let (mut fusion, region) = fusion_root(g, r, &consumers, &realized, None);
         if let Some(Fusion::Into(t)) = fusion {
             if fused.contains_key(&t) {
                 // Another reduce ends in that node's kernel (a residual sum of two
                 // convolutions): this one ends where its own chain meets the other's.
-                let region = region_of(g, r, &consumers, &realized);
                 let others = Others {
                     region: &region,
                     reduced: &reduced,
                 };
-                fusion = fusion_root(g, r, &consumers, &realized, Some(others));
+                fusion = fusion_root(g, r, &consumers, &realized, Some(others)).0;
             }
         }
         match fusion {
@@ -110,31 +109,9 @@ pub fn realization(g: &Graph, outputs: &[Lazy]) -> Realization {
     }
 }
 
-/// The nodes the value of reduce `r` flows through by elementwise ops on plain views, before
-/// any realized node: its kernel's region when nothing else ends there.
-fn region_of(
-    g: &Graph,
-    r: NodeId,
-    consumers: &[Vec<(NodeId, usize)>],
-    realized: &[bool],
-) -> HashSet<NodeId> {
-    let mut seen = HashSet::from([r]);
-    let mut todo = vec![r];
-    while let Some(cur) = todo.pop() {
-        let numel: usize = g.node(cur).shape.iter().product();
-        for &(user, k) in &consumers[cur.0 as usize] {
-            let elementwise = matches!(g.node(user).op, GOp::Alu(_) | GOp::Cast | GOp::Bitcast);
-            let plain = is_plain(&g.node(user).src[k].st, numel);
-            if elementwise && plain && !realized[user.0 as usize] && seen.insert(user) {
-                todo.push(user);
-            }
-        }
-    }
-    seen
-}
-
 /// What [`fusion_root`] stops at when another reduce already ends in its node's kernel: this
-/// reduce's whole region ([`region_of`]), and which nodes carry a reduce's value.
+/// reduce's whole region (as the first [`fusion_root`] found it), and which nodes carry a
+/// reduce's value.
 struct Others<'a> {
     region: &'a HashSet<NodeId>,
     reduced: &'a [bool],
@@ -155,14 +132,15 @@ enum Fusion {
 /// reads), that node is realized with the reduce in its kernel.
 ///
 /// With `others`, the region also ends before a node that reads the value of another reduce
-/// (where the chains of two reduces meet).
+/// (where the chains of two reduces meet). Returns the region too: the nodes the reduce's
+/// value flows through by elementwise ops on plain views.
 fn fusion_root(
     g: &Graph,
     r: NodeId,
     consumers: &[Vec<(NodeId, usize)>],
     realized: &[bool],
     others: Option<Others>,
-) -> Option<Fusion> {
+) -> (Option<Fusion>, HashSet<NodeId>) {
     // The realized nodes the region flows into, whether it also flows anywhere else (a
     // reduce, a view that is not plain, a movement op), and the nodes it leaves from.
     let (mut into, mut elsewhere, mut exits) = (HashSet::new(), false, HashSet::new());
@@ -223,11 +201,12 @@ fn fusion_root(
         }
         best
     };
-    match (single(&into), single(&exits).map(narrowest)) {
+    let fusion = match (single(&into), single(&exits).map(narrowest)) {
         (Some(t), _) if !elsewhere => Some(Fusion::Into(t)),
         (_, Some(e)) if e != r && g.node(e).dtype.size() <= g.node(r).dtype.size() => {
             Some(Fusion::Exit(e))
         }
         _ => None,
-    }
+    };
+    (fusion, seen)
 }

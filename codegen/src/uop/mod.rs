@@ -158,6 +158,23 @@ impl UOpGraph {
         }
     }
 
+    /// An index as `base + offset`, the offset a constant: `x + c` → (x, c), `c` → (none, c).
+    pub fn base_and_offset(&self, idx: UOpId) -> (Option<UOpId>, i64) {
+        let u = self.get(idx);
+        if let Some(c) = self.as_const(idx) {
+            return (None, c.as_i64());
+        }
+        if u.kind == UOpKind::Alu(AluOp::Binary(BinaryOp::Add)) {
+            if let Some(c) = self.as_const(u.src[1]) {
+                return (Some(u.src[0]), c.as_i64());
+            }
+            if let Some(c) = self.as_const(u.src[0]) {
+                return (Some(u.src[1]), c.as_i64());
+            }
+        }
+        (Some(idx), 0)
+    }
+
     /// A fresh accumulator initialised to `init`, accumulating over `loops`.
     pub fn define_acc(&mut self, dtype: DType, init: ConstValue, loops: &[UOpId]) -> UOpId {
         let c = self.constant(dtype, init);

@@ -219,9 +219,9 @@ impl Vectorizer<'_> {
         {
             return None;
         }
-        let (base, start) = self.base_and_offset(first.src[1]);
+        let (base, start) = self.g.base_and_offset(first.src[1]);
         for (lane, u) in us.iter().enumerate() {
-            let (b, off) = self.base_and_offset(u.src[1]);
+            let (b, off) = self.g.base_and_offset(u.src[1]);
             if b != base || off != start + lane as i64 {
                 return None;
             }
@@ -233,23 +233,6 @@ impl Vectorizer<'_> {
             src.extend([first.src[2], alt]);
         }
         Some(self.g.node(UOpKind::Load, vdt, src))
-    }
-
-    /// An index as `base + offset`, the offset a constant.
-    fn base_and_offset(&self, idx: UOpId) -> (Option<UOpId>, i64) {
-        let u = self.g.get(idx);
-        if let Some(c) = self.g.as_const(idx) {
-            return (None, c.as_i64());
-        }
-        if u.kind == UOpKind::Alu(AluOp::Binary(BinaryOp::Add)) {
-            if let Some(c) = self.g.as_const(u.src[1]) {
-                return (Some(u.src[0]), c.as_i64());
-            }
-            if let Some(c) = self.g.as_const(u.src[0]) {
-                return (Some(u.src[1]), c.as_i64());
-            }
-        }
-        (Some(idx), 0)
     }
 }
 

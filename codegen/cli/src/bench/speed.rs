@@ -139,7 +139,7 @@ pub fn published(core: &SpeedCore, model: &str) -> Option<&'static Published> {
 }
 
 /// Milliseconds `cycles` take at `mhz`.
-fn ms(cycles: u64, mhz: f64) -> f64 {
+pub(crate) fn ms(cycles: u64, mhz: f64) -> f64 {
     cycles as f64 / mhz / 1000.0
 }
 

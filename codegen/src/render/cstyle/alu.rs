@@ -93,10 +93,7 @@ impl Renderer<'_> {
                     BinaryOp::Max => format!("{}({x}, {y})", self.max_helper(od)?),
                 }
             }
-            AluOp::Ternary(TernaryOp::Where) => match self.saturation(u) {
-                Some((x, bits)) => self.ssat(x, bits),
-                None => format!("({}?{}:{})", a(0), a(1), a(2)),
-            },
+            AluOp::Ternary(TernaryOp::Where) => format!("({}?{}:{})", a(0), a(1), a(2)),
             AluOp::Ternary(TernaryOp::MulAcc) => format!("(({}*{})+{})", a(0), a(1), a(2)),
         })
     }
@@ -107,14 +104,11 @@ impl Renderer<'_> {
     pub(super) fn saturation(&self, u: &UOp) -> Option<(crate::uop::UOpId, u32)> {
         use crate::uop::UOpKind;
         let clamp = u.kind == UOpKind::Alu(AluOp::Ternary(TernaryOp::Where));
-        if !clamp || self.dialect.kernel_prefix != "void" || u.dtype != Some(DType::I32) {
+        if !clamp || !self.is_c() || u.dtype != Some(DType::I32) {
             return None;
         }
         let node = |id: crate::uop::UOpId| &self.prog.uops[id.index()];
-        let int = |id: crate::uop::UOpId| match node(id).kind {
-            UOpKind::Const(ConstValue::Int(c)) => Some(c),
-            _ => None,
-        };
+        let int = |id| self.int_const(id);
         let (cond, hi, m) = (node(u.src[0]), u.src[1], u.src[2]);
         let less = UOpKind::Alu(AluOp::Binary(BinaryOp::CmpLt));
         if cond.kind != less || cond.src[..] != [hi, m] {
@@ -133,14 +127,11 @@ impl Renderer<'_> {
     /// with `a`, `b` of type `i32` (the requantization's multiply): `a` and `b`, on a C dialect.
     pub(super) fn high_word(&self, u: &UOp) -> Option<(crate::uop::UOpId, crate::uop::UOpId)> {
         use crate::uop::UOpKind;
-        if self.dialect.kernel_prefix != "void" || u.dtype != Some(DType::I32) {
+        if !self.is_c() || u.dtype != Some(DType::I32) {
             return None;
         }
         let node = |id: crate::uop::UOpId| &self.prog.uops[id.index()];
-        let int = |id: crate::uop::UOpId| match node(id).kind {
-            UOpKind::Const(ConstValue::Int(c)) => Some(c),
-            _ => None,
-        };
+        let int = |id| self.int_const(id);
         let binary = |id: crate::uop::UOpId, op: BinaryOp| {
             let n = node(id);
             (n.kind == UOpKind::Alu(AluOp::Binary(op))).then(|| (n.src[0], n.src[1]))
@@ -165,6 +156,14 @@ impl Renderer<'_> {
         Some((widened(a)?, widened(b)?))
     }
 
+    /// The value of an integer constant.
+    fn int_const(&self, id: crate::uop::UOpId) -> Option<i64> {
+        match self.prog.uops[id.index()].kind {
+            crate::uop::UOpKind::Const(ConstValue::Int(c)) => Some(c),
+            _ => None,
+        }
+    }
+
     /// The rounded high word of `a · b`: one `SMMULR` where the core has it, else in 64 bits.
     pub(super) fn smmulr(&mut self, a: crate::uop::UOpId, b: crate::uop::UOpId) -> String {
         self.helpers.insert(
@@ -187,7 +186,7 @@ impl Renderer<'_> {
 
     /// `x` saturated to `bits` signed bits: one `SSAT` where the core has it (the ACLE's
     /// `__ssat`), else the two comparisons.
-    fn ssat(&mut self, x: crate::uop::UOpId, bits: u32) -> String {
+    pub(super) fn ssat(&mut self, x: crate::uop::UOpId, bits: u32) -> String {
         self.helpers.insert(
             "#ifndef KILN_SSAT
 #if defined(__ARM_FEATURE_SAT)

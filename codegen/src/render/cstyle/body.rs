@@ -1,6 +1,6 @@
 //! The function body: one statement (or inlined expression) per UOp, in program order.
 
-use super::{Binding, Renderer};
+use super::{Binding, Fused, Renderer};
 use crate::render::{fill, Entry, RenderError};
 use crate::uop::{UOp, UOpKind};
 
@@ -15,6 +15,17 @@ impl Renderer<'_> {
 
     /// UOp `i`: its declaration, statement or expression.
     fn render_uop(&mut self, i: usize, u: &UOp) -> Result<(), RenderError> {
+        match self.fused[i] {
+            Some(Fused::Saturate { x, bits }) => {
+                let e = self.ssat(x, bits);
+                return self.value(i, "alu", e);
+            }
+            Some(Fused::HighWord { a, b }) => {
+                let e = self.smmulr(a, b);
+                return self.value(i, "cast", e);
+            }
+            None => {}
+        }
         let d = self.dialect.clone();
         match &u.kind {
             UOpKind::DefineGlobal { buf, mutable } => self.define_global(i, u, buf.0, *mutable)?,
@@ -140,10 +151,6 @@ impl Renderer<'_> {
 
     /// A cast, or a vector packed from its sources.
     fn cast(&mut self, i: usize, u: &UOp) -> Result<(), RenderError> {
-        if let Some((a, b)) = self.high_word(u) {
-            let e = self.smmulr(a, b);
-            return self.value(i, "cast", e);
-        }
         let d = self.dialect.clone();
         let t = self.ty(u.dtype.expect("typed"))?;
         let e = if u.src.len() > 1 {

@@ -43,7 +43,7 @@ impl Renderer<'_> {
         let wide = values
             .iter()
             .any(|v| matches!(v, Scalar::I64 | Scalar::U64));
-        let c = d.entry == Entry::Params && d.kernel_prefix == "void";
+        let c = self.is_c();
         let mut attribute = String::new();
         if wide && c {
             let _ = writeln!(s, "{NO_LOOP_VECTORIZE}");

@@ -8,10 +8,10 @@ mod body;
 mod dot;
 mod entry;
 
-use super::{fill, Dialect, RenderError, VectorAccess};
+use super::{fill, Dialect, Entry, RenderError, VectorAccess};
 use crate::dtype::{DType, Scalar};
 use crate::target::Target;
-use crate::uop::{Linear, UOp, UOpKind};
+use crate::uop::{Linear, UOp, UOpId, UOpKind};
 use std::collections::BTreeSet;
 
 /// Renders `prog` as one function named `name`. Returns the source, which starts with the
@@ -30,6 +30,16 @@ struct Binding {
     mutable: bool,
 }
 
+/// UOps written as one expression of the ones they are computed from (see
+/// [`Renderer::fuse_patterns`]).
+#[derive(Clone, Copy)]
+enum Fused {
+    /// A clamp to a `bits`-bit signed range: `KILN_SSAT(x, bits)`.
+    Saturate { x: UOpId, bits: u32 },
+    /// The rounded high word of `a · b`: `kiln_smmulr(a, b)`.
+    HighWord { a: UOpId, b: UOpId },
+}
+
 struct Renderer<'a> {
     name: &'a str,
     prog: &'a Linear,
@@ -46,6 +56,8 @@ struct Renderer<'a> {
     /// Declarations at module scope (local arrays in GLSL).
     module: Vec<String>,
     helpers: BTreeSet<String>,
+    /// Per UOp, the pattern it is written as, if any.
+    fused: Vec<Option<Fused>>,
     counters: std::collections::HashMap<&'static str, usize>,
     depth: usize,
 }
@@ -74,25 +86,32 @@ impl<'a> Renderer<'a> {
             bindings: Vec::new(),
             module: Vec::new(),
             helpers: BTreeSet::new(),
+            fused: vec![None; prog.uops.len()],
             counters: Default::default(),
             depth: 1,
         };
-        r.count_saturations();
+        r.fuse_patterns();
         r
     }
 
-    /// A saturating clamp is written from the value it clamps, a rounded high word from its two
-    /// factors: what they replace is used no more (and not written), those values once more.
-    fn count_saturations(&mut self) {
+    /// Finds the UOps written as one expression ([`Fused`]): a saturating clamp is written from
+    /// the value it clamps, a rounded high word from its two factors. What they replace is used
+    /// no more (and not written), those values once more.
+    fn fuse_patterns(&mut self) {
         let prog = self.prog;
-        for u in &prog.uops {
-            let (inner, operands) = if let Some((x, _)) = self.saturation(u) {
-                (vec![u.src[0], u.src[2]], vec![x])
+        for (i, u) in prog.uops.iter().enumerate() {
+            let (fused, inner, operands) = if let Some((x, bits)) = self.saturation(u) {
+                (
+                    Fused::Saturate { x, bits },
+                    vec![u.src[0], u.src[2]],
+                    vec![x],
+                )
             } else if let Some((a, b)) = self.high_word(u) {
-                (vec![u.src[0]], vec![a, b])
+                (Fused::HighWord { a, b }, vec![u.src[0]], vec![a, b])
             } else {
                 continue;
             };
+            self.fused[i] = Some(fused);
             for x in operands {
                 self.uses[x.index()] += 1;
             }
@@ -103,7 +122,7 @@ impl<'a> Renderer<'a> {
     }
 
     /// One use fewer of `id`; when it has none left, one fewer of each of its sources.
-    fn release(&mut self, id: crate::uop::UOpId) {
+    fn release(&mut self, id: UOpId) {
         let i = id.index();
         self.uses[i] -= 1;
         if self.uses[i] == 0 {
@@ -111,6 +130,11 @@ impl<'a> Renderer<'a> {
                 self.release(s);
             }
         }
+    }
+
+    /// The C dialect (a kernel is a `void` function of its buffers).
+    fn is_c(&self) -> bool {
+        self.dialect.entry == Entry::Params && self.dialect.kernel_prefix == "void"
     }
 
     fn unsupported(&self, what: String) -> RenderError {
@@ -205,7 +229,7 @@ impl<'a> Renderer<'a> {
     }
 
     fn value(&mut self, i: usize, prefix: &'static str, e: String) -> Result<(), RenderError> {
-        // Unused (the parts of a saturation, [`Renderer::count_saturations`]): not written.
+        // Unused (the parts of a fused pattern, [`Renderer::fuse_patterns`]): not written.
         if self.inline(i) || self.uses[i] == 0 {
             self.exprs[i] = e;
         } else {
