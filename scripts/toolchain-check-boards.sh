@@ -16,5 +16,11 @@ for board in "$@"; do
   (cd "$board" &&
     "$root/scripts/toolchain-cargo.sh" "$target" clippy --quiet --release -- -D warnings &&
     "$root/scripts/toolchain-cargo.sh" "$target" build --quiet --release)
+  # An emulated board that can also speak RTT (`kiln run --io rtt`): that firmware too.
+  if grep -q '^rtt = ' "$board/Cargo.toml"; then
+    (cd "$board" &&
+      "$root/scripts/toolchain-cargo.sh" "$target" clippy --quiet --release \
+        --no-default-features --features rtt -- -D warnings)
+  fi
   echo "toolchain-check-boards: $board ($target) is clean and builds"
 done

@@ -166,6 +166,11 @@ impl<T: Transport> Link<T> {
         }
     }
 
+    /// The transport underneath (to wait until the host has read everything, say).
+    pub fn transport(&self) -> &T {
+        &self.transport
+    }
+
     /// Sends one message.
     pub fn send(&mut self, message: &ToHost) -> Result<(), LinkError<T::Error>> {
         let frame = encode(message, &mut self.tx).ok_or(LinkError::BadFrame)?;

@@ -4,11 +4,14 @@
 //! TFLM bit for bit on every board they fit (the FPU-less Cortex-M0 included, and the micro:bit
 //! for the one that fits it), and int8 QDQ models with onnxruntime; a board too small refuses
 //! them with the numbers before anything is built. The int8 kernels are generated for each
-//! board's core: packed int8 dot products (`SXTB16`/`SMLAD`) on the M4, M7 and M33. Needs `scripts/setup-toolchain.sh` (run by the test script).
+//! board's core: packed int8 dot products (`SXTB16`/`SMLAD`) on the M4, M7 and M33. Every
+//! model of qemu-an386 and qemu-an505 runs twice: with semihosting files, and over RTT through
+//! QEMU's gdbstub (`_rtt`), the firmware and host path of a real board under a probe. Needs
+//! `scripts/setup-toolchain.sh` (run by the test script).
 
 use kiln_codegen::bundle::Bundle;
 use kiln_codegen::tensor::Tensor;
-use kiln_runners::board::{self, BoardError};
+use kiln_runners::board::{self, BoardError, Io};
 use kiln_tests::{
     compare, compile, compile_file, compile_file_for, model_path, references, tflite_path,
     tflm_vectors, MLPERF, QDQ, SMALL,
@@ -22,22 +25,23 @@ fn compile_for(board_name: &str, model: &str, path: &std::path::Path) -> Bundle 
     compile_file_for(model, path, &target).unwrap_or_else(|e| panic!("{model}: {e:#}"))
 }
 
-fn run_on(board_name: &str, model: &str) {
+fn run_on(board_name: &str, model: &str, io: Io) {
     let bundle = compile(model).unwrap_or_else(|e| panic!("{model}: {e:#}"));
     let (inputs, want) = references(model).unwrap();
-    run_bundle(board_name, model, &bundle, inputs, &want, 1e-4, 1e-5);
+    let tolerance = (1e-4, 1e-5);
+    run_bundle(board_name, model, &bundle, (inputs, &want), tolerance, io);
 }
 
 /// An int8 QDQ model on a board: equal to onnxruntime's output (its float32 requantization
 /// in the FPU, or in software on a core without one).
-fn run_qdq_on(board_name: &str, model: &str) {
+fn run_qdq_on(board_name: &str, model: &str, io: Io) {
     let bundle = compile_for(board_name, model, &model_path(model));
     let (inputs, want) = references(model).unwrap();
-    run_bundle(board_name, model, &bundle, inputs, &want, 0.0, 0.0);
+    run_bundle(board_name, model, &bundle, (inputs, &want), (0.0, 0.0), io);
 }
 
 /// An int8 TFLite model on a board, on its first TFLM vector: equal to TFLM's output (0 LSB).
-fn run_tflite_on(board_name: &str, model: &str) {
+fn run_tflite_on(board_name: &str, model: &str, io: Io) {
     let bundle = compile_for(board_name, model, &tflite_path(model));
     // The DSP cores run the convolutions and dense layers as packed dot products (`SMLAD`);
     // the others in plain integer C.
@@ -48,25 +52,31 @@ fn run_tflite_on(board_name: &str, model: &str) {
         "{model} on {board_name}: packed dot products where the core has them"
     );
     let (x, y) = tflm_vectors(model).unwrap().remove(0);
-    run_bundle(board_name, model, &bundle, vec![x], &[y], 0.0, 0.0);
+    run_bundle(board_name, model, &bundle, (vec![x], &[y]), (0.0, 0.0), io);
 }
 
+/// Runs `bundle` on the board with `vectors` (inputs, expected outputs), compared within
+/// `tolerance` (relative, absolute).
 fn run_bundle(
     board_name: &str,
     model: &str,
     bundle: &Bundle,
-    inputs: Vec<Tensor>,
-    want: &[Tensor],
-    rtol: f64,
-    atol: f64,
+    vectors: (Vec<Tensor>, &[Tensor]),
+    tolerance: (f64, f64),
+    io: Io,
 ) {
+    let ((inputs, want), (rtol, atol)) = (vectors, tolerance);
     let info = board::info(board_name).unwrap();
     board::check_fits(&info, bundle).unwrap_or_else(|e| panic!("{model} on {board_name}: {e}"));
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("board_models/{board_name}/{model}"));
+        .join(format!("board_models/{board_name}/{model}-{}", io.name()));
     let _ = std::fs::remove_dir_all(&dir);
     bundle.write(&dir).unwrap();
-    let image = board::build(&info, &dir)
+    let options = board::BuildOptions {
+        rtt: io == Io::Rtt,
+        ..Default::default()
+    };
+    let image = board::build_with_options(&info, &dir, options, &mut |_| {})
         .unwrap_or_else(|e| panic!("building {model} for {board_name}: {e}"));
     if bundle.kernels_c.contains("kiln_dot4(") {
         // The packed dot products compiled to the DSP extension's instructions, not to the
@@ -83,8 +93,12 @@ fn run_bundle(
         );
     }
     let inputs: Vec<Vec<u8>> = inputs.into_iter().map(Tensor::into_bytes).collect();
-    let run = board::run(&info, &image, &inputs, Duration::from_secs(600))
-        .unwrap_or_else(|e| panic!("{model} on {board_name}: {e}"));
+    let options = board::RunOptions { io };
+    let run = board::run_with_options(&info, &image, &inputs, Duration::from_secs(600), options)
+        .unwrap_or_else(|e| {
+            let e = kiln_codegen::error::chain(&e);
+            panic!("{model} on {board_name} ({} I/O): {e}", io.name())
+        });
     let (abs, rel) = compare(model, &run.outputs, want, rtol, atol)
         .unwrap_or_else(|e| panic!("{board_name}: {e:#}"));
     println!(
@@ -95,7 +109,12 @@ fn run_bundle(
 }
 
 macro_rules! board_tests {
-    ($($t:ident: $board:expr, $model:expr;)*) => { $( #[test] fn $t() { run_on($board, $model); } )* };
+    ($($t:ident: $board:expr, $model:expr;)*) => {
+        $( #[test] fn $t() { run_on($board, $model, Io::Files); } )*
+    };
+    ($($t:ident: $board:expr, $model:expr, $io:ident;)*) => {
+        $( #[test] fn $t() { run_on($board, $model, Io::$io); } )*
+    };
 }
 
 board_tests! {
@@ -119,9 +138,28 @@ board_tests! {
     an385_m0_ad: "qemu-an385-m0", MLPERF[3];
 }
 
+// The same models over RTT, the path of a real board.
+board_tests! {
+    an386_kws_rtt: "qemu-an386", MLPERF[0], Rtt;
+    an386_ic_rtt: "qemu-an386", MLPERF[1], Rtt;
+    an386_vww_rtt: "qemu-an386", MLPERF[2], Rtt;
+    an386_ad_rtt: "qemu-an386", MLPERF[3], Rtt;
+    an386_str_ww_rtt: "qemu-an386", MLPERF[4], Rtt;
+    an386_mlp_rtt: "qemu-an386", SMALL[0], Rtt;
+    an386_dw_separable_rtt: "qemu-an386", SMALL[1], Rtt;
+    an386_residual_rtt: "qemu-an386", SMALL[2], Rtt;
+    an386_softmax_head_rtt: "qemu-an386", SMALL[3], Rtt;
+    an386_concat_transpose_rtt: "qemu-an386", SMALL[4], Rtt;
+    an505_kws_rtt: "qemu-an505", MLPERF[0], Rtt;
+    an505_ad_rtt: "qemu-an505", MLPERF[3], Rtt;
+}
+
 macro_rules! tflite_board_tests {
     ($($t:ident: $board:expr, $model:expr;)*) => {
-        $( #[test] fn $t() { run_tflite_on($board, $model); } )*
+        $( #[test] fn $t() { run_tflite_on($board, $model, Io::Files); } )*
+    };
+    ($($t:ident: $board:expr, $model:expr, $io:ident;)*) => {
+        $( #[test] fn $t() { run_tflite_on($board, $model, Io::$io); } )*
     };
 }
 
@@ -154,6 +192,19 @@ tflite_board_tests! {
     microbit_str_ww_int8: "qemu-microbit", "str_ww_ref_model";
 }
 
+tflite_board_tests! {
+    an386_kws_int8_rtt: "qemu-an386", "kws_ref_model", Rtt;
+    an386_vww_int8_rtt: "qemu-an386", "vww_96_int8", Rtt;
+    an386_ic_int8_rtt: "qemu-an386", "pretrainedResnet_quant", Rtt;
+    an386_ad_int8_rtt: "qemu-an386", "ad01_int8", Rtt;
+    an386_str_ww_int8_rtt: "qemu-an386", "str_ww_ref_model", Rtt;
+    an505_kws_int8_rtt: "qemu-an505", "kws_ref_model", Rtt;
+    an505_vww_int8_rtt: "qemu-an505", "vww_96_int8", Rtt;
+    an505_ic_int8_rtt: "qemu-an505", "pretrainedResnet_quant", Rtt;
+    an505_ad_int8_rtt: "qemu-an505", "ad01_int8", Rtt;
+    an505_str_ww_int8_rtt: "qemu-an505", "str_ww_ref_model", Rtt;
+}
+
 /// Of the five int8 models only the streaming wake word fits a micro:bit (16 KiB of RAM,
 /// 256 KiB of flash; `microbit_str_ww_int8` runs it); the others are refused before any build.
 #[test]
@@ -175,7 +226,10 @@ fn microbit_refuses_the_int8_models_too_big() {
 
 macro_rules! qdq_board_tests {
     ($($t:ident: $board:expr, $model:expr;)*) => {
-        $( #[test] fn $t() { run_qdq_on($board, $model); } )*
+        $( #[test] fn $t() { run_qdq_on($board, $model, Io::Files); } )*
+    };
+    ($($t:ident: $board:expr, $model:expr, $io:ident;)*) => {
+        $( #[test] fn $t() { run_qdq_on($board, $model, Io::$io); } )*
     };
 }
 
@@ -183,6 +237,11 @@ qdq_board_tests! {
     an386_kws_qdq: "qemu-an386", QDQ[0];
     an386_ad_qdq: "qemu-an386", QDQ[3];
     an385_m0_kws_qdq: "qemu-an385-m0", QDQ[0];
+}
+
+qdq_board_tests! {
+    an386_kws_qdq_rtt: "qemu-an386", QDQ[0], Rtt;
+    an386_ad_qdq_rtt: "qemu-an386", QDQ[3], Rtt;
 }
 
 /// KWS and AD do not fit a micro:bit (16 KiB of RAM, 256 KiB of flash): refused before any

@@ -62,6 +62,11 @@ fn try_build(cflags: &[&str]) -> Result<(), String> {
         .len();
     let bundle_rs = bundle_rs(&bundle_dir, &schedule, &weights, weights_bytes, arena_bytes);
     write(&out_dir.join("bundle.rs"), &bundle_rs)?;
+    // An emulated board built with its own `rtt` feature (`kiln run --io rtt`) logs through
+    // defmt like a real board, whose config names defmt's linker script itself.
+    if env::var_os("CARGO_FEATURE_RTT").is_some() {
+        println!("cargo:rustc-link-arg=-Tdefmt.x");
+    }
     let batch_arena = batch(cflags, &out_dir)?;
     link_scripts(&board_dir, &out_dir, arena_bytes.max(batch_arena))
 }

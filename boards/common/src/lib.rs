@@ -8,7 +8,8 @@
 //! - feature `rtt` (boards under a debug probe): [`probe::run`] logs through defmt over RTT,
 //!   takes inputs and sends outputs on the test-vector channel over an RTT channel pair, and
 //!   measures each kernel with a cycle counter the board picks ([`clock`]: features `dwt`,
-//!   `systick`).
+//!   `systick`). An emulated board built with it calls [`run`], as with `semihosting`, and
+//!   runs the same path under QEMU, its RTT read through the gdbstub.
 //!
 //! Nothing here names a board: features say what a board's core and connection can do, and the
 //! architecture decides which semihosting crate carries the calls.
@@ -21,13 +22,20 @@ pub mod clock;
 #[cfg(feature = "semihosting")]
 mod emulated;
 pub mod host;
-#[cfg(feature = "semihosting")]
+#[cfg(any(feature = "semihosting", feature = "rtt"))]
 pub mod marker;
 #[cfg(feature = "rtt")]
 pub mod probe;
 
 #[cfg(feature = "semihosting")]
 pub use emulated::{run, run_batch};
+
+/// An emulated board's firmware built with feature `rtt` (`kiln run --io rtt`): the path of a
+/// real board, [`probe::run`], without a cycle counter (QEMU's plugin counts at the marker).
+#[cfg(feature = "rtt")]
+pub fn run(schedule: &'static [u8], weights: &'static [u8], arena: &'static mut [u8]) -> ! {
+    probe::run(schedule, weights, arena, None)
+}
 
 /// One model of a batch image (see `kiln-board-build`'s `KILN_BATCH_DIR`): its schedule, its
 /// weights and its own kernel table (a function: the table's length is a linked symbol).

@@ -4,24 +4,22 @@
 //! RTT up channel 1 and down channel 0, both named `kiln`. After checking its bundle the device
 //! waits on the down channel for the host's inputs.
 //!
-//! # The host's side (not testable without a probe)
+//! # The host's side
 //!
-//! 1. Build: `KILN_BUNDLE_DIR=… cargo build --release` in the board's folder (CI builds every
-//!    real board with `scripts/toolchain-check-boards.sh`).
-//! 2. Flash and start: `probe-rs download --chip <chip> <elf>`, then `probe-rs reset --chip
-//!    <chip>` (the chip is the one in the board's `.cargo/config.toml` runner).
-//! 3. Attach with the `probe-rs` library (the CLI has no binary RTT pipe): open the session, attach
-//!    RTT at the ELF's `_SEGGER_RTT` symbol, take up channel `kiln` as a `Read` (poll it) and
-//!    down channel `kiln` as a `Write`, and run codegen's `board::channel::exchange` over them;
-//!    decode up channel `defmt` with `defmt-decoder` for the log. `exchange` returns the outputs
-//!    and each step's cycles (`StepCycles`, from the board's DWT or SysTick counter).
-//! 4. The device ends with a semihosting exit, which the probe sees as a halt.
+//! `kiln run MODEL --board <real board>` (codegen's `board::probe`, through the probe-rs
+//! library) builds the image, flashes it, resets the core, finds `_SEGGER_RTT` in the ELF,
+//! runs the session over up and down channel `kiln` (`board::rtt`), and halts the core at the
+//! end. The device ends with a semihosting exit, which a debugger sees as a halt; before it, it
+//! waits until the host has read everything (an emulator's exit would lose the rest).
+//!
+//! An emulated board built with its `rtt` feature runs this same function under QEMU, and the
+//! host reads its RTT through QEMU's gdbstub (`kiln run --io rtt`): that is how CI tests it.
 //!
 //! `probe-rs run` alone (the board's `cargo run`) flashes the board and shows the log, but it
 //! also drains every up channel, the channel's included, and sends no inputs: the device then
 //! waits for a host that never comes. Only one program may read the board's RTT at a time.
 
-use crate::{host, kernels};
+use crate::{host, kernels, marker};
 use kiln_firmware::channel::{self, Link, LinkError, Transport};
 use kiln_firmware::exec::{Executor, KernelEvent};
 use kiln_firmware::schedule::{checksum, ScheduleView};
@@ -60,13 +58,15 @@ impl Transport for Rtt {
 }
 
 /// Sets up RTT (defmt's channel and the test-vector channel's pair), checks the bundle, serves
-/// one session (each kernel's cycles go to the host and to the log), logs each output's CRC-32,
-/// and exits.
+/// one session, logs each output's CRC-32, and exits. Around each kernel it stores to the
+/// instruction-count marker ([`marker`]) and, given a `counter`, sends the kernel's cycles to
+/// the host and to the log. An emulated board has no counter: there the emulator's plugin
+/// counts at the marker instead (`kiln run --io rtt`).
 pub fn run(
     schedule: &'static [u8],
     weights: &'static [u8],
     arena: &'static mut [u8],
-    counter: &mut dyn CycleCounter,
+    mut counter: Option<&mut dyn CycleCounter>,
 ) -> ! {
     let channels = rtt_init! {
         up: {
@@ -89,27 +89,36 @@ pub fn run(
         Err(error) => {
             defmt::error!("kiln: bundle refused: {}", error);
             let _ = link.send_error(format_args!("bundle refused: {error}"));
-            host::exit(false)
+            exit(&link, false)
         }
     };
     defmt::info!("kiln: waiting for the host on RTT channel `kiln`");
     let mut start = 0;
     let mut total = 0u64;
-    let served = channel::serve(&mut link, &mut executor, |event| match event {
-        KernelEvent::Before { .. } => {
-            start = counter.cycles();
-            None
-        }
-        KernelEvent::After { step, kernel } => {
-            let cycles = counter.cycles().wrapping_sub(start);
-            total += u64::from(cycles);
-            defmt::info!("kiln: step {} kernel {}: {} cycles", step, kernel.0, cycles);
-            Some(cycles)
+    let served = channel::serve(&mut link, &mut executor, |event| {
+        let counter = counter.as_deref_mut();
+        match (event, counter) {
+            (KernelEvent::Before { .. }, Some(counter)) => {
+                start = counter.cycles();
+                marker::mark(event);
+                None
+            }
+            (KernelEvent::After { step, kernel }, Some(counter)) => {
+                marker::mark(event);
+                let cycles = counter.cycles().wrapping_sub(start);
+                total += u64::from(cycles);
+                defmt::info!("kiln: step {} kernel {}: {} cycles", step, kernel.0, cycles);
+                Some(cycles)
+            }
+            (_, None) => {
+                marker::mark(event);
+                None
+            }
         }
     });
     match served {
         Ok(steps) => {
-            defmt::info!("kiln: ran {} steps in {} cycles", steps, total);
+            defmt::info!("kiln: ran {} steps ({} cycles counted)", steps, total);
             for index in 0..executor.schedule().outputs().len() {
                 if let Some(bytes) = executor.output(index) {
                     let crc = checksum(bytes);
@@ -121,7 +130,7 @@ pub fn run(
                     );
                 }
             }
-            host::exit(true)
+            exit(&link, true)
         }
         Err(error) => {
             let why = match error {
@@ -132,7 +141,14 @@ pub fn run(
                 LinkError::Run => "a step failed",
             };
             defmt::error!("kiln: channel: {=str}", why);
-            host::exit(false)
+            exit(&link, false)
         }
     }
+}
+
+/// Waits until the host has read everything sent to it, then exits: an emulator ends with the
+/// exit, and what the host had not read yet would be lost.
+fn exit(link: &Link<Rtt>, success: bool) -> ! {
+    link.transport().up.flush();
+    host::exit(success)
 }

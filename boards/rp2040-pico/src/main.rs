@@ -18,5 +18,5 @@ fn main() -> ! {
     // SAFETY: `main` runs once: nothing else refers to the arena or the core peripherals.
     let (arena, core) = unsafe { (ARENA.take(), cortex_m::Peripherals::steal()) };
     let mut cycles = SysTickCycles::start(core.SYST);
-    kiln_board::probe::run(SCHEDULE, &WEIGHTS.0, arena, &mut cycles)
+    kiln_board::probe::run(SCHEDULE, &WEIGHTS.0, arena, Some(&mut cycles))
 }

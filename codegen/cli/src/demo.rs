@@ -79,7 +79,7 @@ fn run_part(part: &Part, dir: &Path) -> Result<bool> {
     };
     let c = compile(&args, &crate::run::target_for(BOARD))?;
     let inputs = read_inputs(&p.join("in"), &c)?;
-    let ran = run_on(BOARD, &c, &inputs, kiln_runners::board::Io::Files)?;
+    let ran = run_on(BOARD, &c, &inputs, &Default::default())?;
     print_costs(&c, &ran);
     let (name, dtype, shape) = &c.outputs[0];
     let scores =

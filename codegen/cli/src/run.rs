@@ -63,10 +63,16 @@ pub struct RunArgs {
     /// compare exactly by default, and the largest difference is reported either way.
     #[arg(long, default_value_t = Tolerance::DEFAULT.lsb)]
     lsb: u64,
-    /// How tensors move in and out of a board: `files` (semihosting files) or `channel` (the
-    /// framed test-vector channel, the protocol real boards speak over RTT).
-    #[arg(long, default_value = "files")]
-    io: String,
+    /// How tensors move in and out of an emulated board: `files` (semihosting files, the
+    /// default), `channel` (the framed test-vector channel on the semihosting console) or `rtt`
+    /// (that channel over RTT, read through QEMU's gdbstub: the path real boards take). Real
+    /// boards speak RTT only.
+    #[arg(long)]
+    io: Option<String>,
+    /// A real board: the serial number of its debug probe, when several are attached
+    /// (`probe-rs list` shows them).
+    #[arg(long, value_name = "SERIAL")]
+    probe: Option<String>,
 }
 
 pub fn compile_cmd(a: CompileArgs) -> Result<ExitCode> {
@@ -287,8 +293,21 @@ pub fn target_for(board: &str) -> Target {
     board::info(board).map_or_else(|_| Target::c(), |info| info.kernel_target())
 }
 
-/// Runs a compiled model on `board` (`host` or a board folder's name).
-pub fn run_on(board: &str, c: &Compiled, inputs: &[Vec<u8>], io: board::Io) -> Result<Ran> {
+/// Where on a board a run goes: how tensors travel to an emulated board, and which probe a real
+/// one is wired to (`None`: the only one attached).
+#[derive(Clone, Debug, Default)]
+pub struct Place {
+    pub io: board::Io,
+    #[cfg_attr(not(feature = "probe"), allow(dead_code))]
+    pub probe: Option<String>,
+}
+
+/// How long a board may take to run a model.
+const BOARD_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// Runs a compiled model on `board` (`host` or a board folder's name: emulated, or real
+/// through a debug probe).
+pub fn run_on(board: &str, c: &Compiled, inputs: &[Vec<u8>], place: &Place) -> Result<Ran> {
     let dir = tempfile::tempdir().context("a temporary folder for the bundle")?;
     let bundle_dir = dir.path().join("bundle");
     if board == "host" {
@@ -310,15 +329,30 @@ pub fn run_on(board: &str, c: &Compiled, inputs: &[Vec<u8>], io: board::Io) -> R
     }
     let info = board::info(board)?;
     let fit = board::check_fits(&info, &c.bundle)?;
+    if !info.emulated {
+        find_probe(&info, place)?;
+    }
     c.bundle.write(&bundle_dir)?;
     let spinner = indicatif::ProgressBar::new_spinner();
     spinner.enable_steady_tick(std::time::Duration::from_millis(200));
-    let image = board::build_with_progress(&info, &bundle_dir, &mut |m| {
+    let io = place.io;
+    let options = board::BuildOptions {
+        rtt: io == board::Io::Rtt,
+        ..Default::default()
+    };
+    let image = board::build_with_options(&info, &bundle_dir, options, &mut |m| {
         spinner.set_message(format!("{board}: {m}"))
     })?;
+    if !info.emulated {
+        spinner.set_message(format!("{board}: flashing through the debug probe"));
+        let ran = run_on_probe(&info, &image, inputs, place);
+        spinner.finish_and_clear();
+        println!("{fit}");
+        return ran;
+    }
     spinner.set_message(format!("{board}: running under QEMU"));
-    let timeout = std::time::Duration::from_secs(600);
-    let run = board::run_with_options(&info, &image, inputs, timeout, board::RunOptions { io })?;
+    let options = board::RunOptions { io };
+    let run = board::run_with_options(&info, &image, inputs, BOARD_TIMEOUT, options)?;
     spinner.finish_and_clear();
     println!("{fit}");
     let step_cost = run.step_instructions.iter().map(|&n| n as f64).collect();
@@ -338,6 +372,59 @@ pub fn run_on(board: &str, c: &Compiled, inputs: &[Vec<u8>], io: board::Io) -> R
         image: Some((image.flash_used, image.ram_used)),
         cycles,
     })
+}
+
+/// Runs an image on a real board through a debug probe: each step's cost is the cycles its
+/// counter measured (DWT, or SysTick on a Cortex-M0+).
+#[cfg(feature = "probe")]
+fn run_on_probe(
+    info: &board::BoardInfo,
+    image: &board::BuiltImage,
+    inputs: &[Vec<u8>],
+    place: &Place,
+) -> Result<Ran> {
+    let options = board::probe::ProbeOptions {
+        serial: place.probe.clone(),
+        timeout: BOARD_TIMEOUT,
+    };
+    let run = board::probe::run(info, image, inputs, &options)?;
+    println!("{}: ran through {}", info.name, run.probe);
+    Ok(Ran {
+        outputs: run.session.outputs,
+        step_cost: run
+            .session
+            .step_cycles
+            .iter()
+            .map(|&n| f64::from(n))
+            .collect(),
+        unit: "cycles",
+        image: Some((image.flash_used, image.ram_used)),
+        cycles: None,
+    })
+}
+
+/// Checks, before a build, that the probe a real board runs through is attached.
+#[cfg(feature = "probe")]
+fn find_probe(info: &board::BoardInfo, place: &Place) -> Result<()> {
+    board::probe::find(&info.name, place.probe.as_deref())?;
+    Ok(())
+}
+
+#[cfg(not(feature = "probe"))]
+fn find_probe(info: &board::BoardInfo, _: &Place) -> Result<()> {
+    let board = info.name.clone();
+    Err(board::BoardError::NoProbeSupport { board }.into())
+}
+
+#[cfg(not(feature = "probe"))]
+fn run_on_probe(
+    info: &board::BoardInfo,
+    _: &board::BuiltImage,
+    _: &[Vec<u8>],
+    _: &Place,
+) -> Result<Ran> {
+    let board = info.name.clone();
+    Err(board::BoardError::NoProbeSupport { board }.into())
 }
 
 /// Prints the per-kernel cost table and the memory use; with estimated cycles, their column
@@ -399,12 +486,38 @@ pub fn print_costs(c: &Compiled, ran: &Ran) {
     }
 }
 
-pub fn run_cmd(a: RunArgs) -> Result<ExitCode> {
-    let io = match a.io.as_str() {
-        "files" => board::Io::Files,
-        "channel" => board::Io::Channel,
-        other => bail!("unknown --io `{other}` (files or channel)"),
+/// The `--io` and `--probe` of a run, checked against the board: a real board speaks RTT
+/// only, an emulated one has no probe.
+fn place(a: &RunArgs) -> Result<Place> {
+    let real = board::info(&a.board).is_ok_and(|info| !info.emulated);
+    let io = match a.io.as_deref() {
+        None if real => board::Io::Rtt,
+        None => board::Io::Files,
+        Some(name) => match board::Io::from_name(name) {
+            Some(io) if real && io != board::Io::Rtt => {
+                bail!(
+                    "{} is a real board: it speaks RTT only, not --io {name}",
+                    a.board
+                )
+            }
+            Some(io) => io,
+            None => bail!("unknown --io `{name}` (files, channel or rtt)"),
+        },
     };
+    if a.probe.is_some() && !real {
+        bail!(
+            "--probe names a debug probe, and {} is not a real board",
+            a.board
+        );
+    }
+    Ok(Place {
+        io,
+        probe: a.probe.clone(),
+    })
+}
+
+pub fn run_cmd(a: RunArgs) -> Result<ExitCode> {
+    let place = place(&a)?;
     let (c, ran) = match kiln_codegen::gpu::Api::from_name(&a.board) {
         Some(api) => {
             let (c, gb) = compile_gpu(&a.model, api, &kiln_runners::gpu::device_limits(api)?)?;
@@ -433,7 +546,7 @@ pub fn run_cmd(a: RunArgs) -> Result<ExitCode> {
             };
             let c = compile_with_cost(&a.model, &target_for(&a.board), cost)?;
             let inputs = read_inputs(&a.inputs, &c)?;
-            let ran = run_on(&a.board, &c, &inputs, io)?;
+            let ran = run_on(&a.board, &c, &inputs, &place)?;
             (c, ran)
         }
     };

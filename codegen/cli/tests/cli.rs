@@ -297,3 +297,55 @@ fn a_failing_node_is_named_with_its_file_and_op_and_its_cause_once() {
     assert_eq!(e.matches("out of range for rank 2").count(), 1, "{e}");
     assert!(!out.exists(), "nothing is written on failure");
 }
+
+/// A real board is run through a debug probe: with none attached (as in CI), `kiln run` says so
+/// before it builds anything, naming the board, and exits 2 with no outputs written; a probe
+/// asked for by serial number is named as missing; and a real board speaks only RTT.
+#[test]
+#[cfg(feature = "probe")]
+fn real_boards_without_their_probe_exit_2_naming_board_and_probe() {
+    let model = root().join("tests/models/mlp.onnx");
+    let data = root().join("tests/data/mlp");
+    let dir = tempfile::tempdir().unwrap();
+    let outs = dir.path().join("out");
+    let none_attached = kiln_runners::board::probe::attached().is_empty();
+    for board in ["nrf52840-dk", "stm32f411-nucleo", "rp2040-pico"] {
+        let run = |extra: &[&str]| {
+            let mut args = vec!["run", model.to_str().unwrap(), "--board", board];
+            args.extend(["--inputs", data.to_str().unwrap()]);
+            args.extend(["--outputs", outs.to_str().unwrap()]);
+            args.extend(extra);
+            kiln(&args)
+        };
+        let mut cases = vec![
+            (
+                vec!["--probe", "KILN-NO-SUCH-SERIAL"],
+                format!("no debug probe with serial KILN-NO-SUCH-SERIAL for {board}"),
+            ),
+            (
+                vec!["--io", "files"],
+                format!("{board} is a real board: it speaks RTT only, not --io files"),
+            ),
+        ];
+        if none_attached {
+            let missing = format!("error: no debug probe is attached for {board}: connect");
+            cases.push((vec![], missing));
+        }
+        for (extra, want) in cases {
+            let o = run(&extra);
+            assert_eq!(
+                o.status.code(),
+                Some(2),
+                "{board} {extra:?}: {}",
+                stderr(&o)
+            );
+            assert!(
+                stderr(&o).contains(&want),
+                "{board} {extra:?}: {}",
+                stderr(&o)
+            );
+            assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
+            assert!(!outs.exists(), "{board} {extra:?}: outputs written");
+        }
+    }
+}

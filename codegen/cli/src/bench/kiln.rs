@@ -201,7 +201,7 @@ fn measure_board(
         )?,
         false => compile(&ModelArgs { beam: 0, ..args }, &target)?,
     };
-    let ran = match run_on(board, &c, inputs, kiln_runners::board::Io::Files) {
+    let ran = match run_on(board, &c, inputs, &Default::default()) {
         Ok(ran) => ran,
         Err(e) => return Ok(Err(format!("{e:#}"))),
     };

@@ -63,6 +63,10 @@ pub struct BuildOptions {
     /// Size the static arena to this many bytes instead of what the bundle's plan asks for
     /// (to test that the device refuses a bundle its arena cannot hold).
     pub arena_bytes: Option<usize>,
+    /// Build an emulated board's firmware with its `rtt` feature: the test-vector channel and
+    /// defmt over RTT, as on a real board (for [`Io::Rtt`](super::Io::Rtt)). Real boards always
+    /// speak RTT.
+    pub rtt: bool,
 }
 
 /// [`build_with_progress`] without progress.
@@ -113,6 +117,13 @@ pub(super) fn build_image(
             reason: reason.into(),
         });
     }
+    let rtt_feature = options.rtt && board.emulated;
+    if rtt_feature && !files.has_feature("rtt") {
+        return Err(BoardError::Unsupported {
+            board: board.name.clone(),
+            reason: "its firmware has no `rtt` feature: run it with --io files or channel".into(),
+        });
+    }
     let mut bundle_key =
         bundle_key(&bundle_dir)? ^ options.arena_bytes.map_or(0, |n| n as u32 ^ 0x5a5a_5a5a);
     let binary = match batch_dir {
@@ -122,11 +133,15 @@ pub(super) fn build_image(
             format!("{}-batch", files.name)
         }
     };
+    let image_name = match rtt_feature {
+        true => format!("{binary}-rtt"),
+        false => binary.clone(),
+    };
     check_toolchain(&files)?;
     let target_dir = files.target_dir();
     let built = target_dir.join(&files.target).join("release").join(&binary);
     let images = target_dir.join("images");
-    let elf = images.join(format!("{binary}-{bundle_key:08x}.elf"));
+    let elf = images.join(format!("{image_name}-{bundle_key:08x}.elf"));
 
     let _one_at_a_time = BUILDING.lock().unwrap_or_else(|e| e.into_inner());
     let mut cargo = toolchain_cargo(&files.target);
@@ -145,6 +160,11 @@ pub(super) fn build_image(
         .env("CARGO_TERM_COLOR", "never");
     if let Some(n) = options.arena_bytes {
         cargo.env("KILN_ARENA_BYTES", n.to_string());
+    }
+    if rtt_feature {
+        cargo
+            .args(["--no-default-features", "--features", "rtt"])
+            .env("DEFMT_LOG", "info");
     }
     if let Some(dir) = batch_dir {
         cargo.env("KILN_BATCH_DIR", dir);

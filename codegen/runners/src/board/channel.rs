@@ -1,8 +1,7 @@
 //! The host's end of the test-vector channel (`kiln_firmware::channel`, which documents the
 //! protocol): inputs to a board, outputs and per-step cycles back, over any pair of byte
-//! streams. Under QEMU they are the emulator's standard output and input (the board's
-//! semihosting console); on a real board they would be an RTT up channel and down channel
-//! under a debug probe (see `boards/common/src/probe.rs`).
+//! streams: QEMU's standard output and input (the board's semihosting console), or an RTT up
+//! channel and down channel ([`super::rtt`]) read by a debug probe or QEMU's gdbstub.
 
 use kiln_firmware::channel::{
     decode, encode, hello_version, Hello, ToDevice, ToHost, CHANNEL_VERSION, MAX_CHUNK, MAX_FRAME,

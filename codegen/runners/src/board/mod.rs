@@ -20,8 +20,12 @@ pub mod channel;
 mod config;
 mod elf;
 mod fit;
+pub mod gdb;
 pub mod measure;
+#[cfg(feature = "probe")]
+pub mod probe;
 mod qemu;
+pub mod rtt;
 
 pub use batch::{
     run_batches, run_batches_counted, BatchCase, CaseError, CaseOutcome, CaseRun, CountedOutcome,
@@ -111,6 +115,38 @@ pub enum BoardError {
     Refused { board: String, message: String },
     #[error("the firmware on {board} failed: {message}")]
     DeviceFailed { board: String, message: String },
+    #[error("{}", no_probe(board, serial.as_deref(), found))]
+    NoProbe {
+        board: String,
+        serial: Option<String>,
+        found: Vec<String>,
+    },
+    #[error(
+        "{} debug probes are attached ({}): name the one wired to {board} with --probe SERIAL",
+        found.len(),
+        found.join(", ")
+    )]
+    SeveralProbes { board: String, found: Vec<String> },
+    #[error("{board} on probe {probe}: {step} failed: {reason}")]
+    Probe {
+        board: String,
+        probe: String,
+        step: String,
+        reason: String,
+    },
+    #[error("{board} is an emulated board: it runs under QEMU, not through a debug probe")]
+    NotReal { board: String },
+    #[error(
+        "{board} is a real board: this kiln was built without probe support (feature `probe` \
+         of kiln-cli, on by default)"
+    )]
+    NoProbeSupport { board: String },
+    #[error("RTT on {board} failed")]
+    Rtt {
+        board: String,
+        #[source]
+        source: rtt::RttError,
+    },
     #[error("the test-vector channel to {board} failed")]
     Channel {
         board: String,
@@ -152,11 +188,38 @@ pub enum BoardError {
     },
 }
 
+impl BoardError {
+    /// The error of a firmware that said `message` (`bundle refused: …`, `run failed: …`).
+    pub fn from_device(board: String, message: String) -> BoardError {
+        match message.strip_prefix("bundle refused: ") {
+            Some(reason) => BoardError::Refused {
+                board,
+                message: reason.to_string(),
+            },
+            None => BoardError::DeviceFailed { board, message },
+        }
+    }
+}
+
 /// Why `board` cannot build kernels `kernels_c`, if it cannot: GCC for RISC-V has no
 /// `_Float16` (GCC for Arm has it with `-mfp16-format=ieee`, which the board build gives it).
 pub fn unsupported_kernels(board: &BoardInfo, kernels_c: &str) -> Option<&'static str> {
     (board.target.starts_with("riscv") && kernels_c.contains("_Float16"))
         .then_some("it has float16 tensors, and the board's C compiler has no _Float16")
+}
+
+fn no_probe(board: &str, serial: Option<&str>, found: &[String]) -> String {
+    let attached = match found {
+        [] => "no probe is attached".to_string(),
+        found => format!("attached: {}", found.join(", ")),
+    };
+    match serial {
+        Some(serial) => format!("no debug probe with serial {serial} for {board}; {attached}"),
+        None => format!(
+            "no debug probe is attached for {board}: connect the board's debug USB port, and \
+             check that this user may open it (probe-rs's udev rules)"
+        ),
+    }
 }
 
 fn detail_line(detail: &str) -> String {
@@ -284,6 +347,20 @@ impl BoardFiles {
             None => return Err(files.error(".cargo/config.toml", "no [build] target".into())),
         };
         Ok(files)
+    }
+
+    /// Whether the board's crate has feature `feature` (a line `feature = …` of its
+    /// `Cargo.toml`'s `[features]`).
+    pub fn has_feature(&self, feature: &str) -> bool {
+        let manifest = std::fs::read_to_string(self.dir.join("Cargo.toml")).unwrap_or_default();
+        manifest
+            .split_once("\n[features]")
+            .is_some_and(|(_, features)| {
+                features
+                    .lines()
+                    .take_while(|l| !l.starts_with('['))
+                    .any(|l| l.split('=').next().map(str::trim) == Some(feature))
+            })
     }
 
     pub fn runner(&self) -> Option<&str> {

@@ -2,12 +2,15 @@
 //! folder, with the instruction-count plugin (`boards/qemu-plugin/insn.c`, built by
 //! `scripts/qemu-plugin.sh`) watching the firmware's marker, which it stores to before and after
 //! each step. Inputs go in and outputs come out ([`Io`]) through semihosting files in that
-//! folder, or through the test-vector channel on QEMU's standard input and output (see
-//! [`channel`](super::channel)): the protocol real boards speak over RTT.
+//! folder, or through the test-vector channel (see [`channel`](super::channel)) on QEMU's
+//! standard input and output, or on RTT read through QEMU's gdbstub exactly as a probe reads a
+//! real board's ([`super::rtt`], [`super::gdb`]).
 
 use super::build::{on_path, BuiltImage};
-use super::channel::{self, ChannelError};
+use super::channel::{self, ChannelError, ChannelRun};
 use super::elf::Elf;
+use super::gdb::GdbStub;
+use super::rtt::{self, DebugError, RttError};
 use super::{io_error, root, BoardError, BoardInfo};
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -145,6 +148,28 @@ pub enum Io {
     /// The test-vector channel over the semihosting console (QEMU's standard input and
     /// output), asked for on the semihosting command line.
     Channel,
+    /// The test-vector channel over RTT, as on a real board: the image is the board's firmware
+    /// built with its `rtt` feature ([`BuildOptions::rtt`](super::BuildOptions)), and the host
+    /// reads and writes its RTT rings through QEMU's gdbstub.
+    Rtt,
+}
+
+impl Io {
+    /// The option's name on the command line: `files`, `channel`, `rtt`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Io::Files => "files",
+            Io::Channel => "channel",
+            Io::Rtt => "rtt",
+        }
+    }
+
+    /// The one named `name`.
+    pub fn from_name(name: &str) -> Option<Io> {
+        [Io::Files, Io::Channel, Io::Rtt]
+            .into_iter()
+            .find(|io| io.name() == name)
+    }
 }
 
 /// How to run an image beyond its inputs.
@@ -187,6 +212,8 @@ pub fn run_with_options(
         }
     }
     let log = io.path.join("insn.log");
+    let socket = io.path.join("gdb.sock");
+    let rtt_block = elf.symbol("_SEGGER_RTT").map(|(address, _)| address);
     let mut command = Command::new(&qemu[0]);
     match options.io {
         Io::Files => command.args(&qemu[1..]).arg(&image.elf),
@@ -194,7 +221,21 @@ pub fn run_with_options(
             .args(channel_command_line(&qemu[1..]))
             .arg(&image.elf)
             .args(["-append", CHANNEL_WORD]),
+        Io::Rtt => command
+            .args(channel_command_line(&qemu[1..]))
+            .arg(&image.elf)
+            .arg("-S")
+            .arg("-gdb")
+            .arg(format!("unix:{},server=on,wait=off", socket.display())),
     };
+    if options.io == Io::Rtt && rtt_block.is_none() {
+        return Err(BoardError::Image {
+            path: image.elf.clone(),
+            reason: "has no RTT control block (`_SEGGER_RTT`): build it with its `rtt` feature \
+                     (BuildOptions::rtt) to run it with --io rtt"
+                .into(),
+        });
+    }
     // A firmware that can never run a kernel has no marker, and nothing to count.
     let marker = elf.symbol("KILN_MARKER").map(|(address, _)| address);
     if let Some(address) = marker {
@@ -216,12 +257,26 @@ pub fn run_with_options(
                 run_channel(&mut command, &io.path, &board.name, inputs, timeout)?;
             (status, output, Some(session))
         }
+        Io::Rtt => {
+            let block = rtt_block.expect("checked above");
+            let rtt = RttRun {
+                socket: &socket,
+                block,
+                inputs,
+            };
+            let (status, output, session) =
+                run_rtt(&mut command, &io.path, &board.name, rtt, timeout)?;
+            (status, output, Some(session))
+        }
     };
     let wall_time = started.elapsed();
-    let outputs = match session {
+    let (outputs, steps) = match session {
         None if !status.success() => return Err(failure(&board.name, status, output)),
-        None => read_outputs(&io.path)?,
-        Some(session) => channel_outputs(&board.name, status, output.clone(), session)?,
+        None => (read_outputs(&io.path)?, ran_steps(&output)),
+        Some(session) => {
+            let run = channel_session(&board.name, status, output.clone(), session)?;
+            (run.outputs, Some(run.steps as usize))
+        }
     };
     let counts = match marker {
         Some(_) => read_counts(&log, &board.name)?,
@@ -233,7 +288,6 @@ pub fn run_with_options(
         step_cycles,
         total_cycles,
     } = counts;
-    let steps = ran_steps(&output);
     if marker.is_some() && steps != Some(step_instructions.len()) {
         return Err(BoardError::Qemu {
             board: board.name.clone(),
@@ -356,29 +410,23 @@ fn run_channel(
     Ok((status, output, session))
 }
 
-/// The outputs of a session, or the error it ended in: the firmware's own message when it sent
+/// What a session gave, or the error it ended in: the firmware's own message when it sent
 /// one.
-fn channel_outputs(
+fn channel_session(
     board: &str,
     status: std::process::ExitStatus,
     output: String,
-    session: Result<channel::ChannelRun, ChannelError>,
-) -> Result<Vec<Vec<u8>>, BoardError> {
+    session: Result<ChannelRun, ChannelError>,
+) -> Result<ChannelRun, BoardError> {
     let board = board.to_string();
     match session {
-        Ok(run) if status.success() => Ok(run.outputs),
+        Ok(run) if status.success() => Ok(run),
         Ok(_) => Err(BoardError::Qemu {
             board,
             status: format!("{status} after the session ended well"),
             output,
         }),
-        Err(ChannelError::Device(message)) => match message.strip_prefix("bundle refused: ") {
-            Some(reason) => Err(BoardError::Refused {
-                board,
-                message: reason.to_string(),
-            }),
-            None => Err(BoardError::DeviceFailed { board, message }),
-        },
+        Err(ChannelError::Device(message)) => Err(BoardError::from_device(board, message)),
         // The host gave up first (inputs that do not fit, another version, a frame it could
         // not read): its reason, not the device's reaction to the closed channel.
         Err(
@@ -402,6 +450,69 @@ fn channel_outputs(
             other => other,
         }),
     }
+}
+
+/// What an RTT session needs beside QEMU's command: the gdbstub's socket, the control block's
+/// address, the inputs.
+struct RttRun<'a> {
+    socket: &'a Path,
+    block: u32,
+    inputs: &'a [Vec<u8>],
+}
+
+/// Runs `command` (QEMU, stopped at reset, its gdbstub on `rtt.socket`) in `dir`, its output
+/// captured in files there, and runs the session over RTT through the gdbstub; kills QEMU after
+/// `timeout`. Errors of the debugging link itself are the run's error; the session's own are
+/// returned for [`channel_session`].
+fn run_rtt(
+    command: &mut Command,
+    dir: &Path,
+    board: &str,
+    rtt: RttRun,
+    timeout: Duration,
+) -> Result<
+    (
+        std::process::ExitStatus,
+        String,
+        Result<ChannelRun, ChannelError>,
+    ),
+    BoardError,
+> {
+    let deadline = Instant::now() + timeout;
+    let mut child = spawn_captured(command, dir)?;
+    let session = GdbStub::connect(rtt.socket, timeout.min(Duration::from_secs(10)))
+        .map_err(RttError::from)
+        .and_then(|mut stub| {
+            let session = rtt::exchange(&mut stub, rtt.block, rtt.inputs, timeout);
+            // The firmware exits on its own once the session is over, or stays for the kill.
+            let _ = stub.detach();
+            session
+        });
+    let session = match session {
+        Ok(run) => Ok(run),
+        Err(RttError::Channel(error)) => Err(error),
+        // The firmware exited mid-session: its exit status and output tell why.
+        Err(RttError::Debug(DebugError::Exited)) => Err(ChannelError::Closed(String::new())),
+        Err(RttError::Timeout { .. }) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            let board = board.to_string();
+            return Err(BoardError::Timeout { board, timeout });
+        }
+        Err(error) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            let board = board.to_string();
+            return Err(BoardError::Rtt {
+                board,
+                source: error,
+            });
+        }
+    };
+    let left = deadline.saturating_duration_since(Instant::now());
+    let status = wait_or_kill(&mut child, dir, board, left)?;
+    let output = read_captured(dir)?;
+    Ok((status, output, session))
 }
 
 /// The instruction-count plugin, built by `scripts/qemu-plugin.sh` if it is not up to date.
@@ -450,20 +561,36 @@ pub(super) fn run_with_timeout(
     board: &str,
     timeout: Duration,
 ) -> Result<(std::process::ExitStatus, String), BoardError> {
-    let [out, err] = ["qemu.stdout", "qemu.stderr"].map(|f| dir.join(f));
+    let mut child = spawn_captured(command, dir)?;
+    let status = wait_or_kill(&mut child, dir, board, timeout)?;
+    Ok((status, read_captured(dir)?))
+}
+
+/// The files of `dir` a command's standard output and error go to.
+fn captured(dir: &Path) -> [PathBuf; 2] {
+    ["qemu.stdout", "qemu.stderr"].map(|f| dir.join(f))
+}
+
+/// Starts `command` in `dir`, its output captured in files there.
+fn spawn_captured(command: &mut Command, dir: &Path) -> Result<std::process::Child, BoardError> {
+    let [out, err] = captured(dir);
     let file = |p: &Path| std::fs::File::create(p).map_err(io_error(p));
-    let mut child = command
+    command
         .current_dir(dir)
         .stdin(Stdio::null())
         .stdout(file(&out)?)
         .stderr(file(&err)?)
         .spawn()
-        .map_err(io_error(Path::new(command.get_program())))?;
-    let status = wait_or_kill(&mut child, dir, board, timeout)?;
+        .map_err(io_error(Path::new(command.get_program())))
+}
+
+/// What a command started by [`spawn_captured`] wrote, standard output first.
+fn read_captured(dir: &Path) -> Result<String, BoardError> {
+    let [out, err] = captured(dir);
     let read = |p: &Path| std::fs::read(p).map_err(io_error(p));
     let mut output = String::from_utf8_lossy(&read(&out)?).into_owned();
     output.push_str(&String::from_utf8_lossy(&read(&err)?));
-    Ok((status, output))
+    Ok(output)
 }
 
 /// The error of a run that did not succeed: the firmware's message when it left one.
@@ -473,13 +600,7 @@ fn failure(board: &str, status: std::process::ExitStatus, output: String) -> Boa
         .find_map(|l| l.split_once("kiln: ").map(|(_, m)| m.trim().to_string()));
     let board = board.to_string();
     match message {
-        Some(m) => match m.strip_prefix("bundle refused: ") {
-            Some(reason) => BoardError::Refused {
-                board,
-                message: reason.to_string(),
-            },
-            None => BoardError::DeviceFailed { board, message: m },
-        },
+        Some(message) => BoardError::from_device(board, message),
         None => BoardError::Qemu {
             board,
             status: status.to_string(),
@@ -741,13 +862,13 @@ mod tests {
         let failed = Command::new("false").status().unwrap();
         let ok = Command::new("true").status().unwrap();
         let device = |m: &str| Err(ChannelError::Device(m.into()));
-        let refused = channel_outputs("b", failed, String::new(), device("bundle refused: x"));
+        let refused = channel_session("b", failed, String::new(), device("bundle refused: x"));
         assert!(matches!(refused, Err(BoardError::Refused { message, .. }) if message == "x"));
-        let failed_run = channel_outputs("b", failed, String::new(), device("run failed: y"));
+        let failed_run = channel_session("b", failed, String::new(), device("run failed: y"));
         assert!(matches!(failed_run, Err(BoardError::DeviceFailed { .. })));
         let stderr = "kiln: channel: the host closed the console\n".to_string();
         let inputs = Err(ChannelError::Inputs("sizes".into()));
-        let host = channel_outputs("b", failed, stderr.clone(), inputs);
+        let host = channel_session("b", failed, stderr.clone(), inputs);
         assert!(
             matches!(
                 &host,
@@ -759,12 +880,12 @@ mod tests {
             "{host:?}"
         );
         let closed = Err(ChannelError::Closed(String::new()));
-        let device = channel_outputs("b", failed, stderr, closed);
+        let device = channel_session("b", failed, stderr, closed);
         assert!(
             matches!(device, Err(BoardError::DeviceFailed { .. })),
             "{device:?}"
         );
-        let early = channel_outputs("b", ok, String::new(), Err(ChannelError::Closed("".into())));
+        let early = channel_session("b", ok, String::new(), Err(ChannelError::Closed("".into())));
         assert!(early.is_err());
     }
 }
