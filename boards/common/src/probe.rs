@@ -146,6 +146,14 @@ pub fn run(
     }
 }
 
+/// A fault (panic-probe ends every panic in one, after logging it) exits with failure: under a
+/// debugger the semihosting call halts the core, and an emulator ends, so that the host learns
+/// at once instead of at its time limit.
+#[cortex_m_rt::exception]
+unsafe fn HardFault(_frame: &cortex_m_rt::ExceptionFrame) -> ! {
+    host::exit(false)
+}
+
 /// Waits until the host has read everything sent to it, then exits: an emulator ends with the
 /// exit, and what the host had not read yet would be lost.
 fn exit(link: &Link<Rtt>, success: bool) -> ! {
