@@ -37,6 +37,13 @@ pub fn run(schedule: &'static [u8], weights: &'static [u8], arena: &'static mut 
     probe::run(schedule, weights, arena, None)
 }
 
+/// A batch image of an emulated board built with feature `rtt`: [`probe::run_batch`] without a
+/// cycle counter.
+#[cfg(feature = "rtt")]
+pub fn run_batch(cases: &[BatchCase], arena: &'static mut [u8]) -> ! {
+    probe::run_batch(cases, arena, None)
+}
+
 /// One model of a batch image (see `kiln-board-build`'s `KILN_BATCH_DIR`): its schedule, its
 /// weights and its own kernel table (a function: the table's length is a linked symbol).
 pub struct BatchCase {

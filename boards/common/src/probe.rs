@@ -68,6 +68,38 @@ pub fn run(
     arena: &'static mut [u8],
     mut counter: Option<&mut dyn CycleCounter>,
 ) -> ! {
+    let mut link = open();
+    let case = crate::BatchCase {
+        schedule,
+        weights,
+        kernels,
+    };
+    match serve_case(&mut link, &case, arena, &mut counter) {
+        Ok(()) => exit(&link, true),
+        Err(_) => exit(&link, false),
+    }
+}
+
+/// [`run`] for a batch image: one session per case, in order, each on a zeroed arena. A case
+/// the device refuses or whose step fails ends its own session with the error; the host then
+/// goes on to the next case. Exits once every case has been served, or when the channel fails.
+pub fn run_batch(
+    cases: &[crate::BatchCase],
+    arena: &'static mut [u8],
+    mut counter: Option<&mut dyn CycleCounter>,
+) -> ! {
+    let mut link = open();
+    for case in cases {
+        arena.fill(0);
+        if let Err(Stop::Channel) = serve_case(&mut link, case, arena, &mut counter) {
+            exit(&link, false)
+        }
+    }
+    exit(&link, true)
+}
+
+/// Sets up RTT: defmt's up channel, and the test-vector channel's pair.
+fn open() -> Link<Rtt> {
     let channels = rtt_init! {
         up: {
             0: { size: 1024, mode: ChannelMode::NoBlockSkip, name: "defmt" }
@@ -78,24 +110,44 @@ pub fn run(
         }
     };
     rtt_target::set_defmt_channel(channels.up.0);
-    let mut link = Link::new(Rtt {
+    Link::new(Rtt {
         up: channels.up.1,
         down: channels.down.0,
-    });
-    let executor = ScheduleView::parse(schedule, arena.len(), kernels().len())
-        .and_then(|bundle| Executor::new(bundle, kernels(), arena, weights));
+    })
+}
+
+/// Why a case's session ended without its outputs.
+enum Stop {
+    /// The device refused the bundle or a step failed, and said so: the channel goes on.
+    Case,
+    /// The channel itself failed: nothing more can be said.
+    Channel,
+}
+
+/// Checks one case's bundle and serves its session.
+fn serve_case(
+    link: &mut Link<Rtt>,
+    case: &crate::BatchCase,
+    arena: &mut [u8],
+    counter: &mut Option<&mut dyn CycleCounter>,
+) -> Result<(), Stop> {
+    let kernels = (case.kernels)();
+    let executor = ScheduleView::parse(case.schedule, arena.len(), kernels.len())
+        .and_then(|bundle| Executor::new(bundle, kernels, arena, case.weights));
     let mut executor = match executor {
         Ok(executor) => executor,
         Err(error) => {
             defmt::error!("kiln: bundle refused: {}", error);
-            let _ = link.send_error(format_args!("bundle refused: {error}"));
-            exit(&link, false)
+            return match link.send_error(format_args!("bundle refused: {error}")) {
+                Ok(()) => Err(Stop::Case),
+                Err(_) => Err(Stop::Channel),
+            };
         }
     };
     defmt::info!("kiln: waiting for the host on RTT channel `kiln`");
     let mut start = 0;
     let mut total = 0u64;
-    let served = channel::serve(&mut link, &mut executor, |event| {
+    let served = channel::serve(link, &mut executor, |event| {
         let counter = counter.as_deref_mut();
         match (event, counter) {
             (KernelEvent::Before { .. }, Some(counter)) => {
@@ -130,7 +182,11 @@ pub fn run(
                     );
                 }
             }
-            exit(&link, true)
+            Ok(())
+        }
+        Err(LinkError::Run) => {
+            defmt::error!("kiln: channel: a step failed");
+            Err(Stop::Case)
         }
         Err(error) => {
             let why = match error {
@@ -141,7 +197,7 @@ pub fn run(
                 LinkError::Run => "a step failed",
             };
             defmt::error!("kiln: channel: {=str}", why);
-            exit(&link, false)
+            Err(Stop::Channel)
         }
     }
 }

@@ -1,10 +1,13 @@
 //! The ONNX backend node tests on the expected-pass lists still pass: `kiln conformance
 //! --listed` runs every case of `tests/conformance/host.pass`, two at a time, each in its own
 //! process, and exits with 1 when one of them no longer passes; with `--board qemu-an386`, the
-//! cases of `tests/conformance/qemu-an386.pass` run on the emulated Cortex-M4F, many to an image.
+//! cases of `tests/conformance/qemu-an386.pass` run on the emulated Cortex-M4F, many to an image,
+//! through semihosting files and again over RTT (`--io rtt`: one session per case through
+//! QEMU's gdbstub, the path of a real board).
 //!
 //! The cases come with the `onnx` package (`bash scripts/setup-python.sh`, or
-//! `$KILN_ONNX_NODE_TESTS`); without them the test says so and passes.
+//! `$KILN_ONNX_NODE_TESTS`); without them the test says so and passes, except in CI (`$CI`),
+//! where it fails.
 
 use std::path::Path;
 use std::process::Command;
@@ -19,14 +22,28 @@ fn every_listed_case_still_passes_on_qemu_an386() {
     listed_cases_pass("qemu-an386");
 }
 
+#[test]
+fn every_listed_case_still_passes_on_qemu_an386_over_rtt() {
+    listed_cases_pass_with("qemu-an386", &["--io", "rtt"]);
+}
+
 fn listed_cases_pass(board: &str) {
+    listed_cases_pass_with(board, &[]);
+}
+
+fn listed_cases_pass_with(board: &str, extra: &[&str]) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     if let Err(why) = kiln_cli::conformance::find_cases_dir(&root) {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "no conformance cases: {why}"
+        );
         eprintln!("skipping the conformance cases: {why}");
         return;
     }
     let out = Command::new(env!("CARGO_BIN_EXE_kiln"))
         .args(["conformance", "--listed", "--jobs", "2", "--board", board])
+        .args(extra)
         .output()
         .expect("run kiln conformance");
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -62,4 +79,43 @@ fn a_filtered_run_ends_with_the_summary_line() {
         "{stdout}"
     );
     assert!(stdout.contains("\nAbs "), "{stdout}");
+}
+
+/// A real board's batches go through its debug probe: with none attached (as in CI), `kiln
+/// conformance` says so before it runs a single case, and exits 2; an emulated board has no
+/// probe to name.
+#[test]
+#[cfg(feature = "probe")]
+fn conformance_on_a_real_board_needs_its_probe() {
+    if !kiln_runners::board::probe::attached().is_empty() {
+        eprintln!("a debug probe is attached: the error without one is not tested here");
+        return;
+    }
+    let kiln = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_kiln"))
+            .arg("conformance")
+            .args(args)
+            .output()
+            .expect("run kiln conformance")
+    };
+    let cases: [(&[&str], &str); 3] = [
+        (
+            &["--board", "nrf52840-dk"],
+            "error: no debug probe is attached for nrf52840-dk",
+        ),
+        (
+            &["--board", "rp2040-pico", "--probe", "A", "--probe", "B"],
+            "error: no debug probe with serial A for rp2040-pico",
+        ),
+        (
+            &["--board", "qemu-an386", "--probe", "A"],
+            "error: --probe names a debug probe, and qemu-an386 is not a real board",
+        ),
+    ];
+    for (args, want) in cases {
+        let out = kiln(args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(want), "{args:?}: {stderr}");
+    }
 }

@@ -3,6 +3,7 @@
 
 use crate::conformance::{self, case, report, runner, CaseResult, Outcome};
 use anyhow::{bail, Context, Result};
+use kiln_runners::board::BatchIo;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -10,11 +11,21 @@ use std::time::{Duration, Instant};
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Where to run: `host` (the system C compiler), or an emulated board with a batch
-    /// binary (`qemu-an386`): the cases that pass on the host run there again, many to an
-    /// image, and count as the board gives them.
+    /// Where to run: `host` (the system C compiler), or a board with a batch binary (emulated:
+    /// `qemu-an386`; real, through its debug probe: `nrf52840-dk`, `stm32f411-nucleo`,
+    /// `rp2040-pico`): the cases that pass on the host run there again, many to an image, and
+    /// count as the board gives them.
     #[arg(long, default_value = "host")]
     board: String,
+    /// How an emulated board's batches travel: `files` (semihosting files, the default) or
+    /// `rtt` (one test-vector session per case over RTT, through QEMU's gdbstub: the path of a
+    /// real board).
+    #[arg(long)]
+    io: Option<String>,
+    /// A real board: the serial number of its debug probe. Given several times, one board per
+    /// probe, the cases shared between them; without it, the only probe attached.
+    #[arg(long, value_name = "SERIAL")]
+    probe: Vec<String>,
     /// Runs only the cases whose name matches this regular expression.
     #[arg(long)]
     filter: Option<String>,
@@ -63,10 +74,59 @@ pub fn run_case(a: CaseArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Runs the cases that passed on the host again on `board`, in batches, and replaces their
-/// outcomes with the board's.
+/// How a board's batches travel, from `--io` and `--probe`, checked against the board.
+fn batch_io(a: &Args, board: &kiln_runners::board::BoardInfo) -> Result<BatchIo> {
+    match (board.emulated, a.io.as_deref()) {
+        (true, _) if !a.probe.is_empty() => {
+            bail!(
+                "--probe names a debug probe, and {} is not a real board",
+                board.name
+            )
+        }
+        (true, None | Some("files")) => Ok(BatchIo::Files),
+        (true, Some("rtt")) => Ok(BatchIo::Rtt),
+        (false, None | Some("rtt")) => Ok(BatchIo::Probe(a.probe.first().cloned())),
+        (false, Some(other)) => {
+            bail!(
+                "{} is a real board: it speaks RTT only, not --io {other}",
+                board.name
+            )
+        }
+        (true, Some(other)) => bail!("unknown --io `{other}` (files or rtt)"),
+    }
+}
+
+/// Checks, before the host runs anything, that every probe a real board's batches need is
+/// attached.
+#[cfg(feature = "probe")]
+fn check_probes(a: &Args, board: &kiln_runners::board::BoardInfo) -> Result<()> {
+    if board.emulated {
+        return Ok(());
+    }
+    if a.probe.is_empty() {
+        kiln_runners::board::probe::find(&board.name, None)?;
+    }
+    for serial in &a.probe {
+        kiln_runners::board::probe::find(&board.name, Some(serial))?;
+    }
+    Ok(())
+}
+
+#[cfg(not(feature = "probe"))]
+fn check_probes(_: &Args, board: &kiln_runners::board::BoardInfo) -> Result<()> {
+    if board.emulated {
+        return Ok(());
+    }
+    let board = board.name.clone();
+    Err(kiln_runners::board::BoardError::NoProbeSupport { board }.into())
+}
+
+/// Runs the cases that passed on the host again on `board`, in batches through `io` (on
+/// several real boards, one per probe of `probes`), and replaces their outcomes with the
+/// board's.
 fn run_on_board(
     board: &kiln_runners::board::BoardInfo,
+    (io, probes): (&BatchIo, &[String]),
     cases: &std::path::Path,
     results: &mut [CaseResult],
     jobs: usize,
@@ -100,9 +160,13 @@ fn run_on_board(
         .collect();
     let bar = indicatif::ProgressBar::new(batch.len() as u64);
     let started = Instant::now();
-    let outcomes = kiln_runners::board::run_batches(board, &batch, &mut |done, _| {
-        bar.set_position(done as u64)
-    })?;
+    let mut progress = |done: usize, _| bar.set_position(done as u64);
+    let outcomes = match io {
+        BatchIo::Probe(_) if probes.len() > 1 => {
+            kiln_runners::board::run_batches_on_probes(board, &batch, probes, &mut progress)?
+        }
+        io => kiln_runners::board::run_batches_with(board, &batch, io, &mut progress)?,
+    };
     bar.finish_and_clear();
     eprintln!(
         "{} cases on {} in {:.1} s",
@@ -134,6 +198,10 @@ pub fn run(a: Args) -> Result<ExitCode> {
         "host" => None,
         name => Some(kiln_runners::board::info(name)?),
     };
+    if let Some(board) = &board {
+        batch_io(&a, board)?;
+        check_probes(&a, board)?;
+    }
     let root = conformance::repo_root();
     let cases = match &a.cases {
         Some(c) => c.clone(),
@@ -225,7 +293,8 @@ fn run_cases(
     };
     bar.finish_and_clear();
     if let Some(board) = board {
-        run_on_board(board, cases, &mut results, jobs)?;
+        let io = batch_io(a, board)?;
+        run_on_board(board, (&io, &a.probe), cases, &mut results, jobs)?;
     }
     Ok(results)
 }

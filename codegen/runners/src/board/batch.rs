@@ -1,19 +1,25 @@
-//! Many small models on an emulated board with few builds: the bundles are split into batches
-//! that fit the board, each batch is linked into one image (the board's batch binary, see
-//! `kiln-board-build`'s `KILN_BATCH_DIR`), and the image runs every model of its batch in turn,
-//! through semihosting files `c<case>_input_<i>.bin` / `c<case>_output_<i>.bin`. A model that
-//! fails (a refused bundle, a crash, a hang, kernels that do not compile for the board) fails
-//! alone: the models after it run in a new image. [`run_batches_counted`] also counts the
-//! instructions of each model's steps (the BEAM search's board cost, see
-//! [`measure`](super::measure)).
+//! Many small models on a board with few builds: the bundles are split into batches that fit
+//! the board, each batch is linked into one image (the board's batch binary, see
+//! `kiln-board-build`'s `KILN_BATCH_DIR`), and the image runs every model of its batch in turn
+//! ([`BatchIo`]): through semihosting files `c<case>_input_<i>.bin` / `c<case>_output_<i>.bin`
+//! under QEMU, or one test-vector session per model over RTT, under QEMU (its gdbstub) or on a
+//! real board through its probe, several probes sharing the batches. A model that fails (a
+//! refused bundle, a crash, a hang, kernels that do not compile for the board) fails alone: the
+//! models after it run in a new image. [`run_batches_counted`] also counts the instructions of
+//! each model's steps (the BEAM search's board cost, see [`measure`](super::measure)).
 
-use super::build::{build_image, BuildOptions};
+use super::build::{build_image, BuildOptions, BuiltImage};
 use super::elf::Elf;
-use super::qemu::{emulator, plugin, plugin_args, read_marks, run_with_timeout, Core, IoDir};
+use super::qemu::{
+    channel_command_line, emulator, gdb_args, plugin, plugin_args, read_marks, run_under_gdb,
+    run_with_timeout, Core, IoDir,
+};
+use super::rtt::{self, Sessions};
 use super::{boards_dir, io_error, BoardError, BoardFiles, BoardInfo};
 use kiln_codegen::bundle::Bundle;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// One model of a batch: its bundle and its inputs (raw little-endian, one per model input).
@@ -64,19 +70,85 @@ const MAX_CASES: usize = 200;
 const BATCH_TIME: Duration = Duration::from_secs(30);
 const CASE_TIME: Duration = Duration::from_secs(5);
 
-/// One batch build and run at a time in this process: batches share their folder.
-static BATCHING: Mutex<()> = Mutex::new(());
+/// How a batch image's models reach it and their outputs come back.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum BatchIo {
+    /// An emulated board, through semihosting files.
+    #[default]
+    Files,
+    /// An emulated board built with its `rtt` feature, one session per model over RTT through
+    /// QEMU's gdbstub: the path of a real board.
+    Rtt,
+    /// A real board through the probe with this serial number (`None`: the only one
+    /// attached); needs feature `probe`.
+    Probe(Option<String>),
+}
 
-/// Runs every case on `board`, in as few images as fit it; one outcome per case, in order.
-/// `progress` gets (cases done, cases in all). Errors are about the board or its toolchain
-/// (no batch binary, a failed build): the cases' own failures are their outcomes.
+/// Runs every case on `board` through semihosting files (see [`run_batches_with`]).
 pub fn run_batches(
     board: &BoardInfo,
     cases: &[BatchCase],
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<Vec<CaseOutcome>, BoardError> {
-    let runs = batches(board, cases, None, progress)?;
+    run_batches_with(board, cases, &BatchIo::Files, progress)
+}
+
+/// Runs every case on `board`, in as few images as fit it, through `io`; one outcome per case,
+/// in order. `progress` gets (cases done, cases in all). Errors are about the board or its
+/// toolchain (no batch binary, a failed build, no probe): the cases' own failures are their
+/// outcomes.
+pub fn run_batches_with(
+    board: &BoardInfo,
+    cases: &[BatchCase],
+    io: &BatchIo,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<Vec<CaseOutcome>, BoardError> {
+    let runs = batches(board, cases, None, io, progress)?;
     Ok(runs.into_iter().map(|r| r.map(|r| r.outputs)).collect())
+}
+
+/// [`run_batches_with`] on several real boards of one kind at once, one per probe (`serials`):
+/// the cases are split into as many contiguous shares, each run on its own board.
+pub fn run_batches_on_probes(
+    board: &BoardInfo,
+    cases: &[BatchCase],
+    serials: &[String],
+    progress: &mut (dyn FnMut(usize, usize) + Send),
+) -> Result<Vec<CaseOutcome>, BoardError> {
+    if serials.len() <= 1 {
+        let io = BatchIo::Probe(serials.first().cloned());
+        return run_batches_with(board, cases, &io, progress);
+    }
+    let share = cases.len().div_ceil(serials.len()).max(1);
+    let done = std::sync::Mutex::new((vec![0; serials.len()], progress));
+    let results: Vec<Result<Vec<CaseOutcome>, BoardError>> = std::thread::scope(|scope| {
+        let threads: Vec<_> = cases
+            .chunks(share)
+            .zip(serials)
+            .enumerate()
+            .map(|(n, (part, serial))| {
+                let done = &done;
+                scope.spawn(move || {
+                    let io = BatchIo::Probe(Some(serial.clone()));
+                    run_batches_with(board, part, &io, &mut |finished, _| {
+                        let mut done = done.lock().unwrap_or_else(|e| e.into_inner());
+                        done.0[n] = finished;
+                        let sum = done.0.iter().sum();
+                        (done.1)(sum, cases.len());
+                    })
+                })
+            })
+            .collect();
+        threads
+            .into_iter()
+            .map(|t| t.join().expect("a probe's thread does not panic"))
+            .collect()
+    });
+    let mut outcomes = Vec::with_capacity(cases.len());
+    for result in results {
+        outcomes.extend(result?);
+    }
+    Ok(outcomes)
 }
 
 /// [`run_batches`] with the instruction-count plugin watching the marker: each case's outcome
@@ -88,7 +160,7 @@ pub fn run_batches_counted(
     case_time: Duration,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<Vec<CountedOutcome>, BoardError> {
-    batches(board, cases, Some(case_time), progress)
+    batches(board, cases, Some(case_time), &BatchIo::Files, progress)
 }
 
 /// Runs the cases in batches, counting instructions when given a time per case.
@@ -96,6 +168,7 @@ fn batches(
     board: &BoardInfo,
     cases: &[BatchCase],
     counted: Option<Duration>,
+    io: &BatchIo,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<Vec<CountedOutcome>, BoardError> {
     let files = BoardFiles::read(&board.name)?;
@@ -106,7 +179,7 @@ fn batches(
             reason: "the board has no batch binary: run its models one image each".into(),
         });
     }
-    let _one = BATCHING.lock().unwrap_or_else(|e| e.into_inner());
+    check_io(board, io)?;
     let mut outcomes: Vec<Option<CountedOutcome>> =
         cases.iter().map(|c| unsupported(board, c)).collect();
     let runnable: Vec<usize> = (0..cases.len())
@@ -122,7 +195,7 @@ fn batches(
     }
     while let Some(batch) = queue.pop_front() {
         let members: Vec<BatchCase> = batch.iter().map(|&i| cases[i]).collect();
-        let ran = match run_batch(board, &files.target_dir(), &members, counted) {
+        let ran = match run_batch(board, &files.target_dir(), &members, counted, io) {
             Ok(ran) => ran,
             // One case's kernels that do not compile for the board fail that case alone: halve
             // the batch until it is found.
@@ -188,38 +261,87 @@ fn batch_len<'a, 'b: 'a>(
     n.max(1)
 }
 
+/// Checks, before anything is built, that `io` fits the board: files and RTT through QEMU for
+/// an emulated board (RTT where its firmware has the feature), a probe that is there for a real
+/// one.
+fn check_io(board: &BoardInfo, io: &BatchIo) -> Result<(), BoardError> {
+    let unsupported = |reason: &str| BoardError::Unsupported {
+        board: board.name.clone(),
+        reason: reason.into(),
+    };
+    match (io, board.emulated) {
+        (BatchIo::Probe(_), true) => Err(BoardError::NotReal {
+            board: board.name.clone(),
+        }),
+        (BatchIo::Files | BatchIo::Rtt, false) => Err(unsupported(
+            "a real board runs batches through its probe, over RTT",
+        )),
+        (BatchIo::Rtt, true) if !BoardFiles::read(&board.name)?.has_feature("rtt") => {
+            Err(unsupported("its firmware has no `rtt` feature"))
+        }
+        #[cfg(feature = "probe")]
+        (BatchIo::Probe(serial), false) => {
+            super::probe::find(&board.name, serial.as_deref()).map(|_| ())
+        }
+        #[cfg(not(feature = "probe"))]
+        (BatchIo::Probe(_), false) => Err(BoardError::NoProbeSupport {
+            board: board.name.clone(),
+        }),
+        _ => Ok(()),
+    }
+}
+
 /// Builds and runs one image of `cases`; `None` for a case the image did not finish.
 fn run_batch(
     board: &BoardInfo,
     target_dir: &Path,
     cases: &[BatchCase],
     counted: Option<Duration>,
+    io: &BatchIo,
 ) -> Result<Vec<Option<CountedOutcome>>, BoardError> {
-    // One folder per process: the images of two processes' batches must not mix.
-    let dir = target_dir.join(format!("batch-{}", std::process::id()));
+    // A folder of its own: the images of two batches (of two processes, or of two probes)
+    // must not mix.
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let dir = target_dir.join(format!("batch-{}-{n}", std::process::id()));
     write_cases(&dir, cases)?;
-    let ran = build_and_run(board, &dir, cases, counted);
+    let ran = build_and_run(board, &dir, cases, counted, io);
     let _ = std::fs::remove_dir_all(&dir);
     ran
 }
 
-/// Builds the batch image of the bundles in `dir` and runs `cases` on it, with the
-/// instruction-count plugin when `counted` (a time per case).
+/// Builds the batch image of the bundles in `dir` and runs `cases` on it through `io`, with
+/// the instruction-count plugin when `counted` (a time per case).
 fn build_and_run(
     board: &BoardInfo,
     dir: &Path,
     cases: &[BatchCase],
     counted: Option<Duration>,
+    io: &BatchIo,
 ) -> Result<Vec<Option<CountedOutcome>>, BoardError> {
     let default_bundle = boards_dir().join("testdata/add-relu");
-    let image = build_image(
-        board,
-        &default_bundle,
-        BuildOptions::default(),
-        Some(dir),
-        &mut |_| {},
-    )?;
-    let qemu = emulator(board, &image)?;
+    let options = BuildOptions {
+        rtt: *io == BatchIo::Rtt,
+        ..Default::default()
+    };
+    let image = build_image(board, &default_bundle, options, Some(dir), &mut |_| {})?;
+    let timeout = BATCH_TIME + counted.unwrap_or(CASE_TIME) * cases.len() as u32;
+    match io {
+        BatchIo::Files => run_files(board, &image, cases, counted, timeout),
+        BatchIo::Rtt => run_rtt(board, &image, cases, counted, timeout),
+        BatchIo::Probe(serial) => run_probe(board, &image, cases, serial.as_deref(), timeout),
+    }
+}
+
+/// Runs a batch image under QEMU through semihosting files.
+fn run_files(
+    board: &BoardInfo,
+    image: &BuiltImage,
+    cases: &[BatchCase],
+    counted: Option<Duration>,
+    timeout: Duration,
+) -> Result<Vec<Option<CountedOutcome>>, BoardError> {
+    let qemu = emulator(board, image)?;
     let io = IoDir::new()?;
     for (c, case) in cases.iter().enumerate() {
         for (i, bytes) in case.inputs.iter().enumerate() {
@@ -233,7 +355,6 @@ fn build_and_run(
     if counted.is_some() {
         count_instructions(&mut command, &image.elf, &log, Core::of(board))?;
     }
-    let timeout = BATCH_TIME + counted.unwrap_or(CASE_TIME) * cases.len() as u32;
     let output = match run_with_timeout(&mut command, &io.path, &board.name, timeout) {
         Ok((_, output)) => output,
         // What the cases before the hang wrote is still there.
@@ -245,14 +366,126 @@ fn build_and_run(
     };
     let mut outcomes = case_outcomes(&output, &io.path, cases);
     if counted.is_some() {
-        // A log cut short by a hang still counts the cases before it.
-        let marks = std::fs::read_to_string(&log)
-            .map(|text| read_marks(&text))
-            .unwrap_or_default();
-        let steps: Vec<usize> = cases.iter().map(|c| c.bundle.report.steps.len()).collect();
-        attribute_counts(&mut outcomes, &steps, &marks);
+        add_counts(&mut outcomes, &log, cases);
     }
     Ok(outcomes)
+}
+
+/// Hands the cases their steps' instructions from the plugin's `log`; a log cut short by a
+/// hang still counts the cases before it.
+fn add_counts(outcomes: &mut [Option<CountedOutcome>], log: &Path, cases: &[BatchCase]) {
+    let marks = std::fs::read_to_string(log)
+        .map(|text| read_marks(&text))
+        .unwrap_or_default();
+    let steps: Vec<usize> = cases.iter().map(|c| c.bundle.report.steps.len()).collect();
+    attribute_counts(outcomes, &steps, &marks);
+}
+
+/// Runs a batch image built with the `rtt` feature under QEMU: one session per case over RTT
+/// through the gdbstub.
+fn run_rtt(
+    board: &BoardInfo,
+    image: &BuiltImage,
+    cases: &[BatchCase],
+    counted: Option<Duration>,
+    timeout: Duration,
+) -> Result<Vec<Option<CountedOutcome>>, BoardError> {
+    let qemu = emulator(board, image)?;
+    let block = rtt_block(image)?;
+    let io = IoDir::new()?;
+    let socket = io.path.join("gdb.sock");
+    let mut command = std::process::Command::new(&qemu[0]);
+    command
+        .args(channel_command_line(&qemu[1..]))
+        .arg(&image.elf)
+        .args(gdb_args(&socket));
+    let log = io.path.join("insn.log");
+    if counted.is_some() {
+        count_instructions(&mut command, &image.elf, &log, Core::of(board))?;
+    }
+    let inputs: Vec<&[Vec<u8>]> = cases.iter().map(|c| c.inputs).collect();
+    let run = run_under_gdb(
+        &mut command,
+        &io.path,
+        &board.name,
+        &socket,
+        timeout,
+        |stub| {
+            let sessions = rtt::exchange_each(stub, block, &inputs, timeout);
+            let ends = sessions.stopped.is_none();
+            (sessions, ends)
+        },
+    )?;
+    let sessions = run.session.unwrap_or_else(|error| Sessions {
+        runs: Vec::new(),
+        stopped: Some(error.into()),
+    });
+    let mut outcomes = session_outcomes(sessions, cases.len());
+    if counted.is_some() {
+        add_counts(&mut outcomes, &log, cases);
+    }
+    Ok(outcomes)
+}
+
+/// Runs a batch image on a real board through its probe: one session per case over RTT.
+#[cfg(feature = "probe")]
+fn run_probe(
+    board: &BoardInfo,
+    image: &BuiltImage,
+    cases: &[BatchCase],
+    serial: Option<&str>,
+    timeout: Duration,
+) -> Result<Vec<Option<CountedOutcome>>, BoardError> {
+    let options = super::probe::ProbeOptions {
+        serial: serial.map(str::to_string),
+        timeout,
+    };
+    let inputs: Vec<&[Vec<u8>]> = cases.iter().map(|c| c.inputs).collect();
+    let sessions = super::probe::run_each(board, image, &inputs, &options)?;
+    Ok(session_outcomes(sessions, cases.len()))
+}
+
+#[cfg(not(feature = "probe"))]
+fn run_probe(
+    board: &BoardInfo,
+    _: &BuiltImage,
+    _: &[BatchCase],
+    _: Option<&str>,
+    _: Duration,
+) -> Result<Vec<Option<CountedOutcome>>, BoardError> {
+    Err(BoardError::NoProbeSupport {
+        board: board.name.clone(),
+    })
+}
+
+/// The address of an image's RTT control block.
+fn rtt_block(image: &BuiltImage) -> Result<u32, BoardError> {
+    let bytes = std::fs::read(&image.elf).map_err(io_error(&image.elf))?;
+    let elf = Elf::parse(&bytes).map_err(|reason| BoardError::Image {
+        path: image.elf.clone(),
+        reason,
+    })?;
+    let (address, _) = elf.symbol("_SEGGER_RTT").ok_or_else(|| BoardError::Image {
+        path: image.elf.clone(),
+        reason: "has no RTT control block (`_SEGGER_RTT`)".into(),
+    })?;
+    Ok(address)
+}
+
+/// Each case's outcome from the sessions: its outputs, or the device's own error; none for a
+/// case after the sessions stopped.
+fn session_outcomes(sessions: Sessions, cases: usize) -> Vec<Option<CountedOutcome>> {
+    let mut outcomes: Vec<Option<CountedOutcome>> = vec![None; cases];
+    for (outcome, run) in outcomes.iter_mut().zip(sessions.runs) {
+        *outcome = Some(match run {
+            Ok(run) => Ok(CaseRun {
+                outputs: run.outputs,
+                step_instructions: Vec::new(),
+            }),
+            Err(error) => Err(CaseError::Failed(error.to_string())),
+        });
+    }
+    outcomes
 }
 
 /// Adds the instruction-count plugin to `command`, counting by the image's `KILN_MARKER`

@@ -51,24 +51,44 @@ fn seen(text: &str) -> String {
 /// `Done`.
 pub fn exchange(
     from_device: impl Read,
-    mut to_device: impl Write,
+    to_device: impl Write,
     inputs: &[Vec<u8>],
 ) -> Result<ChannelRun, ChannelError> {
-    let mut frames = Frames::new(from_device);
-    let hello = match frames.next()? {
-        ToHost::Hello(hello) => hello,
-        ToHost::Error { message } => return Err(ChannelError::Device(message.to_string())),
-        other => return Err(ChannelError::Protocol(format!("{other:?} before Hello"))),
-    };
-    let sizes: Vec<usize> = hello.inputs.iter().map(|&n| n as usize).collect();
-    let given: Vec<usize> = inputs.iter().map(Vec::len).collect();
-    if sizes != given {
-        return Err(ChannelError::Inputs(format!(
-            "the model takes inputs of {sizes:?} bytes, given {given:?}"
-        )));
+    Host::new(from_device, to_device).exchange(inputs)
+}
+
+/// The host's end of a channel that carries one session after another (a batch image serves
+/// one per model): what the device sent beyond one session's end stays for the next.
+pub struct Host<R, W> {
+    frames: Frames<R>,
+    to_device: W,
+}
+
+impl<R: Read, W: Write> Host<R, W> {
+    pub fn new(from_device: R, to_device: W) -> Self {
+        Host {
+            frames: Frames::new(from_device),
+            to_device,
+        }
     }
-    send_inputs(&mut to_device, inputs)?;
-    collect_results(&mut frames, hello)
+
+    /// Runs the next session, as [`exchange`].
+    pub fn exchange(&mut self, inputs: &[Vec<u8>]) -> Result<ChannelRun, ChannelError> {
+        let hello = match self.frames.next()? {
+            ToHost::Hello(hello) => hello,
+            ToHost::Error { message } => return Err(ChannelError::Device(message.to_string())),
+            other => return Err(ChannelError::Protocol(format!("{other:?} before Hello"))),
+        };
+        let sizes: Vec<usize> = hello.inputs.iter().map(|&n| n as usize).collect();
+        let given: Vec<usize> = inputs.iter().map(Vec::len).collect();
+        if sizes != given {
+            return Err(ChannelError::Inputs(format!(
+                "the model takes inputs of {sizes:?} bytes, given {given:?}"
+            )));
+        }
+        send_inputs(&mut self.to_device, inputs)?;
+        collect_results(&mut self.frames, hello)
+    }
 }
 
 /// Sends each input in chunks, then `Run`.

@@ -8,7 +8,7 @@
 
 use super::channel::{ChannelError, ChannelRun};
 use super::elf::Elf;
-use super::rtt::{self, DebugError, DebugMemory, RttError};
+use super::rtt::{self, DebugError, DebugMemory, RttError, Sessions};
 use super::{io_error, BoardError, BoardInfo, BuiltImage};
 use probe_rs::flashing::{self, ElfLoader};
 use probe_rs::probe::list::Lister;
@@ -94,6 +94,44 @@ pub fn run(
     inputs: &[Vec<u8>],
     options: &ProbeOptions,
 ) -> Result<ProbeRun, BoardError> {
+    let (probe, mut sessions) = sessions_on(board, image, &[inputs], options)?;
+    let name = format!("{} on probe {probe}", board.name);
+    match (sessions.stopped, sessions.runs.pop()) {
+        (Some(error), _) => Err(session_error(name, error)),
+        (None, Some(Ok(session))) => Ok(ProbeRun { probe, session }),
+        (None, Some(Err(error))) => Err(session_error(name, RttError::Channel(error))),
+        (None, None) => unreachable!("one session ran or the sessions stopped"),
+    }
+}
+
+/// Flashes a batch image onto the real `board`, resets it, and runs one session per entry of
+/// `inputs` (see [`rtt::exchange_each`]); the core is halted at the end.
+pub fn run_each(
+    board: &BoardInfo,
+    image: &BuiltImage,
+    inputs: &[&[Vec<u8>]],
+    options: &ProbeOptions,
+) -> Result<Sessions, BoardError> {
+    sessions_on(board, image, inputs, options).map(|(_, sessions)| sessions)
+}
+
+/// The error of a session on a real board (`board` names the probe too).
+fn session_error(board: String, error: RttError) -> BoardError {
+    match error {
+        RttError::Timeout { timeout } => BoardError::Timeout { board, timeout },
+        RttError::Channel(ChannelError::Device(message)) => BoardError::from_device(board, message),
+        RttError::Channel(source) => BoardError::Channel { board, source },
+        source => BoardError::Rtt { board, source },
+    }
+}
+
+/// Flashes, resets and runs the sessions; the probe's name and what the sessions gave.
+fn sessions_on(
+    board: &BoardInfo,
+    image: &BuiltImage,
+    inputs: &[&[Vec<u8>]],
+    options: &ProbeOptions,
+) -> Result<(String, Sessions), BoardError> {
     let Some(chip) = board.probe_chip.as_deref() else {
         return Err(BoardError::NotReal {
             board: board.name.clone(),
@@ -149,32 +187,11 @@ pub fn run(
         return Err(error);
     }
     let mut memory = ProbeMemory { core };
-    let session = rtt::exchange(&mut memory, block, inputs, options.timeout);
+    let sessions = rtt::exchange_each(&mut memory, block, inputs, options.timeout);
     // The firmware ends in a semihosting exit, which halts it under a debugger; halt it here
     // too whatever happened, so that nothing runs on.
     let _ = memory.core.halt(CORE_TIMEOUT);
-    let name = format!("{} on probe {probe_name}", board.name);
-    match session {
-        Ok(session) => Ok(ProbeRun {
-            probe: probe_name,
-            session,
-        }),
-        Err(RttError::Timeout { timeout }) => Err(BoardError::Timeout {
-            board: name,
-            timeout,
-        }),
-        Err(RttError::Channel(ChannelError::Device(message))) => {
-            Err(BoardError::from_device(name, message))
-        }
-        Err(RttError::Channel(source)) => Err(BoardError::Channel {
-            board: name,
-            source,
-        }),
-        Err(source) => Err(BoardError::Rtt {
-            board: name,
-            source,
-        }),
-    }
+    Ok((probe_name, sessions))
 }
 
 /// The target's memory through the probe, read while the core runs.

@@ -224,9 +224,7 @@ pub fn run_with_options(
         Io::Rtt => command
             .args(channel_command_line(&qemu[1..]))
             .arg(&image.elf)
-            .arg("-S")
-            .arg("-gdb")
-            .arg(format!("unix:{},server=on,wait=off", socket.display())),
+            .args(gdb_args(&socket)),
     };
     if options.io == Io::Rtt && rtt_block.is_none() {
         return Err(BoardError::Image {
@@ -258,12 +256,7 @@ pub fn run_with_options(
             (status, output, Some(session))
         }
         Io::Rtt => {
-            let block = rtt_block.expect("checked above");
-            let rtt = RttRun {
-                socket: &socket,
-                block,
-                inputs,
-            };
+            let rtt = (socket.as_path(), rtt_block.expect("checked above"), inputs);
             let (status, output, session) =
                 run_rtt(&mut command, &io.path, &board.name, rtt, timeout)?;
             (status, output, Some(session))
@@ -344,7 +337,7 @@ const CHANNEL_WORD: &str = "kiln-channel";
 
 /// The board's QEMU arguments for a run over the channel: standard input and output are the
 /// semihosting console's alone (`-nographic` would put the serial port and monitor there).
-fn channel_command_line(args: &[String]) -> Vec<String> {
+pub(super) fn channel_command_line(args: &[String]) -> Vec<String> {
     let mut out = Vec::with_capacity(args.len() + 6);
     for arg in args {
         match arg.as_str() {
@@ -452,23 +445,73 @@ fn channel_session(
     }
 }
 
-/// What an RTT session needs beside QEMU's command: the gdbstub's socket, the control block's
-/// address, the inputs.
-struct RttRun<'a> {
-    socket: &'a Path,
-    block: u32,
-    inputs: &'a [Vec<u8>],
+/// What a run under QEMU's gdbstub gave.
+pub(super) struct GdbRun<T> {
+    /// QEMU's exit status; `None` when it was killed at the time limit.
+    pub status: Option<std::process::ExitStatus>,
+    /// Its standard output and error.
+    pub output: String,
+    /// What the session over the gdbstub gave, or why the stub could not be reached.
+    pub session: Result<T, DebugError>,
 }
 
-/// Runs `command` (QEMU, stopped at reset, its gdbstub on `rtt.socket`) in `dir`, its output
-/// captured in files there, and runs the session over RTT through the gdbstub; kills QEMU after
-/// `timeout`. Errors of the debugging link itself are the run's error; the session's own are
-/// returned for [`channel_session`].
+/// QEMU's arguments to start stopped at reset, its gdbstub listening on the Unix socket
+/// `socket` (for [`run_under_gdb`]).
+pub(super) fn gdb_args(socket: &Path) -> [String; 3] {
+    let listen = format!("unix:{},server=on,wait=off", socket.display());
+    ["-S".into(), "-gdb".into(), listen]
+}
+
+/// How long QEMU may take to open its gdbstub's socket.
+const GDB_CONNECT_TIME: Duration = Duration::from_secs(10);
+
+/// Runs `command` (QEMU, stopped at reset, its gdbstub listening on `socket`) in `dir`, its
+/// output captured in files there, and `session` over the gdbstub; QEMU is killed after
+/// `timeout`, or at once when `session` says the firmware will not end by itself.
+pub(super) fn run_under_gdb<T>(
+    command: &mut Command,
+    dir: &Path,
+    board: &str,
+    socket: &Path,
+    timeout: Duration,
+    session: impl FnOnce(&mut GdbStub) -> (T, bool),
+) -> Result<GdbRun<T>, BoardError> {
+    let deadline = Instant::now() + timeout;
+    let mut child = spawn_captured(command, dir)?;
+    let (session, ends) = match GdbStub::connect(socket, GDB_CONNECT_TIME) {
+        Ok(mut stub) => {
+            let (result, ends) = session(&mut stub);
+            // The firmware goes on (to its exit, or to the kill) without the host.
+            let _ = stub.detach();
+            (Ok(result), ends)
+        }
+        Err(error) => (Err(error), false),
+    };
+    let left = match ends {
+        true => deadline.saturating_duration_since(Instant::now()),
+        false => Duration::ZERO,
+    };
+    let status = match wait_or_kill(&mut child, dir, board, left) {
+        Ok(status) => Some(status),
+        Err(BoardError::Timeout { .. }) => None,
+        Err(other) => return Err(other),
+    };
+    let output = read_captured(dir)?;
+    Ok(GdbRun {
+        status,
+        output,
+        session,
+    })
+}
+
+/// Runs one session over RTT through QEMU's gdbstub (see [`run_under_gdb`]); errors of the
+/// debugging link itself are the run's error, the session's own are returned for
+/// [`channel_session`].
 fn run_rtt(
     command: &mut Command,
     dir: &Path,
     board: &str,
-    rtt: RttRun,
+    (socket, block, inputs): (&Path, u32, &[Vec<u8>]),
     timeout: Duration,
 ) -> Result<
     (
@@ -478,41 +521,28 @@ fn run_rtt(
     ),
     BoardError,
 > {
-    let deadline = Instant::now() + timeout;
-    let mut child = spawn_captured(command, dir)?;
-    let session = GdbStub::connect(rtt.socket, timeout.min(Duration::from_secs(10)))
-        .map_err(RttError::from)
-        .and_then(|mut stub| {
-            let session = rtt::exchange(&mut stub, rtt.block, rtt.inputs, timeout);
-            // The firmware exits on its own once the session is over, or stays for the kill.
-            let _ = stub.detach();
-            session
-        });
-    let session = match session {
-        Ok(run) => Ok(run),
+    let run = run_under_gdb(command, dir, board, socket, timeout, |stub| {
+        let session = rtt::exchange(stub, block, inputs, timeout);
+        // The firmware exits after its session, whether it ran or refused the bundle.
+        let ends = matches!(
+            session,
+            Ok(_) | Err(RttError::Channel(ChannelError::Device(_)))
+        );
+        (session, ends)
+    })?;
+    let board = board.to_string();
+    let session = match run.session.map_err(RttError::from).and_then(|s| s) {
+        Ok(session) => Ok(session),
         Err(RttError::Channel(error)) => Err(error),
-        // The firmware exited mid-session: its exit status and output tell why.
+        // The firmware stopped mid-session: its exit status and output tell why.
         Err(RttError::Debug(DebugError::Exited)) => Err(ChannelError::Closed(String::new())),
-        Err(RttError::Timeout { .. }) => {
-            let _ = child.kill();
-            let _ = child.wait();
-            let board = board.to_string();
-            return Err(BoardError::Timeout { board, timeout });
-        }
-        Err(error) => {
-            let _ = child.kill();
-            let _ = child.wait();
-            let board = board.to_string();
-            return Err(BoardError::Rtt {
-                board,
-                source: error,
-            });
-        }
+        Err(RttError::Timeout { .. }) => return Err(BoardError::Timeout { board, timeout }),
+        Err(source) => return Err(BoardError::Rtt { board, source }),
     };
-    let left = deadline.saturating_duration_since(Instant::now());
-    let status = wait_or_kill(&mut child, dir, board, left)?;
-    let output = read_captured(dir)?;
-    Ok((status, output, session))
+    match run.status {
+        Some(status) => Ok((status, run.output, session)),
+        None => Err(BoardError::Timeout { board, timeout }),
+    }
 }
 
 /// The instruction-count plugin, built by `scripts/qemu-plugin.sh` if it is not up to date.

@@ -245,10 +245,47 @@ pub fn exchange(
     inputs: &[Vec<u8>],
     timeout: Duration,
 ) -> Result<ChannelRun, RttError> {
+    let mut sessions = exchange_each(memory, address, &[inputs], timeout);
+    match (sessions.stopped, sessions.runs.pop()) {
+        (Some(error), _) => Err(error),
+        (None, Some(run)) => Ok(run?),
+        (None, None) => unreachable!("one session ran or the sessions stopped"),
+    }
+}
+
+/// What the sessions of a batch image gave: one per case until they `stopped`.
+#[derive(Debug)]
+pub struct Sessions {
+    /// Each case's session in order: its run, or the device's own error (a refused bundle, a
+    /// failed step), after which the device goes on to the next case.
+    pub runs: Vec<Result<ChannelRun, ChannelError>>,
+    /// Why the sessions ended before the last case, if they did.
+    pub stopped: Option<RttError>,
+}
+
+/// Runs one session per entry of `inputs`, in order, over the channel pair `kiln` of the
+/// control block at `address` (a batch image serves one model after another), all within
+/// `timeout`. A device error ends its session alone; anything else ends them all.
+pub fn exchange_each(
+    memory: &mut dyn DebugMemory,
+    address: u32,
+    inputs: &[&[Vec<u8>]],
+    timeout: Duration,
+) -> Sessions {
     let deadline = Instant::now() + timeout;
-    let block = ControlBlock::attach(memory, address, timeout)?;
-    let up = block.ring(true, CHANNEL_NAME)?.clone();
-    let down = block.ring(false, CHANNEL_NAME)?.clone();
+    let rings = ControlBlock::attach(memory, address, timeout).and_then(|block| {
+        let up = block.ring(true, CHANNEL_NAME)?.clone();
+        Ok((up, block.ring(false, CHANNEL_NAME)?.clone()))
+    });
+    let (up, down) = match rings {
+        Ok(rings) => rings,
+        Err(error) => {
+            return Sessions {
+                runs: Vec::new(),
+                stopped: Some(error),
+            }
+        }
+    };
     let shared = Shared {
         memory: RefCell::new(memory),
         failure: RefCell::new(None),
@@ -263,12 +300,26 @@ pub fn exchange(
         shared: &shared,
         ring: &down,
     };
-    let session = channel::exchange(from_device, to_device, inputs);
-    // A failure of the memory underneath is the cause, not the I/O error the session saw.
-    if let Some(failure) = shared.failure.into_inner() {
-        return Err(failure);
+    let mut host = channel::Host::new(from_device, to_device);
+    let mut runs = Vec::with_capacity(inputs.len());
+    let mut stopped = None;
+    for inputs in inputs {
+        match host.exchange(inputs) {
+            Ok(run) => runs.push(Ok(run)),
+            Err(error @ ChannelError::Device(_)) => runs.push(Err(error)),
+            Err(error) => {
+                stopped = Some(error);
+                break;
+            }
+        }
     }
-    Ok(session?)
+    drop(host);
+    // A failure of the memory underneath is the cause, not the I/O error the session saw.
+    let stopped = match (shared.failure.into_inner(), stopped) {
+        (Some(failure), _) => Some(failure),
+        (None, error) => error.map(RttError::Channel),
+    };
+    Sessions { runs, stopped }
 }
 
 /// The debugger, shared by the two directions of a session, and the first failure under them.
