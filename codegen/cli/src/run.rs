@@ -70,9 +70,10 @@ pub struct RunArgs {
     #[arg(long)]
     io: Option<String>,
     /// A real board: the serial number of its debug probe, when several are attached
-    /// (`probe-rs list` shows them).
+    /// (`probe-rs list` shows them). Given several times, the model runs on each of those
+    /// boards at once, one per probe, its outputs under `--outputs`/SERIAL.
     #[arg(long, value_name = "SERIAL")]
-    probe: Option<String>,
+    probe: Vec<String>,
 }
 
 pub fn compile_cmd(a: CompileArgs) -> Result<ExitCode> {
@@ -504,7 +505,7 @@ fn place(a: &RunArgs) -> Result<Place> {
             None => bail!("unknown --io `{name}` (files, channel or rtt)"),
         },
     };
-    if a.probe.is_some() && !real {
+    if !a.probe.is_empty() && !real {
         bail!(
             "--probe names a debug probe, and {} is not a real board",
             a.board
@@ -512,7 +513,7 @@ fn place(a: &RunArgs) -> Result<Place> {
     }
     Ok(Place {
         io,
-        probe: a.probe.clone(),
+        probe: a.probe.first().cloned(),
     })
 }
 
@@ -546,12 +547,21 @@ pub fn run_cmd(a: RunArgs) -> Result<ExitCode> {
             };
             let c = compile_with_cost(&a.model, &target_for(&a.board), cost)?;
             let inputs = read_inputs(&a.inputs, &c)?;
+            if a.probe.len() > 1 {
+                return run_on_boards(&a, &c, &inputs);
+            }
             let ran = run_on(&a.board, &c, &inputs, &place)?;
             (c, ran)
         }
     };
-    write_outputs(&a.outputs, &c, &ran.outputs)?;
-    print_costs(&c, &ran);
+    report(&a, &a.outputs, &c, &ran)
+}
+
+/// Writes the outputs, prints the costs, and compares with `--expect`: exit code 0, or 1 on a
+/// mismatch.
+fn report(a: &RunArgs, outputs: &Path, c: &Compiled, ran: &Ran) -> Result<ExitCode> {
+    write_outputs(outputs, c, &ran.outputs)?;
+    print_costs(c, ran);
     match &a.expect {
         Some(e) => {
             let tol = Tolerance {
@@ -559,11 +569,64 @@ pub fn run_cmd(a: RunArgs) -> Result<ExitCode> {
                 atol: a.atol,
                 lsb: a.lsb,
             };
-            match compare(&c, &ran.outputs, e, tol)? {
+            match compare(c, &ran.outputs, e, tol)? {
                 true => Ok(ExitCode::SUCCESS),
                 false => Ok(ExitCode::from(1)),
             }
         }
         _ => Ok(ExitCode::SUCCESS),
     }
+}
+
+/// `kiln run` on several real boards at once, one per `--probe`: one image, flashed and run on
+/// each board in parallel, each reported (outputs under `--outputs`/SERIAL). Exit code 2 if a
+/// board failed, else 1 if one mismatched.
+fn run_on_boards(a: &RunArgs, c: &Compiled, inputs: &[Vec<u8>]) -> Result<ExitCode> {
+    let info = board::info(&a.board)?;
+    let fit = board::check_fits(&info, &c.bundle)?;
+    for serial in &a.probe {
+        let place = Place {
+            io: board::Io::Rtt,
+            probe: Some(serial.clone()),
+        };
+        find_probe(&info, &place)?;
+    }
+    let dir = tempfile::tempdir().context("a temporary folder for the bundle")?;
+    let bundle_dir = dir.path().join("bundle");
+    c.bundle.write(&bundle_dir)?;
+    let image = board::build_with_options(&info, &bundle_dir, Default::default(), &mut |_| {})?;
+    println!("{fit}");
+    let runs: Vec<Result<Ran>> = std::thread::scope(|scope| {
+        let threads: Vec<_> = (a.probe.iter())
+            .map(|serial| {
+                let place = Place {
+                    io: board::Io::Rtt,
+                    probe: Some(serial.clone()),
+                };
+                let (info, image) = (&info, &image);
+                scope.spawn(move || run_on_probe(info, image, inputs, &place))
+            })
+            .collect();
+        let joined = threads.into_iter().map(|t| t.join());
+        joined
+            .map(|r| r.unwrap_or_else(|_| bail!("a board's thread panicked")))
+            .collect()
+    });
+    let mut code = ExitCode::SUCCESS;
+    for (serial, ran) in a.probe.iter().zip(runs) {
+        println!("== {} on probe {serial}", a.board);
+        let ran = match ran {
+            Ok(ran) => ran,
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                code = ExitCode::from(2);
+                continue;
+            }
+        };
+        let mine = report(a, &a.outputs.join(serial), c, &ran)?;
+        if mine != ExitCode::SUCCESS && code == ExitCode::SUCCESS {
+            code = mine;
+        }
+    }
+    Ok(code)
 }

@@ -300,7 +300,8 @@ fn a_failing_node_is_named_with_its_file_and_op_and_its_cause_once() {
 
 /// A real board is run through a debug probe: with none attached (as in CI), `kiln run` says so
 /// before it builds anything, naming the board, and exits 2 with no outputs written; a probe
-/// asked for by serial number is named as missing; and a real board speaks only RTT.
+/// asked for by serial number (one, or one of several boards) is named as missing; and a real
+/// board speaks only RTT.
 #[test]
 #[cfg(feature = "probe")]
 fn real_boards_without_their_probe_exit_2_naming_board_and_probe() {
@@ -325,6 +326,11 @@ fn real_boards_without_their_probe_exit_2_naming_board_and_probe() {
             (
                 vec!["--io", "files"],
                 format!("{board} is a real board: it speaks RTT only, not --io files"),
+            ),
+            // Several boards at once: every probe is looked for before anything is built.
+            (
+                vec!["--probe", "KILN-NO-SUCH-1", "--probe", "KILN-NO-SUCH-2"],
+                format!("no debug probe with serial KILN-NO-SUCH-1 for {board}"),
             ),
         ];
         if none_attached {
