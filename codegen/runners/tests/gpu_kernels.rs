@@ -325,3 +325,41 @@ fn booleans_are_stored_as_bytes() {
         assert_eq!(f32s(&run.buffers[0][0]), min, "{}\n{}", api.name(), p.src);
     }
 }
+
+/// 64-bit integers: loaded, summed and stored as `int64_t` in GLSL (the int64 arithmetic
+/// extension, the device's `shaderInt64`) and as `long` in OpenCL C; values past 2^32, so that
+/// 32-bit arithmetic would be caught.
+#[test]
+fn sixty_four_bit_integers_are_stored_and_summed() {
+    let (rows, cols) = (8, 16);
+    let x: Vec<i64> = (0..rows * cols)
+        .map(|i| (i as i64 - 50) * 3_000_000_007)
+        .collect();
+    let x_bytes: Vec<u8> = x.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let want: Vec<i64> = x.chunks(cols).map(|row| row.iter().sum()).collect();
+    let ld = LazyOp::load(1, DType::I64, ShapeTracker::from_shape(&[rows, cols]));
+    let ast = store(&[rows, 1], sum(&[1], ld));
+    for api in APIS {
+        let Some(l) = limits(api) else { continue };
+        let p = program(api, &l, &ast, &[Opt::new(OptOp::Local, 0, 4)]);
+        if api == Api::Vulkan {
+            let extension = kiln_codegen::render::glsl::INT64_EXTENSION;
+            assert!(p.src.contains(extension), "{}", p.src);
+        }
+        let k = GpuKernel::from_program(api, &p, &p.name);
+        let call = KernelCall {
+            kernel: 0,
+            buffers: vec![vec![0u8; 8 * rows], x_bytes.clone()],
+        };
+        let run = match api {
+            Api::OpenCl => opencl::run_calls(&opencl::device().unwrap(), &[k], &[call]),
+            Api::Vulkan => vulkan::run_calls(&vulkan::device().unwrap(), &[k], &[call]),
+        }
+        .unwrap_or_else(|e| panic!("{}: {e}\n{}", api.name(), p.src));
+        let got: Vec<i64> = run.buffers[0][0]
+            .chunks_exact(8)
+            .map(|c| i64::from_le_bytes(c.try_into().unwrap()))
+            .collect();
+        assert_eq!(got, want, "{}\n{}", api.name(), p.src);
+    }
+}

@@ -28,6 +28,7 @@ impl Dialect {
             inf: "uintBitsToFloat(0x7f800000u)",
             nan: "uintBitsToFloat(0x7fc00000u)",
             f64_suffix: "lf",
+            i64_suffixes: ["l", "ul"],
             bools: ["false", "true"],
             logical_bools: true,
             c_remainder: false,
@@ -61,12 +62,15 @@ pub fn glsl_type_name(d: DType) -> String {
     }
 }
 
-/// Storage blocks hold 32- and 64-bit scalars, and booleans as bytes (8-bit storage). Values
-/// of 8-, 16- and 64-bit integers would need explicit conversions everywhere: not rendered.
+/// Storage blocks hold 32- and 64-bit scalars (64-bit integers through the
+/// `GL_EXT_shader_explicit_arithmetic_types_int64` extension, the device's `shaderInt64`), and
+/// booleans as bytes (8-bit storage). Values of 8- and 16-bit integers would need explicit
+/// conversions everywhere: not rendered.
 fn glsl_storage_type(d: DType) -> Option<String> {
     match d.scalar {
         Scalar::Bool => Some("uint8_t".to_string()),
         Scalar::I32 | Scalar::U32 | Scalar::F32 | Scalar::F64 => Some(glsl_type_name(d)),
+        Scalar::I64 | Scalar::U64 => Some(glsl_type_name(d)),
         _ => None,
     }
 }
@@ -111,5 +115,14 @@ fn glsl_preamble(values: &[Scalar], buffers: &[Scalar]) -> Vec<String> {
         out.push("#extension GL_EXT_shader_8bit_storage : require".to_string());
         out.push("#extension GL_EXT_shader_explicit_arithmetic_types_int8 : require".to_string());
     }
+    let wide = |s: &Scalar| matches!(s, Scalar::I64 | Scalar::U64);
+    if values.iter().any(wide) || buffers.iter().any(wide) {
+        out.push(INT64_EXTENSION.to_string());
+    }
     out
 }
+
+/// The extension a kernel with 64-bit integers enables; a device runs it only with
+/// `shaderInt64`.
+pub const INT64_EXTENSION: &str =
+    "#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require";

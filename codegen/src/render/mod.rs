@@ -82,6 +82,8 @@ pub struct Dialect {
     pub nan: &'static str,
     /// Suffix of 64-bit float literals.
     pub f64_suffix: &'static str,
+    /// Suffixes of signed and unsigned 64-bit integer literals.
+    pub i64_suffixes: [&'static str; 2],
     /// Spellings of false and true.
     pub bools: [&'static str; 2],
     /// `&`, `|`, `^` on booleans are spelled `&&`, `||`, `^^`.
@@ -130,6 +132,7 @@ impl Dialect {
             inf: "__builtin_inf$s()",
             nan: "__builtin_nan$s(\"\")",
             f64_suffix: "",
+            i64_suffixes: ["LL", "ULL"],
             bools: ["0", "1"],
             logical_bools: false,
             c_remainder: true,

@@ -29,6 +29,7 @@ impl Dialect {
             inf: "INFINITY",
             nan: "NAN",
             f64_suffix: "",
+            i64_suffixes: ["LL", "ULL"],
             bools: ["0", "1"],
             logical_bools: false,
             c_remainder: true,

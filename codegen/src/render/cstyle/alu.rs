@@ -25,9 +25,11 @@ impl Renderer<'_> {
                 }
             }
             Scalar::Bool => self.dialect.bools[!v.is_zero() as usize].to_string(),
-            Scalar::I64 if v.as_i64() == i64::MIN => "(-9223372036854775807LL-1)".to_string(),
-            Scalar::I64 => format!("{}LL", v.as_i64()),
-            Scalar::U64 => format!("{}ULL", v.as_i64() as u64),
+            Scalar::I64 if v.as_i64() == i64::MIN => {
+                format!("(-9223372036854775807{}-1)", self.dialect.i64_suffixes[0])
+            }
+            Scalar::I64 => format!("{}{}", v.as_i64(), self.dialect.i64_suffixes[0]),
+            Scalar::U64 => format!("{}{}", v.as_i64() as u64, self.dialect.i64_suffixes[1]),
             Scalar::U32 => format!("{}u", v.as_i64()),
             Scalar::I32 if v.as_i64() == i32::MIN as i64 => "(-2147483647-1)".to_string(),
             _ => format!("{}", v.as_i64()),

@@ -39,6 +39,8 @@ pub struct Vk {
     pub timestamp_ns: Option<f64>,
     /// Storage buffers of 8-bit values (Kiln's booleans) are enabled.
     pub bytes_storage: bool,
+    /// 64-bit integers in shaders (`shaderInt64`) are enabled.
+    pub int64: bool,
     /// Most storage buffers one shader may bind, and most bytes one binding may span.
     pub bindings_max: usize,
     pub binding_bytes_max: usize,
@@ -85,6 +87,7 @@ impl Vk {
             align: p.align,
             timestamp_ns: p.timestamp_ns,
             bytes_storage: p.bytes_storage,
+            int64: p.int64,
             bindings_max: p.bindings_max,
             binding_bytes_max: p.binding_bytes_max,
         }
@@ -198,6 +201,7 @@ struct Parts {
     align: usize,
     timestamp_ns: Option<f64>,
     bytes_storage: bool,
+    int64: bool,
     bindings_max: usize,
     binding_bytes_max: usize,
 }
@@ -219,10 +223,13 @@ fn open_device(
     // SAFETY: a query on a physical device of this instance.
     unsafe { instance.get_physical_device_features2(pd, &mut have) };
     let double = have.features.shader_float64 == vk::TRUE;
+    let int64 = have.features.shader_int64 == vk::TRUE;
     let bytes_storage =
         v12 && have12.storage_buffer8_bit_access == vk::TRUE && have12.shader_int8 == vk::TRUE;
     let half = v12 && have12.shader_float16 == vk::TRUE;
-    let features = vk::PhysicalDeviceFeatures::default().shader_float64(double);
+    let features = vk::PhysicalDeviceFeatures::default()
+        .shader_float64(double)
+        .shader_int64(int64);
     let mut want12 = vk::PhysicalDeviceVulkan12Features::default()
         .storage_buffer8_bit_access(bytes_storage)
         .shader_int8(bytes_storage);
@@ -260,6 +267,7 @@ fn open_device(
         align: l.min_storage_buffer_offset_alignment.max(4) as usize,
         timestamp_ns: (stamp_bits > 0).then_some(l.timestamp_period as f64),
         bytes_storage,
+        int64,
         bindings_max: l.max_per_stage_descriptor_storage_buffers as usize,
         binding_bytes_max: l.max_storage_buffer_range as usize,
     })

@@ -100,6 +100,12 @@ fn check(vk: &Vk, kernels: &[GpuKernel]) -> Result<(), GpuError> {
                 feature: "8-bit storage buffers (for booleans)",
             });
         }
+        if k.src.contains(kiln_codegen::render::glsl::INT64_EXTENSION) && !vk.int64 {
+            return Err(GpuError::MissingFeature {
+                kernel: k.name.clone(),
+                feature: "64-bit integers (shaderInt64)",
+            });
+        }
     }
     Ok(())
 }
