@@ -391,7 +391,7 @@ fn run_rtt(
     timeout: Duration,
 ) -> Result<Vec<Option<CountedOutcome>>, BoardError> {
     let qemu = emulator(board, image)?;
-    let block = rtt_block(image)?;
+    let block = super::rtt_control_block(image)?;
     let io = IoDir::new()?;
     let socket = io.path.join("gdb.sock");
     let mut command = std::process::Command::new(&qemu[0]);
@@ -456,20 +456,6 @@ fn run_probe(
     Err(BoardError::NoProbeSupport {
         board: board.name.clone(),
     })
-}
-
-/// The address of an image's RTT control block.
-fn rtt_block(image: &BuiltImage) -> Result<u32, BoardError> {
-    let bytes = std::fs::read(&image.elf).map_err(io_error(&image.elf))?;
-    let elf = Elf::parse(&bytes).map_err(|reason| BoardError::Image {
-        path: image.elf.clone(),
-        reason,
-    })?;
-    let (address, _) = elf.symbol("_SEGGER_RTT").ok_or_else(|| BoardError::Image {
-        path: image.elf.clone(),
-        reason: "has no RTT control block (`_SEGGER_RTT`)".into(),
-    })?;
-    Ok(address)
 }
 
 /// Each case's outcome from the sessions: its outputs, or the device's own error; none for a

@@ -202,6 +202,23 @@ impl BoardError {
     }
 }
 
+/// The address of the RTT control block (`_SEGGER_RTT`) of `image`, which the host's RTT
+/// ([`rtt`]) reads and writes.
+pub(crate) fn rtt_control_block(image: &BuiltImage) -> Result<u32, BoardError> {
+    let bytes = std::fs::read(&image.elf).map_err(io_error(&image.elf))?;
+    let elf = elf::Elf::parse(&bytes).map_err(|reason| BoardError::Image {
+        path: image.elf.clone(),
+        reason,
+    })?;
+    let (address, _) = elf.symbol("_SEGGER_RTT").ok_or_else(|| BoardError::Image {
+        path: image.elf.clone(),
+        reason: "has no RTT control block (`_SEGGER_RTT`): an emulated board's firmware speaks \
+                 RTT only when built with its `rtt` feature (BuildOptions::rtt)"
+            .into(),
+    })?;
+    Ok(address)
+}
+
 /// Why `board` cannot build kernels `kernels_c`, if it cannot: GCC for RISC-V has no
 /// `_Float16` (GCC for Arm has it with `-mfp16-format=ieee`, which the board build gives it).
 pub fn unsupported_kernels(board: &BoardInfo, kernels_c: &str) -> Option<&'static str> {

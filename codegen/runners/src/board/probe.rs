@@ -7,9 +7,8 @@
 //! firmware flashed in part or stopped in the middle of a session does not go on running.
 
 use super::channel::{ChannelError, ChannelRun};
-use super::elf::Elf;
 use super::rtt::{self, DebugError, DebugMemory, RttError, Sessions};
-use super::{io_error, BoardError, BoardInfo, BuiltImage};
+use super::{BoardError, BoardInfo, BuiltImage};
 use probe_rs::flashing::{self, ElfLoader};
 use probe_rs::probe::list::Lister;
 use probe_rs::probe::DebugProbeInfo;
@@ -137,17 +136,7 @@ fn sessions_on(
             board: board.name.clone(),
         });
     };
-    let bytes = std::fs::read(&image.elf).map_err(io_error(&image.elf))?;
-    let elf = Elf::parse(&bytes).map_err(|reason| BoardError::Image {
-        path: image.elf.clone(),
-        reason,
-    })?;
-    let Some((block, _)) = elf.symbol("_SEGGER_RTT") else {
-        return Err(BoardError::Image {
-            path: image.elf.clone(),
-            reason: "has no RTT control block (`_SEGGER_RTT`)".into(),
-        });
-    };
+    let block = super::rtt_control_block(image)?;
     let info = pick(&board.name, options.serial.as_deref())?;
     let probe_name = describe(&info).name;
     let failed = |step: String| {

@@ -213,7 +213,10 @@ pub fn run_with_options(
     }
     let log = io.path.join("insn.log");
     let socket = io.path.join("gdb.sock");
-    let rtt_block = elf.symbol("_SEGGER_RTT").map(|(address, _)| address);
+    let rtt_block = match options.io {
+        Io::Rtt => Some(super::rtt_control_block(image)?),
+        Io::Files | Io::Channel => None,
+    };
     let mut command = Command::new(&qemu[0]);
     match options.io {
         Io::Files => command.args(&qemu[1..]).arg(&image.elf),
@@ -226,14 +229,6 @@ pub fn run_with_options(
             .arg(&image.elf)
             .args(gdb_args(&socket)),
     };
-    if options.io == Io::Rtt && rtt_block.is_none() {
-        return Err(BoardError::Image {
-            path: image.elf.clone(),
-            reason: "has no RTT control block (`_SEGGER_RTT`): build it with its `rtt` feature \
-                     (BuildOptions::rtt) to run it with --io rtt"
-                .into(),
-        });
-    }
     // A firmware that can never run a kernel has no marker, and nothing to count.
     let marker = elf.symbol("KILN_MARKER").map(|(address, _)| address);
     if let Some(address) = marker {
