@@ -187,6 +187,17 @@ impl Graph {
     /// TFLM's `MultiplyByQuantizedMultiplier` of the `i32` tensor `x`, as `i32`.
     pub fn requantize(&mut self, x: &Lazy, ms: &Multipliers) -> Result<Lazy, GraphError> {
         let all = ms.all();
+        // `x · 2^left` is computed in i32, as TFLM does: a larger shift (a scale ratio of 2^31
+        // or more, which only a damaged file has) cannot be.
+        if let Some(m) = all.iter().find(|m| m.left() > 30) {
+            return Err(GraphError::Invalid {
+                op: "requantize",
+                reason: format!(
+                    "a scale ratio of about 2^{} is beyond TFLM's fixed-point multipliers (at most 2^30)",
+                    m.shift
+                ),
+            });
+        }
         let mut x = x.clone();
         if all.iter().any(|m| m.left() > 0) {
             // `x · 2^left` in i32, as TFLM computes it.
@@ -292,6 +303,19 @@ impl Graph {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A scale ratio past what an i32 shift holds (a damaged file's) is an error naming it,
+    /// not an overflow.
+    #[test]
+    fn a_scale_ratio_too_large_is_an_error() {
+        let mut g = Graph::new();
+        let x = g.input("x", DType::I32, &[4]);
+        let huge = Multipliers::Tensor(QuantMultiplier::new(1e30));
+        let e = g.requantize(&x, &huge).unwrap_err().to_string();
+        assert!(e.contains("requantize") && e.contains("2^"), "{e}");
+        let fine = Multipliers::Tensor(QuantMultiplier::new(3.0));
+        assert!(g.requantize(&x, &fine).is_ok());
+    }
 
     #[test]
     fn multipliers_match_tflm_set_up() {
