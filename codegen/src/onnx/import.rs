@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 use thiserror::Error;
 
 use super::ops::{self, checked_numel, dtype_of, materialize, Ctx, OpBuilder, OpError, Value};
-use super::{pin_dims, qdq, OnnxError, OnnxModel, OnnxNode, Requant};
+use super::{pin_dims, qdq, Narrow, OnnxError, OnnxModel, OnnxNode, Requant};
 use crate::graph::eval::evaluate;
 pub use crate::graph::Imported;
 use crate::graph::{Graph, Lazy};
@@ -19,6 +19,23 @@ use crate::tensor::Tensor;
 
 /// Known inputs up to this many elements (each) are computed on at compile time.
 const HOST_LIMIT: usize = 1 << 14;
+
+/// Ops whose first output has the element type of their first input: a narrow type passes
+/// through them (in its container) to a later `CastLike` or quantization that reads it.
+const PASS_ELEMENT_TYPE: &[&str] = &[
+    "Identity",
+    "Reshape",
+    "Flatten",
+    "Squeeze",
+    "Unsqueeze",
+    "Transpose",
+    "Slice",
+    "Gather",
+    "Concat",
+    "Expand",
+    "Tile",
+    "Split",
+];
 
 /// Why a model could not be imported.
 #[derive(Debug, Error)]
@@ -103,6 +120,7 @@ pub fn import_with(
     let mut imp = Importer {
         graph: Graph::new(),
         values: HashMap::new(),
+        narrow: graph.narrow.clone(),
         cache: HashMap::new(),
         opset: model.opset,
         requant,
@@ -142,6 +160,8 @@ pub fn import_with(
 struct Importer {
     graph: Graph,
     values: HashMap<String, Value>,
+    /// The values of a narrow element type, held in its container.
+    narrow: HashMap<String, Narrow>,
     /// Known values already added to the graph, by name.
     cache: HashMap<String, Lazy>,
     opset: i64,
@@ -166,16 +186,23 @@ impl Importer {
             Value::Known(t) => t.numel() <= HOST_LIMIT,
             Value::Tensor(_) => false,
         });
+        let narrow: Vec<Option<Narrow>> = node
+            .inputs
+            .iter()
+            .map(|n| self.narrow.get(n).copied())
+            .collect();
+        let spec = (self.opset, self.requant);
         let folded = match foldable {
-            true => eval_on_host(node, &inputs, (self.opset, self.requant), build).map_err(fail)?,
+            true => eval_on_host(node, &inputs, &narrow, spec, build).map_err(fail)?,
             false => None,
         };
-        let outs = match folded {
-            Some(outs) => outs,
+        let (outs, narrow_outs) = match folded {
+            Some(done) => done,
             None => {
-                let spec = (self.opset, self.requant);
-                let mut ctx = Ctx::new(node, spec, &mut self.graph, &inputs, &mut self.cache);
-                build(&mut ctx).map_err(fail)?
+                let ctx = Ctx::new(node, spec, &mut self.graph, &inputs, &mut self.cache);
+                let mut ctx = ctx.with_narrow_inputs(narrow.clone());
+                let outs = build(&mut ctx).map_err(fail)?;
+                (outs, ctx.narrow_outputs().to_vec())
             }
         };
         for (k, name) in node.outputs.iter().enumerate() {
@@ -187,6 +214,13 @@ impl Importer {
                 fail(OpError::Output { index: k, name })
             })?;
             self.values.insert(name.clone(), v);
+            let passed = match PASS_ELEMENT_TYPE.contains(&node.op_type.as_str()) {
+                true => narrow.first().copied().flatten(),
+                false => None,
+            };
+            if let Some(n) = narrow_outs.get(k).copied().flatten().or(passed) {
+                self.narrow.insert(name.clone(), n);
+            }
         }
         Ok(())
     }
@@ -209,17 +243,24 @@ impl Importer {
     }
 }
 
+/// A node's output values, and the narrow element type of each that has one.
+type Built = (Vec<Value>, Vec<Option<Narrow>>);
+
 /// Builds `node` on a scratch graph of its known inputs and evaluates it there:
 /// its outputs as known values, or `None` when one is too large to keep on the host.
 fn eval_on_host(
     node: &OnnxNode,
     inputs: &[Option<Value>],
+    narrow: &[Option<Narrow>],
     spec: (i64, Requant),
     build: OpBuilder,
-) -> Result<Option<Vec<Value>>, OpError> {
+) -> Result<Option<Built>, OpError> {
     let mut g = Graph::new();
     let mut cache = HashMap::new();
-    let outs = build(&mut Ctx::new(node, spec, &mut g, inputs, &mut cache))?;
+    let mut ctx =
+        Ctx::new(node, spec, &mut g, inputs, &mut cache).with_narrow_inputs(narrow.to_vec());
+    let outs = build(&mut ctx)?;
+    let narrow_outs = ctx.narrow_outputs().to_vec();
     let computed: Vec<Lazy> = outs
         .iter()
         .filter_map(|v| match v {
@@ -249,5 +290,5 @@ fn eval_on_host(
             known => Ok(known),
         })
         .collect::<Result<_, OpError>>()?;
-    Ok(Some(known))
+    Ok(Some((known, narrow_outs)))
 }

@@ -9,6 +9,7 @@ mod attr;
 mod error;
 pub mod import;
 mod model;
+pub mod narrow;
 pub mod ops;
 pub mod proto;
 pub mod qdq;
@@ -22,7 +23,7 @@ pub use import::{import, import_with, ImportError, Imported};
 pub use model::{load, load_bytes, Dim, OnnxGraph, OnnxModel, OnnxNode, ValueInfo};
 pub use qdq::Requant;
 pub use shape::{parse_shape_override, pin_dims};
-pub use tensor::{decode_tensor, ElemType};
+pub use tensor::{decode_tensor, ElemType, Narrow};
 
 #[cfg(test)]
 mod tests;

@@ -1,6 +1,6 @@
 //! Kiln's plain view of an ONNX model: graph, values, initializers and sorted nodes.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use prost::Message;
@@ -11,7 +11,7 @@ use super::proto::tensor_shape_proto::dimension::Value as DimValue;
 use super::proto::type_proto::Value as TypeValue;
 use super::proto::{GraphProto, ModelProto, NodeProto, OperatorSetIdProto, ValueInfoProto};
 use super::sort::sort_nodes;
-use super::tensor::{tensor_from_proto, ElemType};
+use super::tensor::{tensor_from_proto, ElemType, Narrow};
 use crate::tensor::Tensor;
 
 /// A loaded model.
@@ -35,6 +35,9 @@ pub struct OnnxGraph {
     pub initializers: Vec<(String, Tensor)>,
     /// Nodes in topological order (file order where the file allows it).
     pub nodes: Vec<OnnxNode>,
+    /// The values the file types with a narrow element type (inputs, initializers, outputs and
+    /// `value_info`), which Kiln holds in a wider container.
+    pub narrow: HashMap<String, Narrow>,
 }
 
 /// A graph input or output. An output whose file gives no shape has no dims.
@@ -114,6 +117,7 @@ fn default_opset(imports: &[OperatorSetIdProto]) -> Result<i64, OnnxError> {
 }
 
 fn read_graph(g: GraphProto) -> Result<OnnxGraph, OnnxError> {
+    let mut narrow = declared_narrow(&g);
     let initializers = g
         .initializer
         .into_iter()
@@ -143,13 +147,32 @@ fn read_graph(g: GraphProto) -> Result<OnnxGraph, OnnxError> {
         .collect::<Result<Vec<_>, _>>()?;
     let defined = inputs.iter().map(|v| v.name.as_str()).chain(init_names);
     let nodes = sort_nodes(nodes, defined)?;
+    narrow.retain(|name, _| !name.is_empty());
     Ok(OnnxGraph {
         name: g.name.unwrap_or_default(),
         inputs,
         outputs,
         initializers,
         nodes,
+        narrow,
     })
+}
+
+/// The values `g` types with a narrow element type, by name.
+fn declared_narrow(g: &GraphProto) -> HashMap<String, Narrow> {
+    let typed = g.input.iter().chain(&g.output).chain(&g.value_info);
+    let from_info = typed.filter_map(|v| {
+        let elem = match v.r#type.as_ref()?.value.as_ref()? {
+            TypeValue::TensorType(t) => t.elem_type?,
+            _ => return None,
+        };
+        Some((v.name.clone()?, Narrow::from_code(elem)?))
+    });
+    let from_init = g
+        .initializer
+        .iter()
+        .filter_map(|t| Some((t.name.clone()?, Narrow::from_code(t.data_type?)?)));
+    from_info.chain(from_init).collect()
 }
 
 fn read_value_info(v: ValueInfoProto, needs_shape: bool) -> Result<ValueInfo, OnnxError> {

@@ -6,6 +6,7 @@ use std::fmt;
 use prost::Message;
 
 use super::error::OnnxError;
+pub use super::narrow::Narrow;
 use super::proto::tensor_proto::DataLocation;
 use super::proto::TensorProto;
 use crate::dtype::Scalar;
@@ -17,7 +18,6 @@ pub enum ElemType {
     F32,
     F64,
     F16,
-    BF16,
     I8,
     U8,
     I16,
@@ -28,7 +28,9 @@ pub enum ElemType {
     U64,
     Bool,
     String,
-    /// Any other `DataType` code (complex, float8, int4, …, or undefined).
+    /// A type narrower than Kiln computes in, carried in a wider container ([`Narrow`]).
+    Narrow(Narrow),
+    /// Any other `DataType` code (complex, or undefined).
     Other(i32),
 }
 
@@ -49,8 +51,7 @@ impl ElemType {
             11 => ElemType::F64,
             12 => ElemType::U32,
             13 => ElemType::U64,
-            16 => ElemType::BF16,
-            other => ElemType::Other(other),
+            other => Narrow::from_code(other).map_or(ElemType::Other(other), ElemType::Narrow),
         }
     }
 
@@ -70,21 +71,27 @@ impl ElemType {
             ElemType::F64 => 11,
             ElemType::U32 => 12,
             ElemType::U64 => 13,
-            ElemType::BF16 => 16,
+            ElemType::Narrow(n) => n.code(),
             ElemType::Other(code) => code,
         }
     }
 
-    /// Bytes per element, or `None` for strings and types Kiln does not know.
+    /// Bytes per element as Kiln holds it (a narrow type's container), or `None` for strings and
+    /// types Kiln does not know.
     pub fn size(self) -> Option<usize> {
+        self.scalar().map(Scalar::size)
+    }
+
+    /// The narrow type this is, if it is one.
+    pub fn narrow(self) -> Option<Narrow> {
         match self {
-            ElemType::BF16 => Some(2),
-            ElemType::String | ElemType::Other(_) => None,
-            known => known.scalar().map(Scalar::size),
+            ElemType::Narrow(n) => Some(n),
+            _ => None,
         }
     }
 
-    /// Kiln's scalar type for this element type; `tensor` names the value in the error.
+    /// Kiln's scalar type for this element type (a narrow type's container); `tensor` names the
+    /// value in the error.
     pub fn to_scalar(self, tensor: &str) -> Result<Scalar, OnnxError> {
         self.scalar().ok_or_else(|| OnnxError::UnsupportedElemType {
             tensor: tensor.to_string(),
@@ -106,7 +113,8 @@ impl ElemType {
             ElemType::I64 => Scalar::I64,
             ElemType::U64 => Scalar::U64,
             ElemType::Bool => Scalar::Bool,
-            ElemType::BF16 | ElemType::String | ElemType::Other(_) => return None,
+            ElemType::Narrow(n) => n.container(),
+            ElemType::String | ElemType::Other(_) => return None,
         })
     }
 }
@@ -114,7 +122,7 @@ impl ElemType {
 impl fmt::Display for ElemType {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ElemType::BF16 => f.write_str("bf16"),
+            ElemType::Narrow(n) => f.write_str(n.name()),
             ElemType::String => f.write_str("string"),
             ElemType::Other(code) => write!(f, "onnx type {code}"),
             known => f.write_str(known.scalar().map_or("?", Scalar::name)),
@@ -146,7 +154,8 @@ pub(crate) fn tensor_from_proto(t: TensorProto, label: &str) -> Result<Tensor, O
     if t.segment.is_some() {
         return Err(bad("segmented tensors are not supported".to_string()));
     }
-    let dtype = match ElemType::from_code(t.data_type.unwrap_or(0)) {
+    let elem = ElemType::from_code(t.data_type.unwrap_or(0));
+    let dtype = match elem {
         ElemType::Other(code) => {
             let tensor = name.to_string();
             return Err(OnnxError::UnknownElemType { tensor, code });
@@ -158,6 +167,9 @@ pub(crate) fn tensor_from_proto(t: TensorProto, label: &str) -> Result<Tensor, O
         .iter()
         .map(|&d| usize::try_from(d).map_err(|_| bad(format!("negative dimension {d}"))))
         .collect::<Result<Vec<_>, _>>()?;
+    if let Some(narrow) = elem.narrow() {
+        return narrow.read_proto(&t, dims).map_err(bad);
+    }
     let count = dims.iter().try_fold(1usize, |n, &d| n.checked_mul(d));
     let want = count
         .and_then(|n| n.checked_mul(dtype.size()))

@@ -8,7 +8,7 @@ use thiserror::Error;
 
 use crate::dtype::{DType, Scalar};
 use crate::graph::{Graph, GraphError, Lazy};
-use crate::onnx::{AttrProblem, Attributes, ElemType, OnnxError, OnnxNode, Requant};
+use crate::onnx::{AttrProblem, Attributes, ElemType, Narrow, OnnxError, OnnxNode, Requant};
 use crate::ops::ConstValue;
 use crate::tensor::{decode_element, Tensor, TensorError};
 
@@ -113,6 +113,10 @@ pub struct Ctx<'a> {
     inputs: &'a [Option<Value>],
     /// Known inputs already turned into graph values, by value name.
     cache: &'a mut HashMap<String, Lazy>,
+    /// The narrow element type of each input that has one (held in its container).
+    narrow_inputs: Vec<Option<Narrow>>,
+    /// The narrow element type of each output that the builder gave one.
+    narrow_outputs: Vec<Option<Narrow>>,
 }
 
 impl<'a> Ctx<'a> {
@@ -130,7 +134,33 @@ impl<'a> Ctx<'a> {
             graph,
             inputs,
             cache,
+            narrow_inputs: Vec::new(),
+            narrow_outputs: Vec::new(),
         }
+    }
+
+    /// The same, with the narrow element types of the inputs.
+    pub fn with_narrow_inputs(mut self, narrow: Vec<Option<Narrow>>) -> Self {
+        self.narrow_inputs = narrow;
+        self
+    }
+
+    /// The narrow element type of input `i`, when it has one.
+    pub fn narrow(&self, i: usize) -> Option<Narrow> {
+        self.narrow_inputs.get(i).copied().flatten()
+    }
+
+    /// Says that output `k` holds values of the narrow type `n` (in its container).
+    pub fn set_narrow(&mut self, k: usize, n: Narrow) {
+        if self.narrow_outputs.len() <= k {
+            self.narrow_outputs.resize(k + 1, None);
+        }
+        self.narrow_outputs[k] = Some(n);
+    }
+
+    /// The narrow element types the builder gave its outputs.
+    pub fn narrow_outputs(&self) -> &[Option<Narrow>] {
+        &self.narrow_outputs
     }
 
     pub fn attrs(&self) -> &Attributes {

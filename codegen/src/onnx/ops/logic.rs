@@ -4,7 +4,8 @@ use super::ctx::{dtype_of, invalid, output_name, Ctx, OpError, Value};
 use super::OpBuilder;
 use crate::dtype::DType;
 use crate::graph::{Graph, GraphError, Lazy};
-use crate::onnx::ElemType;
+use crate::onnx::narrow::ScaleRounding;
+use crate::onnx::{ElemType, Narrow};
 use crate::ops::BinaryOp;
 
 pub(super) const OPS: &[(&str, OpBuilder)] = &[
@@ -112,9 +113,27 @@ fn convert(g: &mut Graph, x: &Lazy, to: DType) -> Result<Lazy, GraphError> {
 fn cast(ctx: &mut Ctx) -> Out {
     let code = ctx.attrs().int("to")?;
     let elem = ElemType::from_code(i32::try_from(code).unwrap_or(-1));
+    if let Some(narrow) = elem.narrow() {
+        return cast_to_narrow(ctx, narrow);
+    }
     let to = dtype_of(elem, output_name(ctx.node, 0))?;
     let x = ctx.tensor(0)?;
     Ok(vec![Value::Tensor(convert(ctx.graph, &x, to)?)])
+}
+
+/// Converts input 0 to a narrow type, as the node's `saturate` and `round_mode` say.
+fn cast_to_narrow(ctx: &mut Ctx, narrow: Narrow) -> Out {
+    let saturate = ctx.attrs().int_or("saturate", 1)? != 0;
+    let mode = ctx.attrs().string_or("round_mode", "up".into())?;
+    let rounding = ScaleRounding::from_name(&mode).ok_or_else(|| {
+        invalid(format!(
+            "round_mode {mode:?} is not one of \"up\", \"down\", \"nearest\""
+        ))
+    })?;
+    let x = ctx.tensor(0)?;
+    let y = narrow.convert(ctx.graph, &x, saturate, rounding)?;
+    ctx.set_narrow(0, narrow);
+    Ok(vec![Value::Tensor(y)])
 }
 
 /// Reinterprets the bits of each element as type `to`, of the same size.
@@ -138,6 +157,9 @@ fn bit_cast(ctx: &mut Ctx) -> Out {
 }
 
 fn cast_like(ctx: &mut Ctx) -> Out {
+    if let Some(narrow) = ctx.narrow(1) {
+        return cast_to_narrow(ctx, narrow);
+    }
     let to = ctx.dtype(1)?;
     let x = ctx.tensor(0)?;
     Ok(vec![Value::Tensor(convert(ctx.graph, &x, to)?)])

@@ -9,8 +9,9 @@ use crate::dtype::{DType, Scalar};
 use crate::graph::quant::{folded_zero_points, Multipliers, QuantMultiplier};
 use crate::graph::Graph;
 use crate::graph::Lazy;
+use crate::onnx::narrow::ScaleRounding;
 use crate::onnx::qdq::Requant;
-use crate::onnx::ElemType;
+use crate::onnx::{ElemType, Narrow};
 use crate::ops::{BinaryOp, ReduceOp};
 use crate::tensor::Tensor;
 
@@ -99,8 +100,55 @@ fn int_range(t: DType) -> Result<(f64, f64), OpError> {
     })
 }
 
+/// The narrow type of `QuantizeLinear`'s output, when it has one: the zero point's, else
+/// `output_dtype`'s.
+fn quantized_narrow(ctx: &Ctx) -> Result<Option<Narrow>, OpError> {
+    if ctx.has(2) {
+        return Ok(ctx.narrow(2));
+    }
+    let code = ctx.attrs().int_or("output_dtype", 0)?;
+    Ok(ElemType::from_code(i32::try_from(code).unwrap_or(-1)).narrow())
+}
+
+/// `QuantizeLinear` to a narrow type: integers as to `int8`, over their range; float8
+/// converts `x / scale` (with `saturate`; its zero point is always zero), float4 `x / scale +
+/// zero_point`.
+fn quantize_narrow(ctx: &mut Ctx, to: Narrow) -> Out {
+    let saturate = ctx.attrs().int_or("saturate", 1)? != 0;
+    let (x, scale) = (ctx.tensor(0)?, ctx.tensor(1)?);
+    let scale = along_axis(ctx, &scale, &x)?;
+    let zp = match ctx.opt_tensor(2)? {
+        Some(zp) if !to.is_float8() => Some(along_axis(ctx, &zp, &x)?),
+        _ => None,
+    };
+    let g = &mut *ctx.graph;
+    let x = g.cast(&x, DType::F32);
+    let scale = g.cast(&scale, DType::F32);
+    let mut q = g.binary(BinaryOp::Div, &x, &scale)?;
+    let int_range = to.int_range();
+    if int_range.is_some() {
+        q = g.round_even(&q)?;
+    }
+    if let Some(zp) = zp {
+        let zf = g.cast(&zp, DType::F32);
+        q = g.binary(BinaryOp::Add, &q, &zf)?;
+    }
+    let y = match int_range {
+        Some((lo, hi)) => {
+            let q = g.clip(&q, Some(lo as f64), Some(hi as f64))?;
+            g.cast(&q, DType::from(to.container()))
+        }
+        None => to.convert(g, &q, saturate, ScaleRounding::Up)?,
+    };
+    ctx.set_narrow(0, to);
+    Ok(vec![Value::Tensor(y)])
+}
+
 /// `saturate(round_half_even(x / scale) + zero_point)`.
 fn quantize_linear(ctx: &mut Ctx) -> Out {
+    if let Some(narrow) = quantized_narrow(ctx)? {
+        return quantize_narrow(ctx, narrow);
+    }
     let to = quantized_type(ctx)?;
     let (lo, hi) = int_range(to)?;
     let (x, scale) = (ctx.tensor(0)?, ctx.tensor(1)?);

@@ -3,9 +3,10 @@ use prost::Message;
 
 use super::protos::{bytes, f32_tensor, graph, model, node, value};
 use super::{assert_sorted, mlperf_model, test_model};
+use crate::dtype::Scalar;
 use crate::onnx::proto::tensor_proto::DataLocation;
 use crate::onnx::proto::{ModelProto, OperatorSetIdProto, StringStringEntryProto};
-use crate::onnx::{load, load_bytes, ElemType, OnnxError};
+use crate::onnx::{load, load_bytes, ElemType, Narrow, OnnxError};
 
 fn chain_model() -> ModelProto {
     let nodes = vec![node("Relu", &["x"], &["a"]), node("Neg", &["a"], &["y"])];
@@ -161,18 +162,12 @@ fn bad_initializers_are_errors_naming_the_tensor() {
         }
     ));
 
-    let mut half = f32_tensor("bf", &[1], &[]);
-    half.data_type = Some(ElemType::BF16.code());
-    half.raw_data = Some(vec![0x80, 0x3f]);
-    let err = load_err(&with_initializer(half));
+    let mut packed = f32_tensor("i4", &[3], &[]);
+    packed.data_type = Some(Narrow::I4.code());
+    packed.raw_data = Some(vec![0x21]);
+    let err = load_err(&with_initializer(packed));
     assert!(
-        matches!(
-            &err,
-            OnnxError::UnsupportedElemType {
-                tensor,
-                elem: ElemType::BF16,
-            } if tensor == "bf"
-        ),
+        matches!(&err, OnnxError::BadTensor { tensor, reason } if tensor == "i4" && reason.contains("need 2")),
         "{err}"
     );
 
@@ -219,12 +214,31 @@ fn typed_half_and_bool_data_become_bytes() {
 }
 
 #[test]
+fn narrow_data_reads_into_its_container() {
+    let mut brain = f32_tensor("bf", &[2], &[]);
+    brain.data_type = Some(Narrow::Bf16.code());
+    brain.raw_data = Some(vec![0x80, 0x3f, 0x20, 0xc1]);
+    let mut e4m3 = f32_tensor("f8", &[2], &[]);
+    e4m3.data_type = Some(Narrow::F8E4M3Fn.code());
+    e4m3.int32_data = vec![0x7e, 0xb8];
+    let mut m = with_initializer(brain);
+    m.graph.as_mut().unwrap().initializer.push(e4m3);
+    let loaded = load_bytes(&bytes(&m)).unwrap();
+    let (_, bf) = &loaded.graph.initializers[0];
+    assert_eq!((bf.dtype(), bf.to_f64()), (Scalar::F32, vec![1.0, -10.0]));
+    let (_, f8) = &loaded.graph.initializers[1];
+    assert_eq!(f8.to_f64(), vec![448.0, -1.0]);
+    assert_eq!(loaded.graph.narrow.get("f8"), Some(&Narrow::F8E4M3Fn));
+}
+
+#[test]
 fn elem_types_without_a_kiln_scalar_are_typed_errors() {
-    let err = ElemType::BF16.to_scalar("weights").unwrap_err();
+    let err = ElemType::String.to_scalar("weights").unwrap_err();
     assert!(matches!(&err, OnnxError::UnsupportedElemType { tensor, .. } if tensor == "weights"));
-    assert!(err.to_string().contains("bf16"), "{err}");
-    assert_eq!(ElemType::from_code(17), ElemType::Other(17));
-    for code in (1..=13).chain([16]) {
+    assert!(err.to_string().contains("string"), "{err}");
+    assert_eq!(ElemType::from_code(14), ElemType::Other(14));
+    assert_eq!(ElemType::from_code(17), ElemType::Narrow(Narrow::F8E4M3Fn));
+    for code in (1..=13).chain(16..=26) {
         assert_eq!(ElemType::from_code(code).code(), code);
     }
 }
