@@ -3,7 +3,8 @@
 //! process, and exits with 1 when one of them no longer passes; with `--board qemu-an386`, the
 //! cases of `tests/conformance/qemu-an386.pass` run on the emulated Cortex-M4F, many to an image,
 //! through semihosting files and again over RTT (`--io rtt`: one session per case through
-//! QEMU's gdbstub, the path of a real board).
+//! QEMU's gdbstub, the path of a real board); with `--board opencl` and `--board vulkan`, the
+//! cases of their lists on this machine's devices (PoCL and lavapipe in CI).
 //!
 //! The cases come with the `onnx` package (`bash scripts/setup-python.sh`, or
 //! `$KILN_ONNX_NODE_TESTS`); without them the test says so and passes, except in CI (`$CI`),
@@ -25,6 +26,32 @@ fn every_listed_case_still_passes_on_qemu_an386() {
 #[test]
 fn every_listed_case_still_passes_on_qemu_an386_over_rtt() {
     listed_cases_pass_with("qemu-an386", &["--io", "rtt"]);
+}
+
+#[test]
+fn every_listed_case_still_passes_on_opencl() {
+    listed_cases_pass_on_gpu(kiln_codegen::gpu::Api::OpenCl);
+}
+
+#[test]
+fn every_listed_case_still_passes_on_vulkan() {
+    listed_cases_pass_on_gpu(kiln_codegen::gpu::Api::Vulkan);
+}
+
+/// The GPU interface's list on this machine's device; without a device the test says so and
+/// passes, except with `KILN_REQUIRE_GPU=1` (as in CI, on PoCL and lavapipe), where it fails.
+fn listed_cases_pass_on_gpu(api: kiln_codegen::gpu::Api) {
+    if let Err(e) = kiln_runners::gpu::device_limits(api) {
+        assert_ne!(
+            std::env::var("KILN_REQUIRE_GPU").as_deref(),
+            Ok("1"),
+            "no {} device: {e}",
+            api.name()
+        );
+        eprintln!("skipping the {} conformance list: {e}", api.name());
+        return;
+    }
+    listed_cases_pass(api.name());
 }
 
 fn listed_cases_pass(board: &str) {

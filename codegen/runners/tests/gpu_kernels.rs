@@ -363,3 +363,60 @@ fn sixty_four_bit_integers_are_stored_and_summed() {
         assert_eq!(got, want, "{}\n{}", api.name(), p.src);
     }
 }
+
+/// 8- and 16-bit integers: loaded, reduced with `max`, offset by a literal of their own type
+/// and stored as `int8_t`/`int16_t` in GLSL (8- and 16-bit storage and arithmetic) and as
+/// `char`/`short` in OpenCL C; booleans reduced with `max` (any), which GLSL spells `||`.
+#[test]
+fn narrow_integers_and_booleans_are_reduced() {
+    let (rows, cols) = (4, 8);
+    for dtype in [DType::I8, DType::I16, DType::BOOL] {
+        let size = dtype.size();
+        let x: Vec<i64> = (0..rows * cols)
+            .map(|i| match dtype {
+                DType::BOOL => i64::from(i % 11 == 3),
+                _ => (i as i64 * 37) % 101 - 60,
+            })
+            .collect();
+        let x_bytes: Vec<u8> = x
+            .iter()
+            .flat_map(|&v| v.to_le_bytes()[..size].to_vec())
+            .collect();
+        let offset = i64::from(dtype != DType::BOOL) * -3;
+        let want: Vec<i64> = x
+            .chunks(cols)
+            .map(|row| row.iter().max().unwrap() + offset)
+            .collect();
+        let ld = LazyOp::load(1, dtype, ShapeTracker::from_shape(&[rows, cols]));
+        let mut top = LazyOp::reduce(ReduceOp::Max, vec![1], ld);
+        if dtype != DType::BOOL {
+            let c = kiln_codegen::ops::ConstValue::from_i64(dtype, offset);
+            let k = LazyOp::constant(c, dtype, ShapeTracker::from_shape(&[rows, 1]));
+            top = LazyOp::alu(AluOp::Binary(BinaryOp::Add), vec![top, k]);
+        }
+        let ast = store(&[rows, 1], top);
+        for api in APIS {
+            let Some(l) = limits(api) else { continue };
+            let p = program(api, &l, &ast, &[]);
+            let k = GpuKernel::from_program(api, &p, &p.name);
+            let call = KernelCall {
+                kernel: 0,
+                buffers: vec![vec![0u8; size * rows], x_bytes.clone()],
+            };
+            let run = match api {
+                Api::OpenCl => opencl::run_calls(&opencl::device().unwrap(), &[k], &[call]),
+                Api::Vulkan => vulkan::run_calls(&vulkan::device().unwrap(), &[k], &[call]),
+            }
+            .unwrap_or_else(|e| panic!("{} {dtype}: {e}\n{}", api.name(), p.src));
+            let got: Vec<i64> = run.buffers[0][0]
+                .chunks_exact(size)
+                .map(|c| match size {
+                    1 if dtype == DType::BOOL => i64::from(c[0]),
+                    1 => i64::from(c[0] as i8),
+                    _ => i64::from(i16::from_le_bytes([c[0], c[1]])),
+                })
+                .collect();
+            assert_eq!(got, want, "{} {dtype}\n{}", api.name(), p.src);
+        }
+    }
+}

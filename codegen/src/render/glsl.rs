@@ -29,6 +29,7 @@ impl Dialect {
             nan: "uintBitsToFloat(0x7fc00000u)",
             f64_suffix: "lf",
             i64_suffixes: ["l", "ul"],
+            typed_small_literals: true,
             bools: ["false", "true"],
             logical_bools: true,
             c_remainder: false,
@@ -63,15 +64,14 @@ pub fn glsl_type_name(d: DType) -> String {
 }
 
 /// Storage blocks hold 32- and 64-bit scalars (64-bit integers through the
-/// `GL_EXT_shader_explicit_arithmetic_types_int64` extension, the device's `shaderInt64`), and
-/// booleans as bytes (8-bit storage). Values of 8- and 16-bit integers would need explicit
-/// conversions everywhere: not rendered.
+/// `GL_EXT_shader_explicit_arithmetic_types_int64` extension, the device's `shaderInt64`),
+/// 8- and 16-bit integers (8- and 16-bit storage, with their arithmetic types), and booleans
+/// as bytes. 16-bit floats are not rendered.
 fn glsl_storage_type(d: DType) -> Option<String> {
     match d.scalar {
         Scalar::Bool => Some("uint8_t".to_string()),
-        Scalar::I32 | Scalar::U32 | Scalar::F32 | Scalar::F64 => Some(glsl_type_name(d)),
-        Scalar::I64 | Scalar::U64 => Some(glsl_type_name(d)),
-        _ => None,
+        Scalar::F16 => None,
+        _ => Some(glsl_type_name(d)),
     }
 }
 
@@ -109,11 +109,15 @@ fn glsl_math(base: &str, d: DType) -> Option<MathFn> {
 
 fn glsl_preamble(values: &[Scalar], buffers: &[Scalar]) -> Vec<String> {
     let mut out = vec!["#version 450".to_string()];
-    if buffers.contains(&Scalar::Bool)
-        || values.iter().any(|s| matches!(s, Scalar::I8 | Scalar::U8))
-    {
+    let bytes = |s: &Scalar| matches!(s, Scalar::Bool | Scalar::I8 | Scalar::U8);
+    if values.iter().any(bytes) || buffers.iter().any(bytes) {
         out.push("#extension GL_EXT_shader_8bit_storage : require".to_string());
         out.push("#extension GL_EXT_shader_explicit_arithmetic_types_int8 : require".to_string());
+    }
+    let shorts = |s: &Scalar| matches!(s, Scalar::I16 | Scalar::U16);
+    if values.iter().any(shorts) || buffers.iter().any(shorts) {
+        out.push(INT16_EXTENSION.to_string());
+        out.push("#extension GL_EXT_shader_explicit_arithmetic_types_int16 : require".to_string());
     }
     let wide = |s: &Scalar| matches!(s, Scalar::I64 | Scalar::U64);
     if values.iter().any(wide) || buffers.iter().any(wide) {
@@ -126,3 +130,7 @@ fn glsl_preamble(values: &[Scalar], buffers: &[Scalar]) -> Vec<String> {
 /// `shaderInt64`.
 pub const INT64_EXTENSION: &str =
     "#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require";
+
+/// The extension a kernel with 16-bit integers enables; a device runs it only with
+/// `storageBuffer16BitAccess` and `shaderInt16`.
+pub const INT16_EXTENSION: &str = "#extension GL_EXT_shader_16bit_storage : require";

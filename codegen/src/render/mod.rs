@@ -84,6 +84,9 @@ pub struct Dialect {
     pub f64_suffix: &'static str,
     /// Suffixes of signed and unsigned 64-bit integer literals.
     pub i64_suffixes: [&'static str; 2],
+    /// Literals of 8- and 16-bit integers are cast to their type (a language without implicit
+    /// conversions between integer widths: GLSL).
+    pub typed_small_literals: bool,
     /// Spellings of false and true.
     pub bools: [&'static str; 2],
     /// `&`, `|`, `^` on booleans are spelled `&&`, `||`, `^^`.
@@ -133,6 +136,7 @@ impl Dialect {
             nan: "__builtin_nan$s(\"\")",
             f64_suffix: "",
             i64_suffixes: ["LL", "ULL"],
+            typed_small_literals: false,
             bools: ["0", "1"],
             logical_bools: false,
             c_remainder: true,

@@ -30,6 +30,7 @@ impl Dialect {
             nan: "NAN",
             f64_suffix: "",
             i64_suffixes: ["LL", "ULL"],
+            typed_small_literals: false,
             bools: ["0", "1"],
             logical_bools: false,
             c_remainder: true,

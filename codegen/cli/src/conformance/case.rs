@@ -3,10 +3,13 @@
 use std::path::Path;
 
 use super::Outcome;
-use kiln_codegen::compile::compile_graph;
+use kiln_codegen::bundle::Bundle;
+use kiln_codegen::compile::{compile_graph, CompileError};
 use kiln_codegen::dtype::Scalar;
 use kiln_codegen::error::chain;
+use kiln_codegen::gpu::{Api, GpuError};
 use kiln_codegen::onnx::{self, ops::OpError, AttrProblem, ImportError, OnnxError};
+use kiln_codegen::render::{ProgramError, RenderError};
 use kiln_codegen::target::Target;
 use kiln_codegen::tensor::Tensor;
 use kiln_codegen::tensorio::{self, TensorIoError};
@@ -177,22 +180,67 @@ pub struct ImportedCase {
 /// no further.
 pub fn prepare(dir: &Path, target: &Target) -> Result<Prepared, Outcome> {
     let case = import_case(dir, &dir.join("test_data_set_0"))?;
+    let i = &case.imported;
+    let bundle = match compile_graph("case", &i.graph, &i.outputs, target, true, &mut |_, _| {}) {
+        Ok(b) => b,
+        Err(e) => return Err(fail("compile", chain(&e))),
+    };
+    prepared(case, bundle)
+}
+
+/// Runs the case in folder `dir` on this machine's device of `api` (an edge GPU's interface),
+/// compiled for that device's limits, and says what became of it. A kernel the device
+/// cannot run (a type or feature it lacks) is a skip that names it.
+pub fn run_case_gpu(dir: &Path, api: Api) -> Outcome {
+    let case = match import_case(dir, &dir.join("test_data_set_0")) {
+        Ok(c) => c,
+        Err(outcome) => return outcome,
+    };
+    let limits = match kiln_runners::gpu::device_limits(api) {
+        Ok(l) => l,
+        Err(e) => return fail("device", chain(&e)),
+    };
+    let i = &case.imported;
+    let gb = match kiln_codegen::gpu::compile(
+        "case",
+        &i.graph,
+        &i.outputs,
+        api,
+        &limits,
+        &mut |_, _| {},
+    ) {
+        Ok(gb) => gb,
+        Err(e) => return gpu_outcome("compile", &e),
+    };
+    let case = match prepared(case, gb.bundle.clone()) {
+        Ok(c) => c,
+        Err(outcome) => return outcome,
+    };
+    match kiln_runners::gpu::run(&gb, &case.inputs, 1) {
+        Ok(ran) => check_outputs(&case, &ran.outputs),
+        Err(e) => gpu_outcome(api.name(), &e),
+    }
+}
+
+/// A GPU error as an outcome: a skip when the device lacks what a kernel needs (a type it
+/// cannot hold or compute in, a feature), else a failure.
+fn gpu_outcome(what: &str, e: &GpuError) -> Outcome {
+    match e {
+        GpuError::MissingFeature { .. } => skip(e.to_string()),
+        GpuError::Compile(CompileError::Program(ProgramError::Render(
+            RenderError::Unsupported { what, .. },
+        ))) => skip(format!("cannot render {what}")),
+        _ => fail(what, chain(e)),
+    }
+}
+
+/// The compiled case's inputs (checked against the model's types) and outputs.
+fn prepared(case: ImportedCase, bundle: Bundle) -> Result<Prepared, Outcome> {
     let ImportedCase {
         imported,
         inputs,
         expected,
     } = case;
-    let bundle = match compile_graph(
-        "case",
-        &imported.graph,
-        &imported.outputs,
-        target,
-        true,
-        &mut |_, _| {},
-    ) {
-        Ok(b) => b,
-        Err(e) => return Err(fail("compile", chain(&e))),
-    };
     let mut raw = Vec::new();
     for (i, ((_, t), v)) in inputs.iter().zip(&imported.graph.inputs).enumerate() {
         if t.dtype() != v.dtype.scalar {

@@ -3,7 +3,8 @@
 
 use crate::conformance::{self, case, report, runner, CaseResult, Outcome};
 use anyhow::{bail, Context, Result};
-use kiln_runners::board::BatchIo;
+use kiln_codegen::gpu::Api;
+use kiln_runners::board::{BatchIo, BoardInfo};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -11,10 +12,11 @@ use std::time::{Duration, Instant};
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Where to run: `host` (the system C compiler), or a board with a batch binary (emulated:
+    /// Where to run: `host` (the system C compiler), a board with a batch binary (emulated:
     /// `qemu-an386`; real, through its debug probe: `nrf52840-dk`, `stm32f411-nucleo`,
-    /// `rp2040-pico`): the cases that pass on the host run there again, many to an image, and
-    /// count as the board gives them.
+    /// `rp2040-pico`), or an edge-GPU interface on this machine's device (`opencl`, `vulkan`):
+    /// the cases that pass on the host run there again (on a board many to an image, on a GPU
+    /// each in its own process) and count as it gives them.
     #[arg(long, default_value = "host")]
     board: String,
     /// How an emulated board's batches travel: `files` (semihosting files, the default) or
@@ -62,11 +64,21 @@ pub struct Args {
 pub struct CaseArgs {
     /// The case folder (with `model.onnx` and `test_data_set_0`).
     dir: PathBuf,
+    /// Runs it on this machine's device of an edge-GPU interface (`opencl`, `vulkan`) instead
+    /// of the host.
+    #[arg(long)]
+    gpu: Option<String>,
 }
 
 /// Runs one case and prints its outcome line; exit code 0 whatever the outcome.
 pub fn run_case(a: CaseArgs) -> Result<ExitCode> {
-    let outcome = case::run_case(&a.dir);
+    let outcome = match a.gpu.as_deref() {
+        None => case::run_case(&a.dir),
+        Some(name) => match Api::from_name(name) {
+            Some(api) => case::run_case_gpu(&a.dir, api),
+            None => bail!("unknown GPU interface `{name}` (opencl or vulkan)"),
+        },
+    };
     if let Outcome::Fail { detail, .. } = &outcome {
         eprintln!("{detail}");
     }
@@ -75,7 +87,7 @@ pub fn run_case(a: CaseArgs) -> Result<ExitCode> {
 }
 
 /// How a board's batches travel, from `--io` and `--probe`, checked against the board.
-fn batch_io(a: &Args, board: &kiln_runners::board::BoardInfo) -> Result<BatchIo> {
+fn batch_io(a: &Args, board: &BoardInfo) -> Result<BatchIo> {
     match (board.emulated, a.io.as_deref()) {
         (true, _) if !a.probe.is_empty() => {
             bail!(
@@ -99,7 +111,7 @@ fn batch_io(a: &Args, board: &kiln_runners::board::BoardInfo) -> Result<BatchIo>
 /// Checks, before the host runs anything, that every probe a real board's batches need is
 /// attached.
 #[cfg(feature = "probe")]
-fn check_probes(a: &Args, board: &kiln_runners::board::BoardInfo) -> Result<()> {
+fn check_probes(a: &Args, board: &BoardInfo) -> Result<()> {
     if board.emulated {
         return Ok(());
     }
@@ -113,7 +125,7 @@ fn check_probes(a: &Args, board: &kiln_runners::board::BoardInfo) -> Result<()> 
 }
 
 #[cfg(not(feature = "probe"))]
-fn check_probes(_: &Args, board: &kiln_runners::board::BoardInfo) -> Result<()> {
+fn check_probes(_: &Args, board: &BoardInfo) -> Result<()> {
     if board.emulated {
         return Ok(());
     }
@@ -125,7 +137,7 @@ fn check_probes(_: &Args, board: &kiln_runners::board::BoardInfo) -> Result<()> 
 /// several real boards, one per probe of `probes`), and replaces their outcomes with the
 /// board's.
 fn run_on_board(
-    board: &kiln_runners::board::BoardInfo,
+    board: &BoardInfo,
     (io, probes): (&BatchIo, &[String]),
     cases: &std::path::Path,
     results: &mut [CaseResult],
@@ -193,15 +205,46 @@ fn run_on_board(
     Ok(())
 }
 
-pub fn run(a: Args) -> Result<ExitCode> {
-    let board = match a.board.as_str() {
-        "host" => None,
-        name => Some(kiln_runners::board::info(name)?),
-    };
-    if let Some(board) = &board {
-        batch_io(&a, board)?;
-        check_probes(&a, board)?;
+/// Where the cases that pass on the host run again.
+enum Place {
+    Host,
+    Board(BoardInfo),
+    Gpu(Api),
+}
+
+impl Place {
+    /// The place `--board` names, checked before any case runs: a board's I/O and probes, a
+    /// GPU interface's device.
+    fn of(a: &Args) -> Result<Place> {
+        let place = match a.board.as_str() {
+            "host" => Place::Host,
+            name => match Api::from_name(name) {
+                Some(api) => Place::Gpu(api),
+                None => Place::Board(kiln_runners::board::info(name)?),
+            },
+        };
+        match &place {
+            Place::Board(board) => {
+                batch_io(a, board)?;
+                check_probes(a, board)?;
+            }
+            Place::Gpu(api) if a.io.is_some() || !a.probe.is_empty() => {
+                bail!(
+                    "--io and --probe are for boards, not the GPU interface {}",
+                    api.name()
+                )
+            }
+            Place::Gpu(api) => {
+                kiln_runners::gpu::device_limits(*api)?;
+            }
+            Place::Host => {}
+        }
+        Ok(place)
     }
+}
+
+pub fn run(a: Args) -> Result<ExitCode> {
+    let place = Place::of(&a)?;
     let root = conformance::repo_root();
     let cases = match &a.cases {
         Some(c) => c.clone(),
@@ -223,14 +266,14 @@ pub fn run(a: Args) -> Result<ExitCode> {
             .unwrap_or(1)
     });
     let started = Instant::now();
-    let results = run_cases(&a, board.as_ref(), &cases, &names, jobs)?;
+    let results = run_cases(&a, &place, &cases, &names, jobs)?;
     let elapsed = started.elapsed();
     print_results(&results, a.markdown, a.verbose);
     let regressions = regressions(&results, &listed);
     print_regressions(&regressions, &pass_path);
     update_pass_list(&results, &listed, &pass_path, a.update)?;
     if a.readme {
-        update_readme(&root, board.as_ref(), &a.board, &results)?;
+        update_readme(&root, &place, &a.board, &results)?;
     }
     eprintln!(
         "{} cases in {:.1} s with {jobs} jobs",
@@ -268,7 +311,7 @@ fn select_cases(a: &Args, cases: &Path, listed: &BTreeSet<String>) -> Result<Vec
 /// pass there (all of them, for listed cases) then run on the board.
 fn run_cases(
     a: &Args,
-    board: Option<&kiln_runners::board::BoardInfo>,
+    place: &Place,
     cases: &Path,
     names: &[String],
     jobs: usize,
@@ -277,11 +320,12 @@ fn run_cases(
         exe: std::env::current_exe().context("finding the kiln executable")?,
         jobs,
         timeout: Duration::from_secs(a.timeout),
+        gpu: None,
     };
     let bar = indicatif::ProgressBar::new(names.len() as u64);
-    let mut results = match (board, a.listed) {
+    let mut results = match (place, a.listed) {
         // The listed cases of a board passed on the host: they go to the board directly.
-        (Some(_), true) => names
+        (Place::Board(_) | Place::Gpu(_), true) => names
             .iter()
             .map(|n| CaseResult {
                 name: n.clone(),
@@ -292,11 +336,57 @@ fn run_cases(
         _ => runner.run_all(cases, names, &|_r: &CaseResult| bar.inc(1)),
     };
     bar.finish_and_clear();
-    if let Some(board) = board {
-        let io = batch_io(a, board)?;
-        run_on_board(board, (&io, &a.probe), cases, &mut results, jobs)?;
+    match place {
+        Place::Host => {}
+        Place::Board(board) => {
+            let io = batch_io(a, board)?;
+            run_on_board(board, (&io, &a.probe), cases, &mut results, jobs)?;
+        }
+        Place::Gpu(api) => {
+            let gpu = runner::Runner {
+                gpu: Some(*api),
+                ..runner
+            };
+            run_on_gpu(&gpu, *api, cases, &mut results);
+        }
     }
     Ok(results)
+}
+
+/// Runs the cases that passed on the host again on `api`'s device, each in a child process,
+/// and replaces their outcomes with the device's, its reasons named after it.
+fn run_on_gpu(gpu: &runner::Runner, api: Api, cases: &Path, results: &mut [CaseResult]) {
+    let passed: Vec<String> = results
+        .iter()
+        .filter(|r| r.outcome == Outcome::Pass)
+        .map(|r| r.name.clone())
+        .collect();
+    let bar = indicatif::ProgressBar::new(passed.len() as u64);
+    let started = Instant::now();
+    let ran = gpu.run_all(cases, &passed, &|_r: &CaseResult| bar.inc(1));
+    bar.finish_and_clear();
+    eprintln!(
+        "{} cases on {} in {:.1} s",
+        passed.len(),
+        api.name(),
+        started.elapsed().as_secs_f64()
+    );
+    let place = api.name();
+    for r in ran {
+        let Some(slot) = results.iter_mut().find(|s| s.name == r.name) else {
+            continue;
+        };
+        slot.outcome = match r.outcome {
+            Outcome::Pass => Outcome::Pass,
+            Outcome::Skip { reason } => Outcome::Skip {
+                reason: format!("{place}: {reason}"),
+            },
+            Outcome::Fail { reason, detail } => Outcome::Fail {
+                reason: format!("{place}: {reason}"),
+                detail,
+            },
+        };
+    }
 }
 
 /// The per-op table (as Markdown with `markdown`), the skip and failure reasons, and with
@@ -378,41 +468,40 @@ fn update_pass_list(
 }
 
 /// Rewrites the README's conformance section: the host's table, or a board's line.
-fn update_readme(
-    root: &Path,
-    board: Option<&kiln_runners::board::BoardInfo>,
-    board_name: &str,
-    results: &[CaseResult],
-) -> Result<()> {
+fn update_readme(root: &Path, place: &Place, name: &str, results: &[CaseResult]) -> Result<()> {
     let path = root.join("README.md");
     let text = std::fs::read_to_string(&path)?;
     let totals = report::totals(results).line();
-    let new_text = match board {
-        None => {
+    let new_text = match place {
+        Place::Host => {
             let body = format!("{}\n{totals}\n", report::markdown(results));
             report::replace_section(&text, &body)
         }
-        Some(b) => report::replace_board_section(
+        Place::Board(_) | Place::Gpu(_) => report::replace_board_section(
             &text,
-            &b.name,
-            &format!("{}\n", board_summary(results, &b.name, &totals)),
+            name,
+            &format!(
+                "{}\n",
+                board_summary(results, name, matches!(place, Place::Gpu(_)), &totals)
+            ),
         ),
     };
     let Some(new_text) = new_text else {
-        bail!(
-            "{} has no conformance section for {}",
-            path.display(),
-            board_name
-        );
+        bail!("{} has no conformance section for {}", path.display(), name);
     };
     std::fs::write(&path, new_text)?;
     Ok(())
 }
 
 /// A board's line of the README: its totals, and the reasons of its own skips and failures.
-fn board_summary(results: &[CaseResult], board: &str, totals: &str) -> String {
+fn board_summary(results: &[CaseResult], board: &str, gpu: bool, totals: &str) -> String {
+    let there = if gpu {
+        "this machine's device"
+    } else {
+        "the board"
+    };
     let mut body = format!(
-        "On {board}: `{totals}` (the cases that pass on the host run on the board; the \
+        "On {board}: `{totals}` (the cases that pass on the host run on {there}; the \
          others keep their host outcome)."
     );
     let own = format!("{board}: ");

@@ -9,6 +9,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use super::{case_op, CaseResult, Outcome};
+use kiln_codegen::gpu::Api;
 
 /// The line a child prints for its outcome: `pass`, `skip\tREASON` or `fail\tREASON\tDETAIL`.
 pub fn encode(outcome: &Outcome) -> String {
@@ -40,10 +41,12 @@ pub fn decode(line: &str) -> Option<Outcome> {
 
 /// How to run the cases.
 pub struct Runner {
-    /// The program that runs one case: `<exe> conformance-case DIR`.
+    /// The program that runs one case: `<exe> conformance-case DIR [--gpu API]`.
     pub exe: PathBuf,
     pub jobs: usize,
     pub timeout: Duration,
+    /// Each case runs on this edge-GPU interface's device instead of the host.
+    pub gpu: Option<Api>,
 }
 
 fn failure(reason: &str, detail: String) -> Outcome {
@@ -122,9 +125,12 @@ fn wait(mut child: Child, timeout: Duration) -> Outcome {
 impl Runner {
     /// Runs one case folder in a child process.
     pub fn run_one(&self, dir: &Path) -> Outcome {
-        let child = Command::new(&self.exe)
-            .arg("conformance-case")
-            .arg(dir)
+        let mut command = Command::new(&self.exe);
+        command.arg("conformance-case").arg(dir);
+        if let Some(api) = self.gpu {
+            command.args(["--gpu", api.name()]);
+        }
+        let child = command
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

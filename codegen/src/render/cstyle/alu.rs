@@ -32,6 +32,13 @@ impl Renderer<'_> {
             Scalar::U64 => format!("{}{}", v.as_i64() as u64, self.dialect.i64_suffixes[1]),
             Scalar::U32 => format!("{}u", v.as_i64()),
             Scalar::I32 if v.as_i64() == i32::MIN as i64 => "(-2147483647-1)".to_string(),
+            Scalar::I8 | Scalar::U8 | Scalar::I16 | Scalar::U16
+                if self.dialect.typed_small_literals =>
+            {
+                let t = self.ty(d.scalar())?;
+                let x = v.as_i64().to_string();
+                fill(self.dialect.cast, &[("$t", &t), ("$x", &x)])
+            }
             _ => format!("{}", v.as_i64()),
         };
         let s = if s.starts_with('-') {
@@ -82,6 +89,10 @@ impl Renderer<'_> {
                         format!("{}({x}, {y})", self.rem_helper(od)?)
                     }
                     BinaryOp::Mod => infix("%"),
+                    // Booleans have no order in a language that keeps them apart from
+                    // integers: false < true, and the larger of two is either.
+                    BinaryOp::CmpLt if logical => format!("(!{x}&&{y})"),
+                    BinaryOp::Max if logical => infix("||"),
                     BinaryOp::CmpLt => infix("<"),
                     BinaryOp::CmpNe => infix("!="),
                     BinaryOp::Xor if logical => infix("^^"),

@@ -41,6 +41,9 @@ pub struct Vk {
     pub bytes_storage: bool,
     /// 64-bit integers in shaders (`shaderInt64`) are enabled.
     pub int64: bool,
+    /// Storage buffers of 16-bit integers and their arithmetic (`storageBuffer16BitAccess`,
+    /// `shaderInt16`) are enabled.
+    pub shorts: bool,
     /// Most storage buffers one shader may bind, and most bytes one binding may span.
     pub bindings_max: usize,
     pub binding_bytes_max: usize,
@@ -88,6 +91,7 @@ impl Vk {
             timestamp_ns: p.timestamp_ns,
             bytes_storage: p.bytes_storage,
             int64: p.int64,
+            shorts: p.shorts,
             bindings_max: p.bindings_max,
             binding_bytes_max: p.binding_bytes_max,
         }
@@ -202,6 +206,7 @@ struct Parts {
     timestamp_ns: Option<f64>,
     bytes_storage: bool,
     int64: bool,
+    shorts: bool,
     bindings_max: usize,
     binding_bytes_max: usize,
 }
@@ -215,21 +220,27 @@ fn open_device(
     stamp_bits: u32,
 ) -> Result<Parts, GpuError> {
     let v12 = props.api_version >= vk::API_VERSION_1_2;
+    let mut have11 = vk::PhysicalDeviceVulkan11Features::default();
     let mut have12 = vk::PhysicalDeviceVulkan12Features::default();
     let mut have = vk::PhysicalDeviceFeatures2::default();
     if v12 {
-        have = have.push_next(&mut have12);
+        have = have.push_next(&mut have11).push_next(&mut have12);
     }
     // SAFETY: a query on a physical device of this instance.
     unsafe { instance.get_physical_device_features2(pd, &mut have) };
     let double = have.features.shader_float64 == vk::TRUE;
     let int64 = have.features.shader_int64 == vk::TRUE;
+    let int16 = have.features.shader_int16 == vk::TRUE;
     let bytes_storage =
         v12 && have12.storage_buffer8_bit_access == vk::TRUE && have12.shader_int8 == vk::TRUE;
     let half = v12 && have12.shader_float16 == vk::TRUE;
+    let shorts = v12 && have11.storage_buffer16_bit_access == vk::TRUE && int16;
     let features = vk::PhysicalDeviceFeatures::default()
         .shader_float64(double)
-        .shader_int64(int64);
+        .shader_int64(int64)
+        .shader_int16(shorts);
+    let mut want11 =
+        vk::PhysicalDeviceVulkan11Features::default().storage_buffer16_bit_access(shorts);
     let mut want12 = vk::PhysicalDeviceVulkan12Features::default()
         .storage_buffer8_bit_access(bytes_storage)
         .shader_int8(bytes_storage);
@@ -241,7 +252,7 @@ fn open_device(
         .queue_create_infos(&queues)
         .enabled_features(&features);
     if v12 {
-        info = info.push_next(&mut want12);
+        info = info.push_next(&mut want11).push_next(&mut want12);
     }
     // SAFETY: valid create infos; the features enabled are ones the device reported.
     let device =
@@ -268,6 +279,7 @@ fn open_device(
         timestamp_ns: (stamp_bits > 0).then_some(l.timestamp_period as f64),
         bytes_storage,
         int64,
+        shorts,
         bindings_max: l.max_per_stage_descriptor_storage_buffers as usize,
         binding_bytes_max: l.max_storage_buffer_range as usize,
     })

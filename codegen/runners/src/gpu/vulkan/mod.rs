@@ -97,7 +97,13 @@ fn check(vk: &Vk, kernels: &[GpuKernel]) -> Result<(), GpuError> {
         if k.src.contains("GL_EXT_shader_8bit_storage") && !vk.bytes_storage {
             return Err(GpuError::MissingFeature {
                 kernel: k.name.clone(),
-                feature: "8-bit storage buffers (for booleans)",
+                feature: "8-bit storage buffers and integers",
+            });
+        }
+        if k.src.contains(kiln_codegen::render::glsl::INT16_EXTENSION) && !vk.shorts {
+            return Err(GpuError::MissingFeature {
+                kernel: k.name.clone(),
+                feature: "16-bit storage buffers and integers",
             });
         }
         if k.src.contains(kiln_codegen::render::glsl::INT64_EXTENSION) && !vk.int64 {
