@@ -306,3 +306,35 @@ fn random_kernels_match_the_naive_reference() {
         );
     }
 }
+
+/// Loads of different buffers at constant indices never share one cached value: with twelve
+/// buffers, buffer 1 at index 12 and buffer 11 at index 2 are two loads (their cache keys once
+/// ran together, and one read the other's value).
+#[test]
+fn loads_of_buffers_with_run_together_names_stay_apart() {
+    use kiln_codegen::dtype::DType;
+    use kiln_codegen::ops::{AluOp, BinaryOp};
+    use kiln_codegen::schedule::ast::LazyOp;
+    use kiln_codegen::shape::ShapeTracker;
+    let n = 16;
+    let st = || ShapeTracker::from_shape(&[n]);
+    let mut sum = LazyOp::load(1, DType::F32, st());
+    for id in 2..=11 {
+        let ld = LazyOp::load(id, DType::F32, st());
+        sum = LazyOp::alu(AluOp::Binary(BinaryOp::Add), vec![sum, ld]);
+    }
+    let ast = vec![LazyOp::store(0, st(), sum)];
+    let mut k = Kernel::new(ast, Target::c()).unwrap();
+    k.apply_opt(Opt::new(OptOp::Upcast, 0, 8)).unwrap();
+    k.apply_opt(Opt::new(OptOp::Upcast, 0, 2)).unwrap();
+    let lin = linearize(&k).unwrap();
+    let mut bufs = HashMap::new();
+    bufs.insert(BufferId(0), HostBuffer::zeros(DType::F32.scalar, n));
+    for id in 1..=11u32 {
+        let data: Vec<f64> = (0..n).map(|i| (i as f64) * 100.0 + f64::from(id)).collect();
+        bufs.insert(BufferId(id), HostBuffer::from_f64(DType::F32.scalar, &data));
+    }
+    run(&lin.uops, &mut bufs, &HashMap::new()).unwrap();
+    let want: Vec<f64> = (0..n).map(|i| 1100.0 * i as f64 + 66.0).collect();
+    assert_eq!(bufs[&BufferId(0)].to_f64(), want, "{}", lin.uops.listing());
+}

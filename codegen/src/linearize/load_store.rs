@@ -74,8 +74,9 @@ impl Lin {
                 (Some(c), None) => format!("CONST{:?}", c),
                 _ => format!("buf{i}"),
             };
+            // Separated, so that no two loads share a key (`buf1`, `12` and `buf11`, `2`).
             let key = format!(
-                "{}{localtype}{source}{}{}",
+                "{}|{localtype}|{source}|{}|{}",
                 acc_index.map(|a| a.to_string()).unwrap_or_default(),
                 idx.render(),
                 valid.render()
