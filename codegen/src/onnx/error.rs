@@ -7,7 +7,7 @@ use thiserror::Error;
 use super::tensor::ElemType;
 
 /// The lowest and highest default-domain opset Kiln reads.
-pub const OPSET_RANGE: std::ops::RangeInclusive<i64> = 7..=27;
+pub const OPSET_RANGE: std::ops::RangeInclusive<i64> = 1..=27;
 
 #[derive(Debug, Error)]
 #[non_exhaustive]

@@ -182,6 +182,7 @@ impl Importer {
             .iter()
             .map(|n| self.values.get(n).cloned())
             .collect();
+        let inputs = legacy_broadcast(node, inputs, self.opset).map_err(fail)?;
         let foldable = inputs.iter().flatten().all(|v| match v {
             Value::Known(t) => t.numel() <= HOST_LIMIT,
             Value::Tensor(_) => false,
@@ -241,6 +242,49 @@ impl Importer {
             }
         }
     }
+}
+
+/// Ops that before opset 7 broadcast their second input only when told to (`broadcast`: 1),
+/// its dims matching the first input's from `axis` on (from the end without `axis`).
+const LEGACY_BROADCAST: &[&str] = &[
+    "Add", "Sub", "Mul", "Div", "Pow", "And", "Or", "Xor", "Equal", "Greater", "Less",
+];
+
+/// The inputs of a node of opset 1 to 6 with ONNX's old broadcasting: a second input aligned at
+/// `axis` gets ones around its dims, so that the broadcasting of today's opsets places it the
+/// same way.
+fn legacy_broadcast(
+    node: &OnnxNode,
+    mut inputs: Vec<Option<Value>>,
+    opset: i64,
+) -> Result<Vec<Option<Value>>, OpError> {
+    if opset >= 7 || !LEGACY_BROADCAST.contains(&node.op_type.as_str()) {
+        return Ok(inputs);
+    }
+    let attrs = &node.attrs;
+    if attrs.int_or("broadcast", 0)? == 0 || attrs.get("axis").is_none() {
+        return Ok(inputs);
+    }
+    let (Some(Some(a)), Some(Some(b))) = (inputs.first(), inputs.get(1)) else {
+        return Ok(inputs);
+    };
+    let (rank, dims) = (a.shape().len(), b.shape().to_vec());
+    let axis = ops::norm_axis(attrs.int("axis")?, rank, false)?;
+    if axis + dims.len() > rank {
+        return Err(OpError::Invalid(format!(
+            "input 1 of shape {dims:?} does not fit at axis {axis} of shape {:?}",
+            a.shape()
+        )));
+    }
+    let mut shape = vec![1; axis];
+    shape.extend(&dims);
+    shape.resize(rank, 1);
+    let b = match b {
+        Value::Tensor(l) => Value::Tensor(l.reshape(&shape)?),
+        Value::Known(t) => Value::known(Tensor::new(t.dtype(), shape, t.bytes().to_vec())?),
+    };
+    inputs[1] = Some(b);
+    Ok(inputs)
 }
 
 /// A node's output values, and the narrow element type of each that has one.

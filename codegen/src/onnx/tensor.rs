@@ -55,6 +55,42 @@ impl ElemType {
         }
     }
 
+    /// The type named as `TensorProto.DataType` spells it (`"FLOAT"`, `"INT64"`), as `Cast`
+    /// names it before opset 6.
+    pub fn from_name(name: &str) -> Option<ElemType> {
+        const NAMES: [&str; 27] = [
+            "UNDEFINED",
+            "FLOAT",
+            "UINT8",
+            "INT8",
+            "UINT16",
+            "INT16",
+            "INT32",
+            "INT64",
+            "STRING",
+            "BOOL",
+            "FLOAT16",
+            "DOUBLE",
+            "UINT32",
+            "UINT64",
+            "COMPLEX64",
+            "COMPLEX128",
+            "BFLOAT16",
+            "FLOAT8E4M3FN",
+            "FLOAT8E4M3FNUZ",
+            "FLOAT8E5M2",
+            "FLOAT8E5M2FNUZ",
+            "UINT4",
+            "INT4",
+            "FLOAT4E2M1",
+            "FLOAT8E8M0",
+            "UINT2",
+            "INT2",
+        ];
+        let code = NAMES.iter().position(|n| n.eq_ignore_ascii_case(name))?;
+        (code > 0).then(|| ElemType::from_code(code as i32))
+    }
+
     /// The ONNX `DataType` code.
     pub fn code(self) -> i32 {
         match self {

@@ -36,7 +36,12 @@ fn flip_on(x: &Lazy, axis: usize) -> Result<Lazy, OpError> {
 fn concat(ctx: &mut Ctx) -> Out {
     let xs = ctx.tensors()?;
     let rank = xs.first().map_or(0, |x| x.shape().len());
-    let axis = norm_axis(ctx.attrs().int("axis")?, rank, false)?;
+    // Before opset 4 the axis could be left out: the channels.
+    let axis = match ctx.opset < 4 {
+        true => ctx.attrs().int_or("axis", 1)?,
+        false => ctx.attrs().int("axis")?,
+    };
+    let axis = norm_axis(axis, rank, false)?;
     Ok(vec![Value::Tensor(ctx.graph.concat(&xs, axis)?)])
 }
 

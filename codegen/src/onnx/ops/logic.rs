@@ -5,7 +5,7 @@ use super::OpBuilder;
 use crate::dtype::DType;
 use crate::graph::{Graph, GraphError, Lazy};
 use crate::onnx::narrow::ScaleRounding;
-use crate::onnx::{ElemType, Narrow};
+use crate::onnx::{AttrValue, ElemType, Narrow};
 use crate::ops::BinaryOp;
 
 pub(super) const OPS: &[(&str, OpBuilder)] = &[
@@ -111,8 +111,15 @@ fn convert(g: &mut Graph, x: &Lazy, to: DType) -> Result<Lazy, GraphError> {
 }
 
 fn cast(ctx: &mut Ctx) -> Out {
-    let code = ctx.attrs().int("to")?;
-    let elem = ElemType::from_code(i32::try_from(code).unwrap_or(-1));
+    let elem = match ctx.attrs().get("to") {
+        // Before opset 6 the type is named (`"FLOAT"`).
+        Some(AttrValue::String(name)) => ElemType::from_name(name)
+            .ok_or_else(|| invalid(format!("attribute \"to\" names no element type: {name:?}")))?,
+        _ => {
+            let code = ctx.attrs().int("to")?;
+            ElemType::from_code(i32::try_from(code).unwrap_or(-1))
+        }
+    };
     if let Some(narrow) = elem.narrow() {
         return cast_to_narrow(ctx, narrow);
     }

@@ -29,7 +29,9 @@ mod scatter;
 mod shape;
 mod sort;
 
-pub use ctx::{checked_numel, dtype_of, invalid, materialize, Ctx, OpError, Value, MAX_ELEMENTS};
+pub use ctx::{
+    checked_numel, dtype_of, invalid, materialize, norm_axis, Ctx, OpError, Value, MAX_ELEMENTS,
+};
 
 /// Builds one node: its outputs, in order.
 pub type OpBuilder = fn(&mut Ctx) -> Result<Vec<Value>, OpError>;

@@ -1,4 +1,4 @@
-use super::protos::{attr, bytes, f32_tensor, graph, model, node, with_attr};
+use super::protos::{attr, bytes, f32_tensor, graph, model, node, value, with_attr};
 use super::{mlperf_model, test_model};
 use crate::dtype::Scalar;
 use crate::error::chain;
@@ -147,4 +147,41 @@ fn a_node_s_attribute_error_is_its_typed_cause_named_once() {
         chain(&err),
         "node flat (Flatten): attribute \"axis\": expected int, found float"
     );
+}
+
+/// Opsets 1 to 6: `Add` with `broadcast` and `axis` lays its second input from that axis on,
+/// `Cast` names its type, `Concat` joins the channels when it names no axis.
+#[test]
+fn old_opsets_keep_their_own_semantics() {
+    use crate::graph::eval::evaluate;
+    use crate::onnx::proto::AttributeProto;
+    use crate::tensor::Tensor;
+    let int = |name: &str, v: i64| AttributeProto {
+        i: Some(v),
+        r#type: Some(AttributeType::Int as i32),
+        ..attr(name)
+    };
+    let add = with_attr(
+        with_attr(node("Add", &["x", "b"], &["s"]), int("broadcast", 1)),
+        int("axis", 1),
+    );
+    let cast = with_attr(
+        node("Cast", &["s"], &["i"]),
+        AttributeProto {
+            s: Some(b"INT32".to_vec()),
+            r#type: Some(AttributeType::String as i32),
+            ..attr("to")
+        },
+    );
+    let concat = node("Concat", &["x", "x"], &["c"]);
+    let mut g = graph(vec![add, cast, concat], &["x"], &["i", "c"]);
+    g.input = vec![value("x", &[Some(1), Some(2), Some(2)])];
+    g.initializer.push(f32_tensor("b", &[2], &[10.0, 20.0]));
+    let m = load_bytes(&bytes(&model(g, 3))).unwrap();
+    let imported = import(&m, &[]).unwrap();
+    let x = Tensor::from_f32(vec![1, 2, 2], &[0.5, 1.5, 2.5, 3.5]).unwrap();
+    let out = evaluate(&imported.graph, &imported.outputs, &[x]).unwrap();
+    assert_eq!(out[0].dtype(), Scalar::I32);
+    assert_eq!(out[0].to_i64(), Some(vec![10, 11, 22, 23]));
+    assert_eq!(out[1].shape(), [1, 4, 2]);
 }
