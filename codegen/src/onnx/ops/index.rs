@@ -52,6 +52,8 @@ fn split(ctx: &mut Ctx) -> Out {
     let parts = ctx.node.outputs.len().max(1);
     let sizes = match (ctx.opset < 13, ctx.attrs().get("split")) {
         (true, Some(_)) => Some(ctx.attrs().ints("split")?),
+        // Opset 1 could give the sizes as input 1 instead.
+        (true, None) if ctx.opset < 2 => ctx.opt_ints(1)?,
         (true, None) => None,
         (false, _) => ctx.opt_ints(1)?,
     };
