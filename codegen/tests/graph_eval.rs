@@ -254,3 +254,48 @@ fn elementwise_min_of_int8_at_the_minimum() {
     assert_eq!(r, by_graph);
     assert_eq!(r[0].to_i64().unwrap(), vec![-128, -7, -128, -128]);
 }
+
+/// Integer powers with exponents known only at run time, against `i64::wrapping_pow`:
+/// negative exponents (0, except for bases ±1), float exponents truncated, exponents past
+/// 2^30 keeping their parity, products wrapping in `i32`.
+#[test]
+fn integer_powers_with_runtime_exponents() {
+    let bases: Vec<i64> = vec![2, -3, 0, 1, -1, -1, 7, 5, 1, -1, 2];
+    let exps: Vec<f64> = vec![
+        10.0,
+        3.0,
+        0.0,
+        -4.0,
+        -3.0,
+        2_147_483_647.0,
+        2.9,
+        13.0,
+        40.0,
+        31.0,
+        -2.0,
+    ];
+    let mut g = Graph::new();
+    let x = g.input("x", DType::I32, &[bases.len()]);
+    let y = g.input("y", DType::F64, &[exps.len()]);
+    let p = g.int_pow(&x, &y).unwrap();
+    let xs = Tensor::from_i64(Scalar::I32, vec![bases.len()], &bases).unwrap();
+    let ys = Tensor::from_f64(Scalar::F64, vec![exps.len()], &exps).unwrap();
+    let s = create_schedule(&g, std::slice::from_ref(&p)).expect("schedule");
+    let by_kernels = run_schedule(&s, &[xs.clone(), ys.clone()]).expect("run");
+    let by_graph = evaluate(&g, &[p], &[xs, ys]).expect("evaluate");
+    let want: Vec<i64> = bases
+        .iter()
+        .zip(&exps)
+        .map(|(&b, &e)| {
+            let e = e as i64;
+            match e < 0 {
+                true if b == 1 => 1,
+                true if b == -1 => 1 - 2 * (e.abs() % 2),
+                true => 0,
+                false => i64::from((b as i32).wrapping_pow(e as u32)),
+            }
+        })
+        .collect();
+    assert_eq!(by_graph[0].to_i64(), Some(want.clone()));
+    assert_eq!(by_kernels[0].to_i64(), Some(want));
+}

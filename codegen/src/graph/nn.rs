@@ -200,6 +200,49 @@ impl Graph {
         self.where_(&y0, &one, &signed)
     }
 
+    /// `x ** y` for an integer `x` and an exponent `y` known only at run time (a float one
+    /// truncated): square and multiply over the exponent's bits, in `x`'s type (wrapping as its
+    /// products do). Exponents past 2^30 keep their parity (only bases 0, 1 and −1 do not
+    /// overflow there). A negative exponent gives `1 / x ** n`: 0, except for bases 1 and −1.
+    pub fn int_pow(&mut self, x: &Lazy, y: &Lazy) -> Result<Lazy, GraphError> {
+        const BITS: i64 = 31;
+        let shape = broadcast_shape("pow", x.shape(), y.shape())?;
+        let (x, y) = (broadcast_to(x, &shape)?, broadcast_to(y, &shape)?);
+        let e = self.cast(&y, DType::I64);
+        let zero = self.int_const(0, DType::I64, &shape);
+        let negative = self.lt(&e, &zero)?;
+        let minus = self.neg(&e)?;
+        let e = self.where_(&negative, &minus, &e)?;
+        let odd = self.int_scalar(BinaryOp::And, &e, 1)?;
+        let top = self.int_const(1 << (BITS - 1), DType::I64, &shape);
+        let past = self.lt(&top, &e)?;
+        let kept = self.binary(BinaryOp::Add, &top, &odd)?;
+        let e = self.where_(&past, &kept, &e)?;
+        let mut result = self.int_const(1, x.dtype, &shape);
+        let mut base = x.clone();
+        for k in 0..BITS {
+            let bit = self.int_scalar(BinaryOp::Shr, &e, k)?;
+            let bit = self.int_scalar(BinaryOp::And, &bit, 1)?;
+            let set = self.binary(BinaryOp::CmpNe, &bit, &zero)?;
+            let times = self.binary(BinaryOp::Mul, &result, &base)?;
+            result = self.where_(&set, &times, &result)?;
+            if k + 1 < BITS {
+                base = self.binary(BinaryOp::Mul, &base, &base)?;
+            }
+        }
+        // x ** -n: 1 for x = 1, ±1 by parity for x = −1, else 0 (the integer part of 1/x^n).
+        let one = self.int_const(1, x.dtype, &shape);
+        let is_one = self.eq(&x, &one)?;
+        let minus_one = self.int_const(-1, x.dtype, &shape);
+        let is_minus_one = self.eq(&x, &minus_one)?;
+        let odd = self.binary(BinaryOp::CmpNe, &odd, &zero)?;
+        let parity = self.where_(&odd, &minus_one, &one)?;
+        let zero_x = self.int_const(0, x.dtype, &shape);
+        let inverse = self.where_(&is_minus_one, &parity, &zero_x)?;
+        let inverse = self.where_(&is_one, &one, &inverse)?;
+        self.where_(&negative, &inverse, &result)
+    }
+
     /// Concatenates `parts` along `axis`: each is padded to the full size and the padded
     /// parts are summed (or or-ed, for bools).
     pub fn concat(&mut self, parts: &[Lazy], axis: usize) -> Result<Lazy, GraphError> {

@@ -76,8 +76,8 @@ fn div(ctx: &mut Ctx) -> Out {
     binary(ctx, BinaryOp::Div)
 }
 
-/// `x ** y`: known small integer exponents multiply, `±0.5` take square roots, others go
-/// through `exp2(y * log2(x))` (floats only).
+/// `x ** y`: known small integer exponents multiply, `±0.5` take square roots; other float
+/// powers go through `exp2(y * log2(x))`, integer ones square and multiply.
 fn pow(ctx: &mut Ctx) -> Out {
     let x = ctx.tensor(0)?;
     let shape = broadcast_shape("pow", x.shape(), &ctx.shape(1)?)?;
@@ -86,11 +86,10 @@ fn pow(ctx: &mut Ctx) -> Out {
             return one(broadcast_to(&y, &shape)?);
         }
     }
-    if !x.dtype.scalar.is_float() {
-        let what = "an integer base needs a known exponent in 0..=16";
-        return Err(OpError::Unsupported(what.into()));
-    }
     let y = ctx.tensor(1)?;
+    if !x.dtype.scalar.is_float() {
+        return one(ctx.graph.int_pow(&x, &y)?);
+    }
     let y = ctx.graph.cast(&y, x.dtype);
     one(ctx.graph.pow(&x, &y)?)
 }

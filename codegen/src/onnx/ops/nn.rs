@@ -85,7 +85,9 @@ fn per_channel(p: &Lazy, rank: usize) -> Result<Lazy, OpError> {
 fn batch_norm(ctx: &mut Ctx) -> Out {
     // Opsets before 9: `spatial: 0` keeps statistics per element, not per channel.
     if ctx.attrs().int_or("spatial", 1)? == 0 {
-        return Err(OpError::Unsupported("spatial 0 (statistics per element)".into()));
+        return Err(OpError::Unsupported(
+            "spatial 0 (statistics per element)".into(),
+        ));
     }
     if ctx.attrs().int_or("training_mode", 0)? != 0 {
         return batch_norm_training(ctx);
