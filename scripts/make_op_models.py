@@ -664,14 +664,14 @@ def invalid_models(root):
     for name, axis in [("bad_attribute", 1.5), ("bad_reshape", 1)]:
         onnx.save(flatten_reshape(axis), root / f"{name}.onnx")
 
-    x = helper.make_tensor_value_info("x", TensorProto.BFLOAT16, [2])
-    y = helper.make_tensor_value_info("y", TensorProto.BFLOAT16, [2])
-    graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "bf16", [x], [y])
+    x = helper.make_tensor_value_info("x", TensorProto.STRING, [2])
+    y = helper.make_tensor_value_info("y", TensorProto.STRING, [2])
+    graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "text", [x], [y])
     model = helper.make_model(graph, producer_name="kiln-op-models",
                               opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
     onnx.checker.check_model(model, full_check=True)
-    onnx.save(model, root / "bf16_input.onnx")
+    onnx.save(model, root / "string_input.onnx")
 
 
 def main():

@@ -480,7 +480,7 @@ fn a_free_dim_needs_a_shape() {
 
 #[test]
 fn an_unsupported_type_names_the_tensor() {
-    let err = import(&invalid_model("bf16_input.onnx"), &[]).unwrap_err();
+    let err = import(&invalid_model("string_input.onnx"), &[]).unwrap_err();
     assert!(
         matches!(&err, ImportError::Onnx(OnnxError::UnsupportedElemType { tensor, .. }) if tensor == "x"),
         "{err}"
