@@ -202,19 +202,29 @@ impl Graph {
 
     /// `x ** y` for an integer `x` and an exponent `y` known only at run time (a float one
     /// truncated): square and multiply over the exponent's bits, in `x`'s type (wrapping as its
-    /// products do). Exponents past 2^30 keep their parity (only bases 0, 1 and −1 do not
-    /// overflow there). A negative exponent gives `1 / x ** n`: 0, except for bases 1 and −1.
+    /// products do). An integer exponent past 2^30 keeps its parity, a float one counts as
+    /// ±2^30 (only bases 0, 1 and −1 do not overflow there). A negative exponent gives
+    /// `1 / x ** n`: 0, except for bases 1 and −1.
     pub fn int_pow(&mut self, x: &Lazy, y: &Lazy) -> Result<Lazy, GraphError> {
         const BITS: i64 = 31;
         let shape = broadcast_shape("pow", x.shape(), y.shape())?;
         let (x, y) = (broadcast_to(x, &shape)?, broadcast_to(y, &shape)?);
-        let e = self.cast(&y, DType::I64);
-        let zero = self.int_const(0, DType::I64, &shape);
+        // In i32, which every target computes natively: a float exponent is first clamped
+        // (past 2^30 a float is even), a wider integer one wraps (keeping its parity).
+        let y = match y.dtype.is_float() {
+            true => {
+                let limit = (1u64 << (BITS - 1)) as f64;
+                self.clip(&y, Some(-limit), Some(limit))?
+            }
+            false => y,
+        };
+        let e = self.cast(&y, DType::I32);
+        let zero = self.int_const(0, DType::I32, &shape);
         let negative = self.lt(&e, &zero)?;
         let minus = self.neg(&e)?;
         let e = self.where_(&negative, &minus, &e)?;
         let odd = self.int_scalar(BinaryOp::And, &e, 1)?;
-        let top = self.int_const(1 << (BITS - 1), DType::I64, &shape);
+        let top = self.int_const(1 << (BITS - 1), DType::I32, &shape);
         let past = self.lt(&top, &e)?;
         let kept = self.binary(BinaryOp::Add, &top, &odd)?;
         let e = self.where_(&past, &kept, &e)?;
