@@ -48,6 +48,9 @@ pub enum BundleError {
     /// A step passed its checksum but could not be decoded: a writer bug, or more than
     /// [`MAX_STEP_ARGS`](crate::schedule::MAX_STEP_ARGS) arguments.
     MalformedStep { step: u32 },
+    /// Entry `step` is a loop that nests in another or reaches past the last entry, or a call
+    /// outside any loop with a moving (window) argument.
+    MalformedLoop { step: u32 },
     /// The bundle needs a larger arena than the runtime provides.
     ArenaTooSmall { needed: usize, available: usize },
     /// The arena or the weights do not start on an [`ALIGN`](crate::exec::ALIGN) boundary.
@@ -171,6 +174,11 @@ impl fmt::Display for BundleError {
             MalformedHeader => f.write_str("schedule header cannot be decoded"),
             MalformedManifest => f.write_str("schedule manifest cannot be decoded"),
             MalformedStep { step } => write!(f, "schedule step {step} cannot be decoded"),
+            MalformedLoop { step } => write!(
+                f,
+                "schedule step {step}: a loop nests or runs past the last step, or a moving \
+                 argument is outside any loop"
+            ),
             ArenaTooSmall { needed, available } => write!(
                 f,
                 "bundle needs a {needed}-byte arena, the runtime has {available} bytes"

@@ -31,7 +31,7 @@
 
 use crate::element::Element;
 use crate::error::{BundleError, Place, Region};
-use crate::schedule::{checksum, Arg, KernelIndex, ScheduleView, Step, TensorDesc, MAX_STEP_ARGS};
+use crate::schedule::{checksum, Call, KernelIndex, ScheduleView, Span, TensorDesc, MAX_STEP_ARGS};
 use core::cell::UnsafeCell;
 use core::ffi::c_void;
 
@@ -199,10 +199,11 @@ impl<'a> Executor<'a> {
         })
     }
 
-    /// Runs every step in order; `hook` sees each kernel call before and after it.
+    /// Runs every step in order, each loop's body its count of times; `hook` sees each kernel
+    /// call before and after it.
     pub fn run(&mut self, hook: &mut dyn FnMut(KernelEvent)) -> Result<(), BundleError> {
-        let mut ran = 0;
-        for (step, Step { kernel, args }) in (0u32..).zip(self.schedule.steps()) {
+        let mut ran = 0u64;
+        for Call { step, kernel, args } in self.schedule.calls() {
             let kernel_fn =
                 *self
                     .kernels
@@ -215,30 +216,32 @@ impl<'a> Executor<'a> {
             let pointers = self.pointers(&args);
             hook(KernelEvent::Before { step, kernel });
             // SAFETY: every pointer lies within the arena or the weights (checked by
-            // `ScheduleView::parse` against the manifest, and by `new` against the real
-            // lengths), and the kernel table holds kernels of the ABI above, generated for this
-            // bundle.
+            // `ScheduleView::parse` against the manifest, at a window's first and last
+            // iteration, and by `new` against the real lengths), and the kernel table holds
+            // kernels of the ABI above, generated for this bundle.
             unsafe { kernel_fn(pointers.as_ptr()) };
             hook(KernelEvent::After { step, kernel });
             ran += 1;
         }
-        match ran == self.schedule.step_count() {
+        match ran == self.schedule.call_count() {
             true => Ok(()),
-            false => Err(BundleError::MalformedStep { step: ran }),
+            false => Err(BundleError::MalformedStep {
+                step: self.schedule.step_count(),
+            }),
         }
     }
 
     /// One pointer per argument, into the arena or the weights.
-    fn pointers(&mut self, args: &[Arg]) -> [*mut c_void; MAX_STEP_ARGS] {
+    fn pointers(&mut self, args: &[(Region, Span)]) -> [*mut c_void; MAX_STEP_ARGS] {
         let arena = self.arena.as_mut_ptr();
         let weights = self.weights.as_ptr();
         let mut pointers = [core::ptr::null_mut(); MAX_STEP_ARGS];
-        for (pointer, arg) in pointers.iter_mut().zip(args) {
+        for (pointer, &(region, span)) in pointers.iter_mut().zip(args) {
             // Offsets were checked to lie within the regions; `wrapping_add` keeps this free of
             // undefined behaviour even if they did not.
-            *pointer = match *arg {
-                Arg::Arena(span) => arena.wrapping_add(span.offset as usize).cast(),
-                Arg::Weights(span) => weights.wrapping_add(span.offset as usize).cast_mut().cast(),
+            *pointer = match region {
+                Region::Arena => arena.wrapping_add(span.offset as usize).cast(),
+                Region::Weights => weights.wrapping_add(span.offset as usize).cast_mut().cast(),
             };
         }
         pointers

@@ -10,7 +10,7 @@
 //! | part | content |
 //! | --- | --- |
 //! | header | [`MAGIC`], format version (`u16`), body bytes (`u32`), CRC-32 of the body (`u32`) |
-//! | body | a [`Manifest`], the number of steps (`u32`), then that many [`Step`]s |
+//! | body | a [`Manifest`], the number of entries (`u32`), then that many [`Entry`]s |
 //!
 //! The checksum is CRC-32/ISO-HDLC (the zlib one) over the body bytes. The header's fields are
 //! read one at a time, so a schedule of another format version is refused as such before
@@ -29,16 +29,16 @@
 
 mod view;
 
-pub use view::{read_manifest, ScheduleView, Steps};
+pub use view::{read_manifest, Call, Calls, Entries, ScheduleView};
 
-use crate::error::CapacityError;
+use crate::error::{CapacityError, Region};
 pub use crate::scalar::Scalar;
 use serde::{Deserialize, Serialize};
 
 /// The first four bytes of every schedule.
 pub const MAGIC: [u8; 4] = *b"KILN";
 /// The format version this crate writes and reads. Bump it on any change to the layout.
-pub const FORMAT_VERSION: u16 = 1;
+pub const FORMAT_VERSION: u16 = 2;
 /// Most arguments one step can pass to its kernel.
 pub const MAX_STEP_ARGS: usize = 16;
 /// Most inputs, and most outputs, a model can have.
@@ -94,6 +94,33 @@ pub enum Arg {
     Arena(Span),
     /// A slice of the weights: read only.
     Weights(Span),
+    /// In a loop's body: a slice of the arena that is `span` at the first iteration and moves
+    /// `stride` bytes at each next one (a time step's row of a sequence).
+    ArenaWindow { span: Span, stride: i32 },
+    /// In a loop's body: a moving slice of the weights, as [`Arg::ArenaWindow`].
+    WeightsWindow { span: Span, stride: i32 },
+}
+
+impl Arg {
+    /// The region the argument points into, and its slice at `iteration` of the enclosing
+    /// loop (`None` if that slice would start outside the 32-bit address range).
+    pub fn at(self, iteration: u32) -> Option<(Region, Span)> {
+        let moved = |span: Span, stride: i32| {
+            let offset = i64::from(span.offset) + i64::from(stride) * i64::from(iteration);
+            Some(Span::new(u32::try_from(offset).ok()?, span.bytes))
+        };
+        match self {
+            Arg::Arena(span) => Some((Region::Arena, span)),
+            Arg::Weights(span) => Some((Region::Weights, span)),
+            Arg::ArenaWindow { span, stride } => Some((Region::Arena, moved(span, stride)?)),
+            Arg::WeightsWindow { span, stride } => Some((Region::Weights, moved(span, stride)?)),
+        }
+    }
+
+    /// Whether the argument moves with a loop's iterations.
+    pub fn is_window(self) -> bool {
+        matches!(self, Arg::ArenaWindow { .. } | Arg::WeightsWindow { .. })
+    }
 }
 
 /// One kernel call: the kernel and the buffers it gets, in its parameter order.
@@ -108,6 +135,18 @@ impl Step {
         let args = bounded(args, CapacityError::StepArgs { len: args.len() })?;
         Ok(Step { kernel, args })
     }
+}
+
+/// One entry of a schedule: a kernel call, or the start of a counted loop.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Entry {
+    Call(Step),
+    /// The next `steps` entries, all calls, run `count` times in order; their window arguments
+    /// move at each iteration. Loops do not nest.
+    Loop {
+        count: u32,
+        steps: u16,
+    },
 }
 
 /// A model input or output: where it lives in the arena, and what it holds (row-major,
@@ -191,14 +230,14 @@ fn bounded<T: Clone, const N: usize>(
     heapless::Vec::from_slice(items).map_err(|_| error)
 }
 
-/// Writes a schedule: header, manifest, steps. Nothing is checked here; [`ScheduleView::parse`] is the
-/// one check, and the host should run it on what it writes.
+/// Writes a schedule: header, manifest, entries. Nothing is checked here; [`ScheduleView::parse`]
+/// is the one check, and the host should run it on what it writes.
 #[cfg(any(feature = "std", test))]
-pub fn encode(manifest: &Manifest, steps: &[Step]) -> std::vec::Vec<u8> {
+pub fn encode(manifest: &Manifest, entries: &[Entry]) -> std::vec::Vec<u8> {
     let mut body = append(std::vec::Vec::new(), manifest);
-    body = append(body, &(steps.len() as u32));
-    for step in steps {
-        body = append(body, step);
+    body = append(body, &(entries.len() as u32));
+    for entry in entries {
+        body = append(body, entry);
     }
     let header = Header {
         magic: MAGIC,

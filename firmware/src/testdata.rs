@@ -5,7 +5,7 @@
 //! Kernel table: 0 `add(out, a, b)`, 1 `relu(out, x)`, 2 `sigmoid(out, x)`.
 
 use crate::schedule::WeightsDigest;
-use crate::schedule::{encode, Arg, KernelIndex, Manifest, Scalar, Span, Step, TensorDesc};
+use crate::schedule::{encode, Arg, Entry, KernelIndex, Manifest, Scalar, Span, Step, TensorDesc};
 use std::vec;
 use std::vec::Vec;
 
@@ -36,6 +36,11 @@ pub fn steps() -> Vec<Step> {
     ]
 }
 
+/// Each step as an entry of its own.
+pub fn calls(steps: Vec<Step>) -> Vec<Entry> {
+    steps.into_iter().map(Entry::Call).collect()
+}
+
 pub fn add_relu() -> TestBundle {
     let x: Vec<f32> = (0..ELEMENTS).map(|i| i as f32 - 4.0).collect();
     let bias: Vec<f32> = (0..ELEMENTS).map(|i| 0.75 - 0.25 * i as f32).collect();
@@ -43,7 +48,7 @@ pub fn add_relu() -> TestBundle {
     let s: Vec<f32> = r.iter().map(|r| 1.0 / (1.0 + (-r).exp())).collect();
     let weights = le_bytes(&bias);
     TestBundle {
-        schedule: encode(&manifest(&weights), &steps()),
+        schedule: encode(&manifest(&weights), &calls(steps())),
         weights,
         inputs: vec![le_bytes(&x)],
         outputs: vec![le_bytes(&r), le_bytes(&s)],

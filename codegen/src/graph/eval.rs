@@ -108,6 +108,33 @@ fn node_values(
                 .map(|idx| convert(read(&idx)))
                 .collect())
         }
+        GOp::Loop(body) => {
+            // The values of every result, one after the other.
+            let mut operands = Vec::with_capacity(node.src.len());
+            for (i, s) in node.src.iter().enumerate() {
+                let read = read_through(s, src(i));
+                let values = Odometer::new(s.shape()).map(|idx| read(&idx));
+                operands.push(Tensor::from_values(
+                    s.dtype.scalar,
+                    s.shape().to_vec(),
+                    values,
+                )?);
+            }
+            let results = super::loops::evaluate_loop(body, &operands)?;
+            Ok(results.iter().flat_map(|t| t.values()).collect())
+        }
+        GOp::LoopResult(k) => {
+            let GOp::Loop(body) = &g.node(node.src[0].base).op else {
+                unreachable!("a loop result's source is its loop")
+            };
+            let numel = |i: usize| -> usize {
+                let id = NodeId(node.src[0].base.0 + 1 + i as u32);
+                g.node(id).shape.iter().product()
+            };
+            let start: usize = (0..*k).map(numel).sum();
+            debug_assert!(*k < body.results.len());
+            Ok(src(0)[start..start + numel(*k)].to_vec())
+        }
         GOp::Reduce(op, axes) => {
             let input = &node.src[0];
             let read = read_through(input, src(0));

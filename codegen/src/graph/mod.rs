@@ -7,6 +7,7 @@
 
 pub mod eval;
 pub mod fixed;
+pub mod loops;
 pub mod nn;
 pub mod quant;
 pub mod tensor;
@@ -40,6 +41,10 @@ pub enum GOp {
     Reduce(ReduceOp, Vec<usize>),
     /// Forces its source to be computed into its own buffer.
     Contiguous,
+    /// A counted loop over its sources (see [`loops`]); shape `[]`, read only by its results.
+    Loop(loops::LoopRef),
+    /// Result `k` of the loop that is its one source.
+    LoopResult(usize),
 }
 
 /// One node: its op, result type and shape, and its sources (each a view of another node).

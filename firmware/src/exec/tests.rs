@@ -193,3 +193,53 @@ fn typed_views_refuse_other_types_and_lengths() {
         );
     });
 }
+
+#[test]
+fn a_loop_runs_its_body_over_moving_windows() {
+    use crate::schedule::{encode, Arg, Entry, Span, Step};
+    use crate::testdata::{le_bytes, manifest};
+    // out[t] = x + out[t - 1] for t = 1, 2, 3 (slot t of the arena), three times one kernel.
+    let test = add_relu();
+    let slot = |s: u32| Span::new(s * 32, 32);
+    let add = Step::new(
+        KernelIndex(0),
+        &[
+            Arg::ArenaWindow {
+                span: slot(1),
+                stride: 32,
+            },
+            Arg::Arena(slot(0)),
+            Arg::ArenaWindow {
+                span: slot(0),
+                stride: 32,
+            },
+        ],
+    )
+    .unwrap();
+    let schedule = encode(
+        &manifest(&test.weights),
+        &[Entry::Loop { count: 3, steps: 1 }, Entry::Call(add)],
+    );
+    let bundle = ScheduleView::parse(&schedule, 128, 3).unwrap();
+    let mut arena = AlignedBytes::new(&[0; 128]);
+    let mut weights = AlignedBytes::new(&test.weights);
+    let weights = weights.get(test.weights.len());
+    let mut executor = Executor::new(bundle, &KERNELS, arena.get(128), weights).unwrap();
+    let x = [1.5f32; ELEMENTS];
+    executor
+        .input_mut(0)
+        .unwrap()
+        .copy_from_slice(&le_bytes(&x));
+    let mut steps = Vec::new();
+    executor
+        .run(&mut |event| {
+            if let KernelEvent::Before { step, .. } = event {
+                steps.push(step)
+            }
+        })
+        .unwrap();
+    assert_eq!(steps, [1, 1, 1]);
+    // The outputs are slots 2 and 3.
+    assert_eq!(from_le_bytes(executor.output(0).unwrap()), [4.5; ELEMENTS]);
+    assert_eq!(from_le_bytes(executor.output(1).unwrap()), [6.0; ELEMENTS]);
+}

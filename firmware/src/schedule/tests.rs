@@ -1,6 +1,6 @@
 use super::*;
 use crate::error::{BundleError, CapacityError, Place, Region};
-use crate::testdata::{add_relu, manifest, steps};
+use crate::testdata::{add_relu, calls, manifest, steps};
 use std::vec::Vec;
 
 const ARENA: usize = 128;
@@ -15,7 +15,7 @@ fn edited(edit: impl FnOnce(&mut Manifest, &mut Vec<Step>)) -> Vec<u8> {
     let bundle = add_relu();
     let (mut manifest, mut steps) = (manifest(&bundle.weights), steps());
     edit(&mut manifest, &mut steps);
-    encode(&manifest, &steps)
+    encode(&manifest, &calls(steps))
 }
 
 /// Recomputes the header's length and checksum, so a damaged body reaches the decoder.
@@ -43,7 +43,7 @@ fn round_trip() {
     let bundle = add_relu();
     let parsed = parse(&bundle.schedule).unwrap();
     assert_eq!(parsed.manifest(), &manifest(&bundle.weights));
-    assert_eq!(parsed.steps().collect::<Vec<_>>(), steps());
+    assert_eq!(parsed.entries().collect::<Vec<_>>(), calls(steps()));
     assert_eq!(parsed.step_count(), 3);
     assert_eq!(
         read_manifest(&bundle.schedule).unwrap().arena_bytes,
@@ -72,9 +72,9 @@ fn bad_magic_wrong_version_truncated_and_trailing_are_refused() {
         BundleError::BadMagic { found: *b"XILN" }
     );
     let mut version = schedule.clone();
-    version[4] = 2;
+    version[4] = 1;
     let expected = BundleError::VersionMismatch {
-        found: 2,
+        found: 1,
         expected: FORMAT_VERSION,
     };
     assert_eq!(parse(&version).unwrap_err(), expected);
@@ -215,12 +215,12 @@ proptest::proptest! {
         let schedule = resealed(schedule);
         if let Ok(bundle) = parse(&schedule) {
             let manifest = bundle.manifest();
-            for step in bundle.steps() {
-                proptest::prop_assert!(usize::from(step.kernel.0) < KERNELS);
-                for arg in step.args {
-                    let (span, region_bytes) = match arg {
-                        Arg::Arena(span) => (span, manifest.arena_bytes),
-                        Arg::Weights(span) => (span, manifest.weights.bytes),
+            for call in bundle.calls() {
+                proptest::prop_assert!(usize::from(call.kernel.0) < KERNELS);
+                for (region, span) in call.args {
+                    let region_bytes = match region {
+                        Region::Arena => manifest.arena_bytes,
+                        Region::Weights => manifest.weights.bytes,
                     };
                     proptest::prop_assert!(span.within(region_bytes).is_some());
                 }
@@ -288,4 +288,69 @@ fn a_rank_seven_output_round_trips() {
     });
     let parsed = parse(&schedule).unwrap();
     assert_eq!(parsed.manifest().outputs[0].shape.as_slice(), &shape);
+}
+
+/// The test bundle's steps with the last two in a loop of `count`, whose first argument is a
+/// window moving `stride` bytes.
+fn looped(count: u32, stride: i32) -> Vec<Entry> {
+    let mut steps = steps();
+    steps[2].args[0] = Arg::ArenaWindow {
+        span: steps[2].args[0].at(0).unwrap().1,
+        stride,
+    };
+    let mut entries = calls(steps);
+    entries.insert(1, Entry::Loop { count, steps: 2 });
+    entries
+}
+
+#[test]
+fn loops_repeat_their_body_and_move_their_windows() {
+    let bundle = add_relu();
+    let schedule = encode(&manifest(&bundle.weights), &looped(3, -16));
+    let parsed = parse(&schedule).unwrap();
+    assert_eq!(parsed.step_count(), 4);
+    assert_eq!(parsed.call_count(), 7);
+    let calls: Vec<Call> = parsed.calls().collect();
+    let steps: Vec<u32> = calls.iter().map(|c| c.step).collect();
+    assert_eq!(steps, [0, 2, 3, 2, 3, 2, 3]);
+    let moved: Vec<u32> = calls
+        .iter()
+        .filter(|c| c.step == 3)
+        .map(|c| c.args[0].1.offset)
+        .collect();
+    assert_eq!(moved, [96, 80, 64]);
+    let empty = encode(&manifest(&bundle.weights), &looped(0, 16));
+    let parsed = parse(&empty).unwrap();
+    assert_eq!(parsed.calls().map(|c| c.step).collect::<Vec<_>>(), [0]);
+}
+
+#[test]
+fn malformed_loops_are_refused() {
+    let weights = add_relu().weights;
+    let refused = |entries: Vec<Entry>| parse(&encode(&manifest(&weights), &entries)).unwrap_err();
+    // The window's last iteration lies past the arena.
+    let past = refused(looped(3, 16));
+    assert!(
+        matches!(
+            past,
+            BundleError::SliceOutOfRange {
+                place: Place::StepArg { step: 3, arg: 0 },
+                offset: 128,
+                ..
+            }
+        ),
+        "{past:?}"
+    );
+    // A window outside any loop.
+    let mut outside = looped(1, 0);
+    outside.remove(1);
+    assert_eq!(refused(outside), BundleError::MalformedLoop { step: 2 });
+    // A loop reaching past the last entry, and a loop in a loop.
+    let mut long = looped(1, 0);
+    long[1] = Entry::Loop { count: 1, steps: 3 };
+    assert_eq!(refused(long), BundleError::MalformedLoop { step: 1 });
+    let mut nested = looped(1, 0);
+    nested.insert(2, Entry::Loop { count: 2, steps: 1 });
+    nested[1] = Entry::Loop { count: 1, steps: 3 };
+    assert_eq!(refused(nested), BundleError::MalformedLoop { step: 2 });
 }

@@ -1,7 +1,9 @@
 //! Checking a schedule and reading its steps.
 
 use super::Span;
-use super::{checksum, Arg, KernelIndex, Manifest, Step, TensorDesc, FORMAT_VERSION, MAGIC};
+use super::{
+    checksum, Entry, KernelIndex, Manifest, Step, TensorDesc, FORMAT_VERSION, MAGIC, MAX_STEP_ARGS,
+};
 use crate::error::{BundleError, Place, Region};
 use serde::Deserialize;
 
@@ -12,6 +14,7 @@ use serde::Deserialize;
 pub struct ScheduleView<'a> {
     manifest: Manifest,
     step_count: u32,
+    call_count: u64,
     steps: &'a [u8],
 }
 
@@ -38,9 +41,10 @@ impl<'a> ScheduleView<'a> {
         }
         check_tensors(&manifest)?;
         let (step_count, steps) = take::<u32>(rest).map_err(|_| BundleError::MalformedManifest)?;
-        let view = ScheduleView {
+        let mut view = ScheduleView {
             manifest,
             step_count,
+            call_count: 0,
             steps,
         };
         view.check_steps()?;
@@ -59,32 +63,73 @@ impl<'a> ScheduleView<'a> {
         &self.manifest.outputs
     }
 
+    /// The number of entries: calls and loop starts.
     pub fn step_count(&self) -> u32 {
         self.step_count
     }
 
-    /// The steps in order, decoded one at a time.
-    pub fn steps(&self) -> Steps<'a> {
-        Steps {
+    /// The kernel calls a run makes: `count` times through each loop's body.
+    pub fn call_count(&self) -> u64 {
+        self.call_count
+    }
+
+    /// The entries as encoded: calls, and loops before their bodies.
+    pub fn entries(&self) -> Entries<'a> {
+        Entries {
             bytes: self.steps,
             next: 0,
             count: self.step_count,
         }
     }
 
-    fn check_steps(&self) -> Result<(), BundleError> {
-        let mut steps = self.steps();
-        for step in 0..self.step_count {
-            let decoded = steps.try_next()?;
-            self.check_step(step, &decoded)?;
+    /// Every kernel call of a run in order, loops unrolled and window arguments moved to their
+    /// iteration's slice.
+    pub fn calls(&self) -> Calls<'a> {
+        Calls {
+            entries: self.entries(),
+            body: None,
         }
-        match steps.bytes.len() {
+    }
+
+    fn check_steps(&mut self) -> Result<(), BundleError> {
+        let mut entries = self.entries();
+        // The loop being checked: its count, and how many of its body's steps are left.
+        let mut inside: Option<(u32, u16)> = None;
+        let mut calls = 0u64;
+        for step in 0..self.step_count {
+            match entries.try_next()? {
+                Entry::Loop { count, steps } => {
+                    if inside.is_some()
+                        || u64::from(step) + u64::from(steps) >= u64::from(self.step_count)
+                    {
+                        return Err(BundleError::MalformedLoop { step });
+                    }
+                    calls += u64::from(count) * u64::from(steps);
+                    inside = (steps > 0).then_some((count, steps));
+                }
+                Entry::Call(call) => {
+                    let count = inside.map(|(count, _)| count);
+                    self.check_call(step, &call, count)?;
+                    inside = match inside {
+                        Some((count, left)) if left > 1 => Some((count, left - 1)),
+                        Some(_) => None,
+                        None => {
+                            calls += 1;
+                            None
+                        }
+                    };
+                }
+            }
+        }
+        self.call_count = calls;
+        match entries.bytes.len() {
             0 => Ok(()),
             count => Err(BundleError::TrailingBytes { count }),
         }
     }
 
-    fn check_step(&self, step: u32, decoded: &Step) -> Result<(), BundleError> {
+    /// Checks a call's kernel and arguments; `count` is the iterations of the loop it is in.
+    fn check_call(&self, step: u32, decoded: &Step, count: Option<u32>) -> Result<(), BundleError> {
         let kernel_count = usize::from(self.manifest.kernel_count);
         let KernelIndex(kernel) = decoded.kernel;
         if usize::from(kernel) >= kernel_count {
@@ -99,18 +144,23 @@ impl<'a> ScheduleView<'a> {
                 step,
                 arg: arg as u8,
             };
-            let (region, span) = match value {
-                Arg::Arena(span) => (Region::Arena, span),
-                Arg::Weights(span) => (Region::Weights, span),
+            // A window is checked at its first and last iteration: it moves linearly between.
+            let last = match (value.is_window(), count) {
+                (false, _) => 0,
+                (true, Some(count)) => count.saturating_sub(1),
+                (true, None) => return Err(BundleError::MalformedLoop { step }),
             };
-            check_span(&self.manifest, place, region, span)?;
+            for iteration in [0, last] {
+                let Some((region, span)) = value.at(iteration) else {
+                    return Err(BundleError::MalformedLoop { step });
+                };
+                check_span(&self.manifest, place, region, span)?;
+            }
         }
         Ok(())
     }
 }
 
-/// Checks a schedule's header and checksum and decodes its manifest, without checking the manifest
-/// against a runtime: a board's build script uses this to size the arena.
 pub fn read_manifest(bytes: &[u8]) -> Result<Manifest, BundleError> {
     split_manifest(bytes).map(|(manifest, _steps)| manifest)
 }
@@ -211,32 +261,118 @@ fn take<'de, T: Deserialize<'de>>(bytes: &'de [u8]) -> postcard::Result<(T, &'de
 }
 
 /// The steps of a [`ScheduleView`], decoded one at a time.
+/// The entries of a checked schedule, decoded one at a time.
 #[derive(Clone, Debug)]
-pub struct Steps<'a> {
+pub struct Entries<'a> {
     bytes: &'a [u8],
     next: u32,
     count: u32,
 }
 
-impl Steps<'_> {
-    fn try_next(&mut self) -> Result<Step, BundleError> {
+impl Entries<'_> {
+    fn try_next(&mut self) -> Result<Entry, BundleError> {
         let step = self.next;
         let (decoded, rest) =
-            take::<Step>(self.bytes).map_err(|_| BundleError::MalformedStep { step })?;
+            take::<Entry>(self.bytes).map_err(|_| BundleError::MalformedStep { step })?;
         self.bytes = rest;
         self.next += 1;
         Ok(decoded)
     }
 }
 
-impl Iterator for Steps<'_> {
-    type Item = Step;
+impl Iterator for Entries<'_> {
+    type Item = Entry;
 
-    /// Decoding cannot fail on a view made by [`ScheduleView::parse`], which decoded every step.
-    fn next(&mut self) -> Option<Step> {
+    /// Decoding cannot fail on a view made by [`ScheduleView::parse`], which decoded every entry.
+    fn next(&mut self) -> Option<Entry> {
         if self.next == self.count {
             return None;
         }
         self.try_next().ok()
     }
+}
+
+/// One kernel call of a run: the entry it comes from, its kernel, and each argument's region
+/// and slice at this iteration.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Call {
+    pub step: u32,
+    pub kernel: KernelIndex,
+    pub args: heapless::Vec<(Region, Span), MAX_STEP_ARGS>,
+}
+
+/// The calls of a run: see [`ScheduleView::calls`].
+#[derive(Clone, Debug)]
+pub struct Calls<'a> {
+    entries: Entries<'a>,
+    body: Option<LoopRun<'a>>,
+}
+
+/// The loop being run: its body's first entry, where it is in the body, and the iteration.
+#[derive(Clone, Debug)]
+struct LoopRun<'a> {
+    start: Entries<'a>,
+    cursor: Entries<'a>,
+    steps: u16,
+    done: u16,
+    count: u32,
+    iteration: u32,
+}
+
+impl Iterator for Calls<'_> {
+    type Item = Call;
+
+    fn next(&mut self) -> Option<Call> {
+        loop {
+            if let Some(run) = &mut self.body {
+                if run.iteration == run.count {
+                    self.body = None;
+                    continue;
+                }
+                if run.done == run.steps {
+                    run.iteration += 1;
+                    run.done = 0;
+                    run.cursor = run.start.clone();
+                    continue;
+                }
+                let step = run.cursor.next;
+                run.done += 1;
+                let Entry::Call(call) = run.cursor.next()? else {
+                    return None;
+                };
+                return resolve(step, call, run.iteration);
+            }
+            let step = self.entries.next;
+            match self.entries.next()? {
+                Entry::Call(call) => return resolve(step, call, 0),
+                Entry::Loop { count, steps } => {
+                    let start = self.entries.clone();
+                    for _ in 0..steps {
+                        self.entries.next()?;
+                    }
+                    self.body = Some(LoopRun {
+                        cursor: start.clone(),
+                        start,
+                        steps,
+                        done: 0,
+                        count,
+                        iteration: 0,
+                    });
+                }
+            }
+        }
+    }
+}
+
+/// A call's arguments at `iteration` (checked by [`ScheduleView::parse`] to lie in range).
+fn resolve(step: u32, call: Step, iteration: u32) -> Option<Call> {
+    let mut args = heapless::Vec::new();
+    for arg in &call.args {
+        args.push(arg.at(iteration)?).ok()?;
+    }
+    Some(Call {
+        step,
+        kernel: call.kernel,
+        args,
+    })
 }
