@@ -79,8 +79,9 @@ pub fn compile_graph(
 fn kernels_of(schedule: &Schedule, target: &Target) -> Result<Vec<Kernel>, CompileError> {
     // How many times the kernels read each weight.
     let mut readers: HashMap<WeightId, usize> = HashMap::new();
-    for b in schedule.items.iter().flat_map(|it| &it.bufs) {
-        if let BufKind::Weight(w) = schedule.buffers[b.0 as usize].kind {
+    for &b in schedule.items.iter().flat_map(|it| &it.bufs) {
+        // A window over a weight reads it too.
+        if let BufKind::Weight(w) = schedule.buffers[schedule.storage(b).0 as usize].kind {
             *readers.entry(w).or_default() += 1;
         }
     }

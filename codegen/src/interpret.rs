@@ -4,7 +4,7 @@
 
 use crate::kernel::{Kernel, KernelError};
 use crate::linearize::{linearize, LinearizeError};
-use crate::schedule::{BufKind, Schedule};
+use crate::schedule::{BufId, BufKind, Schedule};
 use crate::target::Target;
 use crate::tensor::{Tensor, TensorError};
 use crate::uop::interp::{run, HostBuffer, InterpError};
@@ -47,26 +47,27 @@ pub fn run_schedule(s: &Schedule, inputs: &[Tensor]) -> Result<Vec<Tensor>, Inte
             _ => HostBuffer::zeros(b.dtype.scalar, b.numel()),
         })
         .collect();
-    for (index, item) in s.items.iter().enumerate() {
+    for (index, iteration) in run_order(s) {
+        let item = &s.items[index];
         let k = Kernel::new(item.ast.clone(), Target::c())?;
         let lin = linearize(&k).map_err(|e| InterpretError::Linearize {
             kernel: index,
             source: Box::new(e),
         })?;
+        // Windows first, copied out of their storage before a kernel argument takes it.
+        let mut order: Vec<(usize, BufId)> = item.bufs.iter().copied().enumerate().collect();
+        order.sort_by_key(|(_, b)| window_range(s, *b, iteration).is_none());
         let mut bufs: HashMap<BufferId, HostBuffer> = HashMap::new();
-        for (j, b) in item.bufs.iter().enumerate() {
-            let empty = HostBuffer::zeros(s.buffers[b.0 as usize].dtype.scalar, 0);
-            bufs.insert(
-                BufferId(j as u32),
-                std::mem::replace(&mut host[b.0 as usize], empty),
-            );
+        for &(j, b) in &order {
+            bufs.insert(BufferId(j as u32), take(s, &mut host, b, iteration));
         }
         run(&lin.uops, &mut bufs, &HashMap::new()).map_err(|source| InterpretError::Interpret {
             kernel: lin.name.clone(),
             source,
         })?;
-        for (j, b) in item.bufs.iter().enumerate() {
-            host[b.0 as usize] = bufs.remove(&BufferId(j as u32)).expect("buffer given back");
+        for &(j, b) in order.iter().rev() {
+            let buffer = bufs.remove(&BufferId(j as u32)).expect("buffer given back");
+            give_back(s, &mut host, b, iteration, buffer);
         }
     }
     s.outputs
@@ -77,4 +78,69 @@ pub fn run_schedule(s: &Schedule, inputs: &[Tensor]) -> Result<Vec<Tensor>, Inte
             Ok(Tensor::from_values(b.dtype, shape, b.data.iter().copied())?)
         })
         .collect()
+}
+
+/// The items in the order a run calls them, each with its loop's iteration (0 outside loops).
+fn run_order(s: &Schedule) -> Vec<(usize, usize)> {
+    let mut order = Vec::new();
+    let mut index = 0;
+    while index < s.items.len() {
+        match s.loops.iter().find(|l| l.items.start == index) {
+            Some(l) => {
+                for iteration in 0..l.count {
+                    order.extend(l.items.clone().map(|i| (i, iteration)));
+                }
+                index = l.items.end;
+            }
+            None => {
+                order.push((index, 0));
+                index += 1;
+            }
+        }
+    }
+    order
+}
+
+/// The elements of window `b` at `iteration`: the range of its storage it covers.
+fn window_range(
+    s: &Schedule,
+    b: BufId,
+    iteration: usize,
+) -> Option<(BufId, std::ops::Range<usize>)> {
+    let info = &s.buffers[b.0 as usize];
+    let BufKind::Window { of, start, step } = info.kind else {
+        return None;
+    };
+    let at = (start as isize + step * iteration as isize) as usize;
+    Some((of, at..at + info.numel()))
+}
+
+/// Buffer `b`'s contents for a kernel: moved out of `host`, or copied out of its storage for a
+/// window.
+fn take(s: &Schedule, host: &mut [HostBuffer], b: BufId, iteration: usize) -> HostBuffer {
+    let dtype = s.buffers[b.0 as usize].dtype.scalar;
+    match window_range(s, b, iteration) {
+        Some((of, range)) => {
+            let storage = &host[of.0 as usize];
+            HostBuffer {
+                dtype,
+                data: storage.data[range].to_vec(),
+            }
+        }
+        None => std::mem::replace(&mut host[b.0 as usize], HostBuffer::zeros(dtype, 0)),
+    }
+}
+
+/// Returns what [`take`] took, written back into a window's storage.
+fn give_back(
+    s: &Schedule,
+    host: &mut [HostBuffer],
+    b: BufId,
+    iteration: usize,
+    buffer: HostBuffer,
+) {
+    match window_range(s, b, iteration) {
+        Some((of, range)) => host[of.0 as usize].data[range].copy_from_slice(&buffer.data),
+        None => host[b.0 as usize] = buffer,
+    }
 }

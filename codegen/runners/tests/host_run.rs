@@ -155,3 +155,91 @@ fn a_damaged_schedule_is_refused_with_the_runtime_s_own_error() {
         "{text}"
     );
 }
+
+/// `h_t = tanh(x_t W + h_{t-1} R)` over `steps` time steps, `y` stacking every `h_t` (in
+/// reverse order when `reverse`): the body graph, run by a loop over the model's input.
+fn recurrent(steps: usize, reverse: bool) -> (Graph, Vec<kiln_codegen::graph::Lazy>) {
+    use kiln_codegen::graph::loops::{LoopBody, LoopInput, LoopResult};
+    let (batch, inputs, hidden) = (2, 3, 5);
+    let mut body = Graph::new();
+    let x = body.input("x_t", DType::F32, &[batch, inputs]);
+    let h = body.input("h", DType::F32, &[batch, hidden]);
+    let w = weight(&mut body, &[inputs, hidden], 3);
+    let r = weight(&mut body, &[hidden, hidden], 4);
+    let xw = body.matmul(&x, &w).unwrap();
+    let hr = body.matmul(&h, &r).unwrap();
+    let sum = body
+        .binary(kiln_codegen::ops::BinaryOp::Add, &xw, &hr)
+        .unwrap();
+    let next = body.tanh(&sum).unwrap();
+    let loop_body = LoopBody {
+        count: steps,
+        graph: body,
+        outputs: vec![next],
+        inputs: vec![
+            LoopInput::Row {
+                operand: 0,
+                reverse,
+            },
+            LoopInput::State { init: 1, next: 0 },
+        ],
+        results: vec![
+            LoopResult::Stacked { output: 0, reverse },
+            LoopResult::Final { input: 1 },
+        ],
+    };
+    let mut g = Graph::new();
+    let xs = g.input("xs", DType::F32, &[steps, batch, inputs]);
+    let h0 = weight(&mut g, &[batch, hidden], 5);
+    let results = g.repeat(loop_body, &[xs, h0]).unwrap();
+    // Read both results after the loop, so that they are values of the model.
+    let two = g.constant(2.0, DType::F32, &[batch, hidden]);
+    let last = g
+        .binary(kiln_codegen::ops::BinaryOp::Mul, &results[1], &two)
+        .unwrap();
+    (g, vec![results[0].clone(), last])
+}
+
+#[test]
+fn a_loop_runs_its_body_once_per_time_step_like_the_evaluators() {
+    for (steps, reverse) in [(7, false), (4, true), (1, false)] {
+        let (g, outs) = recurrent(steps, reverse);
+        let n = steps * 2 * 3;
+        let xs: Vec<f32> = (0..n).map(|i| ((i * 7) % 11) as f32 / 5.5 - 1.0).collect();
+        let input: Vec<u8> = xs.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let x = Tensor::new(Scalar::F32, vec![steps, 2, 3], input.clone()).unwrap();
+        let naive = kiln_codegen::graph::eval::evaluate(&g, &outs, &[x.clone()]).unwrap();
+        let sched = create_schedule(&g, &outs).unwrap();
+        assert_eq!(sched.loops.len(), 1);
+        let body = sched.loops[0].items.len();
+        let interpreted = run_schedule(&sched, &[x]).unwrap();
+        let bundle = compile_graph("rnn", &g, &outs, &Target::c(), true, &mut |_, _| {}).unwrap();
+        // The body's kernels are in the bundle once, whatever the number of steps.
+        assert_eq!(bundle.programs.len(), sched.items.len());
+        assert!(body <= 4, "{body} kernels in the loop body");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bundle");
+        bundle.write(&path).unwrap();
+        let lib = host::compile(&path).unwrap();
+        let run = host::run(&bundle, &lib, &[input]).unwrap();
+        for (k, want) in naive.iter().enumerate() {
+            let want = want.to_f64();
+            let interp = interpreted[k].to_f64();
+            let got: Vec<f64> = run.outputs[k]
+                .chunks_exact(4)
+                .map(|c| f32::from_le_bytes(c.try_into().unwrap()) as f64)
+                .collect();
+            assert_eq!(got.len(), want.len());
+            for i in 0..want.len() {
+                assert!(
+                    (got[i] - want[i]).abs() < 1e-5,
+                    "output {k}[{i}] {got:?} {want:?}"
+                );
+                assert!(
+                    (interp[i] - want[i]).abs() < 1e-5,
+                    "output {k}[{i}] interpreted"
+                );
+            }
+        }
+    }
+}

@@ -8,7 +8,7 @@ mod tests;
 
 use crate::plan::ArenaPlan;
 use crate::render::Program;
-use crate::schedule::{BufId, BufKind, Schedule};
+use crate::schedule::{BufId, BufKind, Schedule, ScheduleLoop};
 use kiln_firmware::error::{BundleError as FirmwareError, CapacityError};
 use kiln_firmware::schedule as fw;
 pub use report::Report;
@@ -157,6 +157,59 @@ fn tensor_desc(s: &Schedule, plan: &ArenaPlan, b: BufId) -> Result<fw::TensorDes
     .map_err(BundleError::Capacity)
 }
 
+/// A loop's entry: its count and number of steps, if the format holds them.
+fn loop_entry(l: &ScheduleLoop) -> Result<(u32, u16), BundleError> {
+    let too_long = || {
+        BundleError::SelfCheck(format!(
+            "a loop of {} iterations over {} steps does not fit the schedule format",
+            l.count,
+            l.items.len()
+        ))
+    };
+    let count = u32::try_from(l.count).map_err(|_| too_long())?;
+    let steps = u16::try_from(l.items.len()).map_err(|_| too_long())?;
+    Ok((count, steps))
+}
+
+/// The argument passing buffer `b`: its slice of the weights or the arena, moving with the
+/// loop's iterations if it is a window.
+fn step_arg(
+    s: &Schedule,
+    plan: &ArenaPlan,
+    wspans: &HashMap<BufId, fw::Span>,
+    b: BufId,
+) -> Result<fw::Arg, BundleError> {
+    let info = &s.buffers[b.0 as usize];
+    let storage = s.storage(b);
+    let base = match wspans.get(&storage) {
+        Some(span) => Some(span.offset as usize),
+        None => plan.placement(storage).map(|p| p.offset),
+    };
+    let base =
+        base.ok_or_else(|| BundleError::SelfCheck(format!("buffer {} has no place", b.0)))?;
+    let size = info.dtype.size();
+    let bytes = info.bytes() as u32;
+    let (offset, stride) = match info.kind {
+        BufKind::Window { start, step, .. } => (base + start * size, Some(step * size as isize)),
+        _ => (base, None),
+    };
+    let span = fw::Span::new(offset as u32, bytes);
+    let weights = wspans.contains_key(&storage);
+    Ok(match stride {
+        None if weights => fw::Arg::Weights(span),
+        None => fw::Arg::Arena(span),
+        Some(stride) => {
+            let stride = i32::try_from(stride).map_err(|_| {
+                BundleError::SelfCheck(format!("buffer {} moves {stride} bytes a step", b.0))
+            })?;
+            match weights {
+                true => fw::Arg::WeightsWindow { span, stride },
+                false => fw::Arg::ArenaWindow { span, stride },
+            }
+        }
+    })
+}
+
 /// Assembles the bundle of a scheduled, rendered and planned model.
 pub fn build(
     model: &str,
@@ -181,23 +234,19 @@ pub fn build(
     let (weights, wspans) = layout_weights(s);
     let (kernel_functions, kernel_names, index_of) = kernel_functions(programs);
     let kernels_c = kernel_functions.clone() + &kernel_table(&kernel_names, DEFAULT_PREFIX);
-    let mut steps = Vec::with_capacity(s.items.len());
-    for (item, &k) in s.items.iter().zip(&index_of) {
-        let args: Vec<fw::Arg> = item
+    let mut entries = Vec::with_capacity(s.items.len() + s.loops.len());
+    for (i, (item, &k)) in s.items.iter().zip(&index_of).enumerate() {
+        if let Some(l) = s.loops.iter().find(|l| l.items.start == i) {
+            let (count, steps) = loop_entry(l)?;
+            entries.push(fw::Entry::Loop { count, steps });
+        }
+        let args = item
             .bufs
             .iter()
-            .map(|b| match wspans.get(b) {
-                Some(span) => fw::Arg::Weights(*span),
-                None => {
-                    let p = plan.placement(*b).expect("every arena buffer is placed");
-                    fw::Arg::Arena(fw::Span::new(
-                        p.offset as u32,
-                        s.buffers[b.0 as usize].bytes() as u32,
-                    ))
-                }
-            })
-            .collect();
-        steps.push(fw::Step::new(fw::KernelIndex(k), &args).map_err(BundleError::Capacity)?);
+            .map(|&b| step_arg(s, plan, &wspans, b))
+            .collect::<Result<Vec<_>, _>>()?;
+        let step = fw::Step::new(fw::KernelIndex(k), &args).map_err(BundleError::Capacity)?;
+        entries.push(fw::Entry::Call(step));
     }
     let inputs = s
         .inputs
@@ -217,7 +266,7 @@ pub fn build(
         &outputs,
     )
     .map_err(BundleError::Capacity)?;
-    let schedule = fw::encode(&fplan, &steps);
+    let schedule = fw::encode(&fplan, &entries);
     fw::ScheduleView::parse(&schedule, plan.arena_bytes, kernel_names.len())
         .map_err(BundleError::Unreadable)?;
     let report = Report::new(model, s, programs, plan, weights.len(), &kernel_names);

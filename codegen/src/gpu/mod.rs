@@ -202,7 +202,7 @@ pub fn from_bundle(api: Api, mut bundle: Bundle) -> Result<GpuBundle, GpuError> 
     })
 }
 
-/// The kernel index of each step of the bundle's schedule.
+/// The kernel index of each call entry of the bundle's schedule (one per program).
 fn step_kernels(bundle: &Bundle) -> Result<Vec<usize>, GpuError> {
     let plan =
         kiln_firmware::schedule::read_manifest(&bundle.schedule).map_err(GpuError::Schedule)?;
@@ -212,7 +212,11 @@ fn step_kernels(bundle: &Bundle) -> Result<Vec<usize>, GpuError> {
         bundle.kernel_names.len(),
     )
     .map_err(GpuError::Schedule)?;
-    Ok(parsed.steps().map(|s| s.kernel.0 as usize).collect())
+    let calls = parsed.entries().filter_map(|e| match e {
+        kiln_firmware::schedule::Entry::Call(step) => Some(step.kernel.0 as usize),
+        kiln_firmware::schedule::Entry::Loop { .. } => None,
+    });
+    Ok(calls.collect())
 }
 
 /// The OpenCL source file of a bundle.

@@ -113,11 +113,12 @@ fn node_values(
             let mut operands = Vec::with_capacity(node.src.len());
             for (i, s) in node.src.iter().enumerate() {
                 let read = read_through(s, src(i));
-                let values = Odometer::new(s.shape()).map(|idx| read(&idx));
+                let values: Vec<ConstValue> =
+                    Odometer::new(s.shape()).map(|idx| read(&idx)).collect();
                 operands.push(Tensor::from_values(
                     s.dtype.scalar,
                     s.shape().to_vec(),
-                    values,
+                    values.into_iter(),
                 )?);
             }
             let results = super::loops::evaluate_loop(body, &operands)?;

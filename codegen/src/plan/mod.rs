@@ -99,24 +99,39 @@ fn align(n: usize) -> usize {
     n.div_ceil(ALIGN) * ALIGN
 }
 
-/// Lifetimes of the arena buffers: inputs from the start, outputs to the end.
+/// Lifetimes of the arena buffers: inputs from the start, outputs to the end. A window has no
+/// place of its own: it uses its buffer's. A buffer that a loop reads or writes and that lives
+/// beyond one of its iterations (a state, an operand, a result a window writes) lives through
+/// the whole loop.
 fn lifetimes(s: &Schedule) -> Vec<Placement> {
     let steps = s.items.len();
+    let mut uses: Vec<Vec<usize>> = vec![Vec::new(); s.buffers.len()];
+    let mut windowed = vec![false; s.buffers.len()];
+    for (k, item) in s.items.iter().enumerate() {
+        for &b in &item.bufs {
+            let storage = s.storage(b);
+            uses[storage.0 as usize].push(k);
+            windowed[storage.0 as usize] |= storage != b;
+        }
+    }
     let mut out: Vec<Placement> = Vec::new();
     for (i, info) in s.buffers.iter().enumerate() {
-        if matches!(info.kind, BufKind::Weight(_)) {
+        if matches!(info.kind, BufKind::Weight(_) | BufKind::Window { .. }) {
             continue;
         }
         let buf = BufId(i as u32);
-        let uses: Vec<usize> = s
-            .items
-            .iter()
-            .enumerate()
-            .filter(|(_, it)| it.bufs.contains(&buf))
-            .map(|(k, _)| k)
-            .collect();
+        let uses = &mut uses[i];
+        uses.sort_unstable();
         let mut first = uses.first().copied().unwrap_or(0);
         let mut last = uses.last().copied().unwrap_or(0);
+        for l in &s.loops {
+            let inside = uses.iter().any(|u| l.items.contains(u));
+            let beyond = windowed[i] || uses.iter().any(|u| !l.items.contains(u));
+            if inside && beyond && !l.items.is_empty() {
+                first = first.min(l.items.start);
+                last = last.max(l.items.end - 1);
+            }
+        }
         match info.kind {
             BufKind::Input(_) => first = 0,
             BufKind::Output(_) => last = steps.saturating_sub(1).max(last),

@@ -25,6 +25,7 @@ fn schedule(sizes: &[usize], uses: &[Vec<usize>]) -> Schedule {
         })
         .collect();
     Schedule {
+        loops: vec![],
         items,
         buffers,
         inputs: vec![BufId(0)],
@@ -100,6 +101,7 @@ mod in_place {
     /// in → t1 = in + in → t2 = t1 + in → out = t2 + in; `second` is step 1's view of t1.
     fn chain(second: ShapeTracker) -> Schedule {
         Schedule {
+            loops: vec![],
             items: vec![
                 add([1, 0, 0], plain(), plain()),
                 add([2, 1, 0], second, plain()),

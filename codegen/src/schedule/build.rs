@@ -2,29 +2,34 @@
 //! views, realized ones become loads.
 
 use super::realize::Realization;
-use super::{compose, BufId, BufKind, BufferInfo, Schedule, ScheduleError, ScheduleItem};
-use crate::graph::{GOp, Graph, Lazy, NodeId};
+use super::{
+    compose, BufId, BufKind, BufferInfo, Schedule, ScheduleError, ScheduleItem, ScheduleLoop,
+};
+use crate::graph::{GOp, Graph, Lazy, NodeId, WeightData};
 use crate::schedule::ast::LazyOp;
 use crate::shape::ShapeTracker;
 use std::collections::HashMap;
 
 /// The schedule being built over a graph and its realization: the buffers made so far, and
 /// each node's buffer.
-struct Scheduler<'a> {
-    g: &'a Graph,
+pub(super) struct Scheduler<'a> {
+    pub g: &'a Graph,
     realization: &'a Realization,
-    buffers: Vec<BufferInfo>,
+    pub buffers: Vec<BufferInfo>,
     buf_of: HashMap<NodeId, BufId>,
+    /// The graph's weights, then those of loop bodies.
+    pub weights: Vec<WeightData>,
+    pub items: Vec<ScheduleItem>,
+    pub loops: Vec<ScheduleLoop>,
 }
 
 impl Scheduler<'_> {
-    fn buffer(&mut self, id: NodeId, kind: BufKind) -> BufId {
+    pub fn buffer(&mut self, id: NodeId, kind: BufKind) -> BufId {
         if let Some(&b) = self.buf_of.get(&id) {
             return b;
         }
         let n = self.g.node(id);
-        let b = BufId(self.buffers.len() as u32);
-        self.buffers.push(BufferInfo {
+        let b = self.new_buffer(BufferInfo {
             kind,
             dtype: n.dtype,
             shape: n.shape.clone(),
@@ -33,7 +38,13 @@ impl Scheduler<'_> {
         b
     }
 
-    fn source_buffer(&mut self, id: NodeId) -> BufId {
+    /// A buffer of no node.
+    pub fn new_buffer(&mut self, info: BufferInfo) -> BufId {
+        self.buffers.push(info);
+        BufId(self.buffers.len() as u32 - 1)
+    }
+
+    pub fn source_buffer(&mut self, id: NodeId) -> BufId {
         let kind = match self.g.node(id).op {
             GOp::Input(i) => BufKind::Input(i),
             GOp::Weight(w) => BufKind::Weight(w),
@@ -74,6 +85,9 @@ pub(super) fn build_schedule(
         realization,
         buffers: vec![],
         buf_of: HashMap::new(),
+        weights: g.weights.clone(),
+        items: vec![],
+        loops: vec![],
     };
     let mut inputs = Vec::new();
     for (id, node) in g.nodes.iter().enumerate() {
@@ -93,12 +107,23 @@ pub(super) fn build_schedule(
         }
         outs.push(buf);
     }
-    let mut items = Vec::new();
     for &id in &realization.order {
         let node = g.node(id);
         if !realization.realized[id.0 as usize] || matches!(node.op, GOp::Input(_) | GOp::Weight(_))
         {
             continue;
+        }
+        match &node.op {
+            GOp::Loop(body) => {
+                super::repeat::emit_loop(&mut b, id, body)?;
+                continue;
+            }
+            GOp::LoopResult(_) => {
+                // Computed by its loop, which comes first.
+                b.buffer(id, BufKind::Intermediate);
+                continue;
+            }
+            _ => {}
         }
         let out = b.buffer(id, BufKind::Intermediate);
         if node.shape.contains(&0) {
@@ -119,17 +144,18 @@ pub(super) fn build_schedule(
             .map_err(crate::graph::GraphError::from)?;
         let value = expand(&mut b, &mut ctx, id, &st)?;
         let store = LazyOp::store(0, ShapeTracker::from_shape(&space), value);
-        items.push(ScheduleItem {
+        b.items.push(ScheduleItem {
             ast: vec![store],
             bufs: ctx.bufs,
         });
     }
     Ok(Schedule {
-        items,
+        items: b.items,
+        loops: b.loops,
         buffers: b.buffers,
         inputs: inputs.into_iter().map(|(_, b)| b).collect(),
         outputs: outs,
-        weights: g.weights.clone(),
+        weights: b.weights,
     })
 }
 
@@ -190,5 +216,11 @@ fn expand_new(
             LazyOp::reduce(*op, axes.clone(), inner)
         }
         GOp::Input(_) | GOp::Weight(_) => unreachable!("handled above"),
+        GOp::Loop(_) | GOp::LoopResult(_) => {
+            return Err(ScheduleError::Internal(format!(
+                "loop node {} read as a value in a kernel",
+                id.0
+            )))
+        }
     })
 }

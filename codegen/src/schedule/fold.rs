@@ -65,7 +65,11 @@ pub fn fold_constants(g: &mut Graph, outputs: &[Lazy]) -> Result<(), ScheduleErr
     for &id in &order {
         let i = id.0 as usize;
         let node = g.node(id);
-        let computed = !matches!(node.op, GOp::Weight(_) | GOp::Const(_) | GOp::Input(_));
+        // A loop's values are its results', which fold on their own.
+        let computed = !matches!(
+            node.op,
+            GOp::Weight(_) | GOp::Const(_) | GOp::Input(_) | GOp::Loop(_)
+        );
         let numel: usize = node.shape.iter().product();
         let bytes = numel * node.dtype.size();
         let bounded = numel <= SMALL.max(leaf_numel[i]);

@@ -9,7 +9,8 @@
 pub mod ast;
 mod build;
 pub mod fold;
-mod realize;
+pub(crate) mod realize;
+mod repeat;
 
 use crate::dtype::DType;
 use crate::graph::{Graph, GraphError, Lazy, WeightData, WeightId};
@@ -31,6 +32,14 @@ pub enum BufKind {
     Intermediate,
     /// The model's n-th output (read after a run).
     Output(usize),
+    /// In a loop's body: this buffer's elements of buffer `of`, from element `start` at the
+    /// first iteration, `step` elements further at each next one (a time step's row of a
+    /// sequence). It has no memory of its own.
+    Window {
+        of: BufId,
+        start: usize,
+        step: isize,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -57,10 +66,19 @@ pub struct ScheduleItem {
     pub bufs: Vec<BufId>,
 }
 
+/// A counted loop: `items` run `count` times in order (window buffers move at each iteration).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScheduleLoop {
+    pub items: std::ops::Range<usize>,
+    pub count: usize,
+}
+
 /// The fixed schedule of a model.
 #[derive(Clone, Debug)]
 pub struct Schedule {
     pub items: Vec<ScheduleItem>,
+    /// The loops over runs of `items`, in order; they do not overlap.
+    pub loops: Vec<ScheduleLoop>,
     pub buffers: Vec<BufferInfo>,
     pub inputs: Vec<BufId>,
     pub outputs: Vec<BufId>,
@@ -102,4 +120,19 @@ pub fn schedule_unfolded(graph: &Graph, outputs: &[Lazy]) -> Result<Schedule, Sc
         .collect();
     let realization = realize::realization(&g, &outputs);
     build::build_schedule(&g, &outputs, &realization)
+}
+
+impl Schedule {
+    /// The loop item `index` runs in, if any.
+    pub fn loop_of(&self, index: usize) -> Option<&ScheduleLoop> {
+        self.loops.iter().find(|l| l.items.contains(&index))
+    }
+
+    /// The buffer whose memory `b` is: itself, or the buffer a window moves over.
+    pub fn storage(&self, b: BufId) -> BufId {
+        match self.buffers[b.0 as usize].kind {
+            BufKind::Window { of, .. } => self.storage(of),
+            _ => b,
+        }
+    }
 }

@@ -18,7 +18,12 @@ pub struct Realization {
 fn is_compute(op: &GOp) -> bool {
     matches!(
         op,
-        GOp::Alu(_) | GOp::Cast | GOp::Bitcast | GOp::Reduce(..) | GOp::Contiguous
+        GOp::Alu(_)
+            | GOp::Cast
+            | GOp::Bitcast
+            | GOp::Reduce(..)
+            | GOp::Contiguous
+            | GOp::LoopResult(_)
     )
 }
 
@@ -47,8 +52,17 @@ pub fn realization(g: &Graph, outputs: &[Lazy]) -> Realization {
     let mut consumers: Vec<Vec<(NodeId, usize)>> = vec![vec![]; n];
     for &id in &order {
         let node = g.node(id);
-        if matches!(node.op, GOp::Input(_) | GOp::Weight(_) | GOp::Contiguous) {
+        if matches!(
+            node.op,
+            GOp::Input(_) | GOp::Weight(_) | GOp::Contiguous | GOp::Loop(_) | GOp::LoopResult(_)
+        ) {
             realized[id.0 as usize] = true;
+        }
+        if matches!(node.op, GOp::Loop(_)) {
+            // A loop's kernels read each operand in its own buffer.
+            for s in &node.src {
+                realized[s.base.0 as usize] = true;
+            }
         }
         for (k, s) in node.src.iter().enumerate() {
             consumers[s.base.0 as usize].push((id, k));

@@ -221,6 +221,7 @@ fn candidates_bundle(
         in_place: Vec::new(),
     };
     let schedule = Schedule {
+        loops: vec![],
         // The kernel's wrapper passes its parameters in the order of the program's buffers.
         items: programs
             .iter()

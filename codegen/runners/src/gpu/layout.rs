@@ -7,7 +7,8 @@
 //! keeps every kernel's view of its buffers, at the cost of the arena's reuse of memory.
 
 use super::{GpuBundle, GpuError, KernelCall};
-use kiln_firmware::schedule::{self as fw, Arg, Span};
+use kiln_firmware::error::Region as FwRegion;
+use kiln_firmware::schedule::{self as fw, Span};
 use std::collections::HashMap;
 
 /// The two device buffers a bundle uses.
@@ -116,15 +117,15 @@ pub(crate) fn prepare(
             });
         }
     }
-    let steps: Vec<fw::Step> = parsed.steps().collect();
+    let calls: Vec<fw::Call> = parsed.calls().collect();
     let (mut arena_spans, mut weight_spans) = (Vec::new(), Vec::new());
     for t in plan.inputs.iter().chain(&plan.outputs) {
         arena_spans.push(t.span);
     }
-    for a in steps.iter().flat_map(|s| &s.args) {
-        match *a {
-            Arg::Arena(s) => arena_spans.push(s),
-            Arg::Weights(s) => weight_spans.push(s),
+    for &(region, s) in calls.iter().flat_map(|c| &c.args) {
+        match region {
+            FwRegion::Arena => arena_spans.push(s),
+            FwRegion::Weights => weight_spans.push(s),
         }
     }
     let arena = Placement::new(&arena_spans, plan.arena_bytes as usize, align);
@@ -135,16 +136,16 @@ pub(crate) fn prepare(
         let src = &gb.bundle.weights[s.offset as usize..(s.offset + s.bytes) as usize];
         blob[at..at + src.len()].copy_from_slice(src);
     }
-    let launches = steps
+    let launches = calls
         .iter()
-        .map(|s| Launch {
-            kernel: s.kernel.0 as usize,
-            args: s
+        .map(|c| Launch {
+            kernel: c.kernel.0 as usize,
+            args: c
                 .args
                 .iter()
-                .map(|a| match *a {
-                    Arg::Arena(s) => arena.slice(Region::Arena, s),
-                    Arg::Weights(s) => weights.slice(Region::Weights, s),
+                .map(|&(region, s)| match region {
+                    FwRegion::Arena => arena.slice(Region::Arena, s),
+                    FwRegion::Weights => weights.slice(Region::Weights, s),
                 })
                 .collect(),
         })
