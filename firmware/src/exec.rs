@@ -9,7 +9,8 @@
 //! ```
 //!
 //! `args[i]` points at argument `i` of the step: into the arena for [`Arg::Arena`] (the kernel
-//! may write there) or into the weights for [`Arg::Weights`] (flash: read only). The compiler
+//! may write there) or into the weights for [`Arg::Weights`] (flash: read only); for a window
+//! argument, at this iteration's slice. The compiler
 //! generates one such wrapper per kernel, which unpacks the pointers into the kernel's typed
 //! parameters, in the step's argument order:
 //!
@@ -31,6 +32,8 @@
 
 use crate::element::Element;
 use crate::error::{BundleError, Place, Region};
+#[cfg(doc)]
+use crate::schedule::Arg;
 use crate::schedule::{checksum, Call, KernelIndex, ScheduleView, Span, TensorDesc, MAX_STEP_ARGS};
 use core::cell::UnsafeCell;
 use core::ffi::c_void;

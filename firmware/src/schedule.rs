@@ -138,6 +138,8 @@ impl Step {
 }
 
 /// One entry of a schedule: a kernel call, or the start of a counted loop.
+// Entries are decoded one at a time onto the stack, and the runtime has no heap to box a call in.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Entry {
     Call(Step),

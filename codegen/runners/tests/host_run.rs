@@ -208,7 +208,8 @@ fn a_loop_runs_its_body_once_per_time_step_like_the_evaluators() {
         let xs: Vec<f32> = (0..n).map(|i| ((i * 7) % 11) as f32 / 5.5 - 1.0).collect();
         let input: Vec<u8> = xs.iter().flat_map(|v| v.to_le_bytes()).collect();
         let x = Tensor::new(Scalar::F32, vec![steps, 2, 3], input.clone()).unwrap();
-        let naive = kiln_codegen::graph::eval::evaluate(&g, &outs, &[x.clone()]).unwrap();
+        let naive =
+            kiln_codegen::graph::eval::evaluate(&g, &outs, std::slice::from_ref(&x)).unwrap();
         let sched = create_schedule(&g, &outs).unwrap();
         assert_eq!(sched.loops.len(), 1);
         let body = sched.loops[0].items.len();

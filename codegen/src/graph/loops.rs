@@ -8,7 +8,6 @@
 //! kernels than a short one.
 
 use super::{GNode, GOp, Graph, GraphError, Lazy};
-use crate::schedule::realize::is_plain;
 use crate::shape::ShapeTracker;
 use crate::tensor::{Tensor, TensorError};
 use std::rc::Rc;
@@ -184,7 +183,8 @@ impl Graph {
         let node: &GNode = self.node(x.base);
         let numel: usize = node.shape.iter().product();
         let has_buffer = !matches!(node.op, GOp::Const(_) | GOp::Loop(_));
-        if has_buffer && is_plain(&x.st, numel) && node.dtype == x.dtype {
+        let plain = x.st.contiguous() && x.st.size() == numel;
+        if has_buffer && plain && node.dtype == x.dtype {
             x.clone()
         } else {
             self.contiguous(x)
@@ -234,8 +234,8 @@ pub fn evaluate_loop(
                 state[k] = Some(outputs[next].clone());
             }
         }
-        for (o, out) in outputs.into_iter().enumerate() {
-            rows[o][t] = out.bytes().to_vec();
+        for (rows, out) in rows.iter_mut().zip(outputs) {
+            rows[t] = out.bytes().to_vec();
         }
     }
     body.results

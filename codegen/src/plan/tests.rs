@@ -249,3 +249,44 @@ proptest! {
         prop_assert!(p.arena_bytes <= total);
     }
 }
+
+#[test]
+fn what_a_loop_carries_lives_through_it_and_its_body_reuses_memory() {
+    // Items: 0 computes buffer 1 from the input; 1..4 loop: 1 and 2 are a body chain
+    // (window 5 over buffer 1, the state 4 and the input → 2 → 3), 3 copies 3 into the
+    // state; 4 reads the state after.
+    let mut s = schedule(
+        &[8, 32, 8, 8, 8, 8, 8],
+        &[
+            vec![1, 0],
+            vec![2, 5, 4, 0],
+            vec![3, 2],
+            vec![4, 3],
+            vec![6, 4],
+        ],
+    );
+    s.buffers[5].kind = BufKind::Window {
+        of: BufId(1),
+        start: 0,
+        step: 8,
+    };
+    s.loops = vec![crate::schedule::ScheduleLoop {
+        items: 1..4,
+        count: 4,
+    }];
+    let plan = plan_arena(&s);
+    assert!(plan.find_overlap().is_none());
+    let span = |b: u32| {
+        let p = plan.placement(BufId(b)).unwrap();
+        (p.first, p.last)
+    };
+    // The windowed buffer, the invariant input and the state live through the whole loop; the
+    // window has no place.
+    assert_eq!(span(1), (0, 3));
+    assert_eq!(span(0), (0, 3));
+    assert_eq!(span(4), (1, 4));
+    assert!(plan.placement(BufId(5)).is_none());
+    // Buffers 2 and 3 live within one iteration.
+    assert_eq!(span(2), (1, 2));
+    assert_eq!(span(3), (2, 3));
+}
