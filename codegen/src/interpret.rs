@@ -82,23 +82,14 @@ pub fn run_schedule(s: &Schedule, inputs: &[Tensor]) -> Result<Vec<Tensor>, Inte
 
 /// The items in the order a run calls them, each with its loop's iteration (0 outside loops).
 fn run_order(s: &Schedule) -> Vec<(usize, usize)> {
-    let mut order = Vec::new();
-    let mut index = 0;
-    while index < s.items.len() {
-        match s.loops.iter().find(|l| l.items.start == index) {
-            Some(l) => {
-                for iteration in 0..l.count {
-                    order.extend(l.items.clone().map(|i| (i, iteration)));
-                }
-                index = l.items.end;
-            }
-            None => {
-                order.push((index, 0));
-                index += 1;
-            }
-        }
-    }
-    order
+    let mut seen = vec![0; s.items.len()];
+    s.call_order()
+        .into_iter()
+        .map(|i| {
+            seen[i] += 1;
+            (i, seen[i] - 1)
+        })
+        .collect()
 }
 
 /// The elements of window `b` at `iteration`: the range of its storage it covers.

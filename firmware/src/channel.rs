@@ -56,7 +56,7 @@ pub struct Hello {
     pub version: u16,
     /// Bytes of the device's arena.
     pub arena_bytes: u32,
-    /// Steps of its bundle.
+    /// Kernel calls of one run of its bundle (each loop's body once per iteration).
     pub steps: u32,
     /// Bytes of each model input, which the host must send in full.
     pub inputs: heapless::Vec<u32, MAX_MODEL_TENSORS>,
@@ -279,7 +279,7 @@ fn hello_of(executor: &Executor) -> Hello {
     Hello {
         version: CHANNEL_VERSION,
         arena_bytes: schedule.manifest().arena_bytes,
-        steps: schedule.step_count(),
+        steps: u32::try_from(schedule.call_count()).unwrap_or(u32::MAX),
         inputs: sizes(schedule.inputs()),
         outputs: sizes(schedule.outputs()),
     }

@@ -45,7 +45,8 @@ pub const ALIGN: usize = 16;
 pub type KernelFn = unsafe extern "C" fn(args: *const *mut c_void);
 
 /// What the executor tells its hook around each kernel call: where a board counts instructions
-/// or reads a cycle counter.
+/// or reads a cycle counter. `step` is the call's position among the schedule's calls (loop
+/// entries not counted): a step in a loop's body is called once per iteration.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[cfg_attr(feature = "defmt", derive(defmt::Format))]
 pub enum KernelEvent {
@@ -229,7 +230,7 @@ impl<'a> Executor<'a> {
         match ran == self.schedule.call_count() {
             true => Ok(()),
             false => Err(BundleError::MalformedStep {
-                step: self.schedule.step_count(),
+                step: self.schedule.entry_count(),
             }),
         }
     }

@@ -86,7 +86,7 @@ fn run_bundle(
         };
         File::create(FileName::output(index))?.write_all(bytes)?;
     }
-    Ok(executor.schedule().step_count())
+    Ok(u32::try_from(executor.schedule().call_count()).unwrap_or(u32::MAX))
 }
 
 /// Runs every case of a batch image in turn in one arena: case `c`'s input `i` is read from

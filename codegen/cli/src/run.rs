@@ -346,7 +346,7 @@ pub fn run_on(board: &str, c: &Compiled, inputs: &[Vec<u8>], place: &Place) -> R
     })?;
     if !info.emulated {
         spinner.set_message(format!("{board}: flashing through the debug probe"));
-        let ran = run_on_probe(&info, &image, inputs, place);
+        let ran = run_on_probe(&info, &image, inputs, place, &c.bundle.report);
         spinner.finish_and_clear();
         println!("{fit}");
         return ran;
@@ -356,12 +356,13 @@ pub fn run_on(board: &str, c: &Compiled, inputs: &[Vec<u8>], place: &Place) -> R
     let run = board::run_with_options(&info, &image, inputs, BOARD_TIMEOUT, options)?;
     spinner.finish_and_clear();
     println!("{fit}");
-    let step_cost = run.step_instructions.iter().map(|&n| n as f64).collect();
+    let report = &c.bundle.report;
+    let step_cost = per_step(report, run.step_instructions.iter().map(|&n| n as f64));
     let cycles = match board::Core::of(&info) {
         Some(core) if run.step_cycles.len() == run.step_instructions.len() => {
             Some(EstimatedCycles {
                 core,
-                per_step: run.step_cycles,
+                per_step: per_step(report, run.step_cycles.iter().copied()),
             })
         }
         _ => None,
@@ -375,6 +376,22 @@ pub fn run_on(board: &str, c: &Compiled, inputs: &[Vec<u8>], place: &Place) -> R
     })
 }
 
+/// Per-call costs (loops unrolled) summed per step; costs already per step stay as they are.
+fn per_step<T: Copy + Default + std::ops::AddAssign>(
+    report: &kiln_codegen::bundle::Report,
+    per_call: impl Iterator<Item = T>,
+) -> Vec<T> {
+    let per_call: Vec<T> = per_call.collect();
+    if per_call.len() != report.calls.len() || report.calls.len() == report.steps.len() {
+        return per_call;
+    }
+    let mut steps = vec![T::default(); report.steps.len()];
+    for (&step, cost) in report.calls.iter().zip(per_call) {
+        steps[step] += cost;
+    }
+    steps
+}
+
 /// Runs an image on a real board through a debug probe: each step's cost is the cycles its
 /// counter measured (DWT, or SysTick on a Cortex-M0+).
 #[cfg(feature = "probe")]
@@ -383,6 +400,7 @@ fn run_on_probe(
     image: &board::BuiltImage,
     inputs: &[Vec<u8>],
     place: &Place,
+    report: &kiln_codegen::bundle::Report,
 ) -> Result<Ran> {
     let options = board::probe::ProbeOptions {
         serial: place.probe.clone(),
@@ -392,12 +410,10 @@ fn run_on_probe(
     println!("{}: ran through {}", info.name, run.probe);
     Ok(Ran {
         outputs: run.session.outputs,
-        step_cost: run
-            .session
-            .step_cycles
-            .iter()
-            .map(|&n| f64::from(n))
-            .collect(),
+        step_cost: per_step(
+            report,
+            run.session.step_cycles.iter().map(|&n| f64::from(n)),
+        ),
         unit: "cycles",
         image: Some((image.flash_used, image.ram_used)),
         cycles: None,
@@ -423,6 +439,7 @@ fn run_on_probe(
     _: &board::BuiltImage,
     _: &[Vec<u8>],
     _: &Place,
+    _: &kiln_codegen::bundle::Report,
 ) -> Result<Ran> {
     let board = info.name.clone();
     Err(board::BoardError::NoProbeSupport { board }.into())
@@ -525,11 +542,8 @@ pub fn run_cmd(a: RunArgs) -> Result<ExitCode> {
             let inputs = read_inputs(&a.inputs, &c)?;
             let run = kiln_runners::gpu::run(&gb, &inputs, 3)?;
             println!("device: {}", run.device);
-            let step_cost = run
-                .step_times
-                .iter()
-                .map(|d| d.as_secs_f64() * 1e6)
-                .collect();
+            let times = run.step_times.iter().map(|d| d.as_secs_f64() * 1e6);
+            let step_cost = per_step(&c.bundle.report, times);
             let ran = Ran {
                 outputs: run.outputs,
                 step_cost,
@@ -604,7 +618,8 @@ fn run_on_boards(a: &RunArgs, c: &Compiled, inputs: &[Vec<u8>]) -> Result<ExitCo
                     probe: Some(serial.clone()),
                 };
                 let (info, image) = (&info, &image);
-                scope.spawn(move || run_on_probe(info, image, inputs, &place))
+                let report = &c.bundle.report;
+                scope.spawn(move || run_on_probe(info, image, inputs, &place, report))
             })
             .collect();
         let joined = threads.into_iter().map(|t| t.join());
@@ -629,4 +644,35 @@ fn run_on_boards(a: &RunArgs, c: &Compiled, inputs: &[Vec<u8>]) -> Result<ExitCo
         }
     }
     Ok(code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kiln_codegen::bundle::report::KernelLine;
+
+    #[test]
+    fn per_call_costs_add_up_per_step() {
+        let line = |step| KernelLine {
+            step,
+            name: format!("k{step}"),
+            flops: 1,
+            bytes: 1,
+            runs: 1,
+        };
+        let report = kiln_codegen::bundle::Report {
+            model: "m".into(),
+            steps: vec![line(0), line(1), line(2)],
+            calls: vec![0, 1, 1, 1, 2],
+            kernels: 3,
+            arena_bytes: 0,
+            arena_lower_bound: 0,
+            weight_bytes: 0,
+            inputs: vec![],
+            outputs: vec![],
+        };
+        assert_eq!(per_step(&report, [1u64, 2, 3, 4, 5].into_iter()), [1, 9, 5]);
+        // Already per step (the host's timer, the channel's cycles): unchanged.
+        assert_eq!(per_step(&report, [7u64, 8, 9].into_iter()), [7, 8, 9]);
+    }
 }

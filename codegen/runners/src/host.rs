@@ -334,13 +334,19 @@ fn copy_inputs(ex: &mut Executor<'_>, inputs: &[Vec<u8>]) -> Result<(), HostErro
     Ok(())
 }
 
-/// Runs the schedule once, timing each step.
+/// Runs the schedule once, timing each step (over all its calls, for a step in a loop).
 fn run_timing_steps(ex: &mut Executor<'_>) -> Result<Vec<Duration>, HostError> {
-    let mut times = Vec::new();
+    let mut times: Vec<Duration> = Vec::new();
     let mut started = Instant::now();
     ex.run(&mut |e| match e {
         KernelEvent::Before { .. } => started = Instant::now(),
-        KernelEvent::After { .. } => times.push(started.elapsed()),
+        KernelEvent::After { step, .. } => {
+            let step = step as usize;
+            if times.len() <= step {
+                times.resize(step + 1, Duration::ZERO);
+            }
+            times[step] += started.elapsed();
+        }
     })
     .map_err(HostError::Refused)?;
     Ok(times)

@@ -2,7 +2,7 @@
 //! firmware's format) and a human-readable report. What a board build or the host runner needs,
 //! and nothing else.
 
-mod report;
+pub mod report;
 #[cfg(test)]
 mod tests;
 

@@ -10,8 +10,11 @@ use std::fmt;
 pub struct KernelLine {
     pub step: usize,
     pub name: String,
+    /// FLOPs and bytes of one call.
     pub flops: u64,
     pub bytes: u64,
+    /// Calls per run: a loop's count for a step in its body, else 1.
+    pub runs: u64,
 }
 
 /// What a compiled model costs: kernels, FLOPs, arena and weights.
@@ -19,6 +22,8 @@ pub struct KernelLine {
 pub struct Report {
     pub model: String,
     pub steps: Vec<KernelLine>,
+    /// The step of each kernel call of a run, in order (loops unrolled).
+    pub calls: Vec<usize>,
     pub kernels: usize,
     pub arena_bytes: usize,
     pub arena_lower_bound: usize,
@@ -44,6 +49,7 @@ impl Report {
                 name: p.name.clone(),
                 flops: p.flops,
                 bytes: p.mem_bytes,
+                runs: s.loop_of(i).map_or(1, |l| l.count as u64),
             })
             .collect();
         let io = |ids: &[crate::schedule::BufId]| {
@@ -61,6 +67,7 @@ impl Report {
         Report {
             model: model.to_string(),
             steps,
+            calls: s.call_order(),
             kernels: kernel_names.len(),
             arena_bytes: plan.arena_bytes,
             arena_lower_bound: plan.lower_bound,
@@ -71,7 +78,7 @@ impl Report {
     }
 
     pub fn total_flops(&self) -> u64 {
-        self.steps.iter().map(|k| k.flops).sum()
+        self.steps.iter().map(|k| k.flops * k.runs).sum()
     }
 }
 
@@ -86,20 +93,21 @@ impl fmt::Display for Report {
         }
         writeln!(
             f,
-            "\n{:>4}  {:<40} {:>12} {:>12}",
-            "step", "kernel", "FLOPs", "bytes"
+            "\n{:>4}  {:<40} {:>12} {:>12} {:>6}",
+            "step", "kernel", "FLOPs", "bytes", "runs"
         )?;
         for k in &self.steps {
             writeln!(
                 f,
-                "{:>4}  {:<40} {:>12} {:>12}",
-                k.step, k.name, k.flops, k.bytes
+                "{:>4}  {:<40} {:>12} {:>12} {:>6}",
+                k.step, k.name, k.flops, k.bytes, k.runs
             )?;
         }
         writeln!(
             f,
-            "\nsteps: {}, distinct kernels: {}",
+            "\nsteps: {}, calls per run: {}, distinct kernels: {}",
             self.steps.len(),
+            self.calls.len(),
             self.kernels
         )?;
         writeln!(f, "total FLOPs: {}", self.total_flops())?;

@@ -128,6 +128,27 @@ impl Schedule {
         self.loops.iter().find(|l| l.items.contains(&index))
     }
 
+    /// The item of each kernel call of a run, in order: each loop's items `count` times.
+    pub fn call_order(&self) -> Vec<usize> {
+        let mut order = Vec::new();
+        let mut index = 0;
+        while index < self.items.len() {
+            match self.loops.iter().find(|l| l.items.start == index) {
+                Some(l) => {
+                    for _ in 0..l.count {
+                        order.extend(l.items.clone());
+                    }
+                    index = l.items.end;
+                }
+                None => {
+                    order.push(index);
+                    index += 1;
+                }
+            }
+        }
+        order
+    }
+
     /// The buffer whose memory `b` is: itself, or the buffer a window moves over.
     pub fn storage(&self, b: BufId) -> BufId {
         match self.buffers[b.0 as usize].kind {

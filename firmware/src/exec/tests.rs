@@ -238,7 +238,7 @@ fn a_loop_runs_its_body_over_moving_windows() {
             }
         })
         .unwrap();
-    assert_eq!(steps, [1, 1, 1]);
+    assert_eq!(steps, [0, 0, 0]);
     // The outputs are slots 2 and 3.
     assert_eq!(from_le_bytes(executor.output(0).unwrap()), [4.5; ELEMENTS]);
     assert_eq!(from_le_bytes(executor.output(1).unwrap()), [6.0; ELEMENTS]);

@@ -14,6 +14,7 @@ use serde::Deserialize;
 pub struct ScheduleView<'a> {
     manifest: Manifest,
     step_count: u32,
+    steps_listed: u32,
     call_count: u64,
     steps: &'a [u8],
 }
@@ -44,6 +45,7 @@ impl<'a> ScheduleView<'a> {
         let mut view = ScheduleView {
             manifest,
             step_count,
+            steps_listed: 0,
             call_count: 0,
             steps,
         };
@@ -63,8 +65,13 @@ impl<'a> ScheduleView<'a> {
         &self.manifest.outputs
     }
 
-    /// The number of entries: calls and loop starts.
+    /// The number of steps: kernel calls as the schedule lists them, each loop's body once.
     pub fn step_count(&self) -> u32 {
+        self.steps_listed
+    }
+
+    /// The number of entries: steps and loop starts.
+    pub fn entry_count(&self) -> u32 {
         self.step_count
     }
 
@@ -79,6 +86,7 @@ impl<'a> ScheduleView<'a> {
             bytes: self.steps,
             next: 0,
             count: self.step_count,
+            calls: 0,
         }
     }
 
@@ -122,6 +130,7 @@ impl<'a> ScheduleView<'a> {
             }
         }
         self.call_count = calls;
+        self.steps_listed = entries.calls;
         match entries.bytes.len() {
             0 => Ok(()),
             count => Err(BundleError::TrailingBytes { count }),
@@ -267,6 +276,8 @@ pub struct Entries<'a> {
     bytes: &'a [u8],
     next: u32,
     count: u32,
+    /// Calls decoded so far: the next call's step index.
+    calls: u32,
 }
 
 impl Entries<'_> {
@@ -276,6 +287,7 @@ impl Entries<'_> {
             take::<Entry>(self.bytes).map_err(|_| BundleError::MalformedStep { step })?;
         self.bytes = rest;
         self.next += 1;
+        self.calls += u32::from(matches!(decoded, Entry::Call(_)));
         Ok(decoded)
     }
 }
@@ -292,8 +304,9 @@ impl Iterator for Entries<'_> {
     }
 }
 
-/// One kernel call of a run: the entry it comes from, its kernel, and each argument's region
-/// and slice at this iteration.
+/// One kernel call of a run: its step (the position of its call among the schedule's calls,
+/// loop entries not counted, the same at every iteration), its kernel, and each argument's
+/// region and slice at this iteration.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Call {
     pub step: u32,
@@ -335,14 +348,14 @@ impl Iterator for Calls<'_> {
                     run.cursor = run.start.clone();
                     continue;
                 }
-                let step = run.cursor.next;
+                let step = run.cursor.calls;
                 run.done += 1;
                 let Entry::Call(call) = run.cursor.next()? else {
                     return None;
                 };
                 return resolve(step, call, run.iteration);
             }
-            let step = self.entries.next;
+            let step = self.entries.calls;
             match self.entries.next()? {
                 Entry::Call(call) => return resolve(step, call, 0),
                 Entry::Loop { count, steps } => {

@@ -377,8 +377,8 @@ fn add_counts(outcomes: &mut [Option<CountedOutcome>], log: &Path, cases: &[Batc
     let marks = std::fs::read_to_string(log)
         .map(|text| read_marks(&text))
         .unwrap_or_default();
-    let steps: Vec<usize> = cases.iter().map(|c| c.bundle.report.steps.len()).collect();
-    attribute_counts(outcomes, &steps, &marks);
+    let calls: Vec<&[usize]> = cases.iter().map(|c| &c.bundle.report.calls[..]).collect();
+    attribute_counts(outcomes, &calls, &marks);
 }
 
 /// Runs a batch image built with the `rtt` feature under QEMU: one session per case over RTT
@@ -531,16 +531,22 @@ fn case_outcomes(output: &str, io: &Path, cases: &[BatchCase]) -> Vec<Option<Cou
 }
 
 /// Hands each finished case its steps' instructions from `marks` (the running count at each
-/// marker store: two per step, in the order the cases ran). A case that ran fails before its
+/// marker store: two per kernel call, in the order the cases ran); `calls` is each case's step
+/// of each call, so a step in a loop sums its iterations. A case that ran fails before its
 /// first step (the firmware checks a bundle whole before running it), so it has no marks; a
 /// case whose marks are missing fails.
-fn attribute_counts(outcomes: &mut [Option<CountedOutcome>], steps: &[usize], marks: &[u64]) {
+fn attribute_counts(outcomes: &mut [Option<CountedOutcome>], calls: &[&[usize]], marks: &[u64]) {
     let mut next = 0;
-    for (outcome, &n) in outcomes.iter_mut().zip(steps) {
+    for (outcome, &calls) in outcomes.iter_mut().zip(calls) {
+        let n = calls.len();
         match outcome {
             Some(Ok(run)) => match marks.get(next..next + 2 * n) {
                 Some(mine) => {
-                    run.step_instructions = mine.chunks_exact(2).map(|m| m[1] - m[0]).collect();
+                    let steps = calls.iter().max().map_or(0, |&s| s + 1);
+                    run.step_instructions = vec![0; steps];
+                    for (&step, m) in calls.iter().zip(mine.chunks_exact(2)) {
+                        run.step_instructions[step] += m[1] - m[0];
+                    }
                     next += 2 * n;
                 }
                 None => {
@@ -604,7 +610,11 @@ mod tests {
         let refused = Some(Err(CaseError::Failed("bundle refused".into())));
         let mut outcomes = vec![ok(), refused, ok(), None];
         // Case 0 has two steps, case 2 one; case 1 was refused before its first step.
-        attribute_counts(&mut outcomes, &[2, 1, 1, 1], &[10, 15, 20, 40, 50, 53]);
+        attribute_counts(
+            &mut outcomes,
+            &[&[0, 1], &[0], &[0], &[0]],
+            &[10, 15, 20, 40, 50, 53],
+        );
         let steps = |o: &Option<CountedOutcome>| o.clone().unwrap().unwrap().step_instructions;
         assert_eq!(steps(&outcomes[0]), [5, 20]);
         assert!(outcomes[1].as_ref().unwrap().is_err());
@@ -612,8 +622,18 @@ mod tests {
         assert!(outcomes[3].is_none());
         // Marks cut short: the case they end in fails.
         let mut outcomes = vec![ok(), ok()];
-        attribute_counts(&mut outcomes, &[1, 2], &[0, 7, 9, 11]);
+        attribute_counts(&mut outcomes, &[&[0], &[0, 1]], &[0, 7, 9, 11]);
         assert_eq!(steps(&outcomes[0]), [7]);
         assert!(outcomes[1].as_ref().unwrap().is_err());
+    }
+
+    #[test]
+    fn a_step_in_a_loop_counts_all_its_calls() {
+        // Step 1 is a loop's body, called three times.
+        let mut outcomes = vec![ok()];
+        let marks = [0, 2, 2, 5, 5, 9, 9, 14, 14, 15];
+        attribute_counts(&mut outcomes, &[&[0, 1, 1, 1, 2]], &marks);
+        let run = outcomes[0].clone().unwrap().unwrap();
+        assert_eq!(run.step_instructions, [2, 12, 1]);
     }
 }

@@ -128,7 +128,8 @@ fn collect_results<R: Read>(
     let mut step_cycles = Vec::new();
     loop {
         match frames.next()? {
-            ToHost::StepCycles { step, count } if step as usize == step_cycles.len() => {
+            // One per kernel call, in order: a step in a loop's body sends one per iteration.
+            ToHost::StepCycles { count, .. } if step_cycles.len() < hello.steps as usize => {
                 step_cycles.push(count)
             }
             ToHost::Output {
@@ -289,12 +290,17 @@ mod tests {
     fn a_session_collects_outputs_and_cycles() {
         let input: Vec<u8> = (0..700u32).map(|i| (i % 251) as u8).collect();
         let (from_device, to_device) = device(|link| {
-            link.send(&ToHost::Hello(hello(&[700], &[700, 3]))).unwrap();
+            let hello = Hello {
+                steps: 3,
+                ..hello(&[700], &[700, 3])
+            };
+            link.send(&ToHost::Hello(hello)).unwrap();
             let mut got = Vec::new();
             while let ToDevice::Input { chunk, .. } = link.receive().unwrap() {
                 got.extend_from_slice(chunk);
             }
-            for step in 0..2 {
+            // Step 1 is a loop's body, run twice: one count per call.
+            for step in [0, 1, 1] {
                 let count = 10 + step;
                 link.send(&ToHost::StepCycles { step, count }).unwrap();
             }
@@ -313,11 +319,11 @@ mod tests {
                 chunk,
             };
             link.send(&output).unwrap();
-            link.send(&ToHost::Done { steps: 2 }).unwrap();
+            link.send(&ToHost::Done { steps: 3 }).unwrap();
         });
         let run = exchange(from_device, to_device, std::slice::from_ref(&input)).unwrap();
         assert_eq!(run.outputs, vec![input, vec![1, 2, 3]]);
-        assert_eq!((run.step_cycles, run.steps), (vec![10, 11], 2));
+        assert_eq!((run.step_cycles, run.steps), (vec![10, 11, 11], 3));
     }
 
     #[test]
