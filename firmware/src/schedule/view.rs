@@ -13,8 +13,8 @@ use serde::Deserialize;
 #[derive(Clone, Debug)]
 pub struct ScheduleView<'a> {
     manifest: Manifest,
+    entry_count: u32,
     step_count: u32,
-    steps_listed: u32,
     call_count: u64,
     steps: &'a [u8],
 }
@@ -41,11 +41,11 @@ impl<'a> ScheduleView<'a> {
             });
         }
         check_tensors(&manifest)?;
-        let (step_count, steps) = take::<u32>(rest).map_err(|_| BundleError::MalformedManifest)?;
+        let (entry_count, steps) = take::<u32>(rest).map_err(|_| BundleError::MalformedManifest)?;
         let mut view = ScheduleView {
             manifest,
-            step_count,
-            steps_listed: 0,
+            entry_count,
+            step_count: 0,
             call_count: 0,
             steps,
         };
@@ -67,12 +67,12 @@ impl<'a> ScheduleView<'a> {
 
     /// The number of steps: kernel calls as the schedule lists them, each loop's body once.
     pub fn step_count(&self) -> u32 {
-        self.steps_listed
+        self.step_count
     }
 
     /// The number of entries: steps and loop starts.
     pub fn entry_count(&self) -> u32 {
-        self.step_count
+        self.entry_count
     }
 
     /// The kernel calls a run makes: `count` times through each loop's body.
@@ -85,7 +85,7 @@ impl<'a> ScheduleView<'a> {
         Entries {
             bytes: self.steps,
             next: 0,
-            count: self.step_count,
+            count: self.entry_count,
             calls: 0,
         }
     }
@@ -104,11 +104,11 @@ impl<'a> ScheduleView<'a> {
         // The loop being checked: its count, and how many of its body's steps are left.
         let mut inside: Option<(u32, u16)> = None;
         let mut calls = 0u64;
-        for step in 0..self.step_count {
+        for step in 0..self.entry_count {
             match entries.try_next()? {
                 Entry::Loop { count, steps } => {
                     if inside.is_some()
-                        || u64::from(step) + u64::from(steps) >= u64::from(self.step_count)
+                        || u64::from(step) + u64::from(steps) >= u64::from(self.entry_count)
                     {
                         return Err(BundleError::MalformedLoop { step });
                     }
@@ -130,7 +130,7 @@ impl<'a> ScheduleView<'a> {
             }
         }
         self.call_count = calls;
-        self.steps_listed = entries.calls;
+        self.step_count = entries.calls;
         match entries.bytes.len() {
             0 => Ok(()),
             count => Err(BundleError::TrailingBytes { count }),
