@@ -168,3 +168,108 @@ fn a_gpu_bundle_writes_sources_spirv_and_a_launch_table() {
         }
     }
 }
+
+/// A recurrent layer over `steps` time steps (forward, or `reverse`): each step reads its row
+/// of the input sequence and the previous state, `h' = tanh(x_t W + h R)`, and the loop stacks
+/// every state into a sequence and keeps the last one. The sequence is also read whole after
+/// the loop, so that its rows (the loop's windows) and the whole buffer are both arguments.
+fn recurrent(steps: usize, reverse: bool) -> Model {
+    use kiln_codegen::graph::loops::{LoopBody, LoopInput, LoopResult};
+    use kiln_codegen::ops::BinaryOp;
+    let (batch, inputs, hidden) = (2, 3, 5);
+    let mut body = Graph::new();
+    let x = body.input("x_t", DType::F32, &[batch, inputs]);
+    let h = body.input("h", DType::F32, &[batch, hidden]);
+    let w = weight(&mut body, "w", &[inputs, hidden], 11);
+    let r = weight(&mut body, "r", &[hidden, hidden], 12);
+    let xw = body.matmul(&x, &w).unwrap();
+    let hr = body.matmul(&h, &r).unwrap();
+    let sum = body.binary(BinaryOp::Add, &xw, &hr).unwrap();
+    let next = body.tanh(&sum).unwrap();
+    let loop_body = LoopBody {
+        count: steps,
+        graph: body,
+        outputs: vec![next],
+        inputs: vec![
+            LoopInput::Row {
+                operand: 0,
+                reverse,
+            },
+            LoopInput::State { init: 1, next: 0 },
+        ],
+        results: vec![
+            LoopResult::Stacked { output: 0, reverse },
+            LoopResult::Final { input: 1 },
+        ],
+    };
+    let mut g = Graph::new();
+    let xs = g.input("xs", DType::F32, &[steps, batch, inputs]);
+    let h0 = weight(&mut g, "h0", &[batch, hidden], 13);
+    let results = g.repeat(loop_body, &[xs, h0]).unwrap();
+    let two = g.constant(2.0, DType::F32, &[batch, hidden]);
+    let last = g.binary(BinaryOp::Mul, &results[1], &two).unwrap();
+    let mean = g.mean(&results[0], &[0]).unwrap();
+    let input = bytes(&data(steps * batch * inputs, 14));
+    (g, vec![results[0].clone(), last, mean], vec![input])
+}
+
+/// Whether some kernel argument of `gb`'s run starts at an offset the device cannot bind
+/// directly: the runtime must then place or copy it elsewhere.
+fn has_unaligned_slices(gb: &GpuBundle, align: usize) -> bool {
+    use kiln_firmware::schedule::{read_manifest, ScheduleView};
+    let plan = read_manifest(&gb.bundle.schedule).unwrap();
+    let view = ScheduleView::parse(
+        &gb.bundle.schedule,
+        plan.arena_bytes as usize,
+        gb.kernels.len(),
+    )
+    .unwrap();
+    view.calls()
+        .flat_map(|c| c.args)
+        .any(|(_, s)| !(s.offset as usize).is_multiple_of(align))
+}
+
+#[test]
+fn a_recurrent_loop_matches_the_evaluator_on_both_drivers() {
+    use kiln_codegen::dtype::Scalar;
+    use kiln_codegen::tensor::Tensor;
+    let mut unaligned = false;
+    for api in APIS {
+        let Some(l) = limits(api) else { continue };
+        let align = match api {
+            Api::OpenCl => kiln_runners::gpu::opencl::device().unwrap().align,
+            Api::Vulkan => kiln_runners::gpu::vulkan::device().unwrap().align,
+        };
+        for (steps, reverse) in [(7, false), (4, true), (1, false)] {
+            let name = format!("rnn-{steps}{}", if reverse { "-reverse" } else { "" });
+            let (g, outs, inputs) = recurrent(steps, reverse);
+            let x = Tensor::new(Scalar::F32, vec![steps, 2, 3], inputs[0].clone()).unwrap();
+            let want = kiln_codegen::graph::eval::evaluate(&g, &outs, &[x]).unwrap();
+            let gb = gpu::compile(&name, &g, &outs, api, &l, &mut |_, _| {}).expect("compiles");
+            unaligned |= has_unaligned_slices(&gb, align);
+            let first = run(&gb, &inputs, 1);
+            let r = run(&gb, &inputs, 2);
+            assert_eq!(first.outputs, r.outputs, "{name}: runs agree");
+            assert_eq!(r.outputs.len(), want.len());
+            for (i, (got, want)) in r.outputs.iter().zip(&want).enumerate() {
+                let what = format!("{name} on {} output {i}", api.name());
+                let want: Vec<f32> = want.to_f64().iter().map(|&v| v as f32).collect();
+                let (abs, _) = assert_close(&what, &f32s(got), &want, 1e-4, 1e-4);
+                println!("{what}: max abs err {abs:e}");
+            }
+            println!(
+                "{name} on {} ({}): {} launches, arena {} bytes, alignment {align}",
+                api.name(),
+                r.device,
+                r.step_times.len(),
+                r.arena_bytes
+            );
+        }
+    }
+    if std::env::var("KILN_REQUIRE_GPU").as_deref() == Ok("1") {
+        assert!(
+            unaligned,
+            "some slice is unaligned on some device, so the test covers moving it"
+        );
+    }
+}

@@ -1,13 +1,25 @@
 //! Where a bundle's buffers live in device memory, shared by the runtimes.
 //!
 //! A device binds a buffer argument at an offset that must be a multiple of its alignment
-//! (OpenCL's base address alignment, Vulkan's storage-buffer offset alignment). When every
-//! offset of the planned arena (and of the weights) already is, the device memory is the plan
-//! itself. Otherwise each distinct slice gets its own aligned place in a larger region: this
-//! keeps every kernel's view of its buffers, at the cost of the arena's reuse of memory.
+//! (OpenCL's base address alignment, Vulkan's storage-buffer offset alignment). The planned
+//! arena (and the weights) need not respect it, so each region is laid out anew:
+//!
+//! - Every slice a run names (a kernel argument at one loop iteration, a model input or output,
+//!   and the whole range a loop's moving argument sweeps) is either *maximal*, contained in no
+//!   other, or nested in a maximal one. Nested slices keep their place within their container:
+//!   a time step's row of a sequence must stay a row of the buffer that other kernels, or the
+//!   caller, read or write whole. Maximal slices that share a nested one stay together too.
+//! - Each such group of maximal slices gets its own aligned place. Where every group already
+//!   starts aligned in the plan, the device memory is the plan itself, and keeps its reuse of
+//!   memory; otherwise the groups are laid out one after the other.
+//! - A kernel argument that still starts off the alignment (a row at a multiple of 40 bytes,
+//!   say) is bound as an aligned scratch slice instead. In the arena the runtime copies the
+//!   slice into its scratch before the launch and back after it, and launches share scratch
+//!   slices; the weights never change, so each of their scratch slices is filled once, when
+//!   the weights are loaded.
 
 use super::{GpuBundle, GpuError, KernelCall};
-use kiln_firmware::error::Region as FwRegion;
+use kiln_firmware::error::{BundleError, Region as FwRegion};
 use kiln_firmware::schedule::{self as fw, Span};
 use std::collections::HashMap;
 
@@ -27,10 +39,36 @@ pub(crate) struct Slice {
     pub bytes: usize,
 }
 
-/// One kernel launch: the kernel-table index and its buffer arguments.
+/// A device copy of `bytes` bytes within the arena, from offset `from` to offset `to`. The two
+/// ranges never overlap: one of them is a scratch slice, which lies past every other slice.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ArenaCopy {
+    pub from: usize,
+    pub to: usize,
+    pub bytes: usize,
+}
+
+/// One kernel launch: the kernel-table index, its buffer arguments, and the arena copies around
+/// it that stand an aligned scratch slice in for each unaligned argument.
 pub(crate) struct Launch {
     pub kernel: usize,
     pub args: Vec<Slice>,
+    /// Made before the launch, in any order: each unaligned slice into its scratch slice.
+    pub before: Vec<ArenaCopy>,
+    /// Made after the launch, in this order: each scratch slice the kernel may write back into
+    /// the slice it stands in for.
+    pub after: Vec<ArenaCopy>,
+}
+
+impl Launch {
+    fn new(kernel: usize, args: Vec<Slice>) -> Launch {
+        Launch {
+            kernel,
+            args,
+            before: Vec::new(),
+            after: Vec::new(),
+        }
+    }
 }
 
 /// Launches laid out for a device, with what to write into the arena first.
@@ -45,47 +83,220 @@ pub(crate) struct Prepared {
     pub outputs: Vec<(usize, usize)>,
 }
 
-/// Device offsets of the distinct spans of one region, and the region's size.
+/// A run of maximal slices of a region that stays together on the device: its planned range,
+/// the bytes its slices bind from its start, and where it starts on the device.
+struct Group {
+    start: usize,
+    end: usize,
+    extent: usize,
+    device: usize,
+}
+
+/// An aligned slice that a kernel gets in place of one that starts unaligned on the device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Scratch {
+    /// The weights' slice of `bytes` bytes at device offset `at`, filled once with its bytes.
+    Weights { at: usize, bytes: usize },
+    /// The `nth` arena slice of `bytes` bytes a launch moves: the copies around each launch
+    /// fill and empty it, so launches share it and the scratch stays as small as one launch
+    /// needs.
+    Arena { bytes: usize, nth: usize },
+}
+
+/// Where the slices of one region live on the device (see the module's notes).
 struct Placement {
+    align: usize,
+    /// Device offset of each slice a run names, by its planned offset and size.
     offsets: HashMap<(u32, u32), usize>,
-    bytes: usize,
+    groups: Vec<Group>,
+    /// Where each scratch slice is.
+    scratch: HashMap<Scratch, usize>,
+    /// Device bytes used so far.
+    end: usize,
+}
+
+/// Bytes a slice of `bytes` bytes binds: empty tensors still bind a valid range.
+fn bound(bytes: usize) -> usize {
+    bytes.max(4)
 }
 
 impl Placement {
+    /// Lays out `spans` (every slice a run names in a region of `region_bytes` planned bytes)
+    /// for a device that binds at multiples of `align` bytes.
     fn new(spans: &[Span], region_bytes: usize, align: usize) -> Placement {
         let align = align.max(4);
-        let aligned = spans
-            .iter()
-            .all(|s| (s.offset as usize).is_multiple_of(align));
-        let mut offsets = HashMap::new();
-        let mut end = 0usize;
-        for s in spans {
-            let key = (s.offset, s.bytes);
-            if offsets.contains_key(&key) {
-                continue;
+        let range = |s: &Span| (s.offset as usize, s.offset as usize + s.bytes as usize);
+        // Containers come before what they contain: by start, then the longest first.
+        let mut units: Vec<(usize, usize)> = spans.iter().map(range).collect();
+        units.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+        units.dedup();
+        // The maximal slices, whose starts and ends both increase, and each slice's container:
+        // the last maximal slice so far reaches furthest, so it contains any slice that ends
+        // within it.
+        let mut tops: Vec<(usize, usize)> = Vec::new();
+        let mut container = Vec::with_capacity(units.len());
+        for &(start, end) in &units {
+            if tops.last().is_none_or(|&(_, top_end)| end > top_end) {
+                tops.push((start, end));
             }
-            let at = if aligned {
-                s.offset as usize
-            } else {
-                end.next_multiple_of(align)
-            };
-            end = end.max(at + (s.bytes as usize).max(4));
-            offsets.insert(key, at);
+            container.push(tops.len() - 1);
         }
-        let bytes = if aligned { region_bytes.max(end) } else { end };
+        // A slice inside two maximal slices that overlap may belong to either buffer (a row of
+        // one, say, in memory the plan reuses for the other at another time), so they stay
+        // together. The maximal slices containing a slice are consecutive, so `links` marks
+        // where such a run starts and ends: summed up to `i`, it is positive where maximal slice
+        // `i` is tied to the next.
+        let mut links = vec![0isize; tops.len() + 1];
+        for &(start, end) in units.iter().filter(|(start, end)| start < end) {
+            let first = tops.partition_point(|t| t.1 < end);
+            let last = tops.partition_point(|t| t.0 <= start);
+            if first + 1 < last {
+                links[first] += 1;
+                links[last - 1] -= 1;
+            }
+        }
+        let (mut groups, mut group_of) = (Vec::<Group>::new(), Vec::with_capacity(tops.len()));
+        let mut tied = 0isize;
+        for (i, &(start, end)) in tops.iter().enumerate() {
+            match groups.last_mut() {
+                Some(g) if tied > 0 => g.end = end,
+                _ => groups.push(Group {
+                    start,
+                    end,
+                    extent: 0,
+                    device: start,
+                }),
+            }
+            group_of.push(groups.len() - 1);
+            tied += links[i];
+        }
+        for (&(start, end), &top) in units.iter().zip(&container) {
+            let g = &mut groups[group_of[top]];
+            g.extent = g.extent.max(start - g.start + bound(end - start));
+        }
+        // Where every group starts aligned in the plan, the plan is the device layout (and keeps
+        // its reuse of memory); otherwise the groups go one after the other, each aligned.
+        let in_place = groups.iter().all(|g| g.start.is_multiple_of(align));
+        let mut used = if in_place { region_bytes } else { 0 };
+        for g in &mut groups {
+            if !in_place {
+                g.device = used.next_multiple_of(align);
+            }
+            used = used.max(g.device + g.extent);
+        }
+        let offsets = units
+            .iter()
+            .zip(&container)
+            .map(|(&(start, end), &top)| {
+                let g = &groups[group_of[top]];
+                (
+                    (start as u32, (end - start) as u32),
+                    g.device + (start - g.start),
+                )
+            })
+            .collect();
         Placement {
+            align,
             offsets,
-            bytes: bytes + align,
+            groups,
+            scratch: HashMap::new(),
+            end: used,
         }
     }
 
-    fn slice(&self, region: Region, s: Span) -> Slice {
-        Slice {
-            region,
-            offset: self.offsets[&(s.offset, s.bytes)],
-            bytes: (s.bytes as usize).max(4),
+    /// The device offset of a slice given to [`Placement::new`].
+    fn device(&self, s: Span) -> Result<usize, GpuError> {
+        self.offsets
+            .get(&(s.offset, s.bytes))
+            .copied()
+            .ok_or_else(|| {
+                GpuError::Refused(format!(
+                    "the device layout has no place for {} bytes at offset {}",
+                    s.bytes, s.offset
+                ))
+            })
+    }
+
+    /// The device offset of slice `s` and the bytes it binds, and whether a kernel can take it
+    /// there.
+    fn place(&self, s: Span) -> Result<(usize, usize, bool), GpuError> {
+        let at = self.device(s)?;
+        Ok((at, bound(s.bytes as usize), at.is_multiple_of(self.align)))
+    }
+
+    /// The offset of scratch slice `key` of `bytes` bytes, made on first use.
+    fn scratch(&mut self, key: Scratch, bytes: usize) -> usize {
+        let (end, align) = (&mut self.end, self.align);
+        *self.scratch.entry(key).or_insert_with(|| {
+            let slot = end.next_multiple_of(align);
+            *end = slot + bytes;
+            slot
+        })
+    }
+
+    /// Bytes of the region on the device: every slice and scratch slice, and one alignment of
+    /// slack at the end, as the runtimes have always allocated.
+    fn bytes(&self) -> usize {
+        self.end + self.align
+    }
+}
+
+/// The range each moving argument of a loop sweeps over its iterations, by region: every slice
+/// it takes lies within it, so they keep their places relative to each other even when no
+/// kernel takes the whole buffer they are rows of.
+fn window_ranges(parsed: &fw::ScheduleView) -> Vec<(FwRegion, Span)> {
+    let mut out = Vec::new();
+    // The loop whose body is being read: its count, and how many of its calls are left.
+    let mut inside: Option<(u32, u16)> = None;
+    for entry in parsed.entries() {
+        match entry {
+            fw::Entry::Loop { count, steps } => inside = (steps > 0).then_some((count, steps)),
+            fw::Entry::Call(step) => {
+                // A loop that runs no iteration takes no slice.
+                let count = inside.map_or(0, |(count, _)| count);
+                let windows = step.args.iter().filter(|a| a.is_window() && count > 0);
+                for arg in windows {
+                    let (Some((region, a)), Some((_, b))) = (arg.at(0), arg.at(count - 1)) else {
+                        continue;
+                    };
+                    let start = a.offset.min(b.offset);
+                    let end =
+                        (a.offset.saturating_add(a.bytes)).max(b.offset.saturating_add(b.bytes));
+                    out.push((region, Span::new(start, end - start)));
+                }
+                inside = match inside {
+                    Some((count, left)) if left > 1 => Some((count, left - 1)),
+                    _ => None,
+                };
+            }
         }
     }
+    out
+}
+
+/// For each schedule entry, whether its kernel may write each argument: what the bundle's
+/// programs say, or every argument where the bundle carries no programs for its entries.
+fn writes(gb: &GpuBundle, parsed: &fw::ScheduleView) -> Vec<Vec<bool>> {
+    let calls = parsed
+        .entries()
+        .filter(|e| matches!(e, fw::Entry::Call(_)))
+        .count();
+    let mut programs = gb.bundle.programs.iter();
+    parsed
+        .entries()
+        .map(|e| match e {
+            fw::Entry::Call(step) if calls == gb.bundle.programs.len() => {
+                let p = programs.next();
+                (0..step.args.len())
+                    .map(|j| {
+                        p.and_then(|p| p.buffers.iter().find(|b| b.id.0 as usize == j))
+                            .is_none_or(|b| b.mutable)
+                    })
+                    .collect()
+            }
+            _ => Vec::new(),
+        })
+        .collect()
 }
 
 /// Checks `gb`'s schedule and `inputs`, and lays the buffers out for a device whose buffer
@@ -102,6 +313,14 @@ pub(crate) fn prepare(
         gb.kernels.len(),
     )
     .map_err(GpuError::Schedule)?;
+    // The schedule's slices were checked against the weights size it names; the weights must
+    // have it.
+    if gb.bundle.weights.len() != plan.weights.bytes as usize {
+        return Err(GpuError::Schedule(BundleError::WeightsSizeMismatch {
+            found: gb.bundle.weights.len(),
+            expected: plan.weights.bytes as usize,
+        }));
+    }
     if inputs.len() != plan.inputs.len() {
         return Err(GpuError::InputCount {
             expected: plan.inputs.len(),
@@ -122,50 +341,104 @@ pub(crate) fn prepare(
     for t in plan.inputs.iter().chain(&plan.outputs) {
         arena_spans.push(t.span);
     }
-    for &(region, s) in calls.iter().flat_map(|c| &c.args) {
+    let args = calls.iter().flat_map(|c| &c.args).copied();
+    for (region, s) in args.chain(window_ranges(&parsed)) {
         match region {
             FwRegion::Arena => arena_spans.push(s),
             FwRegion::Weights => weight_spans.push(s),
         }
     }
-    let arena = Placement::new(&arena_spans, plan.arena_bytes as usize, align);
-    let weights = Placement::new(&weight_spans, gb.bundle.weights.len(), align);
-    let mut blob = vec![0u8; weights.bytes];
-    for s in &weight_spans {
-        let at = weights.offsets[&(s.offset, s.bytes)];
-        let src = &gb.bundle.weights[s.offset as usize..(s.offset + s.bytes) as usize];
-        blob[at..at + src.len()].copy_from_slice(src);
+    let mut arena = Placement::new(&arena_spans, plan.arena_bytes as usize, align);
+    let mut weights = Placement::new(&weight_spans, gb.bundle.weights.len(), align);
+    let writes = writes(gb, &parsed);
+    let mut launches = Vec::with_capacity(calls.len());
+    for c in &calls {
+        let mut launch = Launch::new(c.kernel.0 as usize, Vec::with_capacity(c.args.len()));
+        // The unaligned arena slices of this launch: device offset, bound bytes, scratch offset.
+        let mut moved: Vec<(usize, usize, usize)> = Vec::new();
+        for (j, &(region, s)) in c.args.iter().enumerate() {
+            let (region, placement) = match region {
+                FwRegion::Weights => (Region::Weights, &mut weights),
+                FwRegion::Arena => (Region::Arena, &mut arena),
+            };
+            let (at, bytes, direct) = placement.place(s)?;
+            let offset = if direct {
+                at
+            } else if region == Region::Weights {
+                placement.scratch(Scratch::Weights { at, bytes }, bytes)
+            } else if let Some(&(_, _, slot)) = moved.iter().find(|m| (m.0, m.1) == (at, bytes)) {
+                // The same slice twice in one launch: one scratch slice, so that it stays one.
+                slot
+            } else {
+                let nth = moved.iter().filter(|m| m.1 == bytes).count();
+                let slot = placement.scratch(Scratch::Arena { bytes, nth }, bytes);
+                moved.push((at, bytes, slot));
+                slot
+            };
+            launch.args.push(Slice {
+                region,
+                offset,
+                bytes,
+            });
+            if direct || region == Region::Weights || s.bytes == 0 {
+                continue;
+            }
+            let copy = ArenaCopy {
+                from: at,
+                to: offset,
+                bytes: s.bytes as usize,
+            };
+            if !launch.before.contains(&copy) {
+                launch.before.push(copy);
+            }
+            let written = writes
+                .get(c.step as usize)
+                .and_then(|w| w.get(j))
+                .is_none_or(|&w| w);
+            let back = ArenaCopy {
+                from: offset,
+                to: at,
+                ..copy
+            };
+            if written && !launch.after.contains(&back) {
+                launch.after.push(back);
+            }
+        }
+        // Kiln's kernels write their first argument: where copies back overlap, it lands last.
+        launch.after.reverse();
+        launches.push(launch);
     }
-    let launches = calls
-        .iter()
-        .map(|c| Launch {
-            kernel: c.kernel.0 as usize,
-            args: c
-                .args
-                .iter()
-                .map(|&(region, s)| match region {
-                    FwRegion::Arena => arena.slice(Region::Arena, s),
-                    FwRegion::Weights => weights.slice(Region::Weights, s),
-                })
-                .collect(),
-        })
-        .collect();
-    let offset = |t: &fw::TensorDesc| arena.slice(Region::Arena, t.span).offset;
+    let mut blob = vec![0u8; weights.bytes()];
+    for g in &weights.groups {
+        let src = gb.bundle.weights.get(g.start..g.end).ok_or_else(|| {
+            GpuError::Schedule(BundleError::WeightsSizeMismatch {
+                found: gb.bundle.weights.len(),
+                expected: g.end,
+            })
+        })?;
+        blob[g.device..g.device + src.len()].copy_from_slice(src);
+    }
+    for (&key, &to) in &weights.scratch {
+        if let Scratch::Weights { at, bytes } = key {
+            blob.copy_within(at..at + bytes, to);
+        }
+    }
+    let offset = |t: &fw::TensorDesc| arena.device(t.span);
     Ok(Prepared {
-        arena_bytes: arena.bytes,
+        arena_bytes: arena.bytes(),
         weights: blob,
         launches,
         inputs: plan
             .inputs
             .iter()
             .zip(inputs)
-            .map(|(t, d)| (offset(t), d.clone()))
-            .collect(),
+            .map(|(t, d)| Ok((offset(t)?, d.clone())))
+            .collect::<Result<_, GpuError>>()?,
         outputs: plan
             .outputs
             .iter()
-            .map(|t| (offset(t), t.span.bytes as usize))
-            .collect(),
+            .map(|t| Ok((offset(t)?, t.span.bytes as usize)))
+            .collect::<Result<_, GpuError>>()?,
     })
 }
 
@@ -188,18 +461,15 @@ pub(crate) fn prepare_calls(
         let mut args = Vec::with_capacity(c.buffers.len());
         for b in &c.buffers {
             let offset = end.next_multiple_of(align);
-            end = offset + b.len().max(4);
+            end = offset + bound(b.len());
             args.push(Slice {
                 region: Region::Arena,
                 offset,
-                bytes: b.len().max(4),
+                bytes: bound(b.len()),
             });
             inputs.push((offset, b.clone()));
         }
-        launches.push(Launch {
-            kernel: c.kernel,
-            args,
-        });
+        launches.push(Launch::new(c.kernel, args));
     }
     let outputs = inputs.iter().map(|(o, d)| (*o, d.len())).collect();
     Ok(Prepared {
@@ -209,4 +479,75 @@ pub(crate) fn prepare_calls(
         inputs,
         outputs,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spans(list: &[(u32, u32)]) -> Vec<Span> {
+        list.iter().map(|&(o, b)| Span::new(o, b)).collect()
+    }
+
+    #[test]
+    fn an_aligned_plan_is_the_device_layout() {
+        let p = Placement::new(&spans(&[(0, 100), (128, 40), (256, 8)]), 300, 128);
+        for (o, b) in [(0, 100), (128, 40), (256, 8)] {
+            assert_eq!(p.device(Span::new(o, b)).unwrap(), o as usize);
+        }
+        assert!(p.bytes() >= 300);
+    }
+
+    #[test]
+    fn rows_keep_their_place_in_the_buffer_they_tile() {
+        // A sequence of 7 rows of 40 bytes at 8, read whole and row by row, and a buffer at 300.
+        let mut list = vec![(8, 280), (300, 16)];
+        list.extend((0..7).map(|t| (8 + 40 * t, 40)));
+        let p = Placement::new(&spans(&list), 316, 128);
+        let whole = p.device(Span::new(8, 280)).unwrap();
+        assert!(whole.is_multiple_of(128), "a maximal slice starts aligned");
+        for t in 0..7 {
+            let row = p.device(Span::new(8 + 40 * t, 40)).unwrap();
+            assert_eq!(row, whole + 40 * t as usize);
+            assert_eq!(
+                p.place(Span::new(8 + 40 * t, 40)).unwrap().2,
+                row.is_multiple_of(128)
+            );
+        }
+        let other = p.device(Span::new(300, 16)).unwrap();
+        assert!(other.is_multiple_of(128) && (other >= whole + 280 || other + 16 <= whole));
+    }
+
+    #[test]
+    fn overlapping_buffers_that_share_a_slice_stay_together() {
+        let p = Placement::new(&spans(&[(4, 96), (60, 140), (64, 32), (500, 4)]), 504, 64);
+        let (a, b) = (p.device(Span::new(4, 96)), p.device(Span::new(60, 140)));
+        let (a, b) = (a.unwrap(), b.unwrap());
+        assert_eq!(b, a + 56);
+        assert_eq!(p.device(Span::new(64, 32)).unwrap(), a + 60);
+        // Overlapping buffers that share no slice go their own ways.
+        let p = Placement::new(&spans(&[(4, 96), (60, 140)]), 200, 64);
+        let (a, b) = (p.device(Span::new(4, 96)), p.device(Span::new(60, 140)));
+        assert_eq!(
+            (a.unwrap().is_multiple_of(64), b.unwrap().is_multiple_of(64)),
+            (true, true)
+        );
+    }
+
+    #[test]
+    fn scratch_slices_are_aligned_past_every_slice_and_made_once() {
+        let mut p = Placement::new(&spans(&[(0, 280), (40, 40), (0, 0)]), 280, 128);
+        let (at, bytes, direct) = p.place(Span::new(40, 40)).unwrap();
+        assert!(!direct);
+        let key = Scratch::Arena { bytes, nth: 0 };
+        let slot = p.scratch(key, bytes);
+        assert!(slot.is_multiple_of(128) && slot >= 280 && slot >= at + bytes);
+        assert_eq!(p.scratch(key, bytes), slot);
+        let next = p.scratch(Scratch::Arena { bytes, nth: 1 }, bytes);
+        assert!(next >= slot + bytes && next.is_multiple_of(128));
+        assert!(p.bytes() >= next + bytes);
+        // An empty slice still binds four bytes.
+        assert_eq!(p.place(Span::new(0, 0)).unwrap(), (0, 4, true));
+        assert!(p.device(Span::new(1, 1)).is_err());
+    }
 }

@@ -44,7 +44,8 @@ pub struct GpuRun {
     /// The device's name as its driver reports it.
     pub device: String,
     /// Bytes of device memory for the arena: the planned arena, or more when the device's
-    /// alignment of buffer offsets made the runtime give each buffer its own aligned place.
+    /// alignment of buffer offsets made the runtime give buffers their own aligned places, or
+    /// scratch slices to copy unaligned ones through.
     pub arena_bytes: usize,
 }
 

@@ -5,14 +5,15 @@
 //! without a driver gets [`GpuError::NoDriver`]. `$KILN_OPENCL_DEVICE` picks the first device
 //! whose name contains it.
 
-use super::layout::{prepare, prepare_calls, Prepared, Region, Slice};
+use super::layout::{prepare, prepare_calls, ArenaCopy, Prepared, Region, Slice};
 use super::{
     opencl_source, regroup, Api, CallsRun, GpuBundle, GpuError, GpuKernel, GpuRun, KernelCall,
 };
 use kiln_codegen::target::DeviceLimits;
-use opencl3::command_queue::{CommandQueue, CL_QUEUE_PROFILING_ENABLE};
+use opencl3::command_queue::{enqueue_copy_buffer, CommandQueue, CL_QUEUE_PROFILING_ENABLE};
 use opencl3::context::Context;
 use opencl3::device::{Device, CL_DEVICE_TYPE_ALL, CL_NONE};
+use opencl3::error_codes::ClError;
 use opencl3::event::Event;
 use opencl3::kernel::Kernel;
 use opencl3::memory::{Buffer, ClMem, CL_MEM_COPY_HOST_PTR, CL_MEM_READ_ONLY, CL_MEM_READ_WRITE};
@@ -210,7 +211,8 @@ fn execute(
     Ok((outputs, best))
 }
 
-/// One run: the inputs written, every launch enqueued, waited for; each launch's time.
+/// One run: the inputs written, every launch enqueued (with the copies around it, which the
+/// in-order queue runs in turn with the kernels), waited for; each launch's time.
 fn launch_all(
     queue: &CommandQueue,
     table: &[GpuKernel],
@@ -223,6 +225,9 @@ fn launch_all(
     }
     let mut events: Vec<Event> = Vec::with_capacity(prep.launches.len());
     for launch in &prep.launches {
+        for &c in &launch.before {
+            mem.copy(c)?;
+        }
         let (kernel, k) = (&kernels[launch.kernel], &table[launch.kernel]);
         for (i, slice) in launch.args.iter().enumerate() {
             let buf = mem.slice(*slice)?;
@@ -243,6 +248,9 @@ fn launch_all(
         }
         .map_err(driver("clEnqueueNDRangeKernel"))?;
         events.push(event);
+        for &c in &launch.after {
+            mem.copy(c)?;
+        }
     }
     queue.finish().map_err(driver("clFinish"))?;
     let profiling = driver("clGetEventProfilingInfo");
@@ -320,6 +328,28 @@ impl<'a> Memory<'a> {
         }
         .map_err(driver("clEnqueueReadBuffer"))?;
         Ok(out)
+    }
+
+    /// Enqueues a copy within the arena.
+    fn copy(&self, c: ArenaCopy) -> Result<(), GpuError> {
+        // SAFETY: both ranges lie within the arena and do not overlap (the layout puts scratch
+        // slices past every other slice); no event to wait for, the queue is in order.
+        let event = unsafe {
+            enqueue_copy_buffer(
+                self.queue.get(),
+                self.arena.get(),
+                self.arena.get(),
+                c.from,
+                c.to,
+                c.bytes,
+                0,
+                std::ptr::null(),
+            )
+        }
+        .map_err(|e| driver("clEnqueueCopyBuffer")(ClError(e)))?;
+        // Released at once: the queue keeps the copy until it has run.
+        drop(Event::new(event));
+        Ok(())
     }
 
     /// The sub-buffer of a slice (made once).

@@ -125,12 +125,16 @@ impl Vk {
         })
     }
 
-    /// A host-visible, coherent storage buffer of `bytes` bytes, mapped.
+    /// A host-visible, coherent storage buffer of `bytes` bytes, mapped; copies may read and
+    /// write it (runs copy unaligned slices to aligned ones within the arena).
     pub(super) fn buffer(&self, bytes: usize) -> Result<HostBuffer, GpuError> {
         let d = &self.device;
+        let usage = vk::BufferUsageFlags::STORAGE_BUFFER
+            | vk::BufferUsageFlags::TRANSFER_SRC
+            | vk::BufferUsageFlags::TRANSFER_DST;
         let info = vk::BufferCreateInfo::default()
             .size(bytes as u64)
-            .usage(vk::BufferUsageFlags::STORAGE_BUFFER)
+            .usage(usage)
             .sharing_mode(vk::SharingMode::EXCLUSIVE);
         // SAFETY: valid create infos on a live device; the memory type is checked below.
         unsafe {

@@ -1,12 +1,18 @@
 //! One run of a schedule on a Vulkan device: a compute pipeline per kernel, a descriptor set per
 //! launch (its buffers bound at their offsets), one command buffer that dispatches every launch
-//! in order with a barrier between them and timestamps around each.
+//! in order, with the arena copies each needs before and after it, a barrier between any two of
+//! these, and timestamps around each dispatch.
 
 use super::context::{driver, HostBuffer, Vk};
-use crate::gpu::layout::{Launch, Region};
+use crate::gpu::layout::{ArenaCopy, Launch, Region};
 use crate::gpu::{GpuError, GpuKernel};
 use ash::vk;
 use std::time::Duration;
+
+/// The stages a run's commands run in: dispatches, and the copies between them.
+const DEVICE_STAGES: vk::PipelineStageFlags = vk::PipelineStageFlags::from_raw(
+    vk::PipelineStageFlags::COMPUTE_SHADER.as_raw() | vk::PipelineStageFlags::TRANSFER.as_raw(),
+);
 
 /// Everything one run makes; destroyed on drop, also when the run fails half-way.
 pub(super) struct Exec<'a> {
@@ -116,14 +122,16 @@ impl<'a> Exec<'a> {
                 d.cmd_reset_query_pool(cb, self.queries, 0, 2 * n);
             }
             for (i, (l, set)) in launches.iter().zip(&sets).enumerate() {
+                self.record_copies(cb, arena, &l.before);
                 self.record_launch(cb, &kernels[l.kernel], l.kernel, *set, timed.then_some(i));
+                self.record_copies(cb, arena, &l.after);
             }
             let to_host = vk::MemoryBarrier::default()
-                .src_access_mask(vk::AccessFlags::SHADER_WRITE)
+                .src_access_mask(vk::AccessFlags::SHADER_WRITE | vk::AccessFlags::TRANSFER_WRITE)
                 .dst_access_mask(vk::AccessFlags::HOST_READ);
             d.cmd_pipeline_barrier(
                 cb,
-                vk::PipelineStageFlags::COMPUTE_SHADER,
+                DEVICE_STAGES,
                 vk::PipelineStageFlags::HOST,
                 vk::DependencyFlags::empty(),
                 &[to_host],
@@ -206,13 +214,79 @@ impl<'a> Exec<'a> {
             if let Some(i) = timed {
                 d.cmd_write_timestamp(cb, stage, self.queries, 2 * i as u32 + 1);
             }
-            let barrier = vk::MemoryBarrier::default()
-                .src_access_mask(vk::AccessFlags::SHADER_WRITE)
-                .dst_access_mask(vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE);
-            d.cmd_pipeline_barrier(
+            self.record_barrier(cb);
+        }
+    }
+
+    /// Records `copies` within the arena, in order, and a barrier after them. Copies whose
+    /// ranges meet go in separate commands with a barrier between, so that the later one
+    /// lands last.
+    ///
+    /// # Safety
+    ///
+    /// `cb` is this run's command buffer, recording; `arena` is this run's arena buffer, and
+    /// every copy lies within it.
+    unsafe fn record_copies(&self, cb: vk::CommandBuffer, arena: vk::Buffer, copies: &[ArenaCopy]) {
+        if copies.is_empty() {
+            return;
+        }
+        // Whether two byte ranges, each an offset and a length, share a byte.
+        let meet = |(a, m): (u64, u64), (b, n): (u64, u64)| a < b + n && b < a + m;
+        let mut batch: Vec<vk::BufferCopy> = Vec::with_capacity(copies.len());
+        for c in copies {
+            let (from, to) = (
+                (c.from as u64, c.bytes as u64),
+                (c.to as u64, c.bytes as u64),
+            );
+            // One command's sources may not overlap its destinations, and its regions have no
+            // order among them.
+            let clash = batch.iter().any(|r| {
+                let (src, dst) = ((r.src_offset, r.size), (r.dst_offset, r.size));
+                meet(dst, to) || meet(dst, from) || meet(src, to)
+            });
+            if clash {
+                // SAFETY: the caller's.
+                unsafe {
+                    self.vk.device.cmd_copy_buffer(cb, arena, arena, &batch);
+                    self.record_barrier(cb);
+                }
+                batch.clear();
+            }
+            batch.push(
+                vk::BufferCopy::default()
+                    .src_offset(c.from as u64)
+                    .dst_offset(c.to as u64)
+                    .size(c.bytes as u64),
+            );
+        }
+        // SAFETY: the caller's.
+        unsafe {
+            self.vk.device.cmd_copy_buffer(cb, arena, arena, &batch);
+            self.record_barrier(cb);
+        }
+    }
+
+    /// Records a barrier that makes every dispatch's and copy's writes so far visible to every
+    /// later dispatch and copy, and orders them after the reads before it.
+    ///
+    /// # Safety
+    ///
+    /// `cb` is this run's command buffer, recording.
+    unsafe fn record_barrier(&self, cb: vk::CommandBuffer) {
+        let barrier = vk::MemoryBarrier::default()
+            .src_access_mask(vk::AccessFlags::SHADER_WRITE | vk::AccessFlags::TRANSFER_WRITE)
+            .dst_access_mask(
+                vk::AccessFlags::SHADER_READ
+                    | vk::AccessFlags::SHADER_WRITE
+                    | vk::AccessFlags::TRANSFER_READ
+                    | vk::AccessFlags::TRANSFER_WRITE,
+            );
+        // SAFETY: the caller's.
+        unsafe {
+            self.vk.device.cmd_pipeline_barrier(
                 cb,
-                stage,
-                stage,
+                DEVICE_STAGES,
+                DEVICE_STAGES,
                 vk::DependencyFlags::empty(),
                 &[barrier],
                 &[],
