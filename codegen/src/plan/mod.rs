@@ -124,9 +124,11 @@ fn lifetimes(s: &Schedule) -> Vec<Placement> {
         uses.sort_unstable();
         let mut first = uses.first().copied().unwrap_or(0);
         let mut last = uses.last().copied().unwrap_or(0);
+        // A model input or output lives before or after the loop whatever its uses.
+        let io = matches!(info.kind, BufKind::Input(_) | BufKind::Output(_));
         for l in &s.loops {
             let inside = uses.iter().any(|u| l.items.contains(u));
-            let beyond = windowed[i] || uses.iter().any(|u| !l.items.contains(u));
+            let beyond = io || windowed[i] || uses.iter().any(|u| !l.items.contains(u));
             if inside && beyond && !l.items.is_empty() {
                 first = first.min(l.items.start);
                 last = last.max(l.items.end - 1);

@@ -289,4 +289,12 @@ fn what_a_loop_carries_lives_through_it_and_its_body_reuses_memory() {
     // Buffers 2 and 3 live within one iteration.
     assert_eq!(span(2), (1, 2));
     assert_eq!(span(3), (2, 3));
+    // A model input that only the loop reads (at its first item) lives through it too.
+    s.items[0].bufs = vec![1, 6].into_iter().map(BufId).collect();
+    s.items[4].bufs = vec![6, 4].into_iter().map(BufId).collect();
+    let plan = plan_arena(&s);
+    assert_eq!(
+        plan.placement(BufId(0)).map(|p| (p.first, p.last)),
+        Some((0, 3))
+    );
 }
