@@ -485,9 +485,26 @@ def newer_op_cases():
          momentum=0.8)
 
 
+def recurrent_cases():
+    # A generator of its own: the cases above keep their data whatever is added here.
+    rng = np.random.default_rng(20261202)
+
+    def r(*shape):
+        return rng.standard_normal(shape).astype(F32)
+
+    case("lstm_bidirectional_peephole", "LSTM", X(r(5, 2, 3)), C(r(2, 16, 3)), C(r(2, 16, 4)),
+         C(r(2, 32)), X(np.array([5, 3], np.int32)), X(r(2, 2, 4)), X(r(2, 2, 4)), C(r(2, 12)),
+         opset=14, outputs=3, hidden_size=4, direction="bidirectional")
+    case("gru_reverse_linear_before_reset", "GRU", X(r(4, 3, 2)), C(r(1, 9, 2)), C(r(1, 9, 3)),
+         C(r(1, 18)), opset=14, outputs=2, hidden_size=3, direction="reverse",
+         linear_before_reset=1)
+    case("rnn_relu", "RNN", X(r(6, 2, 3)), C(r(1, 4, 3)), C(r(1, 4, 4)), opset=14, outputs=2,
+         hidden_size=4, activations=["Relu"])
+
+
 for make in [elementwise_cases, logic_cases, shape_cases, index_cases, reduce_cases, nn_cases,
              conv_cases, pool_cases, quant_cases, resize_cases, more_cases,
-             newer_op_cases]:
+             newer_op_cases, recurrent_cases]:
     make()
 
 
@@ -587,6 +604,79 @@ INT8_MODELS = {
     "str_ww_int8_qdq": "str_ww_ref_model",
     "vww_int8_qdq": "vww_96_int8",
 }
+
+
+def control_flow(root):
+    """If, Loop and Scan: multi-node models with subgraphs, each with onnxruntime's outputs."""
+    rng = np.random.default_rng(20261203)
+    f32 = onnx.TensorProto.FLOAT
+
+    def value(name, elem=f32, shape=None):
+        return helper.make_tensor_value_info(name, elem, shape)
+
+    def save(name, graph, opset, feeds):
+        opsets = [helper.make_opsetid("", opset)]
+        model = helper.make_model(graph, producer_name="kiln-op-models", opset_imports=opsets)
+        model.ir_version = helper.find_min_ir_version_for(opsets)
+        onnx.checker.check_model(model, full_check=True)
+        outputs = session(model).run(None, feeds)
+        out = root / name
+        if out.exists():
+            shutil.rmtree(out)
+        out.mkdir(parents=True)
+        onnx.save(model, out / "model.onnx")
+        for k, v in enumerate(feeds.values()):
+            np.save(out / f"input_{k}.npy", v)
+        for k, v in enumerate(outputs):
+            np.save(out / f"output_{k}.npy", v)
+
+    # Scan: a running sum over the rows of x, read from the last row, with the sums stacked
+    # along axis 1.
+    body = helper.make_graph(
+        [helper.make_node("Add", ["s_in", "row"], ["s_out"]),
+         helper.make_node("Mul", ["s_out", "row"], ["y"])],
+        "scan_body", [value("s_in", shape=[3]), value("row", shape=[3])],
+        [value("s_out", shape=[3]), value("y", shape=[3])])
+    scan = helper.make_node("Scan", ["s0", "x"], ["s", "ys"], num_scan_inputs=1, body=body,
+                            scan_input_directions=[1], scan_output_axes=[1])
+    graph = helper.make_graph([scan], "control_scan", [value("s0", shape=[3]),
+                              value("x", shape=[6, 3])],
+                              [value("s", shape=[3]), value("ys", shape=[3, 6])])
+    save("control_scan", graph, 16, {"s0": rng.standard_normal(3).astype(F32),
+                                     "x": rng.standard_normal((6, 3)).astype(F32)})
+
+    # Loop: four iterations of s = s * w + i, w read from the outer graph, s stacked.
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["c_in"], ["c_out"]),
+         helper.make_node("Cast", ["i"], ["fi"], to=f32),
+         helper.make_node("Mul", ["s_in", "w"], ["sw"]),
+         helper.make_node("Add", ["sw", "fi"], ["s_out"]),
+         helper.make_node("Identity", ["s_out"], ["scan"])],
+        "loop_body", [value("i", onnx.TensorProto.INT64, []),
+                      value("c_in", onnx.TensorProto.BOOL, []), value("s_in", shape=[2])],
+        [value("c_out", onnx.TensorProto.BOOL, []), value("s_out", shape=[2]),
+         value("scan", shape=[2])])
+    loop = helper.make_node("Loop", ["m", "", "s0"], ["s", "scans"], body=body)
+    graph = helper.make_graph(
+        [loop], "control_loop", [value("s0", shape=[2]), value("w", shape=[2])],
+        [value("s", shape=[2]), value("scans", shape=[4, 2])],
+        [numpy_helper.from_array(np.array(4, np.int64), "m")])
+    save("control_loop", graph, 16, {"s0": rng.standard_normal(2).astype(F32),
+                                     "w": rng.standard_normal(2).astype(F32)})
+
+    # If on a condition computed at run time, both branches of one shape.
+    then_branch = helper.make_graph([helper.make_node("Neg", ["x"], ["a"])], "then", [],
+                                    [value("a", shape=[2, 3])])
+    else_branch = helper.make_graph([helper.make_node("Mul", ["x", "x"], ["b"])], "else", [],
+                                    [value("b", shape=[2, 3])])
+    nodes = [helper.make_node("ReduceSum", ["x"], ["total"], keepdims=0),
+             helper.make_node("Greater", ["total", "zero"], ["c"]),
+             helper.make_node("If", ["c"], ["y"], then_branch=then_branch,
+                              else_branch=else_branch)]
+    graph = helper.make_graph(nodes, "control_if", [value("x", shape=[2, 3])],
+                              [value("y", shape=[2, 3])],
+                              [numpy_helper.from_array(np.array(0, F32), "zero")])
+    save("control_if", graph, 16, {"x": rng.standard_normal((2, 3)).astype(F32)})
 
 
 def int8_references(root, mlperf):
@@ -693,6 +783,8 @@ def main():
         if args.only and (args.out / case.name).exists():
             shutil.rmtree(args.out / case.name)
         write_case(args.out, case)
+    if not args.only or "control" in args.only:
+        control_flow(args.out)
     if not args.only:
         shape_arithmetic(args.out)
         invalid_models(args.out / "invalid")

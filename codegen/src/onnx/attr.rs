@@ -30,8 +30,8 @@ pub enum AttrValue {
     Floats(Vec<f32>),
     Strings(Vec<String>),
     Tensor(Tensor),
-    /// A subgraph (`If`, `Loop`, `Scan` bodies): not read yet.
-    Graph,
+    /// A subgraph (`If` branches, `Loop` and `Scan` bodies), or why it could not be read.
+    Graph(std::sync::Arc<Result<OnnxGraph, String>>),
     /// A kind Kiln does not read (lists of tensors or graphs, sparse tensors, type protos).
     Other(&'static str),
 }
@@ -47,7 +47,7 @@ impl AttrValue {
             AttrValue::Floats(_) => "floats",
             AttrValue::Strings(_) => "strings",
             AttrValue::Tensor(_) => "tensor",
-            AttrValue::Graph => "graph",
+            AttrValue::Graph(_) => "graph",
             AttrValue::Other(kind) => kind,
         }
     }
@@ -143,10 +143,13 @@ impl Attributes {
         }
     }
 
-    /// A subgraph attribute. Subgraphs are not read yet: present ones are `Unsupported`.
+    /// A subgraph attribute.
     pub fn graph(&self, name: &str) -> Result<&OnnxGraph, OnnxError> {
         match self.get(name) {
-            Some(AttrValue::Graph) => Err(self.error(name, AttrProblem::Unsupported("subgraphs"))),
+            Some(AttrValue::Graph(g)) => match g.as_ref() {
+                Ok(g) => Ok(g),
+                Err(why) => Err(self.error(name, AttrProblem::Invalid(why.clone()))),
+            },
             Some(other) => Err(self.wrong_kind(name, "graph", other)),
             None => Err(self.error(name, AttrProblem::Missing)),
         }
@@ -216,7 +219,11 @@ impl Attributes {
                 let label = format!("{}.{name}", self.node);
                 AttrValue::Tensor(tensor_from_proto(proto, &label)?)
             }
-            AttributeType::Graph => AttrValue::Graph,
+            AttributeType::Graph => {
+                let proto = a.g.ok_or_else(|| self.error(name, AttrProblem::Missing))?;
+                let read = super::model::read_subgraph(proto).map_err(|e| e.to_string());
+                AttrValue::Graph(std::sync::Arc::new(read))
+            }
             AttributeType::Tensors => AttrValue::Other("tensors"),
             AttributeType::Graphs => AttrValue::Other("graphs"),
             AttributeType::SparseTensor => AttrValue::Other("sparse tensor"),
@@ -248,5 +255,15 @@ fn infer_kind(a: &AttributeProto) -> AttributeType {
         AttributeType::Strings
     } else {
         AttributeType::Undefined
+    }
+}
+
+impl Attributes {
+    /// The subgraphs among the attributes that could be read.
+    pub fn subgraphs(&self) -> impl Iterator<Item = &OnnxGraph> {
+        self.list.iter().filter_map(|(_, v)| match v {
+            AttrValue::Graph(g) => g.as_ref().as_ref().ok(),
+            _ => None,
+        })
     }
 }

@@ -5,6 +5,8 @@
 //! whose inputs are all known and small is evaluated right away in the UOp interpreter, so
 //! shape arithmetic (`Shape → Gather → Concat → Reshape`) folds to known values on the host.
 
+mod control;
+
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
@@ -83,6 +85,16 @@ fn describe_unsupported(ops: &[(String, String)]) -> String {
     s
 }
 
+/// Whether the importer lowers `node` itself (control flow, with subgraphs).
+fn is_control(node: &OnnxNode) -> bool {
+    matches!(node.domain.as_str(), "" | "ai.onnx") && control::OPS.contains(&node.op_type.as_str())
+}
+
+/// The op types the importer lowers itself.
+pub fn control_ops() -> &'static [&'static str] {
+    control::OPS
+}
+
 /// The op type as reports show it: qualified by its domain outside the default one.
 fn qualified_op(node: &OnnxNode) -> String {
     match node.domain.as_str() {
@@ -110,7 +122,7 @@ pub fn import_with(
         .graph
         .nodes
         .iter()
-        .filter(|n| ops::op_builder(&n.domain, &n.op_type).is_none())
+        .filter(|n| ops::op_builder(&n.domain, &n.op_type).is_none() && !is_control(n))
         .map(|n| (qualified_op(n), n.name.clone()))
         .collect();
     if !unsupported.is_empty() {
@@ -170,6 +182,9 @@ struct Importer {
 
 impl Importer {
     fn node(&mut self, node: &OnnxNode) -> Result<(), ImportError> {
+        if is_control(node) {
+            return self.control(node);
+        }
         let fail = |source| ImportError::Node {
             node: node.name.clone(),
             op: node.op_type.clone(),

@@ -38,6 +38,9 @@ pub struct OnnxGraph {
     /// The values the file types with a narrow element type (inputs, initializers, outputs and
     /// `value_info`), which Kiln holds in a wider container.
     pub narrow: HashMap<String, Narrow>,
+    /// The values of the enclosing graphs that a subgraph reads (its own subgraphs' too),
+    /// sorted; empty for a model's graph.
+    pub outer: Vec<String>,
 }
 
 /// A graph input or output. An output whose file gives no shape has no dims.
@@ -66,6 +69,15 @@ pub struct OnnxNode {
     pub inputs: Vec<String>,
     pub outputs: Vec<String>,
     pub attrs: Attributes,
+}
+
+impl OnnxNode {
+    /// Every value the node reads: its inputs, and what its subgraphs read from around them.
+    pub fn reads(&self) -> Vec<String> {
+        let inputs = self.inputs.iter().filter(|v| !v.is_empty()).cloned();
+        let implicit = self.attrs.subgraphs().flat_map(|g| g.outer.iter().cloned());
+        inputs.chain(implicit).collect()
+    }
 }
 
 /// Loads the model in file `path`.
@@ -117,6 +129,16 @@ fn default_opset(imports: &[OperatorSetIdProto]) -> Result<i64, OnnxError> {
 }
 
 fn read_graph(g: GraphProto) -> Result<OnnxGraph, OnnxError> {
+    read_any_graph(g, false)
+}
+
+/// A subgraph: its inputs need no shapes (they come from the values that feed them), and its
+/// nodes may read values of the graphs around it.
+pub(crate) fn read_subgraph(g: GraphProto) -> Result<OnnxGraph, OnnxError> {
+    read_any_graph(g, true)
+}
+
+fn read_any_graph(g: GraphProto, subgraph: bool) -> Result<OnnxGraph, OnnxError> {
     let mut narrow = declared_narrow(&g);
     let initializers = g
         .initializer
@@ -132,12 +154,12 @@ fn read_graph(g: GraphProto) -> Result<OnnxGraph, OnnxError> {
         .input
         .into_iter()
         .filter(|v| !init_names.contains(v.name.as_deref().unwrap_or_default()))
-        .map(|v| read_value_info(v, true))
+        .map(|v| read_value_info(v, !subgraph, subgraph))
         .collect::<Result<Vec<_>, _>>()?;
     let outputs = g
         .output
         .into_iter()
-        .map(|v| read_value_info(v, false))
+        .map(|v| read_value_info(v, false, subgraph))
         .collect::<Result<Vec<_>, _>>()?;
     let nodes = g
         .node
@@ -145,7 +167,26 @@ fn read_graph(g: GraphProto) -> Result<OnnxGraph, OnnxError> {
         .enumerate()
         .map(|(i, n)| read_node(i, n))
         .collect::<Result<Vec<_>, _>>()?;
-    let defined = inputs.iter().map(|v| v.name.as_str()).chain(init_names);
+    let own: HashSet<&str> = (inputs.iter().map(|v| v.name.as_str()))
+        .chain(init_names.iter().copied())
+        .chain(
+            nodes
+                .iter()
+                .flat_map(|n| n.outputs.iter().map(String::as_str)),
+        )
+        .collect();
+    let mut outer: Vec<String> = match subgraph {
+        true => (nodes.iter().flat_map(|n| n.reads()))
+            .chain(outputs.iter().map(|o| o.name.clone()))
+            .filter(|v| !v.is_empty() && !own.contains(v.as_str()))
+            .collect(),
+        false => Vec::new(),
+    };
+    outer.sort();
+    outer.dedup();
+    let defined = (inputs.iter().map(|v| v.name.as_str()))
+        .chain(init_names)
+        .chain(outer.iter().map(String::as_str));
     let nodes = sort_nodes(nodes, defined)?;
     narrow.retain(|name, _| !name.is_empty());
     Ok(OnnxGraph {
@@ -155,6 +196,7 @@ fn read_graph(g: GraphProto) -> Result<OnnxGraph, OnnxError> {
         initializers,
         nodes,
         narrow,
+        outer,
     })
 }
 
@@ -175,7 +217,13 @@ fn declared_narrow(g: &GraphProto) -> HashMap<String, Narrow> {
     from_info.chain(from_init).collect()
 }
 
-fn read_value_info(v: ValueInfoProto, needs_shape: bool) -> Result<ValueInfo, OnnxError> {
+/// A value's name, element type and dims. A subgraph's values may leave out their type (`untyped`):
+/// the values that feed them give it.
+fn read_value_info(
+    v: ValueInfoProto,
+    needs_shape: bool,
+    untyped: bool,
+) -> Result<ValueInfo, OnnxError> {
     let name = v.name.unwrap_or_default();
     let unsupported = |what| OnnxError::UnsupportedValueType {
         value: name.clone(),
@@ -187,6 +235,13 @@ fn read_value_info(v: ValueInfoProto, needs_shape: bool) -> Result<ValueInfo, On
         Some(TypeValue::MapType(_)) => return Err(unsupported("a map")),
         Some(TypeValue::OptionalType(_)) => return Err(unsupported("an optional")),
         Some(TypeValue::SparseTensorType(_)) => return Err(unsupported("a sparse tensor")),
+        None if untyped => {
+            return Ok(ValueInfo {
+                name,
+                elem: ElemType::from_code(0),
+                dims: Vec::new(),
+            })
+        }
         None => return Err(unsupported("no tensor type given")),
     };
     let dims = match tensor.shape {

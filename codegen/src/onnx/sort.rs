@@ -25,7 +25,7 @@ pub(crate) fn sort_nodes<'a>(
     let mut users: Vec<Vec<usize>> = vec![Vec::new(); nodes.len()];
     for (i, node) in nodes.iter().enumerate() {
         let mut deps = HashSet::new();
-        for input in node.inputs.iter().filter(|v| !v.is_empty()) {
+        for input in &node.reads() {
             match producer.get(input.as_str()) {
                 Some(&p) => {
                     deps.insert(p);

@@ -330,15 +330,17 @@ pub fn import_case(dir: &Path, data: &Path) -> Result<ImportedCase, Outcome> {
 }
 
 /// An op needs the value `name` at compile time (an axes, pads or shape input): the test's
-/// data for that graph input, or else for every non-float input, becomes an initializer, as
-/// it would be in a model compiled ahead of time. False when there is nothing left to fix.
+/// data for that graph input, or else for every non-float input, or else (a value computed from
+/// floats, as a loop's trip count from a float range) for every input, becomes an initializer,
+/// as it would be in a model compiled ahead of time. False when there is nothing left to fix.
 fn freeze(model: &mut onnx::OnnxModel, inputs: &mut Vec<(String, Tensor)>, name: &str) -> bool {
     let direct = inputs.iter().any(|(n, _)| n == name);
+    let integers = inputs.iter().any(|(_, t)| !t.dtype().is_float());
     let fixed = |n: &str, t: &Tensor| {
         if direct {
             n == name
         } else {
-            !t.dtype().is_float()
+            !integers || !t.dtype().is_float()
         }
     };
     let (frozen, kept): (Vec<_>, Vec<_>) = inputs.drain(..).partition(|(n, t)| fixed(n, t));

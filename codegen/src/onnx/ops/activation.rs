@@ -163,7 +163,7 @@ fn hard_swish(ctx: &mut Ctx) -> Out {
 }
 
 /// `log(1 + exp(x))`, computed as `max(x, 0) + log(1 + exp(-|x|))`.
-fn softplus_of(g: &mut Graph, x: &Lazy) -> Result<Lazy, GraphError> {
+pub(super) fn softplus_of(g: &mut Graph, x: &Lazy) -> Result<Lazy, GraphError> {
     let a = g.abs(x)?;
     let na = g.neg(&a)?;
     let e = g.exp(&na)?;

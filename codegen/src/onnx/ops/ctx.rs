@@ -36,6 +36,13 @@ impl Value {
             Value::Known(t) => t.shape(),
         }
     }
+
+    pub fn dtype(&self) -> DType {
+        match self {
+            Value::Tensor(l) => l.dtype,
+            Value::Known(t) => DType::from(t.dtype()),
+        }
+    }
 }
 
 /// Why an op could not be built.

@@ -24,6 +24,7 @@ mod pool;
 mod quant;
 mod reduce;
 mod resize;
+mod rnn;
 mod rotary;
 mod scatter;
 mod shape;
@@ -37,7 +38,7 @@ pub use ctx::{
 pub type OpBuilder = fn(&mut Ctx) -> Result<Vec<Value>, OpError>;
 
 /// Every op family's table.
-const FAMILIES: [&[(&str, OpBuilder)]; 24] = [
+const FAMILIES: [&[(&str, OpBuilder)]; 25] = [
     constant::OPS,
     elementwise::OPS,
     activation::OPS,
@@ -62,6 +63,7 @@ const FAMILIES: [&[(&str, OpBuilder)]; 24] = [
     scatter::OPS,
     dft::OPS,
     einsum::OPS,
+    rnn::OPS,
 ];
 
 /// onnxruntime's contrib ops (`com.microsoft`) that Kiln imports.
@@ -87,6 +89,7 @@ pub fn supported_ops() -> Vec<&'static str> {
         .iter()
         .flat_map(|f| f.iter())
         .map(|(name, _)| *name)
+        .chain(crate::onnx::import::control_ops().iter().copied())
         .collect();
     ops.sort_unstable();
     ops

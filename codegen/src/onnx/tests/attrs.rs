@@ -5,7 +5,7 @@ use crate::error::chain;
 use crate::onnx::import::{import, ImportError};
 use crate::onnx::ops::OpError;
 use crate::onnx::proto::attribute_proto::AttributeType;
-use crate::onnx::{load, load_bytes, AttrProblem, AttrValue, OnnxError, OnnxNode};
+use crate::onnx::{load, load_bytes, AttrProblem, OnnxError, OnnxNode};
 
 fn first<'a>(nodes: &'a [OnnxNode], op: &str) -> &'a OnnxNode {
     nodes.iter().find(|n| n.op_type == op).unwrap()
@@ -107,17 +107,32 @@ fn constant_nodes_read_every_value_form() {
 }
 
 #[test]
-fn subgraphs_are_reported_unsupported() {
+fn subgraphs_are_read_with_the_outer_values_they_read() {
+    // The branch reads `x` from the model's graph; the `If` after the node making `x` in the
+    // file comes first, so sorting must see the branch's read.
     let mut body = attr("then_branch");
     body.r#type = Some(AttributeType::Graph as i32);
-    body.g = Some(graph(vec![], &[], &[]));
-    let n = with_attr(node("If", &["x"], &["y"]), body);
-    let m = load_bytes(&bytes(&model(graph(vec![n], &["x"], &["y"]), 13))).unwrap();
-    let attrs = &m.graph.nodes[0].attrs;
-    assert_eq!(attrs.get("then_branch"), Some(&AttrValue::Graph));
-    let err = attrs.graph("then_branch").unwrap_err();
-    let unsupported = AttrProblem::Unsupported("subgraphs");
-    assert!(matches!(err, OnnxError::Attribute { problem, .. } if problem == unsupported));
+    body.g = Some(graph(vec![node("Neg", &["x"], &["z"])], &[], &["z"]));
+    let n = with_attr(node("If", &["c"], &["y"]), body);
+    let make_x = node("Abs", &["w"], &["x"]);
+    let m = load_bytes(&bytes(&model(
+        graph(vec![n, make_x], &["c", "w"], &["y"]),
+        13,
+    )))
+    .unwrap();
+    let if_node = first(&m.graph.nodes, "If");
+    let branch = if_node.attrs.graph("then_branch").unwrap();
+    assert_eq!(branch.outer, ["x"]);
+    assert_eq!(if_node.reads(), ["c", "x"]);
+    assert_eq!(m.graph.nodes[0].op_type, "Abs");
+    // A subgraph that cannot be read is an error of its attribute, met when a builder asks.
+    let mut bad = attr("else_branch");
+    bad.r#type = Some(AttributeType::Graph as i32);
+    bad.g = Some(graph(vec![node("Neg", &["q"], &["q"])], &[], &["q"]));
+    let n = with_attr(node("If", &["c"], &["y"]), bad);
+    let m = load_bytes(&bytes(&model(graph(vec![n], &["c"], &["y"]), 13))).unwrap();
+    let err = m.graph.nodes[0].attrs.graph("else_branch").unwrap_err();
+    assert!(err.to_string().contains("else_branch"), "{err}");
 }
 
 #[test]

@@ -2,6 +2,7 @@
 //! attributes (`attrs`) and input shapes (`shapes`).
 
 mod attrs;
+mod control;
 mod malformed;
 mod models;
 mod protos;
