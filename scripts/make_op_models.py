@@ -2,10 +2,11 @@
 """Builds one small ONNX model per op case into tests/ops/<case>/ with onnxruntime's outputs.
 
 Each case folder holds model.onnx, its runtime inputs input_N.npy (fixed seed) and
-onnxruntime's outputs output_N.npy. Inputs marked as constants become initializers, so that
+onnxruntime's outputs output_N.npy (onnx's reference evaluator's for an op newer than
+onnxruntime runs). Multi-node cases cover control flow (If, Loop, Scan) and optionals. Inputs marked as constants become initializers, so that
 ops whose arguments must be known at compile time (shapes, pads, axes) see them as such.
 tests/ops/invalid/ holds models that must fail to import: two unknown custom ops, an input
-with a free non-batch dim, a bf16 input. tests/ops/mlperf_int8/<model>/ holds onnxruntime's
+with a free non-batch dim, a string input. tests/ops/mlperf_int8/<model>/ holds onnxruntime's
 outputs of the int8 QDQ MLPerf Tiny models (from --mlperf-models) on a TFLite test vector,
 tests/ops/mlperf_float/str_ww_float/ those of str_ww_float on a realistic input.
 
@@ -22,6 +23,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
+from onnx.reference import ReferenceEvaluator
 
 RNG = np.random.default_rng(20250)
 F32 = np.float32
@@ -35,13 +37,16 @@ class Case:
     attrs: dict
     opset: int
     outputs: int
+    # Who computes the expected outputs: onnxruntime, or onnx's reference evaluator for ops
+    # newer than onnxruntime runs.
+    reference: str = "onnxruntime"
 
 
 CASES = []
 
 
-def case(name, op, *args, opset=17, outputs=1, **attrs):
-    CASES.append(Case(name, op, list(args), attrs, opset, outputs))
+def case(name, op, *args, opset=17, outputs=1, reference="onnxruntime", **attrs):
+    CASES.append(Case(name, op, list(args), attrs, opset, outputs, reference))
 
 
 def X(v):
@@ -498,6 +503,8 @@ def recurrent_cases():
     case("gru_reverse_linear_before_reset", "GRU", X(r(4, 3, 2)), C(r(1, 9, 2)), C(r(1, 9, 3)),
          C(r(1, 18)), opset=14, outputs=2, hidden_size=3, direction="reverse",
          linear_before_reset=1)
+    case("causal_conv_with_state_silu", "CausalConvWithState", X(r(2, 3, 5)), C(r(3, 1, 4)),
+         C(r(3)), X(r(2, 3, 3)), opset=27, outputs=2, reference="onnx", activation="silu")
     case("rnn_relu", "RNN", X(r(6, 2, 3)), C(r(1, 4, 3)), C(r(1, 4, 4)), opset=14, outputs=2,
          hidden_size=4, activations=["Relu"])
 
@@ -539,7 +546,11 @@ def build(case):
                               [onnx.ValueInfoProto(name=o) for o in outputs], inits)
     opsets = [helper.make_opsetid("", case.opset)]
     model = helper.make_model(graph, producer_name="kiln-op-models", opset_imports=opsets)
-    model.ir_version = helper.find_min_ir_version_for(opsets)
+    try:
+        model.ir_version = helper.find_min_ir_version_for(opsets)
+    except ValueError:
+        # An opset newer than the helper's table: the newest IR version.
+        model.ir_version = onnx.IR_VERSION
     model = onnx.shape_inference.infer_shapes(model)
     for out in model.graph.output:
         if not out.type.HasField("tensor_type"):
@@ -551,9 +562,13 @@ def build(case):
 
 def write_case(root, case):
     model, inputs = build(case)
-    sess = session(model)
-    feeds = {i.name: v for i, v in zip(sess.get_inputs(), inputs)}
-    outputs = sess.run(None, feeds)
+    if case.reference == "onnx":
+        names = [i.name for i in model.graph.input]
+        outputs = ReferenceEvaluator(model).run(None, dict(zip(names, inputs)))
+    else:
+        sess = session(model)
+        feeds = {i.name: v for i, v in zip(sess.get_inputs(), inputs)}
+        outputs = sess.run(None, feeds)
     out = root / case.name
     out.mkdir(parents=True)
     onnx.save(model, out / "model.onnx")
@@ -679,6 +694,34 @@ def control_flow(root):
     save("control_if", graph, 16, {"x": rng.standard_normal((2, 3)).astype(F32)})
 
 
+def optionals(root):
+    """An optional made of a tensor, asked whether it has one, and read: each with onnxruntime's
+    outputs."""
+    rng = np.random.default_rng(20261204)
+    f32 = onnx.TensorProto.FLOAT
+    x = helper.make_tensor_value_info("x", f32, [2, 3])
+    nodes = [helper.make_node("Optional", ["x"], ["o"]),
+             helper.make_node("OptionalHasElement", ["o"], ["has"]),
+             helper.make_node("OptionalGetElement", ["o"], ["got"])]
+    graph = helper.make_graph(nodes, "optional_tensor", [x],
+                              [helper.make_tensor_value_info("has", onnx.TensorProto.BOOL, []),
+                               helper.make_tensor_value_info("got", f32, [2, 3])])
+    opsets = [helper.make_opsetid("", 18)]
+    model = helper.make_model(graph, producer_name="kiln-op-models", opset_imports=opsets)
+    model.ir_version = helper.find_min_ir_version_for(opsets)
+    onnx.checker.check_model(model, full_check=True)
+    feeds = {"x": rng.standard_normal((2, 3)).astype(F32)}
+    outputs = session(model).run(None, feeds)
+    out = root / "optional_tensor"
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    onnx.save(model, out / "model.onnx")
+    np.save(out / "input_0.npy", feeds["x"])
+    for k, v in enumerate(outputs):
+        np.save(out / f"output_{k}.npy", v)
+
+
 def int8_references(root, mlperf):
     """onnxruntime's outputs of the int8 QDQ models on the first TFLite test vector."""
     for name, vectors in INT8_MODELS.items():
@@ -785,6 +828,8 @@ def main():
         write_case(args.out, case)
     if not args.only or "control" in args.only:
         control_flow(args.out)
+    if not args.only or "optional" in args.only:
+        optionals(args.out)
     if not args.only:
         shape_arithmetic(args.out)
         invalid_models(args.out / "invalid")

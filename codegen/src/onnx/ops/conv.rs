@@ -6,7 +6,11 @@ use super::OpBuilder;
 use crate::dtype::DType;
 use crate::graph::Lazy;
 
-pub(super) const OPS: &[(&str, OpBuilder)] = &[("Conv", conv), ("ConvTranspose", conv_transpose)];
+pub(super) const OPS: &[(&str, OpBuilder)] = &[
+    ("Conv", conv),
+    ("ConvTranspose", conv_transpose),
+    ("CausalConvWithState", causal_conv_with_state),
+];
 
 type Out = Result<Vec<Value>, OpError>;
 
@@ -344,4 +348,60 @@ fn conv_transpose(ctx: &mut Ctx) -> Out {
         groups,
     )?;
     Ok(vec![Value::Tensor(y)])
+}
+
+/// CausalConvWithState (opset 27): a depthwise 1-D convolution over `past_state` (zeros when
+/// not given) followed by the input, so that output `t` sees input `t` and the `k - 1`
+/// positions before it; `present_state` is the last `k - 1` positions, for the next call.
+/// `activation` may fuse SiLU (`silu` or `swish`).
+fn causal_conv_with_state(ctx: &mut Ctx) -> Out {
+    let x = ctx.tensor(0)?;
+    let w = ctx.tensor(1)?;
+    let (&[b, c, l], &[wc, one, k]) = (x.shape(), w.shape()) else {
+        return Err(invalid(format!(
+            "input {:?} and weight {:?} must both have rank 3",
+            x.shape(),
+            w.shape()
+        )));
+    };
+    if wc != c || one != 1 || k == 0 {
+        return Err(invalid(format!(
+            "weight {:?} is not (channels {c}, 1, kernel) for input {:?}",
+            w.shape(),
+            x.shape()
+        )));
+    }
+    let bias = ctx.opt_tensor(2)?;
+    let past = match ctx.opt_tensor(3)? {
+        Some(p) if p.shape() == [b, c, k - 1] => p,
+        Some(p) => {
+            return Err(invalid(format!(
+                "past_state {:?} is not (batch {b}, channels {c}, kernel - 1 = {})",
+                p.shape(),
+                k - 1
+            )))
+        }
+        None => ctx.scalar_const(0.0, x.dtype, &[b, c, k - 1]),
+    };
+    let activation = ctx.attrs().string_or("activation", "none".into())?;
+    let g = &mut *ctx.graph;
+    let padded = match k {
+        1 => x,
+        _ => g.concat(&[past, x], 2)?,
+    };
+    let y = g.conv(&padded, &w, bias.as_ref(), &[1], &[1], &[(0, 0)], c)?;
+    let y = match activation.to_ascii_lowercase().as_str() {
+        "none" => y,
+        "silu" | "swish" => {
+            let s = g.sigmoid(&y)?;
+            g.binary(crate::ops::BinaryOp::Mul, &y, &s)?
+        }
+        other => {
+            return Err(invalid(format!(
+                "activation {other:?} (none, silu or swish)"
+            )))
+        }
+    };
+    let present = padded.shrink(&[(0, b), (0, c), (l, l + k - 1)])?;
+    Ok(vec![Value::Tensor(y), Value::Tensor(present)])
 }

@@ -20,6 +20,7 @@ mod loss;
 mod math;
 mod nn;
 mod norm;
+mod optional;
 mod pool;
 mod quant;
 mod reduce;
@@ -38,7 +39,7 @@ pub use ctx::{
 pub type OpBuilder = fn(&mut Ctx) -> Result<Vec<Value>, OpError>;
 
 /// Every op family's table.
-const FAMILIES: [&[(&str, OpBuilder)]; 25] = [
+const FAMILIES: [&[(&str, OpBuilder)]; 26] = [
     constant::OPS,
     elementwise::OPS,
     activation::OPS,
@@ -63,6 +64,7 @@ const FAMILIES: [&[(&str, OpBuilder)]; 25] = [
     scatter::OPS,
     dft::OPS,
     einsum::OPS,
+    optional::OPS,
     rnn::OPS,
 ];
 
