@@ -505,6 +505,10 @@ def recurrent_cases():
          linear_before_reset=1)
     case("causal_conv_with_state_silu", "CausalConvWithState", X(r(2, 3, 5)), C(r(3, 1, 4)),
          C(r(3)), X(r(2, 3, 3)), opset=27, outputs=2, reference="onnx", activation="silu")
+    case("linear_attention_gated_delta_gqa", "LinearAttention", X(r(1, 3, 16)), X(r(1, 3, 8)),
+         X(r(1, 3, 8)), X(r(1, 2, 4, 4)), X(-np.abs(r(1, 3, 8))), X(rng.uniform(0, 1, (1, 3, 2))
+                                                                     .astype(F32)),
+         opset=27, outputs=2, reference="onnx", q_num_heads=4, kv_num_heads=2)
     case("rnn_relu", "RNN", X(r(6, 2, 3)), C(r(1, 4, 3)), C(r(1, 4, 4)), opset=14, outputs=2,
          hidden_size=4, activations=["Relu"])
 

@@ -15,6 +15,7 @@ mod elementwise;
 mod gather;
 mod grid;
 mod index;
+mod linear_attention;
 mod logic;
 mod loss;
 mod math;
@@ -39,7 +40,7 @@ pub use ctx::{
 pub type OpBuilder = fn(&mut Ctx) -> Result<Vec<Value>, OpError>;
 
 /// Every op family's table.
-const FAMILIES: [&[(&str, OpBuilder)]; 26] = [
+const FAMILIES: [&[(&str, OpBuilder)]; 27] = [
     constant::OPS,
     elementwise::OPS,
     activation::OPS,
@@ -57,6 +58,7 @@ const FAMILIES: [&[(&str, OpBuilder)]; 26] = [
     norm::OPS,
     loss::OPS,
     attention::OPS,
+    linear_attention::OPS,
     rotary::OPS,
     sort::OPS,
     grid::OPS,
