@@ -509,6 +509,9 @@ def recurrent_cases():
          X(r(1, 3, 8)), X(r(1, 2, 4, 4)), X(-np.abs(r(1, 3, 8))), X(rng.uniform(0, 1, (1, 3, 2))
                                                                      .astype(F32)),
          opset=27, outputs=2, reference="onnx", q_num_heads=4, kv_num_heads=2)
+    case("non_zero", "NonZero", X(np.where(r(3, 4) > 0.3, r(3, 4), 0).astype(F32)), opset=13)
+    case("compress_at_run_time", "Compress", X(r(3, 4)), X(np.array([True, False, True])),
+         opset=11, axis=0)
     case("rnn_relu", "RNN", X(r(6, 2, 3)), C(r(1, 4, 3)), C(r(1, 4, 4)), opset=14, outputs=2,
          hidden_size=4, activations=["Relu"])
 

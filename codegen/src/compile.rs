@@ -193,7 +193,33 @@ fn free_weights(
 pub struct Compiled {
     pub bundle: Bundle,
     pub inputs: Vec<(String, DType, Vec<usize>)>,
+    /// The bundle's outputs: the model's, then the lengths of those in `bounded`.
     pub outputs: Vec<(String, DType, Vec<usize>)>,
+    pub bounded: Vec<crate::graph::Bounded>,
+}
+
+/// A model output of a run: name, type, shape and bytes.
+pub type ModelOutput = (String, DType, Vec<usize>, Vec<u8>);
+
+impl Compiled {
+    /// The model's outputs from the `raw` outputs of a run: those of data-dependent length cut
+    /// to it, their length outputs left out.
+    pub fn model_outputs(&self, raw: &[Vec<u8>]) -> Result<Vec<ModelOutput>, String> {
+        let shapes: Vec<(DType, Vec<usize>)> = self
+            .outputs
+            .iter()
+            .map(|(_, d, s)| (*d, s.clone()))
+            .collect();
+        let cut = crate::graph::cut_bounded(&self.bounded, &shapes, raw)?;
+        let kept = (0..self.outputs.len()).filter(|k| !self.bounded.iter().any(|b| b.length == *k));
+        Ok(kept
+            .zip(cut)
+            .map(|(k, (shape, bytes))| {
+                let (name, dtype, _) = &self.outputs[k];
+                (name.clone(), *dtype, shape, bytes)
+            })
+            .collect())
+    }
 }
 
 /// The bundle of an imported model, with the model's inputs and outputs.
@@ -214,5 +240,6 @@ pub fn io_of(imported: &Imported, bundle: Bundle) -> Compiled {
         bundle,
         inputs,
         outputs,
+        bounded: imported.bounded.clone(),
     }
 }

@@ -214,9 +214,9 @@ pub fn read_inputs(dir: &Path, c: &Compiled) -> Result<Vec<Vec<u8>>> {
 /// Writes outputs as `output_N.npy` into `dir`.
 pub fn write_outputs(dir: &Path, c: &Compiled, outputs: &[Vec<u8>]) -> Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    for (i, (bytes, (_, dtype, shape))) in outputs.iter().zip(&c.outputs).enumerate() {
-        let t = Tensor::new(dtype.scalar, shape.clone(), bytes.clone())
-            .with_context(|| format!("output {i}"))?;
+    let outputs = c.model_outputs(outputs).map_err(anyhow::Error::msg)?;
+    for (i, (_, dtype, shape, bytes)) in outputs.into_iter().enumerate() {
+        let t = Tensor::new(dtype.scalar, shape, bytes).with_context(|| format!("output {i}"))?;
         tensorio::write_npy(&dir.join(format!("output_{i}.npy")), &t)?;
     }
     Ok(())

@@ -217,6 +217,7 @@ pub fn output_diffs(
 ) -> Result<Vec<OutputDiff>> {
     let want = tensorio::read_dir_tensors(expect, "output")
         .with_context(|| format!("reading expected outputs from {}", expect.display()))?;
+    let outputs = c.model_outputs(outputs).map_err(anyhow::Error::msg)?;
     if want.len() != outputs.len() {
         bail!(
             "the model has {} outputs, {} has {}",
@@ -226,10 +227,8 @@ pub fn output_diffs(
         );
     }
     let mut diffs = Vec::with_capacity(want.len());
-    for (i, ((got, w), (name, dtype, shape))) in
-        outputs.iter().zip(&want).zip(&c.outputs).enumerate()
-    {
-        let g = Tensor::new(dtype.scalar, shape.clone(), got.clone())
+    for (i, ((name, dtype, shape, got), w)) in outputs.into_iter().zip(&want).enumerate() {
+        let g = Tensor::new(dtype.scalar, shape, got)
             .with_context(|| format!("output {i} ({name})"))?;
         if g.numel() != w.numel() {
             bail!(
@@ -246,7 +245,8 @@ pub fn output_diffs(
 /// The per-output comparison with `expect`, printed; true when every output matches.
 pub fn compare(c: &Compiled, outputs: &[Vec<u8>], expect: &Path, tol: Tolerance) -> Result<bool> {
     let diffs = output_diffs(c, outputs, expect, tol)?;
-    for (i, (d, (name, dtype, _))) in diffs.iter().zip(&c.outputs).enumerate() {
+    let names = c.model_outputs(outputs).map_err(anyhow::Error::msg)?;
+    for (i, (d, (name, dtype, _, _))) in diffs.iter().zip(&names).enumerate() {
         println!("output {i} ({name}): {}", d.line(dtype.scalar, tol));
     }
     Ok(diffs.iter().all(|d| d.bad == 0))

@@ -400,4 +400,105 @@ pub struct Imported {
     pub outputs: Vec<Lazy>,
     pub output_names: Vec<String>,
     pub input_names: Vec<String>,
+    /// The outputs whose length along one axis is known only at run time.
+    pub bounded: Vec<Bounded>,
+}
+
+/// An output of data-dependent length (`NonZero`'s): it holds an upper bound of elements along
+/// `axis`, the first ones valid, and output `length` (an `i64` scalar, an output of its own
+/// after the model's) says how many are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Bounded {
+    pub output: usize,
+    pub axis: usize,
+    pub length: usize,
+}
+
+/// A tensor's shape and raw bytes.
+pub type ShapedBytes = (Vec<usize>, Vec<u8>);
+
+/// The model's outputs as it defines them, from the raw `outputs` of a run (each of `shapes`, the
+/// compiled types and shapes): a bounded output cut to its length, the length outputs left out.
+/// Returns each output's shape and bytes.
+pub fn cut_bounded(
+    bounded: &[Bounded],
+    shapes: &[(DType, Vec<usize>)],
+    outputs: &[Vec<u8>],
+) -> Result<Vec<ShapedBytes>, String> {
+    let lengths: Vec<usize> = bounded.iter().map(|b| b.length).collect();
+    let mut cut = Vec::with_capacity(outputs.len());
+    for (k, (bytes, (dtype, shape))) in outputs.iter().zip(shapes).enumerate() {
+        if lengths.contains(&k) {
+            continue;
+        }
+        let Some(b) = bounded.iter().find(|b| b.output == k) else {
+            cut.push((shape.clone(), bytes.clone()));
+            continue;
+        };
+        let raw = outputs.get(b.length).ok_or("a length output is missing")?;
+        let n = raw
+            .get(..8)
+            .and_then(|w| <[u8; 8]>::try_from(w).ok())
+            .map(i64::from_le_bytes)
+            .ok_or("a length output is not one i64")?;
+        let bound = shape
+            .get(b.axis)
+            .copied()
+            .ok_or("a bounded axis is out of range")?;
+        let n = usize::try_from(n)
+            .ok()
+            .filter(|&n| n <= bound)
+            .ok_or_else(|| format!("output {k}: length {n} is past its bound {bound}"))?;
+        // Rows before the axis, and bytes of one element along it (all later axes).
+        let outer: usize = shape[..b.axis].iter().product();
+        let inner: usize = shape[b.axis + 1..].iter().product::<usize>() * dtype.size();
+        let mut kept = Vec::with_capacity(outer * n * inner);
+        for row in 0..outer {
+            let start = row * bound * inner;
+            kept.extend_from_slice(&bytes[start..start + n * inner]);
+        }
+        let mut shape = shape.clone();
+        shape[b.axis] = n;
+        cut.push((shape, kept));
+    }
+    Ok(cut)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bounded_outputs_are_cut_to_their_length_on_any_axis() {
+        // Output 0: (2, 3) i16 bounded on axis 1 with length 2 (output 2); output 1 plain.
+        let bounded = [Bounded {
+            output: 0,
+            axis: 1,
+            length: 2,
+        }];
+        let shapes = [
+            (DType::I16, vec![2, 3]),
+            (DType::U8, vec![2]),
+            (DType::I64, vec![]),
+        ];
+        let a: Vec<u8> = [1i16, 2, 0, 4, 5, 0]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        let raw = vec![a, vec![7, 8], 2i64.to_le_bytes().to_vec()];
+        let cut = cut_bounded(&bounded, &shapes, &raw).unwrap();
+        assert_eq!(cut.len(), 2);
+        assert_eq!(cut[0].0, [2, 2]);
+        let kept: Vec<u8> = [1i16, 2, 4, 5]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        assert_eq!(cut[0].1, kept);
+        assert_eq!(cut[1], (vec![2], vec![7, 8]));
+        // A length past the bound is an error, not a read past the output.
+        let mut past = raw.clone();
+        past[2] = 4i64.to_le_bytes().to_vec();
+        let err = cut_bounded(&bounded, &shapes, &past).unwrap_err();
+        assert!(err.contains("length 4 is past its bound 3"), "{err}");
+    }
 }

@@ -136,6 +136,7 @@ pub fn import_with(
         cache: HashMap::new(),
         opset: model.opset,
         requant,
+        bounded: HashMap::new(),
     };
     let mut input_names = Vec::with_capacity(dims.len());
     for (info, (name, d)) in graph.inputs.iter().zip(dims) {
@@ -161,11 +162,25 @@ pub fn import_with(
         outputs.push(imp.output(&o.name)?);
         output_names.push(o.name.clone());
     }
+    // Each output of data-dependent length gets its length as an output after the model's.
+    let mut bounded = Vec::new();
+    for (k, o) in graph.outputs.iter().enumerate() {
+        if let Some((axis, length)) = imp.bounded.get(&o.name) {
+            bounded.push(crate::graph::Bounded {
+                output: k,
+                axis: *axis,
+                length: outputs.len(),
+            });
+            outputs.push(length.clone());
+            output_names.push(format!("{}.length", o.name));
+        }
+    }
     Ok(Imported {
         graph: imp.graph,
         outputs,
         output_names,
         input_names,
+        bounded,
     })
 }
 
@@ -178,6 +193,9 @@ struct Importer {
     cache: HashMap<String, Lazy>,
     opset: i64,
     requant: Requant,
+    /// The values of data-dependent length: their bounded axis and their length. Only a model
+    /// output may be one.
+    bounded: HashMap<String, (usize, Lazy)>,
 }
 
 impl Importer {
@@ -192,6 +210,7 @@ impl Importer {
         };
         let build = ops::op_builder(&node.domain, &node.op_type)
             .ok_or_else(|| fail(OpError::Unsupported("no builder".into())))?;
+        self.check_not_bounded(node)?;
         let inputs: Vec<Option<Value>> = node
             .inputs
             .iter()
@@ -218,6 +237,11 @@ impl Importer {
                 let ctx = Ctx::new(node, spec, &mut self.graph, &inputs, &mut self.cache);
                 let mut ctx = ctx.with_narrow_inputs(narrow.clone());
                 let outs = build(&mut ctx).map_err(fail)?;
+                for (k, b) in ctx.bounded_outputs().iter().enumerate() {
+                    if let (Some(b), Some(name)) = (b, node.outputs.get(k)) {
+                        self.bounded.insert(name.clone(), b.clone());
+                    }
+                }
                 (outs, ctx.narrow_outputs().to_vec())
             }
         };
@@ -239,6 +263,26 @@ impl Importer {
             }
         }
         Ok(())
+    }
+
+    /// A value of data-dependent length holds padding past its length: only a model output may
+    /// be one, which the caller cuts to its length.
+    fn check_not_bounded(&self, node: &OnnxNode) -> Result<(), ImportError> {
+        match node
+            .reads()
+            .into_iter()
+            .find(|v| self.bounded.contains_key(v))
+        {
+            Some(value) => Err(ImportError::Node {
+                node: node.name.clone(),
+                op: node.op_type.clone(),
+                source: Box::new(OpError::Unsupported(format!(
+                    "reading {value:?}, whose length is known only at run time (only a model \
+                     output may be such a value)"
+                ))),
+            }),
+            None => Ok(()),
+        }
     }
 
     fn output(&mut self, name: &str) -> Result<Lazy, ImportError> {

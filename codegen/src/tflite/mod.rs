@@ -93,5 +93,6 @@ pub fn import(model: &TfliteModel) -> Result<Imported, TfliteError> {
         outputs,
         output_names,
         input_names,
+        bounded: Vec::new(),
     })
 }

@@ -5,7 +5,7 @@ use std::path::Path;
 use super::Outcome;
 use kiln_codegen::bundle::Bundle;
 use kiln_codegen::compile::{compile_graph, CompileError};
-use kiln_codegen::dtype::Scalar;
+use kiln_codegen::dtype::{DType, Scalar};
 use kiln_codegen::error::chain;
 use kiln_codegen::gpu::{Api, GpuError};
 use kiln_codegen::onnx::{self, ops::OpError, AttrProblem, ImportError, OnnxError};
@@ -127,6 +127,8 @@ pub struct Prepared {
     pub expected: Vec<Tensor>,
     /// Each output's type and shape, as compiled.
     pub outputs: Vec<(Scalar, Vec<usize>)>,
+    /// The outputs of data-dependent length, cut to it before they are compared.
+    pub bounded: Vec<kiln_codegen::graph::Bounded>,
 }
 
 /// Runs the case in folder `dir` on the host (its kernels over the host's float vectors) and
@@ -152,17 +154,24 @@ pub fn run_case(dir: &Path) -> Outcome {
 
 /// Compares outputs with the case's expected ones.
 pub fn check_outputs(case: &Prepared, got: &[Vec<u8>]) -> Outcome {
+    let shapes: Vec<(DType, Vec<usize>)> = (case.outputs.iter())
+        .map(|(s, shape)| (DType::from(*s), shape.clone()))
+        .collect();
+    let got = match kiln_codegen::graph::cut_bounded(&case.bounded, &shapes, got) {
+        Ok(cut) => cut,
+        Err(detail) => return fail("output length", detail),
+    };
     if got.len() != case.expected.len() {
         let detail = format!("{} outputs, expected {}", got.len(), case.expected.len());
         return fail("output count", detail);
     }
-    for (i, ((got, want), (scalar, shape))) in got
-        .iter()
-        .zip(&case.expected)
-        .zip(&case.outputs)
-        .enumerate()
+    let scalars = (0..case.outputs.len())
+        .filter(|k| !case.bounded.iter().any(|b| b.length == *k))
+        .map(|k| case.outputs[k].0);
+    for (i, (((shape, got), want), scalar)) in
+        got.iter().zip(&case.expected).zip(scalars).enumerate()
     {
-        if let Err(detail) = compare(got, *scalar, shape, want) {
+        if let Err(detail) = compare(got, scalar, shape, want) {
             return fail("wrong answer", format!("output {i}: {detail}"));
         }
     }
@@ -263,6 +272,7 @@ fn prepared(case: ImportedCase, bundle: Bundle) -> Result<Prepared, Outcome> {
         inputs: raw,
         expected,
         outputs,
+        bounded: imported.bounded.clone(),
     })
 }
 

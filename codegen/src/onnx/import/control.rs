@@ -45,6 +45,7 @@ struct Body {
 impl Importer {
     /// Lowers a control-flow node; its outputs are set like any node's.
     pub(super) fn control(&mut self, node: &OnnxNode) -> Result<(), ImportError> {
+        self.check_not_bounded(node)?;
         let fail = |source: OpError| ImportError::Node {
             node: node.name.clone(),
             op: node.op_type.clone(),
@@ -112,6 +113,15 @@ impl Importer {
         }
         if result.is_ok() {
             result = branch_outputs(branch, &self.values);
+        }
+        if let Some(o) = branch
+            .outputs
+            .iter()
+            .find(|o| self.bounded.contains_key(&o.name))
+        {
+            result = Err(ImportError::MissingOutput {
+                name: format!("{} (its length is known only at run time)", o.name),
+            });
         }
         for (name, old) in saved {
             match old {
@@ -208,6 +218,7 @@ impl Importer {
             cache: HashMap::new(),
             opset: self.opset,
             requant: self.requant,
+            bounded: HashMap::new(),
         };
         for (info, formal) in sub.inputs.iter().zip(formals) {
             let v = match formal {
@@ -239,6 +250,16 @@ impl Importer {
         }
         for n in &sub.nodes {
             child.node(n).map_err(per_iteration)?;
+        }
+        if let Some(o) = sub
+            .outputs
+            .iter()
+            .find(|o| child.bounded.contains_key(&o.name))
+        {
+            return Err(fail(OpError::Unsupported(format!(
+                "a loop body output {:?} whose length is known only at run time",
+                o.name
+            ))));
         }
         let outputs = branch_outputs(sub, &child.values)?;
         Ok(Body {

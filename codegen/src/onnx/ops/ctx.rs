@@ -124,6 +124,8 @@ pub struct Ctx<'a> {
     narrow_inputs: Vec<Option<Narrow>>,
     /// The narrow element type of each output that the builder gave one.
     narrow_outputs: Vec<Option<Narrow>>,
+    /// Each output of data-dependent length: its axis and its length (an `i64` scalar).
+    bounded_outputs: Vec<Option<(usize, Lazy)>>,
 }
 
 impl<'a> Ctx<'a> {
@@ -143,6 +145,7 @@ impl<'a> Ctx<'a> {
             cache,
             narrow_inputs: Vec::new(),
             narrow_outputs: Vec::new(),
+            bounded_outputs: Vec::new(),
         }
     }
 
@@ -166,6 +169,19 @@ impl<'a> Ctx<'a> {
     }
 
     /// The narrow element types the builder gave its outputs.
+    /// Output `k` holds an upper bound of elements along `axis`; `length` (an `i64` scalar)
+    /// says how many are valid at run time.
+    pub fn set_bounded(&mut self, k: usize, axis: usize, length: Lazy) {
+        if self.bounded_outputs.len() <= k {
+            self.bounded_outputs.resize(k + 1, None);
+        }
+        self.bounded_outputs[k] = Some((axis, length));
+    }
+
+    pub fn bounded_outputs(&self) -> &[Option<(usize, Lazy)>] {
+        &self.bounded_outputs
+    }
+
     pub fn narrow_outputs(&self) -> &[Option<Narrow>] {
         &self.narrow_outputs
     }

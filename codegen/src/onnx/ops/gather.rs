@@ -210,7 +210,6 @@ fn one_hot(ctx: &mut Ctx) -> Out {
 /// must be known at compile time, as it decides the output's shape.
 fn compress(ctx: &mut Ctx) -> Out {
     let x = ctx.tensor(0)?;
-    let cond = ctx.ints(1)?;
     let (x, axis) = match ctx.attrs().get("axis") {
         Some(_) => {
             let a = norm_axis(ctx.attrs().int("axis")?, x.shape().len(), false)?;
@@ -221,6 +220,10 @@ fn compress(ctx: &mut Ctx) -> Out {
             (x.reshape(&[n])?, 0)
         }
     };
+    if !ctx.is_known(1) {
+        return super::dynamic::compress_at_run_time(ctx, x, axis);
+    }
+    let cond = ctx.ints(1)?;
     let d = x.shape()[axis];
     if cond.len() > d {
         return Err(invalid(format!(

@@ -10,6 +10,7 @@ mod constant;
 mod conv;
 mod ctx;
 mod dft;
+mod dynamic;
 mod einsum;
 mod elementwise;
 mod gather;
@@ -40,7 +41,7 @@ pub use ctx::{
 pub type OpBuilder = fn(&mut Ctx) -> Result<Vec<Value>, OpError>;
 
 /// Every op family's table.
-const FAMILIES: [&[(&str, OpBuilder)]; 27] = [
+const FAMILIES: [&[(&str, OpBuilder)]; 28] = [
     constant::OPS,
     elementwise::OPS,
     activation::OPS,
@@ -65,6 +66,7 @@ const FAMILIES: [&[(&str, OpBuilder)]; 27] = [
     col2im::OPS,
     scatter::OPS,
     dft::OPS,
+    dynamic::OPS,
     einsum::OPS,
     optional::OPS,
     rnn::OPS,

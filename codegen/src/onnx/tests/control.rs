@@ -164,3 +164,40 @@ fn a_loop_with_a_known_trip_count_runs_its_body_that_many_times() {
         "{err:?}"
     );
 }
+
+#[test]
+fn a_value_of_run_time_length_is_a_model_output_and_nothing_else() {
+    let top = |nodes: Vec<NodeProto>, out: &str| GraphProto {
+        name: Some("g".into()),
+        node: nodes,
+        input: vec![typed("x", 1, &[2, 3])],
+        output: vec![typed(out, 7, &[])],
+        ..Default::default()
+    };
+    let x = Tensor::from_f32(vec![2, 3], &[0.0, 1.5, 0.0, -2.0, 0.0, 3.0]).unwrap();
+    let m = load_bytes(&bytes(&model(
+        top(vec![node("NonZero", &["x"], &["nz"])], "nz"),
+        13,
+    )))
+    .unwrap();
+    let imported = import(&m, &[]).unwrap();
+    assert_eq!(imported.output_names, ["nz", "nz.length"]);
+    let out = evaluate(&imported.graph, &imported.outputs, &[x]).unwrap();
+    // Rows, then columns, of the three non-zeros; zeros past them up to the bound of six.
+    assert_eq!(
+        out[0].to_f64(),
+        [0., 1., 1., 0., 0., 0., 1., 0., 2., 0., 0., 0.]
+    );
+    assert_eq!(out[1].to_f64(), [3.0]);
+    // Reading it in the model would read the padding: refused, naming the value.
+    let nodes = vec![
+        node("NonZero", &["x"], &["nz"]),
+        node("Identity", &["nz"], &["y"]),
+    ];
+    let m = load_bytes(&bytes(&model(top(nodes, "y"), 13))).unwrap();
+    let err = import(&m, &[]).unwrap_err();
+    assert!(
+        format!("{err:?}").contains("whose length is known only at run time"),
+        "{err:?}"
+    );
+}
