@@ -8,7 +8,7 @@ bash scripts/setup.sh
 (cd tests/models/mlperf-tiny && sha256sum --check --quiet SHA256SUMS)
 # The set-up installed the OpenCL and Vulkan drivers: a missing device is a failure here.
 export KILN_REQUIRE_GPU=1
-cargo test --workspace --all-targets 2>&1
+cargo test --workspace --all-targets --no-fail-fast 2>&1
 # The examples in the documentation compile, and the public API documents without warnings.
 cargo test --workspace --doc 2>&1
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet 2>&1

@@ -20,11 +20,13 @@
 //!
 //! The manifest is decoded whole into fixed-capacity `heapless` collections: at most
 //! [`MAX_MODEL_TENSORS`] inputs and as many outputs, each of at most [`MAX_RANK`] dimensions.
-//! Steps are not decoded into a collection: a model has hundreds of them and a small board a few
-//! KiB of RAM. [`ScheduleView::parse`] decodes every step once, to check its kernel index and the range
-//! of each argument, and keeps the encoded steps; the executor then decodes one step at a time
-//! as it runs ([`ScheduleView::steps`]). RAM use does not grow with the number of steps, and since the
-//! bundle borrows the bytes immutably, the steps that run are the steps that were checked.
+//! Entries are not decoded into a collection: a model has hundreds of them and a small board a
+//! few KiB of RAM. [`ScheduleView::parse`] decodes every entry once, to check its kernel index,
+//! the range of each argument (a window's at its loop's first and last iteration) and that loops
+//! neither nest nor run past the end, and keeps the encoded entries; the executor then decodes
+//! one at a time as it runs ([`ScheduleView::calls`]), going back to a loop body's first entry
+//! for each iteration. RAM use does not grow with the number of steps or iterations, and since
+//! the bundle borrows the bytes immutably, the steps that run are the steps that were checked.
 //! A step has at most [`MAX_STEP_ARGS`] arguments (the executor passes them from a stack array).
 
 mod view;
