@@ -95,7 +95,7 @@ impl Importer {
 
     /// Imports `branch` into this graph, its values seen by its nodes only: the values of its
     /// outputs.
-    fn inline(&mut self, branch: &OnnxGraph) -> Result<Vec<Value>, ImportError> {
+    fn inline(&mut self, node: &OnnxNode, branch: &OnnxGraph) -> Result<Vec<Value>, ImportError> {
         let own = (branch.initializers.iter().map(|(n, _)| n))
             .chain(branch.nodes.iter().flat_map(|n| &n.outputs));
         let saved: Vec<(String, Option<Value>)> = own
@@ -119,9 +119,10 @@ impl Importer {
             .iter()
             .find(|o| self.bounded.contains_key(&o.name))
         {
-            result = Err(ImportError::MissingOutput {
-                name: format!("{} (its length is known only at run time)", o.name),
-            });
+            result = Err(node_error(node)(OpError::Unsupported(format!(
+                "a branch output {:?} whose length is known only at run time",
+                o.name
+            ))));
         }
         for (name, old) in saved {
             match old {
@@ -156,10 +157,10 @@ impl Importer {
         };
         if let Value::Known(t) = &cond {
             let taken = t.values().next().is_some_and(|v| v.as_f64() != 0.0);
-            return self.inline(if taken { then_branch } else { else_branch });
+            return self.inline(node, if taken { then_branch } else { else_branch });
         }
-        let then_values = self.inline(then_branch)?;
-        let else_values = self.inline(else_branch)?;
+        let then_values = self.inline(node, then_branch)?;
+        let else_values = self.inline(node, else_branch)?;
         if then_values.len() != else_values.len() {
             return Err(fail(OpError::Invalid(format!(
                 "the branches give {} and {} outputs",

@@ -200,4 +200,30 @@ fn a_value_of_run_time_length_is_a_model_output_and_nothing_else() {
         format!("{err:?}").contains("whose length is known only at run time"),
         "{err:?}"
     );
+    // Nor may an If's branch give one: the If's output would lose its length.
+    let branch = || body(vec![node("NonZero", &["x"], &["nz"])], vec![], &["nz"]);
+    let n = with_attr(
+        with_attr(
+            node("If", &["c"], &["y"]),
+            graph_attr("then_branch", branch()),
+        ),
+        graph_attr("else_branch", branch()),
+    );
+    let mut g = top(vec![n], "y");
+    g.initializer.push(TensorProto {
+        name: Some("c".into()),
+        data_type: Some(9),
+        int32_data: vec![1],
+        ..Default::default()
+    });
+    let m = load_bytes(&bytes(&model(g, 13))).unwrap();
+    let err = import(&m, &[]).unwrap_err();
+    let ImportError::Node { op, source, .. } = &err else {
+        panic!("{err}")
+    };
+    assert_eq!(op, "If");
+    assert!(
+        source.to_string().contains("branch output \"nz\""),
+        "{source}"
+    );
 }
