@@ -312,14 +312,14 @@ fn other_format_version_is_refused_by_the_device() {
     bundle.write(&out).unwrap();
     let schedule = out.join(SCHEDULE_FILE);
     let mut bytes = std::fs::read(&schedule).unwrap();
-    bytes[4] = 2;
+    bytes[4] = 1;
     std::fs::write(&schedule, bytes).unwrap();
 
     let image = build(&board, &out);
     match board::run(&board, &image, &[input], TIMEOUT) {
         Err(BoardError::Refused { message, .. }) => {
             assert!(
-                message.starts_with("schedule format version 2"),
+                message.starts_with("schedule format version 1"),
                 "{message}"
             );
         }
