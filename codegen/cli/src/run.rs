@@ -74,6 +74,9 @@ pub struct RunArgs {
     /// boards at once, one per probe, its outputs under `--outputs`/SERIAL.
     #[arg(long, value_name = "SERIAL")]
     probe: Vec<String>,
+    /// On the host: run the model this many times and report each kernel's best time.
+    #[arg(long, default_value_t = 1)]
+    runs: usize,
 }
 
 pub fn compile_cmd(a: CompileArgs) -> Result<ExitCode> {
@@ -301,6 +304,8 @@ pub struct Place {
     pub io: board::Io,
     #[cfg_attr(not(feature = "probe"), allow(dead_code))]
     pub probe: Option<String>,
+    /// On the host, each step's time is the best of this many runs (0 or 1: one run).
+    pub runs: usize,
 }
 
 /// How long a board may take to run a model.
@@ -314,7 +319,7 @@ pub fn run_on(board: &str, c: &Compiled, inputs: &[Vec<u8>], place: &Place) -> R
     if board == "host" {
         c.bundle.write(&bundle_dir)?;
         let lib = kiln_runners::host::compile(&bundle_dir)?;
-        let run = kiln_runners::host::run(&c.bundle, &lib, inputs)?;
+        let run = kiln_runners::host::run_best_steps(&c.bundle, &lib, inputs, place.runs)?;
         let step_cost = run
             .step_times
             .iter()
@@ -531,6 +536,7 @@ fn place(a: &RunArgs) -> Result<Place> {
     Ok(Place {
         io,
         probe: a.probe.first().cloned(),
+        runs: a.runs,
     })
 }
 
@@ -602,6 +608,7 @@ fn run_on_boards(a: &RunArgs, c: &Compiled, inputs: &[Vec<u8>]) -> Result<ExitCo
         let place = Place {
             io: board::Io::Rtt,
             probe: Some(serial.clone()),
+            runs: 1,
         };
         find_probe(&info, &place)?;
     }
@@ -616,6 +623,7 @@ fn run_on_boards(a: &RunArgs, c: &Compiled, inputs: &[Vec<u8>]) -> Result<ExitCo
                 let place = Place {
                     io: board::Io::Rtt,
                     probe: Some(serial.clone()),
+                    runs: 1,
                 };
                 let (info, image) = (&info, &image);
                 let report = &c.bundle.report;
