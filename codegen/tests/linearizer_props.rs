@@ -299,7 +299,9 @@ fn random_kernels_match_the_naive_reference() {
         stats.simd >= SIMD_CASES && stats.relaid > SIMD_CASES / 10,
         "vector lanes exercised: {stats:?}"
     );
-    for op in ["Upcast", "Unroll", "PadTo", "Local", "Group", "NoLocals"] {
+    for op in [
+        "Upcast", "Unroll", "PadTo", "Local", "Group", "NoLocals", "Interior",
+    ] {
         assert!(
             stats.opts.get(op).copied().unwrap_or(0) > 10,
             "{op} exercised: {stats:?}"

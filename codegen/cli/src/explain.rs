@@ -12,7 +12,8 @@ use std::process::ExitCode;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Built-in example kernel: `matvec` (y = W·x + b, relu) or `softmax-max` (row max).
+    /// Built-in example kernel: `matvec` (y = W·x + b, relu), `softmax-max` (row max) or
+    /// `conv` (a 3×3 convolution of an 8×8 image with zero padding, 2 → 8 channels).
     #[arg(long, default_value = "matvec")]
     example: String,
     /// Target: `c` (loops only), `host` (loops, reduces over this CPU's float vectors; the
@@ -21,7 +22,7 @@ pub struct Args {
     #[arg(long, default_value = "c")]
     target: String,
     /// Optimizations to apply, each `OP:AXIS:AMOUNT` (e.g. `upcast:0:4`, `unroll:0:4`,
-    /// `local:0:8`, `group:0:16`, `padto:1:8`).
+    /// `local:0:8`, `group:0:16`, `padto:1:8`), or `interior` (no axis or amount).
     #[arg(long = "opt")]
     opts: Vec<String>,
 }
@@ -50,7 +51,8 @@ fn example(name: &str) -> Result<Vec<LazyOp>> {
             let m = LazyOp::reduce(ReduceOp::Max, vec![1], x);
             vec![LazyOp::store(0, ShapeTracker::from_shape(&[8, 1]), m)]
         }
-        other => bail!("unknown example `{other}` (try `matvec` or `softmax-max`)"),
+        "conv" => kiln_codegen::kernel::examples::conv2d(2, 8, [8, 8], 3, 1, Target::c()).ast,
+        other => bail!("unknown example `{other}` (try `matvec`, `softmax-max` or `conv`)"),
     })
 }
 
@@ -72,6 +74,7 @@ pub fn parse_opt(s: &str) -> Result<Opt> {
                 amt: 0,
             })
         }
+        "interior" => return Ok(Opt::interior()),
         other => bail!("unknown opt `{other}` in `{s}`"),
     };
     if parts.len() != 3 {

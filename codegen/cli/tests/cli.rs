@@ -355,3 +355,19 @@ fn real_boards_without_their_probe_exit_2_naming_board_and_probe() {
         }
     }
 }
+
+#[test]
+fn explain_shows_a_convolution_split_into_its_interior() {
+    let plain = kiln(&["explain", "--example", "conv"]);
+    assert!(plain.status.success(), "{plain:?}");
+    let split = kiln(&["explain", "--example", "conv", "--opt", "interior"]);
+    assert!(split.status.success(), "{split:?}");
+    let (plain, split) = (
+        String::from_utf8_lossy(&plain.stdout),
+        String::from_utf8_lossy(&split.stdout),
+    );
+    // The interior rows 1..7 become a loop of their own, beside the border rows.
+    let interior_rows = |s: &str| s.lines().any(|l| l.contains("= 1; ridx") && l.contains("< 7;"));
+    assert!(!interior_rows(&plain), "{plain}");
+    assert!(interior_rows(&split), "{split}");
+}

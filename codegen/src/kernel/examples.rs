@@ -42,3 +42,28 @@ pub fn matvec_i8(rows: usize, cols: usize, target: Target) -> Kernel {
     let out = LazyOp::store(0, ShapeTracker::from_shape(&[rows, 1]), sum);
     Kernel::new(vec![out], target).expect("a valid kernel")
 }
+
+/// The kernel of a padded 2-d convolution, as the scheduler makes it: input `[1, cin, h, w]`,
+/// weights `[cout, cin, k, k]` (buffer ids as the schedule numbers them), `pad` zeros on every
+/// side, stride 1, for `target`.
+pub fn conv2d(
+    cin: usize,
+    cout: usize,
+    hw: [usize; 2],
+    k: usize,
+    pad: usize,
+    target: Target,
+) -> Kernel {
+    let mut g = crate::graph::Graph::new();
+    let x = g.input("x", DType::F32, &[1, cin, hw[0], hw[1]]);
+    let n = cout * cin * k * k;
+    let values: Vec<f32> = (0..n).map(|i| i as f32).collect();
+    let w = crate::tensor::Tensor::from_f32(vec![cout, cin, k, k], &values).expect("a weight");
+    let w = g.weight("w", w);
+    let y = g
+        .conv(&x, &w, None, &[1, 1], &[1, 1], &[(pad, pad), (pad, pad)], 1)
+        .expect("a convolution");
+    let s = crate::schedule::create_schedule(&g, &[y]).expect("a schedule");
+    let item = s.items.last().expect("the convolution's kernel");
+    Kernel::new(item.ast.clone(), target).expect("a valid kernel")
+}

@@ -7,6 +7,7 @@
 
 mod dot;
 pub mod examples;
+pub mod interior;
 pub mod layout;
 pub mod opt;
 
@@ -96,6 +97,9 @@ pub struct Kernel {
     pub local_dims: usize,
     pub group_for_reduces: usize,
     pub dont_use_locals: bool,
+    /// INTERIOR: the loops are split into a border-free interior and its borders
+    /// ([`interior`]).
+    pub interior: bool,
     pub applied_opts: Vec<Opt>,
     /// Buffers (by position in `bufs`, with their element count) whose memory layout the
     /// compiler may choose: constant weights that only this kernel reads.
@@ -200,6 +204,7 @@ impl Kernel {
             local_dims: 0,
             group_for_reduces: 0,
             dont_use_locals: false,
+            interior: false,
             applied_opts: Vec::new(),
             free_layout: Vec::new(),
         };

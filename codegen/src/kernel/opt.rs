@@ -26,6 +26,9 @@ pub enum OptOp {
     PadTo,
     /// Use no local dims at all (ids become `idx`).
     NoLocals,
+    /// Split the loops along which some view is masked into a border-free interior and the
+    /// borders around it (on targets without threads; see [`super::interior`]).
+    Interior,
 }
 
 /// One optimization: what, on which axis (relative to its region), by how much (0 = the whole
@@ -43,6 +46,15 @@ impl Opt {
             op,
             axis: Some(axis),
             amt,
+        }
+    }
+
+    /// INTERIOR, which takes no axis.
+    pub fn interior() -> Self {
+        Opt {
+            op: OptOp::Interior,
+            axis: None,
+            amt: 0,
         }
     }
 
@@ -118,6 +130,7 @@ impl Kernel {
             OptOp::Dot => self.apply_dot(opt, axis.ok_or_else(needs_axis)?, amt)?,
             OptOp::Upcast => self.apply_upcast(opt, axis.ok_or_else(needs_axis)?, amt)?,
             OptOp::NoLocals => self.apply_no_locals(opt)?,
+            OptOp::Interior => self.apply_interior(opt)?,
             OptOp::PadTo => self.pad_to(opt, axis, amt)?,
         }
         self.applied_opts.push(opt);
@@ -297,6 +310,21 @@ impl Kernel {
             "locals are already in use",
         )?;
         self.dont_use_locals = true;
+        Ok(())
+    }
+
+    /// INTERIOR: the loops are split where their masks stop (at linearization, so that later
+    /// opts move the split with them).
+    fn apply_interior(&mut self, opt: Opt) -> Result<(), KernelError> {
+        self.require(opt, !self.target.has_local, "the target has threads")?;
+        self.require(opt, !self.interior, "the kernel is already split")?;
+        let splits = !self.interior_splits().is_empty();
+        self.require(
+            opt,
+            splits,
+            "no loop axis has a mask that holds on an interior range",
+        )?;
+        self.interior = true;
         Ok(())
     }
 

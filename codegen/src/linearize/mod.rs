@@ -68,6 +68,36 @@ struct Lin {
     /// into lanes along it (see [`crate::kernel::layout`]).
     vector_axis: Option<usize>,
     vector_groups: Vec<Vec<UOpId>>,
+    /// The loop nest being built (see [`crate::kernel::interior`]).
+    region: u32,
+}
+
+/// The global dims of each loop nest of `k`: its global variables narrowed to each of its
+/// INTERIOR regions, or the dims as they are when the kernel is one nest. Falls back to one
+/// nest where a split axis is not a plain loop variable (it always is without threads).
+fn narrowed_regions(k: &Kernel, gg: &GroupedDims) -> Vec<GroupedDims> {
+    let regions = k.interior_regions();
+    let narrow = |region: &crate::kernel::interior::Region| -> Option<GroupedDims> {
+        let mut map = HashMap::new();
+        for (axis, range) in region {
+            let crate::shape::NodeKind::Var { name, .. } = gg.idxs.get(*axis)?.kind() else {
+                return None;
+            };
+            let var = Node::var(name, range.start as i64, range.end as i64 - 1);
+            map.insert(name.to_string(), var);
+        }
+        let sub = |v: &[Node]| v.iter().map(|x| x.substitute(&map)).collect();
+        Some(GroupedDims {
+            idxs: sub(&gg.idxs),
+            loop_vars: sub(&gg.loop_vars),
+            sizes: gg.sizes.clone(),
+        })
+    };
+    regions
+        .iter()
+        .map(narrow)
+        .collect::<Option<Vec<_>>>()
+        .unwrap_or_else(|| vec![gg.clone()])
 }
 
 fn zeros_like(v: &[Node]) -> Vec<Node> {
@@ -95,6 +125,7 @@ pub fn linearize(kernel: &Kernel) -> Result<Linearized, LinearizeError> {
         last_barrier: None,
         vector_axis,
         vector_groups: Vec::new(),
+        region: 0,
     };
     Ok(Linearized {
         relayouts,
@@ -116,22 +147,28 @@ impl Lin {
         let name = self.k.label();
         let (gg, lg) = self.thread_dims()?;
         let (upcast_idxs, full_upcast_idxs) = self.upcast_idxs();
-        let (global_size, local_size) = self.open_threads(&gg, &lg);
-        let global_idxs = gg.idxs;
-        let mut local_idxs = lg.idxs;
-        let mut accs: Accs = HashMap::new();
-        for r in self.k.reduceops.clone() {
-            self.render_reduceop(
-                &r,
-                &mut accs,
-                &global_idxs,
-                &mut local_idxs,
-                &upcast_idxs,
-                &full_upcast_idxs,
-            )?;
+        let regions = narrowed_regions(&self.k, &gg);
+        let (mut global_size, mut local_size) = (None, None);
+        let mut sinks = Vec::new();
+        for (r, gg) in regions.iter().enumerate() {
+            self.region = r as u32;
+            self.load_cache.clear();
+            (global_size, local_size) = self.open_threads(gg, &lg);
+            let global_idxs = &gg.idxs;
+            let mut local_idxs = lg.idxs.clone();
+            let mut accs: Accs = HashMap::new();
+            for r in self.k.reduceops.clone() {
+                self.render_reduceop(
+                    &r,
+                    &mut accs,
+                    global_idxs,
+                    &mut local_idxs,
+                    &upcast_idxs,
+                    &full_upcast_idxs,
+                )?;
+            }
+            sinks.extend(self.render_stores(global_idxs, &local_idxs, &upcast_idxs, &accs));
         }
-        let stores = self.render_stores(&global_idxs, &local_idxs, &upcast_idxs, &accs);
-        let mut sinks = stores;
         sinks.extend(globals);
         let sinks = crate::uop::vectorize::vectorize(&mut self.g, &self.vector_groups, &sinks);
         let uops =
@@ -309,6 +346,7 @@ impl Lin {
                         depth,
                         index: i as u32,
                         reduce,
+                        region: self.region,
                     },
                     Some(crate::dtype::DType::I32),
                     vec![lo, hi],

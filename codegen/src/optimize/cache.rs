@@ -87,6 +87,7 @@ fn parse_opt(line: &str) -> Option<Opt> {
         "Upcast" => OptOp::Upcast,
         "PadTo" => OptOp::PadTo,
         "NoLocals" => OptOp::NoLocals,
+        "Interior" => OptOp::Interior,
         _ => return None,
     };
     let axis = match parts.next()? {
@@ -111,6 +112,7 @@ mod tests {
                 axis: None,
                 amt: 0,
             },
+            Opt::interior(),
         ] {
             assert_eq!(parse_opt(&format_opt(&o)), Some(o));
         }

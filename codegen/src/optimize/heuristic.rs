@@ -109,14 +109,23 @@ pub fn hand_coded_optimizations(k: &mut Kernel) {
     if dots {
         block_dot_operands(k);
     }
-    let max_upcast = match vector_lanes(k) {
+    let lanes = vector_lanes(k);
+    let max_upcast = match lanes {
         0 if dots => DOT_MAX_UPCAST,
         0 if k.target.packed_dot && int_reduce(k) => INT_MAX_UPCAST,
         0 => MAX_UPCAST,
         lanes => lanes * MAX_UPCAST / 2,
     };
     // Upcast broadcast axes: the buffers with stride 0 there are loaded once per upcast group.
-    while upcast_size(k) < max_upcast && k.upcasted < 2 {
+    // With vector lanes and a windowed reduce (a convolution's input channels and kernel
+    // window), two more axes: a block of accumulator vectors over two output axes.
+    let window = k.full_shape()[k.first_reduce()..k.shape_len() - k.upcasted]
+        .iter()
+        .filter(|&&n| n > 1)
+        .count()
+        > 1;
+    let most_axes = if lanes > 0 && window { 3 } else { 2 };
+    while upcast_size(k) < max_upcast && k.upcasted < most_axes {
         let mut best: Option<(usize, usize, usize)> = None;
         for axis in 0..k.first_reduce() {
             let reuse = k
@@ -171,6 +180,8 @@ pub fn hand_coded_optimizations(k: &mut Kernel) {
             let _ = k.apply_opt(Opt::new(OptOp::Upcast, axis, 4));
         }
     }
+    // Masked reads (a padded convolution's): the loops run a border-free interior apart.
+    let _ = k.apply_opt(Opt::interior());
 }
 
 #[cfg(test)]

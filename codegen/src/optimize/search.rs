@@ -105,6 +105,9 @@ pub fn actions(k: &Kernel) -> Vec<Opt> {
             out.push(Opt::new(OptOp::Dot, axis, 4));
         }
     }
+    if !k.interior {
+        out.push(Opt::interior());
+    }
     out
 }
 

@@ -49,11 +49,14 @@ pub enum UOpKind {
         name: String,
         size: usize,
     },
-    /// A loop. Sources: start, end (exclusive).
+    /// A loop. Sources: start, end (exclusive). `region` tells apart the loops of the
+    /// separate loop nests of a kernel split by INTERIOR, which have the same depths and
+    /// indices (0 for a kernel that is one nest).
     Range {
         depth: u32,
         index: u32,
         reduce: bool,
+        region: u32,
     },
     /// Closes a loop. Source: the range.
     EndRange,
@@ -300,7 +303,14 @@ impl fmt::Display for UOpKind {
                 depth,
                 index,
                 reduce,
-            } => write!(f, "RANGE depth={depth} index={index} reduce={reduce}"),
+                region,
+            } => {
+                write!(f, "RANGE depth={depth} index={index} reduce={reduce}")?;
+                match region {
+                    0 => Ok(()),
+                    r => write!(f, " region={r}"),
+                }
+            }
             UOpKind::EndRange => f.write_str("ENDRANGE"),
             UOpKind::If => f.write_str("IF"),
             UOpKind::EndIf => f.write_str("ENDIF"),

@@ -271,6 +271,7 @@ mod tests {
             depth: 2,
             index: 0,
             reduce: true,
+            region: 0,
         };
         let range = g.node(kind, Some(DType::I32), vec![lo, hi]);
         let four = g.const_int(4);

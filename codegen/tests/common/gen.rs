@@ -207,6 +207,8 @@ pub fn random_opts(rng: &mut Rng, k: &mut Kernel, threaded: bool) -> Vec<Opt> {
     let mut ops = vec![OptOp::Upcast, OptOp::Unroll, OptOp::PadTo];
     if threaded {
         ops.extend([OptOp::Local, OptOp::Group, OptOp::GroupTop, OptOp::NoLocals]);
+    } else {
+        ops.push(OptOp::Interior);
     }
     let mut applied = Vec::new();
     for _ in 0..rng.below(5) {
@@ -216,7 +218,10 @@ pub fn random_opts(rng: &mut Rng, k: &mut Kernel, threaded: bool) -> Vec<Opt> {
             OptOp::PadTo => rng.pick(&[4, 8]),
             _ => rng.pick(&[0, 2, 3, 4]),
         };
-        let opt = Opt::new(op, axis, amt);
+        let opt = match op {
+            OptOp::Interior => Opt::interior(),
+            _ => Opt::new(op, axis, amt),
+        };
         if k.apply_opt(opt).is_ok() {
             applied.push(opt);
         }
