@@ -46,6 +46,7 @@ pub fn compile(
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<(Bundle, SearchStats), CompileError> {
     let mut schedule = create_schedule(graph, outputs)?;
+    crate::schedule::layout::choose_layouts(&mut schedule, target);
     let mut kernels = kernels_of(&schedule, target)?;
     let sizes = buffer_bytes(&schedule);
     let stats = optimize(&mut kernels, &sizes, how, &|k| linearize(k).is_ok())?;

@@ -154,8 +154,8 @@ fn lifetimes(s: &Schedule) -> Vec<Placement> {
 }
 
 /// The steps whose kernel may write its output over one of its inputs: the kernel stores one
-/// buffer, every load of the input reads exactly the element being stored (the same view as the
-/// store's), both have the same type and size, the input is an intermediate buffer read by no
+/// buffer, each element once (in the graph's order or another layout), every load of the input
+/// reads exactly the element being stored (the same view as the store's), both have the same type and size, the input is an intermediate buffer read by no
 /// later step, and the output is first written at this step. Each buffer is in at most one
 /// pair as the input and one as the output.
 pub fn in_place_pairs(s: &Schedule) -> Vec<InPlace> {
@@ -175,7 +175,7 @@ pub fn in_place_pairs(s: &Schedule) -> Vec<InPlace> {
         let out_info = &s.buffers[out.0 as usize];
         if !matches!(out_info.kind, BufKind::Intermediate | BufKind::Output(_))
             || span(out).is_none_or(|p| p.first != step)
-            || !store.st.contiguous()
+            || !store.st.is_permutation()
         {
             continue;
         }

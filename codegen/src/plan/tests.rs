@@ -159,6 +159,23 @@ mod in_place {
     }
 
     #[test]
+    fn a_store_in_another_layout_runs_in_place_when_the_read_has_it_too() {
+        // Step 1 stores t2 transposed (as a channels-last buffer is) and reads t1 the same way.
+        let transposed = plain().permute(&[1, 0]).unwrap();
+        let mut s = chain(transposed.clone());
+        let sum = LazyOp::alu(
+            AluOp::Binary(BinaryOp::Add),
+            vec![
+                LazyOp::load(1, DType::F32, transposed.clone()),
+                LazyOp::load(2, DType::F32, plain()),
+            ],
+        );
+        s.items[1].ast = vec![LazyOp::store(0, transposed, sum)];
+        let pairs = in_place_pairs(&s);
+        assert!(pairs.iter().any(|p| p.step == 1 && p.src == BufId(1)), "{pairs:?}");
+    }
+
+    #[test]
     fn a_buffer_read_later_is_not_written_over() {
         let mut s = chain(plain());
         // Step 2 now reads t1 as well, so step 1 may not write over it.

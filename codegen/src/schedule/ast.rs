@@ -140,6 +140,49 @@ impl LazyOp {
         }
     }
 
+    /// The tree with the view of every load and store that `f` maps replaced by the view it
+    /// gives; shared subtrees stay shared.
+    pub fn map_views(&self, f: &dyn Fn(&MemBuffer) -> Option<ShapeTracker>) -> LazyOp {
+        self.map_views_memo(f, &mut HashMap::new())
+    }
+
+    fn map_views_memo(
+        &self,
+        f: &dyn Fn(&MemBuffer) -> Option<ShapeTracker>,
+        done: &mut HashMap<*const LazyNode, LazyOp>,
+    ) -> LazyOp {
+        if let Some(x) = done.get(&self.key()) {
+            return x.clone();
+        }
+        let src: Vec<LazyOp> = self
+            .src()
+            .iter()
+            .map(|s| s.map_views_memo(f, done))
+            .collect();
+        let op = match self.op() {
+            Op::Load(m) | Op::Store(m) => match f(m) {
+                Some(st) => {
+                    let m = MemBuffer { st, ..m.clone() };
+                    match self.op() {
+                        Op::Load(_) => Op::Load(m),
+                        _ => Op::Store(m),
+                    }
+                }
+                None => self.op().clone(),
+            },
+            op => op.clone(),
+        };
+        let unchanged =
+            op == *self.op() && src.iter().zip(self.src()).all(|(a, b)| a.key() == b.key());
+        let out = if unchanged {
+            self.clone()
+        } else {
+            LazyOp::new(op, src)
+        };
+        done.insert(self.key(), out.clone());
+        out
+    }
+
     /// Every node of the tree, each once, parents before children (pre-order).
     pub fn lazyops(&self) -> Vec<LazyOp> {
         let mut out = Vec::new();

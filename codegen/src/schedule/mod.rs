@@ -9,6 +9,7 @@
 pub mod ast;
 mod build;
 pub mod fold;
+pub mod layout;
 pub(crate) mod realize;
 mod repeat;
 

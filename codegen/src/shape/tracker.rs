@@ -80,6 +80,31 @@ impl ShapeTracker {
         self.views.len() == 1 && self.last().contiguous
     }
 
+    /// Whether the tracker reaches each element of a buffer of its size exactly once: one
+    /// unmasked view whose strides order its axes into a row-major layout (a contiguous view,
+    /// or one with its axes permuted, as a channels-last layout is).
+    pub fn is_permutation(&self) -> bool {
+        let [v] = self.views.as_slice() else {
+            return false;
+        };
+        if v.mask.is_some() || v.offset != 0 {
+            return false;
+        }
+        let mut axes: Vec<(i64, usize)> = (v.shape.iter().zip(&v.strides))
+            .filter(|(&n, _)| n > 1)
+            .map(|(&n, &s)| (s, n))
+            .collect();
+        axes.sort_unstable();
+        let mut step = 1i64;
+        for (stride, n) in axes {
+            if stride != step {
+                return false;
+            }
+            step *= n as i64;
+        }
+        true
+    }
+
     fn check_rank(&self, op: &'static str, got: usize) -> Result<(), ShapeError> {
         if got == self.shape().len() {
             return Ok(());

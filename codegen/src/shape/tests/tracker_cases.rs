@@ -358,3 +358,15 @@ fn expr_node_unravels_a_flat_index() {
     assert_eq!(idx.render(), "(((f%2)*3)+(f//2))");
     assert_eq!(valid, Node::num(1));
 }
+
+#[test]
+fn a_permuted_view_reaches_each_element_once() {
+    assert!(run(&[2, 3, 4], &[]).is_permutation());
+    assert!(run(&[2, 3, 4], &[Op::Permute(vec![2, 0, 1])]).is_permutation());
+    // Broadcast, padded or shrunk views reach some elements twice or not at all; a permuted
+    // view flattened (two views) is not recognised.
+    assert!(!run(&[1, 3], &[Op::Expand(vec![2, 3])]).is_permutation());
+    assert!(!run(&[2, 3], &[Op::Pad(vec![(1, 0), (0, 0)])]).is_permutation());
+    assert!(!run(&[4, 3], &[Op::Shrink(vec![(1, 3), (0, 3)])]).is_permutation());
+    assert!(!run(&[4, 3], &[Op::Permute(vec![1, 0]), Op::Reshape(vec![12])]).is_permutation());
+}
