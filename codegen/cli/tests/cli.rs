@@ -367,7 +367,10 @@ fn explain_shows_a_convolution_split_into_its_interior() {
         String::from_utf8_lossy(&split.stdout),
     );
     // The interior rows 1..7 become a loop of their own, beside the border rows.
-    let interior_rows = |s: &str| s.lines().any(|l| l.contains("= 1; ridx") && l.contains("< 7;"));
+    let interior_rows = |s: &str| {
+        s.lines()
+            .any(|l| l.contains("= 1; ridx") && l.contains("< 7;"))
+    };
     assert!(!interior_rows(&plain), "{plain}");
     assert!(interior_rows(&split), "{split}");
 }

@@ -16,15 +16,19 @@ fn upcast_size(k: &Kernel) -> usize {
     k.full_shape()[n - k.upcasted..].iter().product()
 }
 
-/// On a target with float vectors, upcasts the output axis that the reduces can compute as
-/// vector lanes (see [`Kernel::vector_axis`]), preferring the one along which the most buffers
-/// are broadcast. Returns the lane count, or 0 when no axis qualifies.
-fn vector_lanes(k: &mut Kernel) -> usize {
-    // Eight lanes even where the vectors hold sixteen: the BEAM search tries the wider ones.
-    let lanes = (k.target.simd_lanes as usize).min(8);
-    if lanes < 8 || k.reduceops.is_empty() {
-        return 0;
-    }
+/// Whether `k`'s reduce runs over more than one axis (a convolution's input channels and its
+/// window): each input is then read at several positions of the output.
+fn windowed(k: &Kernel) -> bool {
+    k.full_shape()[k.first_reduce()..k.shape_len() - k.upcasted]
+        .iter()
+        .filter(|&&n| n > 1)
+        .count()
+        > 1
+}
+
+/// `k` with the output axis upcast to `lanes` that the reduces compute as vector lanes best
+/// (fewest gathers, then the most buffers broadcast along it), and its number of gathers.
+fn lanes_of(k: &Kernel, lanes: usize) -> Option<(usize, Kernel)> {
     let mut best: Option<((std::cmp::Reverse<usize>, usize), Kernel)> = None;
     for axis in 0..k.first_reduce() {
         if !k.full_shape()[axis].is_multiple_of(lanes) {
@@ -43,18 +47,38 @@ fn vector_lanes(k: &mut Kernel) -> usize {
             .iter()
             .filter(|st| st.real_strides(false)[axis] == Some(0))
             .count();
-        // Fewest gathers, then the most reuse.
         let score = (std::cmp::Reverse(gathers), reuse);
         if best.as_ref().is_none_or(|b| score > b.0) {
             best = Some((score, v));
         }
     }
-    match best {
-        Some((_, v)) => {
+    best.map(|((g, _), v)| (g.0, v))
+}
+
+/// On a target with float vectors, upcasts the output axis that the reduces can compute as
+/// vector lanes (see [`Kernel::vector_axis`]). Returns the lane count, or 0 when no axis
+/// qualifies. Eight lanes, or sixteen where the vectors hold them and a windowed reduce reads
+/// them all without gathers: there the wider vectors halve the broadcasts per product, where a
+/// plain dot product gains nothing from them (the BEAM search tries both everywhere).
+fn vector_lanes(k: &mut Kernel) -> usize {
+    if k.target.simd_lanes < 8 || k.reduceops.is_empty() {
+        return 0;
+    }
+    let narrow = lanes_of(k, 8);
+    let wide = (k.target.simd_lanes >= 16 && windowed(k))
+        .then(|| lanes_of(k, 16))
+        .flatten()
+        .filter(|(gathers, _)| *gathers == 0);
+    match (wide, narrow) {
+        (Some((_, v)), _) => {
             *k = v;
-            lanes
+            16
         }
-        None => 0,
+        (None, Some((_, v))) => {
+            *k = v;
+            8
+        }
+        (None, None) => 0,
     }
 }
 
@@ -119,12 +143,7 @@ pub fn hand_coded_optimizations(k: &mut Kernel) {
     // Upcast broadcast axes: the buffers with stride 0 there are loaded once per upcast group.
     // With vector lanes and a windowed reduce (a convolution's input channels and kernel
     // window), two more axes: a block of accumulator vectors over two output axes.
-    let window = k.full_shape()[k.first_reduce()..k.shape_len() - k.upcasted]
-        .iter()
-        .filter(|&&n| n > 1)
-        .count()
-        > 1;
-    let most_axes = if lanes > 0 && window { 3 } else { 2 };
+    let most_axes = if lanes > 0 && windowed(k) { 3 } else { 2 };
     while upcast_size(k) < max_upcast && k.upcasted < most_axes {
         let mut best: Option<(usize, usize, usize)> = None;
         for axis in 0..k.first_reduce() {
@@ -202,6 +221,50 @@ mod tests {
             .filter(|o| o.op == OptOp::Upcast)
             .map(|o| o.amt)
             .collect()
+    }
+
+    /// `k` after the heuristics, its weights (AST buffer `weight`, of `numel` elements) its to
+    /// lay out: its vector lane count and how many output axes it upcasts.
+    fn lanes_and_axes(mut k: Kernel, weight: u32, numel: usize) -> (usize, usize) {
+        use crate::kernel::KernelBuffer;
+        k.free_layout = (0..k.bufs.len())
+            .filter(|&b| matches!(&k.bufs[b], KernelBuffer::Mem(m) if m.idx.0 == weight))
+            .map(|b| (b, numel))
+            .collect();
+        hand_coded_optimizations(&mut k);
+        let lanes = k.vector_axis().map_or(0, |a| k.full_shape()[a]);
+        let upcasts = k
+            .applied_opts
+            .iter()
+            .filter(|o| o.op == OptOp::Upcast)
+            .count();
+        (lanes, upcasts)
+    }
+
+    #[test]
+    fn a_windowed_reduce_takes_sixteen_lanes_and_blocks_two_more_axes() {
+        let wide = Target {
+            simd_lanes: 16,
+            ..Target::host()
+        };
+        // A 3×3 convolution of 16 → 32 channels: its output channels are the lanes.
+        let conv = crate::kernel::examples::conv2d(16, 32, [8, 8], 3, 1, wide.clone());
+        let (lanes, axes) = lanes_and_axes(conv, 2, 32 * 16 * 9);
+        assert_eq!(lanes, 16);
+        assert_eq!(axes, 3, "the lanes and two output axes");
+        // A matrix-vector product (one reduce axis): eight lanes, one more axis at most.
+        let (lanes, axes) = lanes_and_axes(matvec_on(32, wide), 1, 32 * 64);
+        assert_eq!(lanes, 8);
+        assert_eq!(axes, 2, "the lanes and one output axis");
+        // Where the vectors hold eight, eight.
+        let narrow = crate::kernel::examples::conv2d(16, 32, [8, 8], 3, 1, Target::host());
+        if Target::host().simd_lanes == 8 {
+            assert_eq!(lanes_and_axes(narrow, 2, 32 * 16 * 9).0, 8);
+        }
+    }
+
+    fn matvec_on(n: usize, target: Target) -> Kernel {
+        crate::kernel::examples::matvec(n, 64, target)
     }
 
     #[test]

@@ -172,7 +172,10 @@ mod in_place {
         );
         s.items[1].ast = vec![LazyOp::store(0, transposed, sum)];
         let pairs = in_place_pairs(&s);
-        assert!(pairs.iter().any(|p| p.step == 1 && p.src == BufId(1)), "{pairs:?}");
+        assert!(
+            pairs.iter().any(|p| p.step == 1 && p.src == BufId(1)),
+            "{pairs:?}"
+        );
     }
 
     #[test]

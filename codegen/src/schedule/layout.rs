@@ -275,7 +275,11 @@ mod tests {
         let host = Target::host();
         let mut s = conv_then_depthwise();
         let plain = s.clone();
-        assert_eq!(lanes(&plain, &host), Some(1), "channel-first: the input is gathered");
+        assert_eq!(
+            lanes(&plain, &host),
+            Some(1),
+            "channel-first: the input is gathered"
+        );
         choose_layouts(&mut s, &host);
         assert_eq!(lanes(&s, &host), Some(0), "channels-last: one vector load");
         // The model's input and output keep theirs, and so does a target without vectors.
@@ -284,7 +288,10 @@ mod tests {
             _ => unreachable!("a store"),
         };
         assert_eq!(store(&s), store(&plain));
-        assert_ne!(s.items[1].ast[0], plain.items[1].ast[0], "the read of y moved");
+        assert_ne!(
+            s.items[1].ast[0], plain.items[1].ast[0],
+            "the read of y moved"
+        );
         let mut c = conv_then_depthwise();
         choose_layouts(&mut c, &Target::c());
         assert_eq!(c.items[0].ast[0], plain.items[0].ast[0]);
