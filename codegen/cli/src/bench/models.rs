@@ -1,5 +1,5 @@
-//! The benchmarked models: the MLPerf Tiny float models and the repository's ResNet block, and
-//! the MLPerf Tiny int8 TFLite models.
+//! The benchmarked models: the MLPerf Tiny float models and the repository's ResNet block, two
+//! large float networks generated with random weights, and the MLPerf Tiny int8 TFLite models.
 
 use std::path::{Path, PathBuf};
 
@@ -32,6 +32,33 @@ pub struct BenchModel {
     pub tflite: Option<PathBuf>,
     /// TFLM's smallest arena as published in the models' README, when there is such a model.
     pub published_tflm: Option<usize>,
+    /// An ImageNet-size network (`scripts/make_large_models.py`): generated on first use, too
+    /// big for any board, timed over fewer runs and with the hand-coded opts.
+    pub large: bool,
+}
+
+/// Where the large networks are generated.
+pub fn large_dir() -> PathBuf {
+    repo_root().join("target/bench-models")
+}
+
+impl BenchModel {
+    /// Kiln's host latency at most this many times onnxruntime's.
+    pub fn target_vs_ort(&self) -> f64 {
+        match self.large {
+            true => super::TARGET_VS_ORT_LARGE,
+            false => super::TARGET_VS_ORT,
+        }
+    }
+
+    /// Timed inferences of this model when `runs` are asked for: a twentieth for a large
+    /// network (one takes about 0.1 s), at least 5.
+    pub fn runs(&self, runs: usize) -> usize {
+        match self.large {
+            true => (runs / 20).max(5),
+            false => runs,
+        }
+    }
 }
 
 impl BenchModel {
@@ -44,6 +71,7 @@ impl BenchModel {
             model: PathBuf::new(),
             tflite: None,
             published_tflm: None,
+            large: false,
         }
     }
 }
@@ -70,6 +98,11 @@ fn float_models(dir: &Path) -> Vec<BenchModel> {
         model,
         tflite,
         published_tflm,
+        large: false,
+    };
+    let large = |name: &'static str| BenchModel {
+        large: true,
+        ..float(name, large_dir().join(format!("{name}.onnx")), None, None)
     };
     vec![
         float("kws", onnx("kws_float.onnx"), None, None),
@@ -98,6 +131,8 @@ fn float_models(dir: &Path) -> Vec<BenchModel> {
             None,
             None,
         ),
+        large("resnet50"),
+        large("mobilenet"),
     ]
 }
 
@@ -111,6 +146,7 @@ fn int8_models(dir: &Path) -> Vec<BenchModel> {
             model: path.clone(),
             tflite: Some(path),
             published_tflm: Some(published),
+            large: false,
         }
     };
     vec![
@@ -120,4 +156,25 @@ fn int8_models(dir: &Path) -> Vec<BenchModel> {
         int8("ad_int8", "ad01_int8.tflite", 3_984),
         int8("str_ww_int8", "str_ww_ref_model.tflite", 16_640),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_large_networks_are_float_rows_with_their_own_target_and_fewer_runs() {
+        let all = models(Path::new("mlperf"));
+        let large: Vec<&BenchModel> = all.iter().filter(|m| m.large).collect();
+        let names: Vec<&str> = large.iter().map(|m| m.name).collect();
+        assert_eq!(names, ["resnet50", "mobilenet"]);
+        for m in &large {
+            assert_eq!(m.kind, Kind::Float);
+            assert!(m.model.starts_with(large_dir()), "{}", m.model.display());
+            assert_eq!(m.target_vs_ort(), super::super::TARGET_VS_ORT_LARGE);
+            assert_eq!((m.runs(200), m.runs(20)), (10, 5));
+        }
+        let kws = all.iter().find(|m| m.name == "kws").unwrap();
+        assert_eq!((kws.target_vs_ort(), kws.runs(200)), (1.0, 200));
+    }
 }

@@ -65,7 +65,7 @@ fn spec_text(list: &[&BenchModel], runs: usize) -> Result<String> {
             m.kind.name(),
             m.model.display(),
             tflite,
-            runs
+            m.runs(runs)
         )?;
     }
     Ok(text)
