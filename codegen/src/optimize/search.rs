@@ -318,7 +318,10 @@ pub fn cached_beam_search_many(
     let keys: Vec<(String, String)> = fresh
         .iter()
         .map(|k| {
-            let ast: String = k.ast.iter().map(|s| s.to_string()).collect();
+            // The listing names buffers and shapes only: the views (a layout, a transpose)
+            // and the buffers the kernel may lay out again tell apart kernels it shows alike.
+            let mut ast: String = k.ast.iter().map(|s| s.to_string()).collect();
+            ast.push_str(&format!("views {:?}\nfree {:?}\n", k.sts, k.free_layout));
             let context = format!(
                 "{context} width={width} target={} search=v{SEARCH_VERSION}",
                 k.target.name
@@ -542,6 +545,28 @@ mod tests {
         let mut other = by_opts("other", |opts| Some(10.0 - opts.len() as f64));
         let (_, hit) = cached_beam_search(&matvec(), &[], 2, &cache, &mut other).unwrap();
         assert!(!hit);
+    }
+
+    #[test]
+    fn kernels_that_list_alike_but_read_other_views_are_cached_apart() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = Cache {
+            dir: dir.path().to_path_buf(),
+        };
+        // The same listing (buffers and shapes), the matrix read transposed.
+        let mut transposed = matvec();
+        let st = ShapeTracker::from_shape(&[8, 16]).permute(&[1, 0]).unwrap();
+        transposed.ast = vec![transposed.ast[0].map_views(&|m| (m.idx.0 == 1).then(|| st.clone()))];
+        transposed.sts[1] = st.clone();
+        assert_eq!(
+            transposed.ast[0].to_string(),
+            matvec().ast[0].to_string(),
+            "the listing shows no view"
+        );
+        let mut cost = by_opts("test", |opts| Some(10.0 - opts.len() as f64));
+        cached_beam_search(&matvec(), &[], 2, &cache, &mut cost).unwrap();
+        let (_, hit) = cached_beam_search(&transposed, &[], 2, &cache, &mut cost).unwrap();
+        assert!(!hit, "a transposed read is another kernel");
     }
 
     #[test]
