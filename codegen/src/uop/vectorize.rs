@@ -42,10 +42,14 @@ pub fn vectorize(g: &mut UOpGraph, groups: &[Vec<UOpId>], sinks: &[UOpId]) -> Ve
         return sinks.to_vec();
     }
     let mut done = HashMap::new();
-    sinks
+    let sinks: Vec<UOpId> = sinks
         .iter()
         .map(|&s| rewrite(v.g, s, &lanes_of, &mut done))
-        .collect()
+        .collect();
+    let mut widths: Vec<usize> = groups.iter().map(Vec::len).filter(|&n| n > 1).collect();
+    widths.sort_unstable_by(|a, b| b.cmp(a));
+    widths.dedup();
+    v.vector_stores(&sinks, &widths)
 }
 
 /// `id` with every node of `lanes_of` replaced by its lane of a vector.
@@ -77,6 +81,9 @@ fn rewrite(
     done.insert(id, r);
     r
 }
+
+/// A store's buffer and the part of its index that is not a constant offset.
+type StoreBase = (UOpId, Option<UOpId>);
 
 struct Vectorizer<'a> {
     g: &'a mut UOpGraph,
@@ -112,8 +119,9 @@ impl Vectorizer<'_> {
         }
         let us: Vec<UOp> = lanes.iter().map(|&l| self.g.get(l).clone()).collect();
         let same_kind = |u: &UOp| match (&u.kind, &first.kind) {
-            // Each accumulator has its own id.
+            // Each accumulator has its own id, each lane of a vector its index.
             (UOpKind::DefineAcc { .. }, UOpKind::DefineAcc { .. }) => true,
+            (UOpKind::Gep(_), UOpKind::Gep(_)) => true,
             (a, b) => a == b,
         };
         if us
@@ -169,8 +177,79 @@ impl Vectorizer<'_> {
             UOpKind::Load => self
                 .consecutive_load(&us, vdt)
                 .or_else(|| Some(self.g.node(UOpKind::Cast, vdt, lanes.to_vec()))),
+            UOpKind::Gep(_) => {
+                // Every lane of one vector, in order: that vector.
+                let whole = first.src[0];
+                let in_order = us
+                    .iter()
+                    .enumerate()
+                    .all(|(l, u)| u.kind == UOpKind::Gep(l as u8) && u.src[0] == whole);
+                (in_order && self.g.get(whole).dtype == vdt).then_some(whole)
+            }
             _ => None,
         }
+    }
+
+    /// `sinks` with each run of stores into consecutive elements of one buffer (ungated, of
+    /// one scalar type, as many as one of `widths`) whose values are isomorphic lanes (the
+    /// results read out of the vector accumulators, with what the kernel does to them after
+    /// the reduce) replaced by one vector store. The rest stay as they are.
+    fn vector_stores(&mut self, sinks: &[UOpId], widths: &[usize]) -> Vec<UOpId> {
+        // Stores by (buffer, base index), with their offsets from it.
+        let mut runs: Vec<(StoreBase, Vec<(i64, usize)>)> = Vec::new();
+        for (pos, &s) in sinks.iter().enumerate() {
+            let u = self.g.get(s);
+            let scalar =
+                u.src.len() == 3 && self.g.get(u.src[2]).dtype.is_some_and(|d| !d.is_vector());
+            if u.kind != UOpKind::Store || !scalar {
+                continue;
+            }
+            let (buf, at) = (u.src[0], u.src[1]);
+            let (base, off) = self.g.base_and_offset(at);
+            match runs.iter_mut().find(|(k, _)| *k == (buf, base)) {
+                Some((_, list)) => list.push((off, pos)),
+                None => runs.push(((buf, base), vec![(off, pos)])),
+            }
+        }
+        let mut out: Vec<Option<UOpId>> = sinks.iter().copied().map(Some).collect();
+        let mut added = Vec::new();
+        for (_, mut list) in runs {
+            list.sort_unstable();
+            if list.windows(2).any(|w| w[0].0 == w[1].0) {
+                // An element stored twice keeps its stores in their order.
+                continue;
+            }
+            let mut i = 0;
+            'run: while i < list.len() {
+                for &n in widths {
+                    let chunk = list.get(i..i + n);
+                    let Some(chunk) = chunk.filter(|c| c[n - 1].0 - c[0].0 == n as i64 - 1) else {
+                        continue;
+                    };
+                    let values: Vec<UOpId> = chunk
+                        .iter()
+                        .map(|&(_, p)| self.g.get(sinks[p]).src[2])
+                        .collect();
+                    let Some(vector) = self.vector(&values) else {
+                        continue;
+                    };
+                    let first = self.g.get(sinks[chunk[0].1]).clone();
+                    let store = self.g.node(
+                        UOpKind::Store,
+                        None,
+                        vec![first.src[0], first.src[1], vector],
+                    );
+                    for &(_, p) in chunk {
+                        out[p] = None;
+                    }
+                    added.push(store);
+                    i += n;
+                    continue 'run;
+                }
+                i += 1;
+            }
+        }
+        out.into_iter().flatten().chain(added).collect()
     }
 
     /// The terms each lane's accumulator is summed with in one iteration, `acc + t0 + t1 + …`
@@ -236,12 +315,14 @@ impl Vectorizer<'_> {
     }
 }
 
-/// The ALU ops that C's vector types compute lane by lane with the same operators.
+/// The ALU ops that C's vector types compute lane by lane (with the same operators, or a
+/// helper for `Max`).
 fn lane_wise(op: AluOp) -> bool {
     matches!(
         op,
-        AluOp::Binary(BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div)
-            | AluOp::Unary(UnaryOp::Neg)
+        AluOp::Binary(
+            BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div | BinaryOp::Max
+        ) | AluOp::Unary(UnaryOp::Neg)
             | AluOp::Ternary(TernaryOp::MulAcc)
     )
 }
@@ -287,7 +368,8 @@ mod tests {
                 folded = g.binary(op, folded, x);
             }
             let phi = g.node(UOpKind::Phi, Some(f), vec![acc, folded]);
-            let at = g.const_int(lane as i64);
+            // Every other element: the stores stay apart.
+            let at = g.const_int(2 * lane as i64);
             stores.push(g.node(UOpKind::Store, None, vec![out, at, phi]));
             phis.push(phi);
         }
@@ -325,8 +407,68 @@ mod tests {
 
     #[test]
     fn an_op_the_vector_types_lack_stays_scalar() {
-        let (mut g, phis, stores) = lanes([1, 2], BinaryOp::Max, 1);
+        let (mut g, phis, stores) = lanes([1, 2], BinaryOp::Mod, 1);
         assert_eq!(vectorize(&mut g, &[phis], &stores), stores);
+    }
+
+    #[test]
+    fn consecutive_stores_of_the_lanes_after_the_reduce_become_one_vector_store() {
+        // out[o + lane] = max(acc_lane + bias[lane], 0) for both lanes: a dense layer's
+        // epilogue over its lane accumulators.
+        let (mut g, phis, _) = lanes([1, 2], BinaryOp::Add, 1);
+        let f = DType::F32;
+        let out = g.node(
+            UOpKind::DefineGlobal {
+                buf: BufferId(0),
+                mutable: true,
+            },
+            Some(f),
+            vec![],
+        );
+        let bias = g.node(
+            UOpKind::DefineGlobal {
+                buf: BufferId(2),
+                mutable: false,
+            },
+            Some(f),
+            vec![],
+        );
+        let zero = g.constant(f, ConstValue::zero(f));
+        let stores: Vec<UOpId> = phis
+            .iter()
+            .enumerate()
+            .map(|(lane, &phi)| {
+                let at = g.const_int(lane as i64 + 4);
+                let b = g.node(UOpKind::Load, Some(f), vec![bias, at]);
+                let sum = g.binary(BinaryOp::Add, phi, b);
+                let relu = g.binary(BinaryOp::Max, sum, zero);
+                g.node(UOpKind::Store, None, vec![out, at, relu])
+            })
+            .collect();
+        let sinks = vectorize(&mut g, &[phis], &stores);
+        let [store] = sinks.as_slice() else {
+            panic!("one store: {sinks:?}");
+        };
+        let value = g.get(g.get(*store).src[2]).clone();
+        let f2 = Some(f.vec(2));
+        assert_eq!(
+            (&value.kind, value.dtype),
+            (&UOpKind::Alu(AluOp::Binary(BinaryOp::Max)), f2)
+        );
+        let sum = g.get(value.src[0]).clone();
+        assert_eq!(
+            g.get(sum.src[0]).kind,
+            UOpKind::Phi,
+            "the accumulator vector itself"
+        );
+        assert_eq!(
+            (&g.get(sum.src[1]).kind, g.get(sum.src[1]).dtype),
+            (&UOpKind::Load, f2)
+        );
+        // Stores into elements that are not consecutive stay apart.
+        let (mut g, phis, stores) = lanes([1, 2], BinaryOp::Add, 1);
+        let sinks = vectorize(&mut g, &[phis], &stores);
+        assert_eq!(sinks.len(), 2);
     }
 
     #[test]

@@ -236,7 +236,37 @@ impl Renderer<'_> {
     }
 
     fn max_helper(&mut self, d: DType) -> Result<String, RenderError> {
+        if d.count > 1 {
+            return self.vector_max_helper(d);
+        }
         self.helper("max", d, "a < b ? b : a")
+    }
+
+    /// `kiln_max_f32x8(a, b)` on a SIMD target's vectors: C has no `?:` on vectors, so the
+    /// comparison's lane mask selects each lane (as the scalar helper does: `b` where `a < b`,
+    /// else `a`, NaN included). A macro (a GCC/Clang statement expression, as the vector types
+    /// are theirs): a function taking vectors would depend on the vector ABI of its flags.
+    fn vector_max_helper(&mut self, d: DType) -> Result<String, RenderError> {
+        let t = self.ty(d)?;
+        if d.scalar.size() != 4 {
+            return Err(self.unsupported(format!("max of {d}")));
+        }
+        let mask = DType {
+            scalar: Scalar::I32,
+            count: d.count,
+        };
+        let m = format!("{t}_mask");
+        let name = format!("kiln_max_{}x{}", d.scalar.name(), d.count);
+        let guard = format!("{}_DEFINED", name.to_uppercase());
+        self.helpers.insert(format!(
+            "#ifndef {guard}\n#define {guard}\n\
+             typedef int {m} __attribute__((vector_size({}), aligned(4)));\n\
+             #define {name}(a, b) ({{ {t} kiln_a = (a), kiln_b = (b); \
+             {m} kiln_lt = ({m})(kiln_a < kiln_b); \
+             ({t})((({m})kiln_b & kiln_lt) | (({m})kiln_a & ~kiln_lt)); }})\n#endif",
+            mask.size()
+        ));
+        Ok(name)
     }
 
     /// C's remainder (the sign of the dividend) where `%` does not promise it.
