@@ -105,9 +105,6 @@ pub fn actions(k: &Kernel) -> Vec<Opt> {
             out.push(Opt::new(OptOp::Dot, axis, 4));
         }
     }
-    if !k.interior {
-        out.push(Opt::interior());
-    }
     out
 }
 
@@ -188,57 +185,105 @@ pub fn beam_search_many(
 }
 
 /// The state of one kernel's search between rounds.
+///
+/// INTERIOR is not a step of the beam but a choice made for every candidate: each one is
+/// measured as it is and, where the opt applies, with it too. The beam moves by the plain
+/// candidates' costs, as it would without the choice, and the result is the cheapest of all
+/// that were measured, so a kernel never comes out slower than its search without INTERIOR.
 struct Search {
     /// The hand-coded opts: the result when no candidate could be measured.
     hand: Vec<Opt>,
-    /// The cheapest cost so far and its opts.
+    /// The cheapest plain cost so far (which decides when the search stops).
+    best_plain: Option<f64>,
+    /// The cheapest cost of any candidate so far and its opts.
     best: Option<(f64, Vec<Opt>)>,
     beam: Vec<Kernel>,
-    /// The candidates of the round to measure next.
+    /// The candidates of the round to measure next, each with whether it is the INTERIOR
+    /// twin of the one before it.
     pending: Vec<Kernel>,
+    twin: Vec<bool>,
     /// Rounds measured after the first (the fresh and hand-coded kernels).
     rounds: usize,
     done: bool,
 }
 
 impl Search {
-    /// The first round: the fresh kernel and the hand-coded opts.
+    /// The first round: the fresh kernel and the hand-coded opts (without INTERIOR, which
+    /// every candidate is measured with as well).
     fn new(fresh: &Kernel, cost: &mut dyn CostModel) -> Search {
         let mut hand = fresh.clone();
         hand_coded_optimizations(&mut hand);
         let hand_opts = hand.applied_opts.clone();
-        let mut start = vec![fresh.clone()];
-        if hand.applied_opts != fresh.applied_opts {
-            start.push(hand);
-        }
-        let pending: Vec<Kernel> = start
-            .into_iter()
-            .filter(|k| cost.key(k).is_some())
+        let plain: Vec<Opt> = (hand_opts.iter())
+            .filter(|o| o.op != OptOp::Interior)
+            .copied()
             .collect();
-        Search {
+        let mut start = vec![fresh.clone()];
+        if let Some(h) = apply_all(fresh, &plain).filter(|h| h.applied_opts != fresh.applied_opts) {
+            start.push(h);
+        }
+        let mut s = Search {
             hand: hand_opts,
+            best_plain: None,
             best: None,
             beam: Vec::new(),
-            done: pending.is_empty(),
-            pending,
+            pending: Vec::new(),
+            twin: Vec::new(),
+            done: false,
             rounds: 0,
+        };
+        let mut seen = std::collections::HashSet::new();
+        for k in start {
+            s.push(k, cost, &mut seen);
+        }
+        s.done = s.pending.is_empty();
+        s
+    }
+
+    /// Queues `k` (once, by the cost model's key) and its INTERIOR twin.
+    fn push(
+        &mut self,
+        k: Kernel,
+        cost: &mut dyn CostModel,
+        seen: &mut std::collections::HashSet<String>,
+    ) {
+        let Some(key) = cost.key(&k) else { return };
+        if !seen.insert(key) {
+            return;
+        }
+        let mut twin = k.clone();
+        let twin = twin
+            .apply_opt(Opt::interior())
+            .ok()
+            .and_then(|()| cost.key(&twin).map(|_| twin));
+        self.pending.push(k);
+        self.twin.push(false);
+        if let Some(t) = twin {
+            self.pending.push(t);
+            self.twin.push(true);
         }
     }
 
     /// Takes the costs of the pending candidates and prepares the next round, or ends.
     fn feed(&mut self, costs: Vec<Option<f64>>, width: usize, cost: &mut dyn CostModel) {
         let pending = std::mem::take(&mut self.pending);
-        let mut round: Vec<(f64, Kernel)> = pending
-            .into_iter()
-            .zip(costs)
-            .filter_map(|(k, c)| c.map(|c| (c, k)))
-            .collect();
+        let twins = std::mem::take(&mut self.twin);
+        let mut round: Vec<(f64, Kernel)> = Vec::new();
+        for ((k, c), twin) in pending.into_iter().zip(costs).zip(twins) {
+            let Some(c) = c else { continue };
+            if self.best.as_ref().is_none_or(|(b, _)| c < *b) {
+                self.best = Some((c, k.applied_opts.clone()));
+            }
+            if !twin {
+                round.push((c, k));
+            }
+        }
         round.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let Some((c, k)) = round.first() else {
+        let Some((c, _)) = round.first() else {
             self.done = true;
             return;
         };
-        if let Some((best, _)) = &self.best {
+        if let Some(best) = self.best_plain {
             if *c >= best * (1.0 - MIN_GAIN) {
                 self.done = true;
                 return;
@@ -247,7 +292,7 @@ impl Search {
         }
         // The first round's beam grows from the fresh kernel and from the hand-coded one:
         // actions on top of good hand-coded opts are often what beats them.
-        self.best = Some((*c, k.applied_opts.clone()));
+        self.best_plain = Some(*c);
         self.beam = round
             .into_iter()
             .take(width.max(1))
@@ -261,19 +306,16 @@ impl Search {
     }
 
     /// Every legal action on every kernel of the beam, each distinct candidate (by the cost
-    /// model's key) once.
+    /// model's key) once, each with its INTERIOR twin.
     fn expand(&mut self, cost: &mut dyn CostModel) {
         let mut seen = std::collections::HashSet::new();
-        for k in &self.beam {
-            for a in actions(k) {
+        for k in self.beam.clone() {
+            for a in actions(&k) {
                 let mut k2 = k.clone();
                 if k2.apply_opt(a).is_err() || upcast_size(&k2) > MAX_UPCAST {
                     continue;
                 }
-                let Some(key) = cost.key(&k2) else { continue };
-                if seen.insert(key) {
-                    self.pending.push(k2);
-                }
+                self.push(k2, cost, &mut seen);
             }
         }
         self.done = self.pending.is_empty();
@@ -545,6 +587,26 @@ mod tests {
         let mut other = by_opts("other", |opts| Some(10.0 - opts.len() as f64));
         let (_, hit) = cached_beam_search(&matvec(), &[], 2, &cache, &mut other).unwrap();
         assert!(!hit);
+    }
+
+    #[test]
+    fn every_candidate_is_measured_with_interior_as_well() {
+        let conv = crate::kernel::examples::conv2d(2, 4, [8, 8], 3, 1, Target::c());
+        let has = |opts: &[Opt]| opts.iter().any(|o| o.op == OptOp::Interior);
+        // INTERIOR halves any candidate's cost: the cheapest has it, on top of upcasts.
+        let mut measured_with = 0;
+        let mut cost = by_opts("test", |opts| {
+            measured_with += has(opts) as usize;
+            let up = opts.iter().filter(|o| o.op == OptOp::Upcast).count() as f64;
+            Some((10.0 - up) / if has(opts) { 2.0 } else { 1.0 })
+        });
+        let opts = beam_search(&conv, &[], 2, &mut cost).unwrap();
+        assert!(has(&opts), "{opts:?}");
+        assert!(opts.iter().any(|o| o.op == OptOp::Upcast), "{opts:?}");
+        assert!(measured_with > 2, "the twins of several rounds");
+        // A kernel without masks has no twins.
+        let mut plain = by_opts("test", |opts| Some(10.0 - opts.len() as f64));
+        assert!(!has(&beam_search(&matvec(), &[], 2, &mut plain).unwrap()));
     }
 
     #[test]
