@@ -18,7 +18,7 @@ use crate::target::Target;
 const MIN_CHANNELS: usize = 8;
 
 /// The channels-last layout of a buffer of `shape`: its axes of size 1 dropped, an image is
-/// a channel axis of at least [`MIN_CHANNELS`] followed by two or more spatial axes of more
+/// a channel axis of at least 8 (one vector's worth) followed by two or more spatial axes of more
 /// than one element in all. `None` for any other shape.
 pub fn channels_last(shape: &[usize]) -> Option<ShapeTracker> {
     let axes: Vec<usize> = (0..shape.len()).filter(|&a| shape[a] > 1).collect();
@@ -41,7 +41,7 @@ pub fn channels_last(shape: &[usize]) -> Option<ShapeTracker> {
 /// `st`, which reads a buffer of `shape` stored in the graph's order, reading it stored as
 /// `layout` (a view of `shape`, see [`channels_last`]) instead. The view that reads memory is
 /// rewritten in place where every step it takes moves along one axis of `shape` without
-/// carrying into the next ([`onto_layout`]): one view still, with the same mask. Otherwise
+/// carrying into the next: one view still, with the same mask. Otherwise
 /// the layout goes below it as a view of its own.
 pub fn relaid(layout: &ShapeTracker, shape: &[usize], st: &ShapeTracker) -> ShapeTracker {
     let [l] = layout.views.as_slice() else {
