@@ -246,22 +246,15 @@ pub fn run(bundle: &Bundle, lib: &Path, inputs: &[Vec<u8>]) -> Result<HostRun, H
     run_repeated(bundle, lib, inputs, 0)
 }
 
-/// [`run`] `runs` times (at least once), each step's time the best of them: the per-kernel
-/// times of a model whose whole run is short against a shared machine's noise.
+/// [`run`], each step's time the best of `runs` runs (at least one) of the loaded model: the
+/// per-kernel times of a model whose whole run is short against a shared machine's noise.
 pub fn run_best_steps(
     bundle: &Bundle,
     lib: &Path,
     inputs: &[Vec<u8>],
     runs: usize,
 ) -> Result<HostRun, HostError> {
-    let mut best = run(bundle, lib, inputs)?;
-    for _ in 1..runs {
-        let again = run(bundle, lib, inputs)?;
-        for (b, t) in best.step_times.iter_mut().zip(again.step_times) {
-            *b = (*b).min(t);
-        }
-    }
-    Ok(best)
+    execute(bundle, lib, inputs, runs, 0)
 }
 
 /// [`run`], then `repeats` more whole inferences on the same inputs (copied in again before
@@ -270,6 +263,18 @@ pub fn run_repeated(
     bundle: &Bundle,
     lib: &Path,
     inputs: &[Vec<u8>],
+    repeats: usize,
+) -> Result<HostRun, HostError> {
+    execute(bundle, lib, inputs, 1, repeats)
+}
+
+/// Loads the kernels and the bundle once; runs the schedule `step_runs` times (at least once)
+/// timing each step, keeping each step's best, then `repeats` whole inferences timed whole.
+fn execute(
+    bundle: &Bundle,
+    lib: &Path,
+    inputs: &[Vec<u8>],
+    step_runs: usize,
     repeats: usize,
 ) -> Result<HostRun, HostError> {
     let load = |source| HostError::Load {
@@ -311,10 +316,17 @@ pub fn run_repeated(
         });
     }
     copy_inputs(&mut ex, inputs)?;
-    let step_times = run_timing_steps(&mut ex)?;
+    let mut step_times = run_timing_steps(&mut ex)?;
     let outputs = (0..plan.outputs.len())
         .map(|i| ex.output(i).unwrap_or_default().to_vec())
         .collect();
+    for _ in 1..step_runs {
+        copy_inputs(&mut ex, inputs)?;
+        let again = run_timing_steps(&mut ex)?;
+        for (b, t) in step_times.iter_mut().zip(again) {
+            *b = (*b).min(t);
+        }
+    }
     let mut run_times = Vec::with_capacity(repeats);
     for _ in 0..repeats {
         for (i, data) in inputs.iter().enumerate() {
