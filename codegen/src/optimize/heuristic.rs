@@ -27,9 +27,10 @@ fn windowed(k: &Kernel) -> bool {
 }
 
 /// `k` with the output axis upcast to `lanes` that the reduces compute as vector lanes best
-/// (fewest gathers, then the most buffers broadcast along it), and its number of gathers.
-fn lanes_of(k: &Kernel, lanes: usize) -> Option<(usize, Kernel)> {
-    let mut best: Option<((std::cmp::Reverse<usize>, usize), Kernel)> = None;
+/// (fewest gathers, then the most buffers broadcast along it), its number of gathers and that
+/// axis (of `k`).
+fn lanes_of(k: &Kernel, lanes: usize) -> Option<(usize, usize, Kernel)> {
+    let mut best: Option<((std::cmp::Reverse<usize>, usize), usize, Kernel)> = None;
     for axis in 0..k.first_reduce() {
         if !k.full_shape()[axis].is_multiple_of(lanes) {
             continue;
@@ -49,36 +50,50 @@ fn lanes_of(k: &Kernel, lanes: usize) -> Option<(usize, Kernel)> {
             .count();
         let score = (std::cmp::Reverse(gathers), reuse);
         if best.as_ref().is_none_or(|b| score > b.0) {
-            best = Some((score, v));
+            best = Some((score, axis, v));
         }
     }
-    best.map(|((g, _), v)| (g.0, v))
+    best.map(|((g, _), axis, v)| (g.0, axis, v))
+}
+
+/// Whether the fresh kernel `k` multiplies matrices: besides `lane_axis`, an output axis longer
+/// than one along which some input is broadcast (a 1×1 convolution's pixels, along which its
+/// weights are), so each loaded vector meets several others in registers.
+fn matrix_product(k: &Kernel, lane_axis: usize) -> bool {
+    (0..k.first_reduce()).any(|axis| {
+        axis != lane_axis
+            && k.full_shape()[axis] > 1
+            && k.sts
+                .iter()
+                .any(|st| st.real_strides(false)[axis] == Some(0))
+    })
 }
 
 /// On a target with float vectors, upcasts the output axis that the reduces can compute as
 /// vector lanes (see [`Kernel::vector_axis`]). Returns the lane count, or 0 when no axis
-/// qualifies. Eight lanes, or sixteen where the vectors hold them and a windowed reduce reads
-/// them all without gathers: there the wider vectors halve the broadcasts per product, where a
-/// plain dot product gains nothing from them (the BEAM search tries both everywhere).
+/// qualifies. Eight lanes, or sixteen where the vectors hold them and the reduce reads them
+/// all without gathers in a windowed reduce or a matrix product: there the wider vectors halve
+/// the broadcasts per product, where a plain dot product (a dense layer on one input vector,
+/// bound by its weights' bandwidth) gains nothing from them (the BEAM search tries both
+/// everywhere).
 fn vector_lanes(k: &mut Kernel) -> usize {
     if k.target.simd_lanes < 8 || k.reduceops.is_empty() {
         return 0;
     }
-    let narrow = lanes_of(k, 8);
-    let wide = (k.target.simd_lanes >= 16 && windowed(k))
+    let wide = (k.target.simd_lanes >= 16)
         .then(|| lanes_of(k, 16))
         .flatten()
-        .filter(|(gathers, _)| *gathers == 0);
-    match (wide, narrow) {
-        (Some((_, v)), _) => {
-            *k = v;
-            16
-        }
-        (None, Some((_, v))) => {
+        .filter(|&(gathers, axis, _)| gathers == 0 && (windowed(k) || matrix_product(k, axis)));
+    if let Some((_, _, v)) = wide {
+        *k = v;
+        return 16;
+    }
+    match lanes_of(k, 8) {
+        Some((_, _, v)) => {
             *k = v;
             8
         }
-        (None, None) => 0,
+        None => 0,
     }
 }
 
@@ -146,6 +161,7 @@ pub fn hand_coded_optimizations(k: &mut Kernel) {
     let most_axes = if lanes > 0 && windowed(k) { 3 } else { 2 };
     while upcast_size(k) < max_upcast && k.upcasted < most_axes {
         let mut best: Option<(usize, usize, usize)> = None;
+        let padded: Vec<usize> = k.interior_splits().iter().map(|s| s.axis).collect();
         for axis in 0..k.first_reduce() {
             let reuse = k
                 .sts
@@ -155,8 +171,13 @@ pub fn hand_coded_optimizations(k: &mut Kernel) {
             if reuse == 0 {
                 continue;
             }
-            // 5 before 3: audio models have axes of 25 and 125.
-            for amt in [4, 5, 3, 2] {
+            // 5 before 3: audio models have axes of 25 and 125. 7 only where nothing else
+            // divides (the 49 pixels of an ImageNet network's last stage) and the axis is not
+            // padded: a block of a whole 7-pixel row leaves INTERIOR no border-free block.
+            for amt in [4, 5, 3, 2, 7] {
+                if amt == 7 && padded.contains(&axis) {
+                    continue;
+                }
                 if k.full_shape()[axis].is_multiple_of(amt) && upcast_size(k) * amt <= max_upcast {
                     if best.is_none_or(|b| (reuse, amt) > (b.1, b.2)) {
                         best = Some((axis, reuse, amt));
@@ -261,6 +282,40 @@ mod tests {
         if Target::host().simd_lanes == 8 {
             assert_eq!(lanes_and_axes(narrow, 2, 32 * 16 * 9).0, 8);
         }
+    }
+
+    #[test]
+    fn a_matrix_product_takes_sixteen_lanes_and_a_dense_layer_eight() {
+        let wide = Target {
+            simd_lanes: 16,
+            ..Target::host()
+        };
+        // A 1×1 convolution of 32 → 64 channels over 8×8 pixels: its weights are broadcast
+        // along the pixels, so each weight vector meets several activations in registers.
+        let pointwise = crate::kernel::examples::conv2d(32, 64, [8, 8], 1, 0, wide.clone());
+        assert_eq!(lanes_and_axes(pointwise, 2, 64 * 32).0, 16);
+        // One input vector: nothing but the lanes is reused.
+        assert_eq!(lanes_and_axes(matvec_on(64, wide), 1, 64 * 64).0, 8);
+    }
+
+    /// The upcasts the heuristics apply to `k`, as (axis, amount).
+    fn upcasts_of(mut k: Kernel) -> Vec<(Option<usize>, usize)> {
+        hand_coded_optimizations(&mut k);
+        k.applied_opts
+            .iter()
+            .filter(|o| o.op == OptOp::Upcast)
+            .map(|o| (o.axis, o.amt))
+            .collect()
+    }
+
+    #[test]
+    fn seven_pixels_are_blocked_only_where_no_padding_needs_the_interior() {
+        // A 1×1 convolution over 49 pixels (7×7, as one axis): blocks of seven.
+        let pointwise = crate::kernel::examples::conv2d(8, 8, [49, 1], 1, 0, Target::c());
+        assert!(upcasts_of(pointwise).iter().any(|&(_, amt)| amt == 7));
+        // A padded 3×3 convolution of a 7×7 image: no block of a whole row or column.
+        let padded = crate::kernel::examples::conv2d(8, 8, [7, 7], 3, 1, Target::c());
+        assert!(upcasts_of(padded).iter().all(|&(_, amt)| amt != 7));
     }
 
     fn matvec_on(n: usize, target: Target) -> Kernel {
