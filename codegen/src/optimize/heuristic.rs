@@ -160,8 +160,16 @@ pub fn hand_coded_optimizations(k: &mut Kernel) {
     // window), two more axes: a block of accumulator vectors over two output axes.
     let most_axes = if lanes > 0 && windowed(k) { 3 } else { 2 };
     while upcast_size(k) < max_upcast && k.upcasted < most_axes {
-        let mut best: Option<(usize, usize, usize)> = None;
+        // (axis, (reuse, a fresh axis, amount)). With a block over two output axes beside the
+        // lanes, a second axis before the same one again: a 2×4 block of pixels reads 4×6
+        // activations per input channel and tap row, a 1×8 one 3×10.
+        let mut best: Option<(usize, (usize, bool, usize))> = None;
         let padded: Vec<usize> = k.interior_splits().iter().map(|s| s.axis).collect();
+        let blocked = |axis: usize| {
+            k.applied_opts
+                .iter()
+                .any(|o| o.op == OptOp::Upcast && o.axis == Some(axis))
+        };
         for axis in 0..k.first_reduce() {
             let reuse = k
                 .sts
@@ -179,15 +187,17 @@ pub fn hand_coded_optimizations(k: &mut Kernel) {
                     continue;
                 }
                 if k.full_shape()[axis].is_multiple_of(amt) && upcast_size(k) * amt <= max_upcast {
-                    if best.is_none_or(|b| (reuse, amt) > (b.1, b.2)) {
-                        best = Some((axis, reuse, amt));
+                    let score = (reuse, most_axes == 3 && !blocked(axis), amt);
+                    if best.is_none_or(|b| score > b.1) {
+                        best = Some((axis, score));
                     }
                     break;
                 }
             }
         }
         match best {
-            Some((axis, _, amt)) if k.apply_opt(Opt::new(OptOp::Upcast, axis, amt)).is_ok() => {}
+            Some((axis, (_, _, amt)))
+                if k.apply_opt(Opt::new(OptOp::Upcast, axis, amt)).is_ok() => {}
             _ => break,
         }
     }
@@ -316,6 +326,24 @@ mod tests {
         // A padded 3×3 convolution of a 7×7 image: no block of a whole row or column.
         let padded = crate::kernel::examples::conv2d(8, 8, [7, 7], 3, 1, Target::c());
         assert!(upcasts_of(padded).iter().all(|&(_, amt)| amt != 7));
+    }
+
+    #[test]
+    fn a_windowed_reduce_blocks_pixels_along_two_axes() {
+        let host = Target {
+            simd_lanes: 16,
+            ..Target::host()
+        };
+        // A 3×3 convolution of a 32×32 image, 16 → 16 channels: the lanes along the output
+        // channels, then a block of rows × columns, not a longer run of one of them.
+        let mut conv = crate::kernel::examples::conv2d(16, 16, [32, 32], 3, 1, host);
+        conv.free_layout = vec![(2, 16 * 16 * 9)];
+        let ups = upcasts_of(conv);
+        assert_eq!(ups.len(), 3, "{ups:?}");
+        assert!(ups[1].0 != ups[2].0, "two pixel axes: {ups:?}");
+        // Without vectors (a microcontroller's C) the heuristics are as they were.
+        let board = crate::kernel::examples::conv2d(16, 16, [32, 32], 3, 1, Target::c());
+        assert_eq!(upcasts_of(board), vec![(Some(0), 4), (Some(0), 4)]);
     }
 
     fn matvec_on(n: usize, target: Target) -> Kernel {
