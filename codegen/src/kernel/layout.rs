@@ -150,8 +150,11 @@ pub fn relayouts(k: &Kernel) -> Vec<Relayout> {
     k.free_layout
         .iter()
         .filter_map(|&(b, _)| {
+            // Consecutive along the lanes already, but perhaps not in the order the loops
+            // visit it (a dense layer's [inputs][outputs] matrix, read a block of outputs at
+            // a time): stored in that order, it streams.
             let stride = k.sts[b].real_strides(false)[axis];
-            if matches!(stride, Some(0 | 1)) {
+            if stride == Some(0) {
                 return None;
             }
             k.relayout_of(b, axis)
@@ -215,6 +218,38 @@ mod tests {
         let bytes: Vec<u8> = (0..64u8).collect();
         let moved = reorder_bytes(&r, &bytes, 1);
         assert_eq!(moved[1], 4, "lane 1 of the first vector is w[1, 0]");
+    }
+
+    #[test]
+    fn a_weight_consecutive_along_the_lanes_is_stored_in_visit_order() {
+        // out[o] = sum_i w[i, o] * x[i], w stored [4 inputs][16 outputs] (a dense layer's
+        // matrix as ONNX MatMul holds it): the lanes read it consecutively, but the loops visit
+        // a block of eight outputs for every input before the next block.
+        let w = ShapeTracker::from_shape(&[4, 16]).permute(&[1, 0]).unwrap();
+        let x = ShapeTracker::from_shape(&[1, 4]).expand(&[16, 4]).unwrap();
+        let mul = LazyOp::alu(
+            AluOp::Binary(BinaryOp::Mul),
+            vec![
+                LazyOp::load(1, DType::F32, w),
+                LazyOp::load(2, DType::F32, x),
+            ],
+        );
+        let sum = LazyOp::reduce(ReduceOp::Sum, vec![1], mul);
+        let out = LazyOp::store(0, ShapeTracker::from_shape(&[16, 1]), sum);
+        let mut k = lanes_on_outputs(Kernel::new(vec![out], Target::host()).unwrap());
+        let weight = (0..k.bufs.len())
+            .find(|&i| matches!(&k.bufs[i], KernelBuffer::Mem(m) if m.idx.0 == 1))
+            .unwrap();
+        k.free_layout = vec![(weight, 64)];
+        let [r] = relayouts(&k).try_into().unwrap();
+        // Element (i, o) of w, o = 8·g + lane: new order g, i, lane.
+        for g in 0..2 {
+            for i in 0..4 {
+                for lane in 0..8 {
+                    assert_eq!(r.order[(g * 4 + i) * 8 + lane], i * 16 + 8 * g + lane);
+                }
+            }
+        }
     }
 
     #[test]
