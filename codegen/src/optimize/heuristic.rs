@@ -97,6 +97,25 @@ fn vector_lanes(k: &mut Kernel) -> usize {
     }
 }
 
+/// Whether neighbouring outputs along `axis` read overlapping windows through the innermost
+/// reduce axis, short enough to be unrolled, in a reduce over input channels too (a stride-1
+/// convolution's columns and its window's columns). A block along `axis` then shares each
+/// activation between several accumulators, and with the window unrolled the masks of its
+/// padded ends fold to constants, so it needs no border-free interior.
+fn slides_along(k: &Kernel, axis: usize) -> bool {
+    let last = k.shape_len() - k.upcasted;
+    let reduce = &k.full_shape()[k.first_reduce()..last];
+    if reduce.iter().filter(|&&n| n > 1).count() < 3 {
+        return false;
+    }
+    let inner = last - 1;
+    k.full_shape()[inner] <= FULL_UNROLL
+        && k.sts.iter().any(|st| {
+            let s = st.real_strides(true);
+            s[axis].is_some_and(|x| x != 0) && s[axis] == s[inner]
+        })
+}
+
 /// The most accumulators of a kernel of packed dot products.
 const DOT_MAX_UPCAST: usize = 4;
 
@@ -179,11 +198,19 @@ pub fn hand_coded_optimizations(k: &mut Kernel) {
             if reuse == 0 {
                 continue;
             }
-            // 5 before 3: audio models have axes of 25 and 125. 7 only where nothing else
-            // divides (the 49 pixels of an ImageNet network's last stage) and the axis is not
-            // padded: a block of a whole 7-pixel row leaves INTERIOR no border-free block.
-            for amt in [4, 5, 3, 2, 7] {
-                if amt == 7 && padded.contains(&axis) {
+            // 5 before 3: audio models have axes of 25 and 125. 7 (the 7·2ⁿ-pixel images of
+            // an ImageNet network) first where, with vector lanes, the window slides along the
+            // axis (a row of seven outputs reads nine columns per tap row, shared between
+            // them); else only where nothing else divides and the axis is not padded: there a
+            // block of a whole 7-pixel row leaves INTERIOR no border-free block.
+            let slides = lanes > 0 && slides_along(k, axis);
+            let amts = if slides {
+                [7, 4, 5, 3, 2]
+            } else {
+                [4, 5, 3, 2, 7]
+            };
+            for amt in amts {
+                if amt == 7 && padded.contains(&axis) && !slides {
                     continue;
                 }
                 if k.full_shape()[axis].is_multiple_of(amt) && upcast_size(k) * amt <= max_upcast {
@@ -344,6 +371,28 @@ mod tests {
         // Without vectors (a microcontroller's C) the heuristics are as they were.
         let board = crate::kernel::examples::conv2d(16, 16, [32, 32], 3, 1, Target::c());
         assert_eq!(upcasts_of(board), vec![(Some(0), 4), (Some(0), 4)]);
+    }
+
+    #[test]
+    fn a_row_of_seven_where_the_window_slides_along_it() {
+        let host = Target {
+            simd_lanes: 16,
+            ..Target::host()
+        };
+        let sevens = |cin: usize, target: Target| {
+            let mut conv = crate::kernel::examples::conv2d(cin, 16, [14, 14], 3, 1, target);
+            conv.free_layout = vec![(2, 16 * cin * 9)];
+            upcasts_of(conv)
+                .iter()
+                .filter(|&&(_, amt)| amt == 7)
+                .count()
+        };
+        // A padded 3×3 convolution of a 14×14 image: seven columns share nine per tap row.
+        assert_eq!(sevens(16, host.clone()), 1);
+        // One input channel: the reduce is the window alone, no row of seven.
+        assert_eq!(sevens(1, host), 0);
+        // Without vectors, as before.
+        assert_eq!(sevens(16, Target::c()), 0);
     }
 
     fn matvec_on(n: usize, target: Target) -> Kernel {
