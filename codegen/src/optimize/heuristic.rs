@@ -183,7 +183,19 @@ pub fn hand_coded_optimizations(k: &mut Kernel) {
         // lanes, a second axis before the same one again: a 2×4 block of pixels reads 4×6
         // activations per input channel and tap row, a 1×8 one 3×10.
         let mut best: Option<(usize, (usize, bool, usize))> = None;
-        let padded: Vec<usize> = k.interior_splits().iter().map(|s| s.axis).collect();
+        // The padded axes, worked out only when a block of 7 needs them (rarely: few axes
+        // divide by 7).
+        let padded = std::cell::OnceCell::new();
+        let is_padded = |axis: usize| {
+            padded
+                .get_or_init(|| {
+                    k.interior_splits()
+                        .iter()
+                        .map(|s| s.axis)
+                        .collect::<Vec<_>>()
+                })
+                .contains(&axis)
+        };
         let blocked = |axis: usize| {
             k.applied_opts
                 .iter()
@@ -210,10 +222,10 @@ pub fn hand_coded_optimizations(k: &mut Kernel) {
                 [4, 5, 3, 2, 7]
             };
             for amt in amts {
-                if amt == 7 && padded.contains(&axis) && !slides {
-                    continue;
-                }
                 if k.full_shape()[axis].is_multiple_of(amt) && upcast_size(k) * amt <= max_upcast {
+                    if amt == 7 && !slides && is_padded(axis) {
+                        break;
+                    }
                     let score = (reuse, most_axes == 3 && !blocked(axis), amt);
                     if best.is_none_or(|b| score > b.1) {
                         best = Some((axis, score));
@@ -272,13 +284,18 @@ mod tests {
     }
 
     fn upcasts(n: usize) -> Vec<usize> {
-        let mut k = matvec(n);
-        hand_coded_optimizations(&mut k);
-        k.applied_opts
-            .iter()
-            .filter(|o| o.op == OptOp::Upcast)
-            .map(|o| o.amt)
+        upcasts_of(matvec(n))
+            .into_iter()
+            .map(|(_, amt)| amt)
             .collect()
+    }
+
+    /// A host whose vectors hold 16 floats (AVX-512), whatever this machine has.
+    fn sixteen_lanes() -> Target {
+        Target {
+            simd_lanes: 16,
+            ..Target::host()
+        }
     }
 
     /// `k` after the heuristics, its weights (AST buffer `weight`, of `numel` elements) its to
@@ -301,10 +318,7 @@ mod tests {
 
     #[test]
     fn a_windowed_reduce_takes_sixteen_lanes_and_blocks_two_more_axes() {
-        let wide = Target {
-            simd_lanes: 16,
-            ..Target::host()
-        };
+        let wide = sixteen_lanes();
         // A 3×3 convolution of 16 → 32 channels: its output channels are the lanes.
         let conv = crate::kernel::examples::conv2d(16, 32, [8, 8], 3, 1, wide.clone());
         let (lanes, axes) = lanes_and_axes(conv, 2, 32 * 16 * 9);
@@ -323,10 +337,7 @@ mod tests {
 
     #[test]
     fn a_matrix_product_takes_sixteen_lanes_and_a_dense_layer_eight() {
-        let wide = Target {
-            simd_lanes: 16,
-            ..Target::host()
-        };
+        let wide = sixteen_lanes();
         // A 1×1 convolution of 32 → 64 channels over 8×8 pixels: its weights are broadcast
         // along the pixels, so each weight vector meets several activations in registers.
         let pointwise = crate::kernel::examples::conv2d(32, 64, [8, 8], 1, 0, wide.clone());
@@ -357,10 +368,7 @@ mod tests {
 
     #[test]
     fn a_windowed_reduce_blocks_pixels_along_two_axes() {
-        let host = Target {
-            simd_lanes: 16,
-            ..Target::host()
-        };
+        let host = sixteen_lanes();
         // A 3×3 convolution of a 32×32 image, 16 → 16 channels: the lanes along the output
         // channels, then a block of rows × columns, not a longer run of one of them.
         let mut conv = crate::kernel::examples::conv2d(16, 16, [32, 32], 3, 1, host);
@@ -375,10 +383,7 @@ mod tests {
 
     #[test]
     fn a_row_of_seven_where_the_window_slides_along_it() {
-        let host = Target {
-            simd_lanes: 16,
-            ..Target::host()
-        };
+        let host = sixteen_lanes();
         let sevens = |cin: usize, target: Target| {
             let mut conv = crate::kernel::examples::conv2d(cin, 16, [14, 14], 3, 1, target);
             conv.free_layout = vec![(2, 16 * cin * 9)];
