@@ -4,18 +4,23 @@ kernels and of LiteRT (one thread) on the same int8 .tflite models; and the smal
 TFLM runs each .tflite in.
 
     python scripts/bench_refs.py SPEC.tsv OUT.tsv VECTORS
+    python scripts/bench_refs.py serve
 
 SPEC.tsv has one line per model: name, kind (`float` or `int8`), model path (ONNX for float,
 .tflite for int8), the .tflite whose TFLM arena is measured (or `-`), timed runs, tab-separated.
-Every model gets the same seeded random input. OUT.tsv has lines `model<TAB>key<TAB>value`: the
-best and median of the timed inferences (seconds) of onnxruntime (`ort_best_s`, `ort_median_s`)
-and tinygrad (`tinygrad_best_s`, `tinygrad_median_s`), tinygrad's largest difference from
-onnxruntime's output (`tinygrad_max_abs_diff`); for int8 models those of TFLM (`tflm_best_s`,
-`tflm_median_s`) and LiteRT (`litert_best_s`, `litert_median_s`) and LiteRT's largest difference
-from TFLM's output in steps (`litert_max_lsb_diff`); the TFLM arena in bytes (`tflm_arena`), and
-`<runtime>_error` where a runtime failed on the model; model `-` carries the versions. For an
-int8 model, `VECTORS/<name>/` gets the input (`input_N.npy`) and TFLM's outputs on it
-(`output_N.npy`), which Kiln's outputs are checked against.
+OUT.tsv has lines `model<TAB>key<TAB>value`: for int8 models the best and median of the timed
+inferences (seconds) of TFLM (`tflm_best_s`, `tflm_median_s`) and LiteRT (`litert_best_s`,
+`litert_median_s`) and LiteRT's largest difference from TFLM's output in steps
+(`litert_max_lsb_diff`); the TFLM arena in bytes (`tflm_arena`), and `<runtime>_error` where a
+runtime failed on the model; model `-` carries the versions. For an int8 model, `VECTORS/<name>/`
+gets the input (`input_N.npy`) and TFLM's outputs on it (`output_N.npy`), which Kiln's outputs are
+checked against.
+
+The float models' references are timed in rounds between Kiln's own, so that both sides see the
+machine in the same state: `serve` answers requests on stdin (see `serve`), with the same rows:
+onnxruntime's and tinygrad's best and median (`ort_best_s`, `ort_median_s`, `tinygrad_best_s`,
+`tinygrad_median_s`) of one round, and tinygrad's largest difference from onnxruntime's output
+(`tinygrad_max_abs_diff`). Every float model gets the same seeded random input.
 
 tinygrad's ONNX runner is not in its wheel: `TinygradModel` walks the ONNX graph and builds the
 network from tinygrad Tensor calls with the model's own weights, then JITs it.
@@ -198,7 +203,9 @@ class TinygradModel:
         return x.max_pool2d(tuple(kernel), stride=tuple(a.get("strides", kernel)))
 
 
-def tinygrad_run(model, feeds, runs):
+def tinygrad_runner(model, feeds):
+    """The model JIT-compiled by tinygrad on `feeds`: a call that runs it once, its outputs
+    after the JIT's first captured run, and the device."""
     from tinygrad import Tensor, TinyJit, Device
 
     m = TinygradModel(model)
@@ -214,10 +221,10 @@ def tinygrad_run(model, feeds, runs):
         Device[Device.DEFAULT].synchronize()
         return outs
 
-    stats = timed(once, runs)
+    for _ in range(3):  # the JIT captures on its second call and replays from the third
+        once()
     outs = [o.numpy() for o in once()]
-    stats["device"] = Device.DEFAULT
-    return stats, outs
+    return once, outs, Device.DEFAULT
 
 
 # TensorFlow Lite Micro and LiteRT ----------------------------------------------------------
@@ -357,27 +364,29 @@ def int8_refs(name, path, runs, vectors):
     return rows
 
 
-def float_refs(name, onnx_path, runs):
-    """onnxruntime and tinygrad on one float ONNX model."""
-    rows = []
+def float_runners(name, onnx_path):
+    """onnxruntime and tinygrad made ready on one float ONNX model and its seeded input: each
+    runtime's call that runs it once (those that failed are left out), and the rows of
+    tinygrad's device, its largest difference from onnxruntime's outputs and each failure."""
+    rows, calls = [], {}
     model = onnx.load(onnx_path)
     feeds = make_inputs(model)
     want = None
     try:
         sess = ort_session(onnx_path)
         want = sess.run(None, feeds)
-        rows += timing_rows(name, "ort", timed(lambda: sess.run(None, feeds), runs))
+        calls["ort"] = lambda: sess.run(None, feeds)
     except Exception as e:  # a failing reference is reported, not fatal
         rows.append((name, "ort_error", f"{type(e).__name__}: {e}"))
     try:
-        t, got = tinygrad_run(model, feeds, max(5, runs // 10))
-        rows += timing_rows(name, "tinygrad", t) + [(name, "tinygrad_device", t["device"])]
+        calls["tinygrad"], got, device = tinygrad_runner(model, feeds)
+        rows.append((name, "tinygrad_device", device))
         if want is not None:
             diff = max(float(np.max(np.abs(g - w))) for g, w in zip(got, want))
             rows.append((name, "tinygrad_max_abs_diff", diff))
     except Exception as e:
         rows.append((name, "tinygrad_error", f"{type(e).__name__}: {e}"))
-    return rows
+    return calls, rows
 
 
 def arena_rows(name, tflite):
@@ -388,7 +397,44 @@ def arena_rows(name, tflite):
         return [(name, "tflm_arena_error", f"{type(e).__name__}: {e}")]
 
 
+def write_rows(f, rows):
+    for m, k, v in rows:
+        v = str(v).replace("\t", " ").replace("\n", " ")
+        f.write(f"{m}\t{k}\t{v}\n")
+
+
+def serve():
+    """Float references on request, so that the caller can time them between its own runs.
+    Each request is one tab-separated line on stdin; each answer is rows as in OUT.tsv, then a
+    line `.`:
+
+        prepare NAME MODEL   make onnxruntime and tinygrad ready on MODEL (untimed): the rows
+                             of tinygrad's device and difference, and each failure
+        time NAME RUNTIME N  N timed inferences (`ort` or `tinygrad`, after one untimed):
+                             `RUNTIME_best_s`, `RUNTIME_median_s`; nothing for a runtime that
+                             failed to prepare
+    """
+    ready = {}
+    for line in sys.stdin:
+        words = line.rstrip("\n").split("\t")
+        rows = []
+        if words[0] == "prepare" and len(words) == 3:
+            ready[words[1]], rows = float_runners(words[1], words[2])
+        elif words[0] == "time" and len(words) == 4:
+            name, runtime, runs = words[1], words[2], int(words[3])
+            call = ready.get(name, {}).get(runtime)
+            if call is not None:
+                rows = timing_rows(name, runtime, timed(call, runs, warmup=1))
+        else:
+            rows = [("-", "request_error", f"unknown request {line.strip()!r}")]
+        write_rows(sys.stdout, rows)
+        sys.stdout.write(".\n")
+        sys.stdout.flush()
+
+
 def main():
+    if sys.argv[1:] == ["serve"]:
+        return serve()
     spec_path, out_path, vectors = sys.argv[1], sys.argv[2], sys.argv[3]
     import importlib.metadata as md
 
@@ -402,14 +448,11 @@ def main():
         print(f"references: {name}", file=sys.stderr, flush=True)
         if kind == "int8":
             rows += int8_refs(name, path, runs, vectors)
-        else:
-            rows += float_refs(name, path, runs)
         if tflite != "-":
             rows += arena_rows(name, tflite)
     with open(out_path, "w") as f:
-        for m, k, v in rows:
-            v = str(v).replace("\t", " ").replace("\n", " ")
-            f.write(f"{m}\t{k}\t{v}\n")
+        write_rows(f, rows)
+
 
 if __name__ == "__main__":
     main()

@@ -89,6 +89,13 @@ fn inputs_for(c: &Compiled) -> Vec<Vec<u8>> {
         .collect()
 }
 
+/// Kiln's host timing is split into this many rounds, with the references' rounds between
+/// them: both sides see the machine in the same state, which drifts on a shared one.
+pub const ROUNDS: usize = 5;
+
+/// Runs between Kiln's timed rounds on the host, given the round's number of inferences.
+pub type Between<'a> = &'a mut dyn FnMut(usize) -> Result<()>;
+
 fn best_and_median(mut v: Vec<Duration>) -> (Duration, Duration) {
     v.sort();
     match v.len() {
@@ -97,19 +104,36 @@ fn best_and_median(mut v: Vec<Duration>) -> (Duration, Duration) {
     }
 }
 
-/// Compiles `m` for the host (timed, without search), runs it `runs` times there and, with
-/// `board`, once on [`BOARD`] and once on each of `other_boards`. With `vectors` (a folder of
-/// `input_N` and `output_N` tensors) it runs on those inputs and measures how far its outputs
-/// are from those outputs; else on [`inputs_for`].
+/// What Kiln's side of one model runs.
+pub struct Plan<'a> {
+    /// Timed host inferences.
+    pub runs: usize,
+    /// Also once on [`BOARD`] and once on each of `other_boards`.
+    pub board: bool,
+    pub other_boards: &'a [&'static str],
+    /// BEAM width of the measured bundle (0: the hand-coded opts).
+    pub beam: usize,
+    /// The boards' kernels searched by the board's instructions (else hand-coded).
+    pub board_beam: bool,
+}
+
+/// Compiles `m` for the host (timed, without search), runs it `p.runs` times there in
+/// [`ROUNDS`] rounds with `between` after each and, with `p.board`, on the boards. With
+/// `vectors` (a folder of `input_N` and `output_N` tensors) it runs on those inputs and
+/// measures how far its outputs are from those outputs; else on [`inputs_for`].
 pub fn measure_kiln(
     m: &BenchModel,
-    runs: usize,
-    board: bool,
-    other_boards: &[&'static str],
-    beam: usize,
-    board_beam: bool,
+    p: &Plan,
     vectors: Option<&Path>,
+    between: Between,
 ) -> Result<KilnNumbers> {
+    let Plan {
+        runs,
+        board,
+        other_boards,
+        beam,
+        board_beam,
+    } = *p;
     let mut args = ModelArgs {
         model: m.model.clone(),
         shapes: vec![],
@@ -128,7 +152,7 @@ pub fn measure_kiln(
         Some(dir) => read_inputs(dir, &c)?,
         None => inputs_for(&c),
     };
-    let mut k = measure_host(&c, &inputs, runs, vectors)?;
+    let mut k = measure_host(&c, &inputs, runs, vectors, between)?;
     k.compile = compile_time;
     if board {
         let args = ModelArgs { beam, ..args };
@@ -153,19 +177,29 @@ fn max_diff(c: &Compiled, outputs: &[Vec<u8>], vectors: Option<&Path>) -> Result
     Ok(Some(diffs.iter().map(|d| d.max_abs).fold(0.0, f64::max)))
 }
 
-/// Runs the host bundle `c` `runs` times through the firmware executor; the numbers of its
-/// report, its best and median latency, and its outputs' difference from `vectors`'.
+/// Runs the host bundle `c` `runs` times through the firmware executor, in [`ROUNDS`] rounds
+/// with `between` after each; the numbers of its report, its best and median latency, and its
+/// outputs' difference from `vectors`'.
 fn measure_host(
     c: &Compiled,
     inputs: &[Vec<u8>],
     runs: usize,
     vectors: Option<&Path>,
+    between: Between,
 ) -> Result<KilnNumbers> {
     let dir = tempfile::tempdir().context("a temporary folder for the bundle")?;
     c.bundle.write(dir.path())?;
     let lib = kiln_runners::host::compile(dir.path())?;
-    let run = kiln_runners::host::run_repeated(&c.bundle, &lib, inputs, runs.max(1))?;
-    let (host_best, host_median) = best_and_median(run.run_times);
+    let per_round = runs.div_ceil(ROUNDS).max(1);
+    let mut times = Vec::with_capacity(per_round * ROUNDS);
+    let mut outputs = None;
+    for _ in 0..ROUNDS {
+        let run = kiln_runners::host::run_repeated(&c.bundle, &lib, inputs, per_round)?;
+        times.extend(run.run_times);
+        outputs.get_or_insert(run.outputs);
+        between(per_round)?;
+    }
+    let (host_best, host_median) = best_and_median(times);
     let r = &c.bundle.report;
     Ok(KilnNumbers {
         host_best,
@@ -174,7 +208,7 @@ fn measure_host(
         bound: r.arena_lower_bound,
         weights: r.weight_bytes,
         kernels: r.steps.len(),
-        host_diff: max_diff(c, &run.outputs, vectors)?,
+        host_diff: max_diff(c, &outputs.unwrap_or_default(), vectors)?,
         ..KilnNumbers::default()
     })
 }

@@ -9,7 +9,9 @@
 //! model, also how far its outputs are from TFLM's on the same input, and its instructions and
 //! estimated cycles on the Cortex-M4, M33 and M7 boards against the best published MLPerf Tiny
 //! results on those cores ([`speed`]). The reference side comes from `scripts/bench_refs.py` in
-//! the environment `scripts/setup-bench.sh` makes. The results go to `OUT/bench.md` (a Markdown
+//! the environment `scripts/setup-bench.sh` makes; on a float model, Kiln's host inferences
+//! and onnxruntime's and tinygrad's are timed in alternating rounds ([`kiln::ROUNDS`]), so that
+//! a machine whose speed drifts over the run weighs on every side alike. The results go to `OUT/bench.md` (a Markdown
 //! table per kind of model), `OUT/bench.svg` (a plot of the float models) and `OUT/bench.tsv`
 //! (every number, one per line); a run replaces the tables and numbers of the kinds of model it
 //! measured there and keeps the others'.
@@ -27,7 +29,7 @@ mod table;
 
 use anyhow::{bail, Context, Result};
 use models::{BenchModel, Kind};
-use refs::Refs;
+use refs::{RefServer, Refs, Round};
 use report::{Row, Tables, README_END, README_START};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -95,12 +97,15 @@ pub fn run(a: Args) -> Result<ExitCode> {
     std::fs::create_dir_all(&a.out).with_context(|| format!("creating {}", a.out.display()))?;
     // The int8 models' input and TFLM's outputs on it, from the references.
     let vectors = tempfile::tempdir().context("a temporary folder for the int8 vectors")?;
-    let refs = if a.no_refs {
-        Refs::new()
-    } else {
-        refs::run_refs(&list, a.runs, vectors.path())?
+    let (mut refs, mut server) = match a.no_refs {
+        true => (Refs::new(), None),
+        false => {
+            let refs = refs::run_refs(&list, a.runs, vectors.path())?;
+            (refs, Some(RefServer::start()?))
+        }
     };
-    let rows = measure_rows(list, &refs, vectors.path(), &a)?;
+    let rows = measure_rows(list, &mut refs, server.as_mut(), vectors.path(), &a)?;
+    drop(server);
     let (float, int8): (Vec<Row>, Vec<Row>) =
         rows.into_iter().partition(|r| r.m.kind == Kind::Float);
     let tables = Tables {
@@ -172,10 +177,13 @@ fn make_large_models() -> Result<()> {
 }
 
 /// Measures Kiln on each model and sets its numbers beside the references'; a model with
-/// vectors in `vectors/<name>` runs on their inputs and is checked against their outputs.
+/// vectors in `vectors/<name>` runs on their inputs and is checked against their outputs. With
+/// `server`, a float model's references are made ready on it and timed in rounds between
+/// Kiln's, their numbers going into `refs`.
 fn measure_rows<'a>(
     list: Vec<&'a BenchModel>,
-    refs: &Refs,
+    refs: &mut Refs,
+    mut server: Option<&mut RefServer>,
     vectors: &Path,
     a: &Args,
 ) -> Result<Vec<Row<'a>>> {
@@ -195,9 +203,18 @@ fn measure_rows<'a>(
             true => (false, 0),
             false => (!a.no_board, a.beam),
         };
-        let runs = m.runs(a.runs);
-        let k = kiln::measure_kiln(m, runs, board, &others, beam, a.board_beam, v)
+        let plan = kiln::Plan {
+            runs: m.runs(a.runs),
+            board,
+            other_boards: &others,
+            beam,
+            board_beam: a.board_beam,
+        };
+        let server = server.as_deref_mut().filter(|_| m.kind == Kind::Float);
+        let mut rivals = Rivals::new(m, server, refs)?;
+        let k = kiln::measure_kiln(m, &plan, v, &mut |n| rivals.round(n))
             .with_context(|| format!("benchmarking {}", m.name))?;
+        rivals.merge_into(refs);
         let measured = refs::num(refs, m.name, "tflm_arena").map(|t| (t as usize, ""));
         let tflm = measured.or(m.published_tflm.map(|t| (t, "*")));
         rows.push(Row {
@@ -212,6 +229,50 @@ fn measure_rows<'a>(
         });
     }
     Ok(rows)
+}
+
+/// The float references of one model, timed in rounds between Kiln's.
+struct Rivals<'s> {
+    name: &'static str,
+    server: Option<&'s mut RefServer>,
+    ort: Vec<Round>,
+    tinygrad: Vec<Round>,
+}
+
+impl<'s> Rivals<'s> {
+    /// Makes the references ready on `m` through `server` (none: nothing is timed), their
+    /// rows (tinygrad's device and difference, failures) going into `refs`.
+    fn new(m: &BenchModel, mut server: Option<&'s mut RefServer>, refs: &mut Refs) -> Result<Self> {
+        if let Some(s) = server.as_deref_mut() {
+            eprintln!("references: {}", m.name);
+            for (model, rows) in s.prepare(m)? {
+                refs.entry(model).or_default().extend(rows);
+            }
+        }
+        Ok(Rivals {
+            name: m.name,
+            server,
+            ort: vec![],
+            tinygrad: vec![],
+        })
+    }
+
+    /// One round after Kiln's `runs`: as many of onnxruntime, a tenth of them (at least one)
+    /// of tinygrad.
+    fn round(&mut self, runs: usize) -> Result<()> {
+        let Some(s) = self.server.as_deref_mut() else {
+            return Ok(());
+        };
+        self.ort.extend(s.time(self.name, "ort", runs)?);
+        self.tinygrad
+            .extend(s.time(self.name, "tinygrad", (runs / 10).max(1))?);
+        Ok(())
+    }
+
+    fn merge_into(self, refs: &mut Refs) {
+        refs::merged_rows(refs, self.name, "ort", &self.ort);
+        refs::merged_rows(refs, self.name, "tinygrad", &self.tinygrad);
+    }
 }
 
 /// Writes `bench.md` (`tables`, with those of the kinds not run kept from the one there),

@@ -1,12 +1,14 @@
 //! The references' side of the benchmark: onnxruntime, tinygrad, TFLM and LiteRT numbers from
-//! `scripts/bench_refs.py`, and TFLM's image sizes from `scripts/tflm_sizes.tsv`.
+//! `scripts/bench_refs.py` (the float models' through [`RefServer`], in rounds between Kiln's),
+//! and TFLM's image sizes from `scripts/tflm_sizes.tsv`.
 
 use super::models::{repo_root, BenchModel};
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::io::{BufRead, BufReader, Write as _};
 use std::path::Path;
-use std::process::Command;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
 /// The references' numbers: model → key → value.
 pub type Refs = BTreeMap<String, BTreeMap<String, String>>;
@@ -69,6 +71,122 @@ fn spec_text(list: &[&BenchModel], runs: usize) -> Result<String> {
         )?;
     }
     Ok(text)
+}
+
+/// The float references timed on request (`scripts/bench_refs.py serve`), so that their rounds
+/// run between Kiln's and both sides see the machine in the same state.
+pub struct RefServer {
+    child: Child,
+    requests: ChildStdin,
+    answers: BufReader<ChildStdout>,
+}
+
+/// The best and median of one round of timed inferences, in seconds.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Round {
+    pub best_s: f64,
+    pub median_s: f64,
+}
+
+impl RefServer {
+    /// Starts the script in the environment [`run_refs`] set up.
+    pub fn start() -> Result<RefServer> {
+        let root = repo_root();
+        let py = root.join(".venv-bench/bin/python");
+        let mut child = Command::new(&py)
+            .arg(root.join("scripts/bench_refs.py"))
+            .arg("serve")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .with_context(|| format!("running {}", py.display()))?;
+        let (Some(requests), Some(answers)) = (child.stdin.take(), child.stdout.take()) else {
+            bail!("the reference server's pipes were not opened");
+        };
+        let answers = BufReader::new(answers);
+        Ok(RefServer {
+            child,
+            requests,
+            answers,
+        })
+    }
+
+    /// Sends one request (tab-separated words) and reads its rows up to the closing `.`.
+    fn ask(&mut self, words: &[&str]) -> Result<Refs> {
+        let request = words.join("\t");
+        writeln!(self.requests, "{request}")
+            .and_then(|()| self.requests.flush())
+            .with_context(|| format!("sending {request:?} to the reference server"))?;
+        read_answer(&mut self.answers, &request)
+    }
+
+    /// Makes onnxruntime and tinygrad ready on the float model `m`: tinygrad's device and
+    /// difference from onnxruntime, and the runtimes that failed (`<runtime>_error`).
+    pub fn prepare(&mut self, m: &BenchModel) -> Result<Refs> {
+        self.ask(&["prepare", m.name, &m.model.display().to_string()])
+    }
+
+    /// One round of `runs` timed inferences of `runtime` (`ort`, `tinygrad`) on the model
+    /// prepared as `name`; `None` where that runtime failed to prepare.
+    pub fn time(&mut self, name: &str, runtime: &str, runs: usize) -> Result<Option<Round>> {
+        let rows = self.ask(&["time", name, runtime, &runs.to_string()])?;
+        let key = |k: &str| num(&rows, name, &format!("{runtime}_{k}"));
+        Ok(key("best_s")
+            .zip(key("median_s"))
+            .map(|(best_s, median_s)| Round { best_s, median_s }))
+    }
+}
+
+impl Drop for RefServer {
+    fn drop(&mut self) {
+        // Closing stdin ends the script's loop; kill it if it is stuck in a request.
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The rows of the reference server's answer to `request`, up to its closing `.`; an error
+/// where the server stopped first or refused the request.
+fn read_answer(answers: &mut impl BufRead, request: &str) -> Result<Refs> {
+    let mut text = String::new();
+    loop {
+        let mut line = String::new();
+        let read = answers
+            .read_line(&mut line)
+            .with_context(|| format!("reading the reference server's answer to {request:?}"))?;
+        if read == 0 {
+            bail!("the reference server stopped while answering {request:?}");
+        }
+        if line.trim_end() == "." {
+            break;
+        }
+        text += &line;
+    }
+    let rows = parse_refs(&text);
+    if let Some(e) = rows.get("-").and_then(|r| r.get("request_error")) {
+        bail!("the reference server refused {request:?}: {e}");
+    }
+    Ok(rows)
+}
+
+/// The rounds of one runtime merged as rows of `model`: the best of their bests, the median
+/// of their medians.
+pub fn merged_rows(refs: &mut Refs, model: &str, runtime: &str, rounds: &[Round]) {
+    if rounds.is_empty() {
+        return;
+    }
+    let best = rounds
+        .iter()
+        .map(|r| r.best_s)
+        .fold(f64::INFINITY, f64::min);
+    let mut medians: Vec<f64> = rounds.iter().map(|r| r.median_s).collect();
+    medians.sort_by(f64::total_cmp);
+    let row = refs.entry(model.to_string()).or_default();
+    row.insert(format!("{runtime}_best_s"), best.to_string());
+    row.insert(
+        format!("{runtime}_median_s"),
+        medians[medians.len() / 2].to_string(),
+    );
 }
 
 /// The script's `model, key, value` lines.
@@ -143,6 +261,35 @@ mod tests {
         assert_eq!(best_us(&refs, "ic", "tflm"), None);
         assert_eq!(refs["ic"]["ort_error"], "boom: x\ty");
         assert_eq!(num(&refs, "kws", "ort_best_s"), None);
+    }
+
+    #[test]
+    fn reads_one_answer_at_a_time() {
+        let mut answers =
+            "ic\tort_best_s\t0.5\n.\n.\n-\trequest_error\tunknown\n.\nic\t".as_bytes();
+        let first = read_answer(&mut answers, "time").unwrap();
+        assert_eq!(num(&first, "ic", "ort_best_s"), Some(0.5));
+        assert!(read_answer(&mut answers, "time").unwrap().is_empty());
+        let refused = read_answer(&mut answers, "bogus").unwrap_err().to_string();
+        assert!(refused.contains("refused \"bogus\": unknown"), "{refused}");
+        let stopped = read_answer(&mut answers, "time").unwrap_err().to_string();
+        assert!(stopped.contains("stopped while answering"), "{stopped}");
+    }
+
+    #[test]
+    fn merges_rounds_into_best_and_median() {
+        let mut refs = Refs::new();
+        merged_rows(&mut refs, "ic", "ort", &[]);
+        assert!(refs.is_empty());
+        let r = |best_s, median_s| Round { best_s, median_s };
+        merged_rows(
+            &mut refs,
+            "ic",
+            "ort",
+            &[r(3.0, 9.0), r(1.0, 4.0), r(2.0, 5.0)],
+        );
+        assert_eq!(num(&refs, "ic", "ort_best_s"), Some(1.0));
+        assert_eq!(num(&refs, "ic", "ort_median_s"), Some(5.0));
     }
 
     #[test]

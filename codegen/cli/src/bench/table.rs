@@ -1,6 +1,7 @@
 //! The benchmark's Markdown tables, the float models' and the int8 models': how each side was
 //! measured, a row per model with its ratios against the targets, and the notes under it.
 
+use super::kiln::ROUNDS;
 use super::models::Kind;
 use super::refs::{Refs, TFLM_MEASURED};
 use super::report::{mark, opt, thousands, Row};
@@ -68,8 +69,9 @@ fn preamble(refs: &Refs, runs: usize, beam: usize) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "Host latency: best of {runs} whole inferences, one thread (Kiln: {}; onnxruntime {}: 1 \
-         intra-op thread; tinygrad {}: CLANG, JIT, best of max(5, {runs}/10)). Ratios: Kiln ÷ \
+        "Host latency: best of {runs} whole inferences, one thread, timed in {ROUNDS} rounds that \
+         alternate Kiln, onnxruntime and tinygrad (Kiln: {}; onnxruntime {}: 1 intra-op thread; \
+         tinygrad {}: CLANG, JIT, best of max(5, {runs}/10)). Ratios: Kiln ÷ \
          onnxruntime (target ≤ {TARGET_VS_ORT}, ≤ {TARGET_VS_ORT_LARGE} for the large networks), tinygrad ÷ Kiln (target ≥ \
          {TARGET_VS_TINYGRAD}), arena ÷ TFLM's smallest (tflite-micro {}; target ≤ \
          {TARGET_VS_TFLM}). Board: {BOARD} {BOARD_COLUMNS}\n",
