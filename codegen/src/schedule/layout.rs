@@ -19,11 +19,16 @@ const MIN_CHANNELS: usize = 8;
 
 /// The channels-last layout of a buffer of `shape`: its axes of size 1 dropped, an image is
 /// a channel axis of at least 8 (one vector's worth) followed by two or more spatial axes of more
-/// than one element in all. `None` for any other shape.
+/// than one element, or by one where the channel axis is the second of four or more (an
+/// `[N, C, L, 1]` buffer: a 1-D convolution's, exported as a 2-D one). `None` for any other
+/// shape.
 pub fn channels_last(shape: &[usize]) -> Option<ShapeTracker> {
     let axes: Vec<usize> = (0..shape.len()).filter(|&a| shape[a] > 1).collect();
     let (&channel, spatial) = axes.split_first()?;
-    if spatial.len() < 2 || shape[channel] < MIN_CHANNELS {
+    // An `[N, C, H, W, …]` image with one spatial axis left (a 1-D convolution exported as a
+    // 2-D one, as audio models are) is an image too.
+    let image = spatial.len() >= 2 || (shape.len() >= 4 && channel == 1 && !spatial.is_empty());
+    if !image || shape[channel] < MIN_CHANNELS {
         return None;
     }
     let mut strides = vec![0i64; shape.len()];
@@ -184,6 +189,16 @@ mod tests {
         );
     }
 
+    #[test]
+    fn a_one_dimensional_image_stores_its_channels_innermost() {
+        // [N, C, L, 1]: a 1-D convolution's buffer, exported as a 2-D one.
+        let st = channels_last(&[1, 16, 24, 1]).expect("an image");
+        assert_eq!(offset(&st, &[0, 3, 5, 0]), 5 * 16 + 3);
+        // A grouped convolution's node, with its unit axes.
+        let dw = channels_last(&[1, 16, 1, 24, 1, 1, 1, 1]).expect("an image");
+        assert_eq!(offset(&dw, &[0, 3, 0, 5, 0, 0, 0, 0]), 5 * 16 + 3);
+    }
+
     /// Every element a view reads, by its coordinates: the offset in memory, or `None`
     /// where the view masks it.
     fn read(st: &ShapeTracker) -> Vec<Option<i64>> {
@@ -301,6 +316,10 @@ mod tests {
     fn other_shapes_keep_their_layout() {
         assert!(channels_last(&[1, 4, 5, 7]).is_none(), "too few channels");
         assert!(channels_last(&[1, 16, 35]).is_none(), "one spatial axis");
+        assert!(
+            channels_last(&[16, 35, 1, 1]).is_none(),
+            "no batch axis before the channels"
+        );
         assert!(channels_last(&[1, 10]).is_none());
         assert!(channels_last(&[]).is_none());
     }
