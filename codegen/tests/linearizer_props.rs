@@ -86,7 +86,7 @@ fn input_data(case: &Case, k: &Kernel) -> Vec<(u32, Vec<f64>)> {
                 .iter()
                 .find(|r| matches!(&k.bufs[r.buf], KernelBuffer::Mem(m) if m.idx.0 == i.id));
             let data = match r {
-                Some(r) => r.order.iter().map(|&o| i.data[o]).collect(),
+                Some(r) => r.order().map(|o| i.data[o]).collect(),
                 None => i.data.clone(),
             };
             (i.id, data)

@@ -12,14 +12,40 @@ use super::{Kernel, KernelBuffer};
 use crate::dtype::Scalar;
 use crate::shape::{ShapeTracker, View};
 
-/// A buffer of a kernel stored in a new order: its new view, and for each element of the new
-/// buffer the element of the old one it holds.
+/// A buffer of a kernel stored in a new order: its new view, and how the new order walks the
+/// old buffer ([`Relayout::order`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Relayout {
     /// Position of the buffer in the kernel's `bufs`.
     pub buf: usize,
     pub st: ShapeTracker,
-    pub order: Vec<usize>,
+    /// The new order's axes, outermost first: each one's length and its stride in the old
+    /// buffer.
+    walk: Vec<(usize, i64)>,
+    /// The old buffer's element where the walk starts.
+    start: i64,
+}
+
+impl Relayout {
+    /// For each element of the new buffer, in order, the element of the old one it holds.
+    pub fn order(&self) -> impl Iterator<Item = usize> + '_ {
+        let numel: usize = self.walk.iter().map(|&(n, _)| n).product();
+        let mut idx = vec![0usize; self.walk.len()];
+        let mut at = self.start;
+        (0..numel).map(move |_| {
+            let here = at as usize;
+            for (j, &(n, stride)) in self.walk.iter().enumerate().rev() {
+                idx[j] += 1;
+                at += stride;
+                if idx[j] < n {
+                    break;
+                }
+                idx[j] = 0;
+                at -= stride * n as i64;
+            }
+            here
+        })
+    }
 }
 
 impl Kernel {
@@ -103,30 +129,35 @@ impl Kernel {
         if axes.iter().map(|&a| shape[a]).product::<usize>() != numel {
             return None;
         }
-        let mut order = Vec::with_capacity(numel);
-        let mut seen = vec![false; numel];
-        let mut idx = vec![0usize; axes.len()];
-        for _ in 0..numel {
-            let at = axes
-                .iter()
-                .zip(&idx)
-                .map(|(&a, &i)| view.strides[a] * i as i64)
-                .sum::<i64>()
-                + view.offset;
-            let at = usize::try_from(at).ok().filter(|&x| x < numel)?;
-            if std::mem::replace(&mut seen[at], true) {
+        // A permutation of the buffer's elements exactly when the strides, ordered by size,
+        // are a mixed radix (each the product of the lengths below it, up to its sign) and
+        // the lowest element is the first one (de Bruijn: no other sum of arithmetic
+        // progressions tiles an interval).
+        let mut by_size: Vec<usize> = axes.clone();
+        by_size.sort_by_key(|&a| view.strides[a].unsigned_abs());
+        let mut radix = 1u64;
+        for &a in &by_size {
+            if view.strides[a].unsigned_abs() != radix {
                 return None;
             }
-            order.push(at);
-            for (j, i) in idx.iter_mut().enumerate().rev() {
-                *i += 1;
-                if *i < shape[axes[j]] {
-                    break;
-                }
-                *i = 0;
-            }
+            radix *= shape[a] as u64;
         }
-        if order.iter().enumerate().all(|(p, &o)| p == o) {
+        let lowest = view.offset
+            + axes
+                .iter()
+                .map(|&a| view.strides[a].min(0) * (shape[a] as i64 - 1))
+                .sum::<i64>();
+        if lowest != 0 {
+            return None;
+        }
+        // Already in the order the loops visit it: nothing to do.
+        let mut row_major = 1i64;
+        let in_order = axes.iter().rev().all(|&a| {
+            let ok = view.strides[a] == row_major;
+            row_major *= shape[a] as i64;
+            ok
+        });
+        if in_order {
             return None;
         }
         let mut strides = vec![0i64; shape.len()];
@@ -138,7 +169,13 @@ impl Kernel {
         let st = ShapeTracker {
             views: vec![View::new(shape, Some(&strides), 0, None)],
         };
-        Some(Relayout { buf: b, st, order })
+        let walk = axes.iter().map(|&a| (shape[a], view.strides[a])).collect();
+        Some(Relayout {
+            buf: b,
+            st,
+            walk,
+            start: view.offset,
+        })
     }
 }
 
@@ -164,11 +201,11 @@ pub fn relayouts(k: &Kernel) -> Vec<Relayout> {
 
 /// `bytes` (elements of `size` bytes) in the new order of `r`.
 pub fn reorder_bytes(r: &Relayout, bytes: &[u8], size: usize) -> Vec<u8> {
-    r.order
-        .iter()
-        .flat_map(|&o| &bytes[o * size..(o + 1) * size])
-        .copied()
-        .collect()
+    let mut out = Vec::with_capacity(bytes.len());
+    for o in r.order() {
+        out.extend_from_slice(&bytes[o * size..(o + 1) * size]);
+    }
+    out
 }
 
 #[cfg(test)]
@@ -206,12 +243,13 @@ mod tests {
         let [r] = relayouts(&k).try_into().unwrap();
         assert_eq!(r.buf, 1);
         assert_eq!(r.st.real_strides(false)[axis], Some(1));
+        let order: Vec<usize> = r.order().collect();
         // Element (o, i) of w: o = 8·g + lane; new order is g, i, lane.
         for g in 0..2 {
             for i in 0..4 {
                 for lane in 0..8 {
                     let new = (g * 4 + i) * 8 + lane;
-                    assert_eq!(r.order[new], (8 * g + lane) * 4 + i);
+                    assert_eq!(order[new], (8 * g + lane) * 4 + i);
                 }
             }
         }
@@ -242,11 +280,52 @@ mod tests {
             .unwrap();
         k.free_layout = vec![(weight, 64)];
         let [r] = relayouts(&k).try_into().unwrap();
+        let order: Vec<usize> = r.order().collect();
         // Element (i, o) of w, o = 8·g + lane: new order g, i, lane.
         for g in 0..2 {
             for i in 0..4 {
                 for lane in 0..8 {
-                    assert_eq!(r.order[(g * 4 + i) * 8 + lane], i * 16 + 8 * g + lane);
+                    assert_eq!(order[(g * 4 + i) * 8 + lane], i * 16 + 8 * g + lane);
+                }
+            }
+        }
+    }
+
+    /// out[o] = sum_i w[o, i] * x[i] with `w` (16×4, row-major) read through `view`.
+    fn matvec_through(view: ShapeTracker) -> Kernel {
+        let x = ShapeTracker::from_shape(&[1, 4]).expand(&[16, 4]).unwrap();
+        let mul = LazyOp::alu(
+            AluOp::Binary(BinaryOp::Mul),
+            vec![
+                LazyOp::load(1, DType::F32, view),
+                LazyOp::load(2, DType::F32, x),
+            ],
+        );
+        let sum = LazyOp::reduce(ReduceOp::Sum, vec![1], mul);
+        let out = LazyOp::store(0, ShapeTracker::from_shape(&[16, 1]), sum);
+        let mut k = lanes_on_outputs(Kernel::new(vec![out], Target::host()).unwrap());
+        let weight = (0..k.bufs.len())
+            .find(|&i| matches!(&k.bufs[i], KernelBuffer::Mem(m) if m.idx.0 == 1))
+            .unwrap();
+        k.free_layout = vec![(weight, 64)];
+        k
+    }
+
+    #[test]
+    fn a_flipped_weight_is_stored_in_visit_order() {
+        // Both axes of w read backwards: w[15 - o, 3 - i] at (o, i).
+        let flipped = ShapeTracker::from_shape(&[16, 4])
+            .flip(&[true, true])
+            .unwrap();
+        let k = matvec_through(flipped);
+        let [r] = relayouts(&k).try_into().unwrap();
+        let order: Vec<usize> = r.order().collect();
+        // New order g, i, lane with o = 8·g + lane.
+        for g in 0..2 {
+            for i in 0..4 {
+                for lane in 0..8 {
+                    let o = 8 * g + lane;
+                    assert_eq!(order[(g * 4 + i) * 8 + lane], (15 - o) * 4 + (3 - i));
                 }
             }
         }
@@ -254,6 +333,14 @@ mod tests {
 
     #[test]
     fn no_lanes_without_vectors_or_with_a_view_that_is_not_a_permutation() {
+        // Every other element of a buffer twice as long: not a permutation of it.
+        let sparse = ShapeTracker::from_shape(&[16, 8])
+            .shrink(&[(0, 16), (0, 8)])
+            .unwrap()
+            .stride(&[1, 2])
+            .unwrap();
+        let k = matvec_through(sparse);
+        assert!(relayouts(&k).is_empty());
         let mut plain = lanes_on_outputs(matvec(Target::c()));
         plain.free_layout = vec![(1, 64)];
         assert_eq!(plain.vector_axis(), None);
