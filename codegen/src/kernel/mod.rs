@@ -211,6 +211,9 @@ impl Kernel {
         k.check_shapes().map_err(bad)?;
         k.pad_st = ShapeTracker::from_shape(k.full_shape());
         k.reduce_axes_last()?;
+        if k.target.simd_lanes > 0 {
+            k.loops_in_memory_order()?;
+        }
         k.simplify_ones()?;
         k.simplify_merge_adjacent()?;
         Ok(k)
@@ -222,6 +225,44 @@ impl Kernel {
         let out = self.output_shape().to_vec();
         let mut perm: Vec<usize> = (0..full.len()).filter(|&i| full[i] == out[i]).collect();
         perm.extend((0..full.len()).filter(|&i| full[i] != out[i]));
+        self.reshape_and_permute(None, Some(&perm))
+    }
+
+    /// On a target with float vectors, where the buffers between kernels may be stored
+    /// channels-last, loops the output axes in the order the output is stored (the largest
+    /// stride outermost) where that costs no reuse: no buffer is read the same all along the
+    /// axis that becomes innermost. A depthwise convolution or an elementwise kernel over a
+    /// channels-last image then walks memory in order, not a channel block's stripe of the
+    /// whole image at a time; a convolution, whose activations every output channel shares,
+    /// keeps its channels outermost, so a block of channels' weights stays in cache while the
+    /// pixels stream past.
+    fn loops_in_memory_order(&mut self) -> Result<(), KernelError> {
+        let fr = self.first_reduce();
+        let shape = self.full_shape().to_vec();
+        let Some(strides) = self.sts[0].real_strides(false)[..fr]
+            .iter()
+            .map(|s| s.map(i64::unsigned_abs))
+            .collect::<Option<Vec<u64>>>()
+        else {
+            return Ok(());
+        };
+        let moving: Vec<usize> = (0..fr).filter(|&a| shape[a] > 1).collect();
+        let mut order = moving.clone();
+        order.sort_by_key(|&a| std::cmp::Reverse(strides[a]));
+        let Some(&inner) = order.last() else {
+            return Ok(());
+        };
+        let reused = self.bufs.iter().zip(&self.sts).skip(1).any(|(b, st)| {
+            matches!(b, KernelBuffer::Mem(_)) && st.real_strides(false)[inner] == Some(0)
+        });
+        if order == moving || strides[inner] == 0 || reused {
+            return Ok(());
+        }
+        // The axes of one element keep their places; the others take the stored order.
+        let mut perm: Vec<usize> = (0..shape.len()).collect();
+        for (slot, axis) in moving.iter().zip(order) {
+            perm[*slot] = axis;
+        }
         self.reshape_and_permute(None, Some(&perm))
     }
 
@@ -474,5 +515,56 @@ impl Kernel {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dtype::DType;
+    use crate::ops::{AluOp, BinaryOp};
+    use crate::schedule::ast::LazyOp;
+
+    /// A `[C, H, W]` image stored channels-last.
+    fn channels_last(c: usize, h: usize, w: usize) -> ShapeTracker {
+        ShapeTracker::from_shape(&[h, w, c])
+            .permute(&[2, 0, 1])
+            .unwrap()
+    }
+
+    /// out[c, h, w] = x[c, h, w] · s, out and x stored channels-last; `s` is `scale`'s view.
+    fn scaled(scale: ShapeTracker, target: Target) -> Kernel {
+        let (c, h, w) = (16, 5, 7);
+        let x = LazyOp::load(1, DType::F32, channels_last(c, h, w));
+        let s = LazyOp::load(2, DType::F32, scale);
+        let mul = LazyOp::alu(AluOp::Binary(BinaryOp::Mul), vec![x, s]);
+        let out = LazyOp::store(0, channels_last(c, h, w), mul);
+        Kernel::new(vec![out], target).unwrap()
+    }
+
+    #[test]
+    fn loops_follow_the_stored_order_where_nothing_is_reused_along_it() {
+        // A per-channel scale: every buffer moves along the channels, so the channels become
+        // the innermost loop (the pixels, one run of memory, the outer one).
+        let per_channel = || {
+            ShapeTracker::from_shape(&[16, 1, 1])
+                .expand(&[16, 5, 7])
+                .unwrap()
+        };
+        assert_eq!(
+            scaled(per_channel(), Target::host()).full_shape(),
+            &[5 * 7, 16]
+        );
+        // Without vectors the graph's order stays.
+        assert_eq!(
+            scaled(per_channel(), Target::c()).full_shape(),
+            &[16, 5 * 7]
+        );
+        // A scale per pixel is read the same for every channel: the channels stay outermost,
+        // where a block of them reuses it.
+        let per_pixel = ShapeTracker::from_shape(&[1, 5, 7])
+            .expand(&[16, 5, 7])
+            .unwrap();
+        assert_eq!(scaled(per_pixel, Target::host()).full_shape()[0], 16);
     }
 }

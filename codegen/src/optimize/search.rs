@@ -22,7 +22,7 @@ const MAX_ROUNDS: usize = 5;
 const MIN_GAIN: f64 = 0.01;
 /// Part of every cache key: bumped when the actions, the search or the hand-coded opts it
 /// starts from change, so that older results are searched again.
-const SEARCH_VERSION: u32 = 5;
+const SEARCH_VERSION: u32 = 6;
 
 /// Errors of the search.
 #[derive(Debug, thiserror::Error)]
