@@ -264,21 +264,7 @@ mod tests {
         // matrix as ONNX MatMul holds it): the lanes read it consecutively, but the loops visit
         // a block of eight outputs for every input before the next block.
         let w = ShapeTracker::from_shape(&[4, 16]).permute(&[1, 0]).unwrap();
-        let x = ShapeTracker::from_shape(&[1, 4]).expand(&[16, 4]).unwrap();
-        let mul = LazyOp::alu(
-            AluOp::Binary(BinaryOp::Mul),
-            vec![
-                LazyOp::load(1, DType::F32, w),
-                LazyOp::load(2, DType::F32, x),
-            ],
-        );
-        let sum = LazyOp::reduce(ReduceOp::Sum, vec![1], mul);
-        let out = LazyOp::store(0, ShapeTracker::from_shape(&[16, 1]), sum);
-        let mut k = lanes_on_outputs(Kernel::new(vec![out], Target::host()).unwrap());
-        let weight = (0..k.bufs.len())
-            .find(|&i| matches!(&k.bufs[i], KernelBuffer::Mem(m) if m.idx.0 == 1))
-            .unwrap();
-        k.free_layout = vec![(weight, 64)];
+        let k = matvec_through(w);
         let [r] = relayouts(&k).try_into().unwrap();
         let order: Vec<usize> = r.order().collect();
         // Element (i, o) of w, o = 8·g + lane: new order g, i, lane.
@@ -291,7 +277,8 @@ mod tests {
         }
     }
 
-    /// out[o] = sum_i w[o, i] * x[i] with `w` (16×4, row-major) read through `view`.
+    /// out[o] = sum_i w[o, i] * x[i] on the host, lanes along the outputs, with `w` (64
+    /// elements, free to lay out) read through `view` as a 16×4 matrix.
     fn matvec_through(view: ShapeTracker) -> Kernel {
         let x = ShapeTracker::from_shape(&[1, 4]).expand(&[16, 4]).unwrap();
         let mul = LazyOp::alu(
