@@ -46,6 +46,8 @@ pub enum TfliteError {
         want: usize,
         got: usize,
     },
+    #[error("tensor {tensor:?}: sparse data: {reason}")]
+    Sparse { tensor: String, reason: String },
     /// Every operator Kiln cannot import, as `(name, version, count)`.
     #[error("{}", describe_unsupported(.ops))]
     UnsupportedOps { ops: Vec<(String, i32, usize)> },

@@ -8,6 +8,7 @@
 mod error;
 mod model;
 mod ops;
+mod sparse;
 
 pub use error::{OpError, TfliteError};
 /// The generated types of TFLite's schema (options, op codes), for building models in memory.

@@ -189,8 +189,11 @@ pub fn load_bytes(bytes: &[u8]) -> Result<TfliteModel, TfliteError> {
     })
 }
 
+/// The type Kiln holds a tensor of type `t` in: its own, or for packed int4 (two values a
+/// byte, the low nibble first) the `i8` the values are unpacked into.
 fn scalar_of(t: TensorType) -> Option<Scalar> {
     Some(match t {
+        TensorType::Int4 => Scalar::I8,
         TensorType::Float32 => Scalar::F32,
         TensorType::Float16 => Scalar::F16,
         TensorType::Float64 => Scalar::F64,
@@ -258,6 +261,12 @@ fn read_tensor(
             };
             if bytes.is_empty() {
                 None
+            } else if let Some(sparsity) = &t.sparsity {
+                Some(super::sparse::densify(
+                    &name, dtype, &shape, sparsity, bytes,
+                )?)
+            } else if t.type_ == TensorType::Int4 {
+                Some(unpack_int4(&name, &shape, bytes)?)
             } else {
                 let want = shape.iter().product::<usize>() * dtype.size();
                 if bytes.len() != want {
@@ -274,6 +283,12 @@ fn read_tensor(
             }
         }
     };
+    if t.type_ == TensorType::Int4 && data.is_none() {
+        return Err(TfliteError::TensorType {
+            tensor: name,
+            ty: "INT4 computed at run time (int4 is read for constant weights)".into(),
+        });
+    }
     Ok(TfTensor {
         name,
         dtype,
@@ -281,4 +296,25 @@ fn read_tensor(
         quant,
         data,
     })
+}
+
+/// Packed int4 values (two a byte, the low nibble first, as TFLM's `kTfLiteInt4` weights)
+/// unpacked into `i8`, sign-extended.
+fn unpack_int4(name: &str, shape: &[usize], bytes: &[u8]) -> Result<Tensor, TfliteError> {
+    let n: usize = shape.iter().product();
+    let want = n.div_ceil(2);
+    if bytes.len() != want {
+        return Err(TfliteError::BufferSize {
+            tensor: name.to_string(),
+            want,
+            got: bytes.len(),
+        });
+    }
+    let nibble = |b: u8| (((b << 4) as i8) >> 4) as u8;
+    let values: Vec<u8> = bytes
+        .iter()
+        .flat_map(|&b| [nibble(b), nibble(b >> 4)])
+        .take(n)
+        .collect();
+    Ok(Tensor::new(Scalar::I8, shape.to_vec(), values).expect("one byte per value"))
 }

@@ -188,7 +188,7 @@ pub struct ImportedCase {
 /// Loads, imports and compiles the case in folder `dir` for `target`; the outcome when it gets
 /// no further.
 pub fn prepare(dir: &Path, target: &Target) -> Result<Prepared, Outcome> {
-    let case = import_case(dir, &dir.join("test_data_set_0"))?;
+    let case = load_case(dir)?;
     let i = &case.imported;
     let bundle = match compile_graph("case", &i.graph, &i.outputs, target, true, &mut |_, _| {}) {
         Ok(b) => b,
@@ -201,7 +201,7 @@ pub fn prepare(dir: &Path, target: &Target) -> Result<Prepared, Outcome> {
 /// compiled for that device's limits, and says what became of it. A kernel the device
 /// cannot run (a type or feature it lacks) is a skip that names it.
 pub fn run_case_gpu(dir: &Path, api: Api) -> Outcome {
-    let case = match import_case(dir, &dir.join("test_data_set_0")) {
+    let case = match load_case(dir) {
         Ok(c) => c,
         Err(outcome) => return outcome,
     };
@@ -276,7 +276,17 @@ fn prepared(case: ImportedCase, bundle: Bundle) -> Result<Prepared, Outcome> {
     })
 }
 
-/// Loads and imports the case in folder `dir`, its inputs and expected outputs read from
+/// Loads and imports the case in folder `dir` of either suite: a TFLite case
+/// ([`super::tflite`]), or an ONNX node test with its data in `test_data_set_0`.
+pub fn load_case(dir: &Path) -> Result<ImportedCase, Outcome> {
+    if super::tflite::is_case(dir) {
+        super::tflite::import_case(dir)
+    } else {
+        import_case(dir, &dir.join("test_data_set_0"))
+    }
+}
+
+/// Loads and imports the ONNX case in folder `dir`, its inputs and expected outputs read from
 /// `data` (`input_N`/`output_N`, `.pb` or `.npy`); inputs an op needs at compile time are
 /// frozen into the model. The outcome when it gets no further.
 pub fn import_case(dir: &Path, data: &Path) -> Result<ImportedCase, Outcome> {

@@ -1,7 +1,7 @@
 //! `kiln conformance`: the ONNX backend node tests through the whole pipeline, and the hidden
 //! `kiln conformance-case DIR` that runs one case for it in a child process.
 
-use crate::conformance::{self, case, report, runner, CaseResult, Outcome};
+use crate::conformance::{self, case, report, runner, CaseResult, Outcome, Suite};
 use anyhow::{bail, Context, Result};
 use kiln_codegen::gpu::Api;
 use kiln_runners::board::{BatchIo, BoardInfo};
@@ -12,6 +12,9 @@ use std::time::{Duration, Instant};
 
 #[derive(clap::Args)]
 pub struct Args {
+    /// The suite: the ONNX backend node tests, or the TFLite suite of `tests/tflite-suite`.
+    #[arg(long, value_enum, default_value = "onnx")]
+    suite: Suite,
     /// Where to run: `host` (the system C compiler), a board with a batch binary (emulated:
     /// `qemu-an386`; real, through its debug probe: `nrf52840-dk`, `stm32f411-nucleo`,
     /// `rp2040-pico`), or an edge-GPU interface on this machine's device (`opencl`, `vulkan`):
@@ -37,10 +40,12 @@ pub struct Args {
     /// Seconds one case may take before it counts as a hang.
     #[arg(long, default_value_t = 60)]
     timeout: u64,
-    /// The folder of cases (default: `$KILN_ONNX_NODE_TESTS`, else the `onnx` package's in `.venv`).
+    /// The folder of cases (default for ONNX: `$KILN_ONNX_NODE_TESTS`, else the `onnx`
+    /// package's in `.venv`; for TFLite: `tests/tflite-suite`).
     #[arg(long)]
     cases: Option<PathBuf>,
-    /// The expected-pass list (default: `tests/conformance/<board>.pass`).
+    /// The expected-pass list (default: `tests/conformance/<board>.pass`, for the TFLite suite
+    /// `tests/conformance/tflite-<board>.pass`).
     #[arg(long)]
     pass_list: Option<PathBuf>,
     /// Runs only the cases on the expected-pass list.
@@ -248,12 +253,12 @@ pub fn run(a: Args) -> Result<ExitCode> {
     let root = conformance::repo_root();
     let cases = match &a.cases {
         Some(c) => c.clone(),
-        None => conformance::find_cases_dir(&root).map_err(anyhow::Error::msg)?,
+        None => a.suite.cases_dir(&root).map_err(anyhow::Error::msg)?,
     };
     let pass_path = a
         .pass_list
         .clone()
-        .unwrap_or_else(|| root.join(format!("tests/conformance/{}.pass", a.board)));
+        .unwrap_or_else(|| a.suite.pass_list(&root, &a.board));
     let listed: BTreeSet<String> = match std::fs::read_to_string(&pass_path) {
         Ok(text) => report::parse_pass_list(&text).into_iter().collect(),
         Err(_) if !a.listed => BTreeSet::new(),
@@ -273,7 +278,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
     print_regressions(&regressions, &pass_path);
     update_pass_list(&results, &listed, &pass_path, a.update)?;
     if a.readme {
-        update_readme(&root, &place, &a.board, &results)?;
+        update_readme(&root, &place, (a.suite, &a.board), &results)?;
     }
     eprintln!(
         "{} cases in {:.1} s with {jobs} jobs",
@@ -468,18 +473,24 @@ fn update_pass_list(
 }
 
 /// Rewrites the README's conformance section: the host's table, or a board's line.
-fn update_readme(root: &Path, place: &Place, name: &str, results: &[CaseResult]) -> Result<()> {
+fn update_readme(
+    root: &Path,
+    place: &Place,
+    (suite, name): (Suite, &str),
+    results: &[CaseResult],
+) -> Result<()> {
     let path = root.join("README.md");
     let text = std::fs::read_to_string(&path)?;
     let totals = report::totals(results).line();
+    let section = format!("{}{name}", suite.prefix());
     let new_text = match place {
         Place::Host => {
             let body = format!("{}\n{totals}\n", report::markdown(results));
-            report::replace_section(&text, &body)
+            report::replace_section(&text, suite.prefix(), &body)
         }
         Place::Board(_) | Place::Gpu(_) => report::replace_board_section(
             &text,
-            name,
+            &section,
             &format!(
                 "{}\n",
                 board_summary(results, name, matches!(place, Place::Gpu(_)), &totals)
@@ -487,7 +498,10 @@ fn update_readme(root: &Path, place: &Place, name: &str, results: &[CaseResult])
         ),
     };
     let Some(new_text) = new_text else {
-        bail!("{} has no conformance section for {}", path.display(), name);
+        bail!(
+            "{} has no conformance section for {section}",
+            path.display()
+        );
     };
     std::fs::write(&path, new_text)?;
     Ok(())

@@ -1,9 +1,12 @@
-//! Conformance with the ONNX backend node tests: each case is a folder with `model.onnx` and
-//! `test_data_set_0/{input,output}_N.pb`, run through the whole pipeline (import, schedule,
-//! linearize, render C, compile, run) and compared with the expected outputs.
+//! Conformance suites, each case run through the whole pipeline (import, schedule, linearize,
+//! render C, compile, run) and compared with the expected outputs:
 //!
-//! The cases are not part of the repository: they ship with the `onnx` Python package, which
-//! `scripts/setup-python.sh` installs into `.venv`. [`find_cases_dir`] finds them.
+//! - the ONNX backend node tests: each case a folder with `model.onnx` and
+//!   `test_data_set_0/{input,output}_N.pb`. They are not part of the repository: they ship with
+//!   the `onnx` Python package, which `scripts/setup-python.sh` installs into `.venv`;
+//!   [`find_cases_dir`] finds them.
+//! - the TFLite suite (`tests/tflite-suite`, [`tflite`]): single-op `.tflite` models with
+//!   TensorFlow Lite Micro's outputs.
 //!
 //! [`case`] runs one case in this process; [`runner`] runs many, each in a child process so
 //! that a crash or a hang fails that case alone; [`report`] summarizes the results.
@@ -12,6 +15,7 @@ pub mod case;
 pub mod command;
 pub mod report;
 pub mod runner;
+pub mod tflite;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -22,6 +26,39 @@ use kiln_codegen::onnx::proto::ModelProto;
 
 /// The environment variable that names the folder of node test cases.
 pub const CASES_ENV: &str = "KILN_ONNX_NODE_TESTS";
+
+/// A conformance suite.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Suite {
+    /// The ONNX backend node tests, against onnxruntime's expected outputs.
+    Onnx,
+    /// The TFLite suite, against TensorFlow Lite Micro's outputs.
+    Tflite,
+}
+
+impl Suite {
+    /// The folder of its cases: for ONNX, `$KILN_ONNX_NODE_TESTS` or the `onnx` package's.
+    pub fn cases_dir(self, root: &Path) -> Result<PathBuf, String> {
+        match self {
+            Suite::Onnx => find_cases_dir(root),
+            Suite::Tflite => Ok(root.join("tests/tflite-suite")),
+        }
+    }
+
+    /// Its expected-pass list for `board`: `tests/conformance/[tflite-]<board>.pass`.
+    pub fn pass_list(self, root: &Path, board: &str) -> PathBuf {
+        root.join("tests/conformance")
+            .join(format!("{}{board}.pass", self.prefix()))
+    }
+
+    /// The prefix of its pass lists and README sections: `tflite-`, nothing for ONNX.
+    pub fn prefix(self) -> &'static str {
+        match self {
+            Suite::Onnx => "",
+            Suite::Tflite => "tflite-",
+        }
+    }
+}
 
 /// What became of one case.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -84,12 +121,13 @@ pub fn repo_root() -> PathBuf {
     kiln_runners::board::root()
 }
 
-/// The case folders under `dir` (those with a `model.onnx`), sorted by name.
+/// The case folders under `dir` (those with a `model.onnx` or a `model.tflite`), sorted by name.
 pub fn list_cases(dir: &Path) -> std::io::Result<Vec<String>> {
     let mut names = Vec::new();
     for entry in std::fs::read_dir(dir)? {
         let entry = entry?;
-        if entry.path().join("model.onnx").is_file() {
+        let path = entry.path();
+        if path.join("model.onnx").is_file() || tflite::is_case(&path) {
             names.push(entry.file_name().to_string_lossy().into_owned());
         }
     }
@@ -120,8 +158,12 @@ fn squash(s: &str) -> String {
 
 /// The op type a case tests, read from its model: the single node's op; for a model of many
 /// nodes, the node op whose name the case name starts with, or else that of the case it expands
-/// (`test_x_expanded` → `test_x`); the first node's op when nothing else decides.
+/// (`test_x_expanded` → `test_x`); the first node's op when nothing else decides. A TFLite
+/// case's op is the one its suite's manifest names.
 pub fn case_op(cases: &Path, name: &str) -> String {
+    if tflite::is_case(&cases.join(name)) {
+        return tflite::case_op(cases, name);
+    }
     let ops = node_ops(&cases.join(name).join("model.onnx"));
     if let [only] = ops.as_slice() {
         return only.clone();

@@ -116,13 +116,19 @@ pub fn parse_pass_list(text: &str) -> Vec<String> {
         .collect()
 }
 
-/// The README markers of the generated section.
+/// The README markers of the ONNX suite's generated section.
 pub const START: &str = "<!-- conformance:start -->";
 pub const END: &str = "<!-- conformance:end -->";
 
-/// `readme` with the text between the markers replaced by `body`; `None` without markers.
-pub fn replace_section(readme: &str, body: &str) -> Option<String> {
-    replace_between(readme, START, END, body)
+/// `readme` with the text between the markers of a suite's host table replaced by `body`:
+/// the ONNX suite's ([`START`], [`END`]) for the empty `prefix`, else
+/// `<!-- conformance-<prefix>start -->` (`prefix` ends with `-`, as `tflite-`); `None` without
+/// markers.
+pub fn replace_section(readme: &str, prefix: &str, body: &str) -> Option<String> {
+    match prefix.strip_suffix('-') {
+        None => replace_between(readme, START, END, body),
+        Some(suite) => replace_board_section(readme, suite, body),
+    }
 }
 
 /// The same for a board's section, between `<!-- conformance-<board>:start -->` and its end.
@@ -173,8 +179,14 @@ mod tests {
         assert_eq!(reasons(&rs, true), vec![("x".to_string(), 2)]);
         assert!(markdown(&rs).contains("| Mul | 0 | 1 | 1 |"));
         let readme = format!("a\n{START}\nold\n{END}\nb\n");
-        let new = replace_section(&readme, "new\n").unwrap();
+        let new = replace_section(&readme, "", "new\n").unwrap();
         assert_eq!(new, format!("a\n{START}\nnew\n{END}\nb\n"));
+        let tflite = "<!-- conformance-tflite:start -->\nold\n<!-- conformance-tflite:end -->\n";
+        assert_eq!(
+            replace_section(tflite, "tflite-", "new\n").unwrap(),
+            "<!-- conformance-tflite:start -->\nnew\n<!-- conformance-tflite:end -->\n"
+        );
+        assert!(replace_section(&readme, "tflite-", "new\n").is_none());
         let board = "<!-- conformance-b:start -->\nold\n<!-- conformance-b:end -->\n";
         assert_eq!(
             replace_board_section(board, "b", "new\n").unwrap(),

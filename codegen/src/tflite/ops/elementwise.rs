@@ -12,7 +12,9 @@ use crate::dtype::{DType, Scalar};
 use crate::graph::quant::{activation_range, Activation, Multipliers, QuantMultiplier};
 use crate::graph::{Graph, Lazy};
 use crate::ops::{BinaryOp, UnaryOp};
+use crate::tensor::Tensor;
 use crate::tflite::error::OpError;
+use crate::tflite::model::TfTensor;
 use kiln_tflite_schema::tflite::{ActivationFunctionType, BuiltinOperator as Op, BuiltinOptions};
 
 pub(super) const OPS: &[(Op, OpBuilder)] = &[
@@ -25,6 +27,7 @@ pub(super) const OPS: &[(Op, OpBuilder)] = &[
     (Op::Logistic, logistic),
     (Op::Tanh, tanh),
     (Op::Dequantize, dequantize),
+    (Op::Densify, densify),
     (Op::Quantize, quantize),
     (Op::Maximum, maximum),
     (Op::Minimum, minimum),
@@ -243,18 +246,71 @@ fn fixed_point_activation(
 
 /// `scale · (q − zp)` in float (exact as TFLM's double product rounded to float: the integer
 /// has at most 17 bits, so the float product is the correctly rounded one too).
+/// Quantized → float: `scale · (x − zp)`. A constant (a weight, per tensor or per channel)
+/// is dequantized at compile time, and float16 (the converter's float16 quantization) widened
+/// to float32 there, exactly: the model keeps float32 weights.
 fn dequantize(ctx: &mut Ctx) -> Out {
-    let x = ctx.input(0)?;
     let t = ctx.info(0)?.clone();
+    let out = ctx.out_info(0)?.clone();
+    if let Some(data) = &t.data {
+        let values = dequantized(ctx, &t, data)?;
+        let w = Tensor::from_f64(out.dtype, data.shape().to_vec(), &values)
+            .map_err(|e| OpError::Invalid(format!("tensor {:?}: {e}", out.name)))?;
+        return Ok(vec![ctx.graph.weight(&out.name, w)]);
+    }
+    let x = ctx.input(0)?;
+    if t.dtype.is_float() {
+        return Ok(vec![ctx.graph.cast(&x, DType::from(out.dtype))]);
+    }
     let q = ctx.quant(&t)?;
     if q.scale.len() > 1 {
-        return Err(OpError::Unsupported("per-channel DEQUANTIZE".into()));
+        return Err(OpError::Unsupported(
+            "per-channel DEQUANTIZE of a tensor computed at run time".into(),
+        ));
     }
     let out = DType::from(ctx.out_info(0)?.dtype);
     let g = &mut *ctx.graph;
     let c = centred(g, &x, q.zero_point())?;
     let f = g.cast(&c, out);
     Ok(vec![g.mul_scalar(&f, f64::from(q.scale()))?])
+}
+
+/// A constant's values dequantized as TFLM computes them (`float(scale · (q − zp))`, exact in
+/// double), along the quantized axis for per-channel scales; a float constant's values as
+/// they are.
+fn dequantized(ctx: &Ctx, t: &TfTensor, data: &Tensor) -> Result<Vec<f64>, OpError> {
+    let values = data.to_f64();
+    if t.dtype.is_float() {
+        return Ok(values);
+    }
+    let q = ctx.quant(t)?;
+    let channels = q.scale.len();
+    let inner: usize = t.shape.iter().skip(q.axis + 1).product();
+    if channels > 1 && t.shape.get(q.axis) != Some(&channels) {
+        return Err(OpError::Invalid(format!(
+            "tensor {:?}: {channels} scales for axis {} of {:?}",
+            t.name, q.axis, t.shape
+        )));
+    }
+    Ok(values
+        .iter()
+        .enumerate()
+        .map(|(i, &v)| {
+            let c = if channels > 1 {
+                (i / inner) % channels
+            } else {
+                0
+            };
+            let zp = q.zero_point.get(c).copied().unwrap_or(0) as f64;
+            f64::from((f64::from(q.scale[c]) * (v - zp)) as f32)
+        })
+        .collect())
+}
+
+/// `DENSIFY`: a sparse constant, densified as the file was read.
+fn densify(ctx: &mut Ctx) -> Out {
+    ctx.constant(0)?;
+    Ok(vec![ctx.input(0)?])
 }
 
 /// Float → quantized: `clamp(round_half_away(x / scale) + zp)`; quantized → quantized: a
