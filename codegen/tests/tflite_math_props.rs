@@ -4,15 +4,12 @@
 //! as the TFLite importer builds it and evaluated by the graph's evaluator.
 
 #[path = "support/tflm.rs"]
-#[allow(dead_code)]
 mod tflm;
 
 use kiln_codegen::dtype::Scalar;
 use kiln_codegen::graph::eval::evaluate;
 use kiln_codegen::tensor::Tensor;
-use kiln_codegen::tflite::schema::{
-    BuiltinOperator, BuiltinOptions, DivOptions, L2NormOptions, LeakyReluOptions,
-};
+use kiln_codegen::tflite::schema::{BuiltinOperator, BuiltinOptions, LeakyReluOptions};
 use kiln_codegen::tflite::{self, Quant, TensorId, TfOp, TfTensor, TfliteModel};
 use proptest::prelude::*;
 use tflm::{
@@ -222,7 +219,7 @@ proptest! {
     fn l2_normalization_matches(xs in prop::collection::vec(any::<i8>(), 24), zp in -128i32..127, si in 0.002f32..0.5) {
         let m = model(
             BuiltinOperator::L2Normalization,
-            Some(BuiltinOptions::L2NormOptions(Box::new(L2NormOptions::default()))),
+            Some(BuiltinOptions::L2NormOptions(Box::default())),
             vec![tensor("x", &[3, 8], si, zp, None), tensor("y", &[3, 8], 1.0 / 128.0, 0, None)],
             1,
         );
@@ -244,7 +241,7 @@ proptest! {
                    so in 0.01f32..0.5, zo in -128i32..127) {
         let m = model(
             BuiltinOperator::Div,
-            Some(BuiltinOptions::DivOptions(Box::new(DivOptions::default()))),
+            Some(BuiltinOptions::DivOptions(Box::default())),
             vec![tensor("a", &[64], s1, z1, None), tensor("b", &[64], s2, z2, None), tensor("y", &[64], so, zo, None)],
             2,
         );

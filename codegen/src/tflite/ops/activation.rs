@@ -11,7 +11,8 @@
 use super::elementwise::{centred, tensor_multiplier};
 use super::{int_range, Ctx, OpBuilder};
 use crate::dtype::{DType, Scalar};
-use crate::graph::quant::QuantMultiplier;
+use crate::graph::quant::{Multipliers, QuantMultiplier};
+use crate::graph::tensor::broadcast_to;
 use crate::graph::{Graph, Lazy};
 use crate::ops::{BinaryOp, ReduceOp};
 use crate::tensor::Tensor;
@@ -81,18 +82,14 @@ fn leaky_relu(ctx: &mut Ctx) -> Out {
     };
     let g = &mut *ctx.graph;
     let c = centred(g, &x, qi.zero_point())?;
-    let pos = g.requantize(&c, &tensor_multiplier_of(m_identity))?;
-    let mut neg = g.requantize(&c, &tensor_multiplier_of(alpha_abs))?;
+    let pos = g.requantize(&c, &Multipliers::Tensor(m_identity))?;
+    let mut neg = g.requantize(&c, &Multipliers::Tensor(alpha_abs))?;
     if m_alpha.multiplier < 0 {
         neg = g.neg(&neg)?;
     }
     let keep = non_negative(g, &c)?;
     let y = g.where_(&keep, &pos, &neg)?;
     to_quantized(g, &y, qo.zero_point(), t)
-}
-
-fn tensor_multiplier_of(m: QuantMultiplier) -> crate::graph::quant::Multipliers {
-    crate::graph::quant::Multipliers::Tensor(m)
 }
 
 /// `x ≥ 0 ? x : x · α` with `α` broadcast; quantized, `MBQM(x − zp, s_x / s_o)` or
@@ -105,7 +102,7 @@ fn prelu(ctx: &mut Ctx) -> Out {
         let zero = g.scalar_like(&x, 0.0);
         let neg = g.lt(&x, &zero)?;
         let scaled = g.binary(BinaryOp::Mul, &x, &alpha)?;
-        let xs = crate::graph::tensor::broadcast_to(&x, scaled.shape())?;
+        let xs = broadcast_to(&x, scaled.shape())?;
         return Ok(vec![g.where_(&neg, &scaled, &xs)?]);
     }
     let ta = ctx.info(1)?.clone();
