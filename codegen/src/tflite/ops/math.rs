@@ -128,10 +128,11 @@ fn abs(ctx: &mut Ctx) -> Out {
     requantize_out(ctx, &a, f64::from(qi.scale() / qo.scale()), None)
 }
 
-/// `1 / sqrt(x)` (float32; int8 in `rsqrt_int8`).
+/// `1 / sqrt(x)` (float32; int8 and int16 in `normalise`).
 fn rsqrt(ctx: &mut Ctx) -> Out {
-    if ctx.info(0)?.dtype == Scalar::I8 {
-        return super::normalise::rsqrt_int8(ctx);
+    let t = ctx.info(0)?.clone();
+    if t.dtype == Scalar::I8 || (t.dtype == Scalar::I16 && is_quantized(&t)) {
+        return super::normalise::rsqrt_quantized(ctx);
     }
     float_unary(ctx, |g, x| {
         let s = g.unary(UnaryOp::Sqrt, x)?;

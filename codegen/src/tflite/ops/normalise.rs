@@ -1,5 +1,5 @@
-//! Int8 ops whose TFLM kernels normalise each value before a fixed-point step: `RSQRT`,
-//! `DIV` and `L2_NORMALIZATION`.
+//! Quantized ops whose TFLM kernels normalise each value before a fixed-point step: `RSQRT`
+//! (int8, int16), `DIV` and `L2_NORMALIZATION` (int8).
 //!
 //! `RSQRT` and `L2_NORMALIZATION` take TFLM's `GetInvSqrtQuantizedMultiplierExp` of a
 //! non-negative `i32`: the value shifted by pairs of bits into `[2^27, 2^29)`, five
@@ -106,17 +106,18 @@ fn requantize_var(g: &mut Graph, x: &Lazy, m: &Lazy, s: &Lazy) -> R {
     Ok(g.rounding_divide_by_pot_var(&h, &right)?)
 }
 
-/// Int8 `RSQRT`: `v = x − zp` (127 where it is 0), `MBQM(1, inv_sqrt(v), shift + 20)`, then
-/// `MBQM(·, 1 / (√s_in · s_out), −20) + zp_out`.
-pub(super) fn rsqrt_int8(ctx: &mut Ctx) -> Out {
+/// Int8 and int16 `RSQRT`: `v = x − zp` (the type's maximum where it is 0),
+/// `MBQM(1, inv_sqrt(v), shift + 20)`, then `MBQM(·, 1 / (√s_in · s_out), −20) + zp_out`.
+pub(super) fn rsqrt_quantized(ctx: &mut Ctx) -> Out {
     const SHIFT: i32 = 20;
-    let out = ctx.out_info(0)?.clone();
-    if out.dtype != Scalar::I8 {
+    let (t, out) = (ctx.info(0)?.dtype, ctx.out_info(0)?.clone());
+    if out.dtype != t {
         return Err(OpError::Unsupported(format!(
-            "RSQRT from int8 to {}",
+            "RSQRT from {t} to {}",
             out.dtype
         )));
     }
+    let (_, type_max) = int_range(t)?;
     let (qi, qo) = (ctx.quant(ctx.info(0)?)?, ctx.quant(&out)?);
     let m = QuantMultiplier::new(1.0 / f64::from(qi.scale().sqrt() * qo.scale()));
     let x = ctx.input(0)?;
@@ -134,9 +135,9 @@ pub(super) fn rsqrt_int8(ctx: &mut Ctx) -> Out {
     let y = g.int_scalar(BinaryOp::Add, &y, i64::from(qo.zero_point()))?;
     let zero = k(g, 0, &v);
     let at_zero = g.eq(&v, &zero)?;
-    let max = k(g, 127, &v);
+    let max = k(g, i64::from(type_max), &v);
     let y = g.where_(&at_zero, &max, &y)?;
-    to_quantized(g, &y, 0, Scalar::I8)
+    to_quantized(g, &y, 0, t)
 }
 
 /// Int8 `L2_NORMALIZATION` over the last axis: `MBQM(x − zp, inv_sqrt(Σ (x − zp)²), shift + 7)`
