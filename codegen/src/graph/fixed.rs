@@ -78,7 +78,7 @@ impl Graph {
     }
 
     /// `SaturatingRoundingMultiplyByPOT<e>` for `e > 0`: `x << e`, saturated.
-    fn saturating_shift_left(&mut self, x: &Lazy, e: u32) -> R {
+    pub fn saturating_shift_left(&mut self, x: &Lazy, e: u32) -> R {
         let x64 = self.cast(x, DType::I64);
         let s = self.int_scalar(BinaryOp::Shl, &x64, i64::from(e))?;
         let s = self.clamp_int(&s, i64::from(i32::MIN), i64::from(i32::MAX))?;
@@ -146,7 +146,7 @@ impl Graph {
     }
 
     /// gemmlowp's `one_over_one_plus_x_for_x_in_0_1`: Q0.31 in, Q0.31 out.
-    fn one_over_one_plus_x(&mut self, a: &Lazy) -> R {
+    pub fn one_over_one_plus_x(&mut self, a: &Lazy) -> R {
         let x = self.newton_reciprocal(a)?;
         self.saturating_shift_left(&x, 1)
     }
@@ -213,7 +213,7 @@ impl Graph {
     }
 
     /// The count of leading zero bits of positive `i32` values (binary search).
-    fn leading_zeros(&mut self, x: &Lazy) -> R {
+    pub fn leading_zeros(&mut self, x: &Lazy) -> R {
         let mut v = self.cast(x, DType::I64);
         let mut n = self.int_const(0, DType::I64, x.shape());
         for s in [16, 8, 4, 2, 1] {

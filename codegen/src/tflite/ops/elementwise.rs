@@ -52,7 +52,7 @@ fn sub(ctx: &mut Ctx) -> Out {
 }
 
 /// The per-tensor multiplier `m` (below one) as TFLM's set-up gives it.
-fn tensor_multiplier(m: f64) -> Multipliers {
+pub(super) fn tensor_multiplier(m: f64) -> Multipliers {
     Multipliers::Tensor(QuantMultiplier::new(m))
 }
 
@@ -95,21 +95,27 @@ fn add_sub(ctx: &mut Ctx, op: BinaryOp, act: ActivationFunctionType) -> Out {
 }
 
 /// `MBQM((x − zp) · 2^left_shift, m)` as `i32`.
-fn scaled(g: &mut Graph, x: &Lazy, zp: i32, left_shift: u32, m: f64) -> Result<Lazy, OpError> {
+pub(super) fn scaled(
+    g: &mut Graph,
+    x: &Lazy,
+    zp: i32,
+    left_shift: u32,
+    m: f64,
+) -> Result<Lazy, OpError> {
     let c = centred(g, x, zp)?;
     let s = g.int_scalar(BinaryOp::Mul, &c, 1 << left_shift)?;
     Ok(g.requantize(&s, &tensor_multiplier(m))?)
 }
 
 /// `x − zp` as `i32`.
-fn centred(g: &mut Graph, x: &Lazy, zp: i32) -> Result<Lazy, OpError> {
+pub(super) fn centred(g: &mut Graph, x: &Lazy, zp: i32) -> Result<Lazy, OpError> {
     let xi = g.cast(x, DType::I32);
     Ok(g.int_scalar(BinaryOp::Sub, &xi, i64::from(zp))?)
 }
 
 /// `acc` requantized by the real multiplier `m` into output 0's type: its zero point, and the
 /// range of the fused activation `act`, or the whole type's.
-fn requantize_out(ctx: &mut Ctx, acc: &Lazy, m: f64, act: Option<Activation>) -> Out {
+pub(super) fn requantize_out(ctx: &mut Ctx, acc: &Lazy, m: f64, act: Option<Activation>) -> Out {
     let out = ctx.out_info(0)?.clone();
     let qo = ctx.quant(&out)?;
     let (qmin, qmax) = int_range(out.dtype)?;
@@ -342,7 +348,7 @@ fn quantize(ctx: &mut Ctx) -> Out {
 
 /// `round` (halves away from zero) of a float tensor, exactly: the truncation, plus the sign
 /// where the dropped fraction is at least one half.
-fn round_half_away(g: &mut Graph, x: &Lazy) -> Result<Lazy, OpError> {
+pub(super) fn round_half_away(g: &mut Graph, x: &Lazy) -> Result<Lazy, OpError> {
     let t = g.trunc(x)?;
     let frac = g.binary(BinaryOp::Sub, x, &t)?;
     let neg = g.unary(UnaryOp::Neg, &frac)?;

@@ -2,8 +2,12 @@
 //! the [`Ctx`] and returns its outputs' values; a quantized op lowers to integer arithmetic
 //! exactly as TFLite Micro's reference kernel computes it, a float op to float arithmetic.
 
+mod activation;
+mod compare;
 mod conv;
 mod elementwise;
+mod math;
+mod normalise;
 mod pool;
 mod reduce;
 mod shape;
@@ -32,6 +36,9 @@ pub(super) fn op_builder(code: BuiltinOperator) -> Option<OpBuilder> {
         elementwise::OPS,
         shape::OPS,
         softmax::OPS,
+        math::OPS,
+        compare::OPS,
+        activation::OPS,
     ]
     .iter()
     .flat_map(|ops| ops.iter())
