@@ -1,0 +1,461 @@
+#!/usr/bin/env python3
+"""Builds the TFLite conformance suite in tests/tflite-suite/: single-op .tflite models with
+reference outputs from TensorFlow Lite Micro.
+
+Each case is one builtin op (a few are small multi-subgraph or converter-made models) built
+directly with the flatbuffer object API, with seeded random inputs (one sample). The cases are
+defined in scripts/tflite_suite_cases.py. For every case the script writes
+
+    tests/tflite-suite/<case>/model.tflite
+    tests/tflite-suite/<case>/input_<i>.npy    model input i (subgraph input order, exact dtype)
+    tests/tflite-suite/<case>/output_<i>.npy   reference output i (subgraph output order)
+
+and, for the whole folder, cases.tsv (case, op, type, reference, about), tflm-types.tsv (which
+types TFLM's kernel of each op accepts, with its error message when it refuses one),
+README.md and SHA256SUMS. The reference is TFLM's Python interpreter (the `tflite-micro`
+wheel, TFLM's portable reference kernels) wherever it runs the case; only where TFLM lacks the
+op does it fall back to the full TFLite interpreter with its reference kernels
+(`BUILTIN_REF`), and cases.tsv says so. Types TFLM refuses for an op it has are not written.
+Every case written is read back and rerun through its reference, which must give the same
+bytes. For information, README.md lists how far the full TFLite interpreter (default
+kernels) is from the reference on each case.
+
+Pinned versions (Python 3.11, x86_64 Linux), installed in a scratch venv outside the
+repository: pip install tensorflow-cpu==2.21.0 tflite-micro==0.dev20261023182759 numpy==2.4.6
+Then, from the repository root: python scripts/make_tflite_suite.py
+
+Options: --out DIR (default tests/tflite-suite); --only REGEX (build only the cases whose name
+matches; the other cases already in the folder stay, and cases.tsv, tflm-types.tsv, README.md
+and SHA256SUMS are rewritten for the whole folder). Without --only the folder is rebuilt from
+scratch. Everything is seeded from the case names, so a rerun reproduces the same bytes.
+"""
+
+import argparse
+import hashlib
+import os
+import pathlib
+import pickle
+import re
+import shutil
+import sys
+import tempfile
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+os.environ.setdefault("CUDA_VISIBLE_DEVICES", "")
+
+import warnings  # noqa: E402
+
+warnings.filterwarnings("ignore")
+
+import numpy as np  # noqa: E402
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import tflite_suite_cases as sc  # noqa: E402
+import tensorflow as tf  # noqa: E402
+import tflite_micro  # noqa: E402
+from tflite_micro.python.tflite_micro import runtime as tflm  # noqa: E402
+
+S = sc.S
+OP_NAMES = {v: k for k, v in sc.BUILTIN.items()}
+PINNED = {"tensorflow": "2.21.0", "tflite-micro": "0.dev20261023182759-g8f6596d", "numpy": "2.4.6"}
+REQUIREMENTS = "tensorflow-cpu==2.21.0 tflite-micro==0.dev20261023182759 numpy==2.4.6"
+TFLM_ARENA = 1 << 20
+MISSING_OP = "Didn't find op for builtin opcode"
+
+
+# ---------------------------------------------------------------- running the references
+
+
+def _in_child(fn, *args):
+    """Runs fn(*args) in a forked child with stdout/stderr captured (TFLM prints its errors
+    there, and a bad model may abort it). Returns (ok, result or error line, log text)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    rfd, wfd = os.pipe()
+    log = tempfile.TemporaryFile()
+    pid = os.fork()
+    if pid == 0:  # child
+        try:
+            os.close(rfd)
+            os.dup2(log.fileno(), 1)
+            os.dup2(log.fileno(), 2)
+            try:
+                res = (True, fn(*args))
+            except Exception as e:  # noqa: BLE001
+                res = (False, f"{type(e).__name__}: {e}")
+            sys.stdout.flush()
+            sys.stderr.flush()
+            with os.fdopen(wfd, "wb") as w:
+                w.write(pickle.dumps(res))
+        finally:
+            os._exit(0)
+    os.close(wfd)
+    with os.fdopen(rfd, "rb") as r:
+        raw = r.read()
+    _, status = os.waitpid(pid, 0)
+    log.seek(0)
+    text = log.read().decode(errors="replace")
+    log.close()
+    if not raw:
+        return False, f"crashed (wait status {status})", text
+    ok, res = pickle.loads(raw)
+    return ok, res, text
+
+
+def _tflm(data, inputs, n_out):
+    interp = tflm.Interpreter.from_bytes(bytes(data), arena_size=TFLM_ARENA)
+    for i, a in enumerate(inputs):
+        interp.set_input(a, i)
+    interp.invoke()
+    return [np.array(interp.get_output(i), copy=True) for i in range(n_out)]
+
+
+def run_tflm(data, inputs, n_out):
+    """(outputs, None) or (None, TFLM's error message, first line)."""
+    ok, res, log = _in_child(_tflm, data, inputs, n_out)
+    if ok:
+        return res, None
+    lines = [ln.strip() for ln in log.splitlines() if ln.strip()]
+    return None, (lines[0] if lines else res.splitlines()[0])
+
+
+def run_tflite(data, inputs, ref=False):
+    kw = {}
+    if ref:
+        kw["experimental_op_resolver_type"] = tf.lite.experimental.OpResolverType.BUILTIN_REF
+    interp = tf.lite.Interpreter(model_content=bytes(data), **kw)
+    interp.allocate_tensors()
+    for d, a in zip(interp.get_input_details(), inputs):
+        if tuple(d["shape"]) != a.shape:
+            interp.resize_tensor_input(d["index"], a.shape)
+            interp.allocate_tensors()
+    for d, a in zip(interp.get_input_details(), inputs):
+        interp.set_tensor(d["index"], a)
+    interp.invoke()
+    return [np.array(interp.get_tensor(d["index"]), copy=True)
+            for d in interp.get_output_details()]
+
+
+def run_litert_ref(data, inputs):
+    ok, res, log = _in_child(run_tflite, data, inputs, True)
+    if ok:
+        return res, None
+    lines = [ln.strip() for ln in log.splitlines() if ln.strip()]
+    return None, (lines[0] if lines else res.splitlines()[0])
+
+
+def infer_shapes(g):
+    """Output shapes left open by a case, from the full TFLite interpreter's shape inference."""
+    open_ = g.unknown_shapes()
+    for t in open_:
+        g.main.tensors[t].shape = [1]
+    interp = tf.lite.Interpreter(model_content=g.serialize())
+    interp.allocate_tensors()
+    shapes = {d["index"]: d["shape"] for d in interp.get_tensor_details()}
+    for t in open_:
+        g.main.tensors[t].shape = [int(d) for d in shapes[t]]
+
+
+def build(case):
+    g = sc.Graph(np.random.default_rng(sc.seed_of(case.name)))
+    case.build(g)
+    if g.unknown_shapes():
+        infer_shapes(g)
+    return g
+
+
+def same(a, b):
+    return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+
+
+# ---------------------------------------------------------------- describing models
+
+
+def tensor_info(mdl, sg, t):
+    ten = sg.tensors[t]
+    q = ten.quantization
+    scales = [] if q is None or q.scale is None else [float(s) for s in q.scale]
+    zps = [] if q is None or q.zeroPoint is None else [int(z) for z in q.zeroPoint]
+    const = ten.buffer > 0 and mdl.buffers[ten.buffer].data is not None
+    s = f"{sc.TYPE_NAME.get(ten.type, ten.type)}[{'x'.join(str(int(d)) for d in ten.shape)}]"
+    if len(scales) == 1:
+        s += f" s={scales[0]:.6g} zp={zps[0]}"
+    elif scales:
+        s += f" per-axis({len(scales)}, axis {q.quantizedDimension})"
+    if const:
+        s += " const"
+    return s
+
+
+def options_text(op):
+    o = op.builtinOptions
+    if o is None:
+        return ""
+    parts = []
+    for k, v in vars(o).items():
+        if v is None:
+            continue
+        if isinstance(v, (bool, np.bool_)):
+            v = bool(v)
+        elif isinstance(v, np.ndarray):
+            v = v.tolist()
+        elif isinstance(v, float):
+            v = f"{v:.6g}"
+        elif isinstance(v, bytes):
+            v = v.decode()
+        parts.append(f"{k}={v}")
+    return ", ".join(parts)
+
+
+def describe(data):
+    """One line per operator of the main subgraph: op(inputs) -> outputs {options}."""
+    mdl = tflm.convert_bytearray_to_object(bytearray(data))
+    sg = mdl.subgraphs[0]
+    lines = []
+    for op in sg.operators:
+        code = mdl.operatorCodes[op.opcodeIndex]
+        bc = tflm.get_builtin_code_from_operator_code(code)
+        name = code.customCode.decode() if bc == S.BuiltinOperator.CUSTOM else OP_NAMES[bc]
+        ins = ", ".join("-" if t < 0 else tensor_info(mdl, sg, t) for t in op.inputs)
+        outs = ", ".join(tensor_info(mdl, sg, t) for t in op.outputs)
+        opts = options_text(op)
+        lines.append(f"{name}({ins}) -> {outs}" + (f" {{{opts}}}" if opts else ""))
+    if len(mdl.subgraphs) > 1:
+        lines.append(f"+ {len(mdl.subgraphs) - 1} more subgraph(s)")
+    return lines
+
+
+# ---------------------------------------------------------------- writing
+
+
+def read_tsv(path):
+    if not path.exists():
+        return []
+    rows = [ln.split("\t") for ln in path.read_text().splitlines()]
+    return rows[1:]
+
+
+def write_tsv(path, header, rows):
+    path.write_text("\n".join("\t".join(r) for r in [header] + rows) + "\n")
+
+
+def write_case(out, case, data, inputs, outputs):
+    d = out / case.name
+    if d.exists():
+        shutil.rmtree(d)
+    d.mkdir(parents=True)
+    (d / "model.tflite").write_bytes(data)
+    for i, a in enumerate(inputs):
+        np.save(d / f"input_{i}.npy", a)
+    for i, a in enumerate(outputs):
+        np.save(d / f"output_{i}.npy", a)
+
+
+def load_case(out, name):
+    d = out / name
+    data = (d / "model.tflite").read_bytes()
+    ins = [np.load(d / f"input_{i}.npy") for i in range(len(list(d.glob("input_*.npy"))))]
+    outs = [np.load(d / f"output_{i}.npy") for i in range(len(list(d.glob("output_*.npy"))))]
+    return data, ins, outs
+
+
+def reference(ref, data, inputs, n_out):
+    if ref == "tflm":
+        return run_tflm(data, inputs, n_out)
+    return run_litert_ref(data, inputs)
+
+
+def tflite_diff(data, inputs, outputs):
+    """Max abs difference of the default full TFLite interpreter from the reference."""
+    try:
+        zs = run_tflite(data, inputs)
+    except Exception as e:  # noqa: BLE001
+        return "fails: " + str(e).splitlines()[0][:80]
+    if len(zs) != len(outputs):
+        return "output count differs"
+    worst = 0.0
+    for y, z in zip(outputs, zs):
+        if y.shape != z.shape:
+            return f"shape {list(z.shape)} vs {list(y.shape)}"
+        if y.size:
+            worst = max(worst, float(np.max(np.abs(y.astype(np.float64) - z.astype(np.float64)))))
+    return "0" if worst == 0 else f"{worst:.3g}"
+
+
+README_HEAD = """\
+# TFLite conformance suite
+
+Single-op `.tflite` models with one set of seeded random inputs and the reference outputs of
+**TensorFlow Lite Micro** (TFLM), one folder per case. Kiln must match the reference bit for
+bit. Generated by `scripts/make_tflite_suite.py` (cases in `scripts/tflite_suite_cases.py`);
+do not edit by hand: rerun the script and commit the whole folder.
+
+* `<case>/model.tflite`: the model, built directly with the flatbuffer object API of the
+  schema shipped in the tflite-micro wheel (a few cases noted in `cases.tsv` come from the
+  TensorFlow converter). Constant operands (weights, axes, shapes, paddings, ...) are constant
+  buffers, as converters write them.
+* `<case>/input_<i>.npy`: model input `i`, in the subgraph's input order and exact dtype.
+  int8 inputs of unary ops hold every value -128..127; int16 inputs of unary ops sweep the
+  whole int16 range plus random values; ops with a restricted domain get inputs inside it.
+* `<case>/output_<i>.npy`: the reference's output `i`, in the subgraph's output order.
+* `cases.tsv`: case, op (the schema's `BuiltinOperator` name, or the custom code), the type
+  that decides the arithmetic, the reference (`tflm`, or `litert-ref` where TFLM cannot run
+  the case: then the full TFLite interpreter with its reference kernels, `BUILTIN_REF`), and
+  what the case holds.
+* `tflm-types.tsv`: for every op and candidate type, whether TFLM's interpreter runs it, and
+  the first line of TFLM's error message when it does not. Types TFLM refuses for an op it
+  has get no case; the message documents the reason TFLM shares.
+* `SHA256SUMS`: `sha256sum -c SHA256SUMS` from this folder checks every file.
+
+The reference is the `tflite-micro` Python interpreter (`tflite_micro.runtime.Interpreter`,
+arena 1 MiB, a fresh interpreter per case), built with TFLM's portable reference kernels.
+Every written case was read back from disk and rerun through its reference with the same
+bytes out. For information only, the table below gives the largest absolute difference of
+the full TFLite interpreter (`tf.lite.Interpreter`, default kernels) from the reference, in
+output units; it is not a correctness criterion.
+
+Versions used: {versions}. To rebuild, in a scratch venv outside the repository:
+`pip install {requirements}`, then from the repository root
+`python scripts/make_tflite_suite.py` (`--only REGEX` rebuilds matching cases only).
+
+Licence: these files were generated for this project by its own script from random data and
+hold no third-party content; they are under the project's licence, MIT OR Apache-2.0.
+
+## Cases
+
+{count} cases. Tensors are `dtype[shape]`, with `s`/`zp` for per-tensor quantization and
+`per-axis(n, axis a)` for per-channel; `const` marks constant tensors; `-` an omitted
+optional input.
+
+| case | ref | model | full TFLite vs ref |
+| --- | --- | --- | --- |
+"""
+
+
+def write_readme(out, rows, versions):
+    lines = []
+    for name, op, typ, ref, about in rows:
+        data, ins, outs = load_case(out, name)
+        model = "<br>".join(f"`{ln}`".replace("|", "\\|") for ln in describe(data))
+        lines.append(f"| `{name}` | {ref} | {about}<br>{model} | {tflite_diff(data, ins, outs)} |")
+    text = README_HEAD.format(versions=versions, requirements=REQUIREMENTS, count=len(rows))
+    (out / "README.md").write_text(text + "\n".join(lines) + "\n")
+
+
+def write_sums(out):
+    files = sorted(p for p in out.rglob("*") if p.is_file() and p.name != "SHA256SUMS")
+    text = "".join(f"{hashlib.sha256(p.read_bytes()).hexdigest()}  "
+                   f"{p.relative_to(out).as_posix()}\n" for p in files)
+    (out / "SHA256SUMS").write_text(text)
+
+
+# ---------------------------------------------------------------- main
+
+
+def process(case, out):
+    """Builds, runs, writes and verifies one case. Returns (row or None, probe result)."""
+    g = build(case)
+    data = g.serialize()
+    n_out = len(g.main.outputs)
+    outs, err = run_tflm(data, g.feeds, n_out)
+    probe = ("yes", "") if err is None else ("no", err)
+    ref, about = "tflm", case.about
+    if err is not None:
+        if MISSING_OP not in err:
+            print(f"  skip {case.name}: TFLM refuses: {err}")
+            return None, probe
+        outs, err2 = run_litert_ref(data, g.feeds)
+        if err2 is not None:
+            print(f"  skip {case.name}: TFLM lacks {case.op}; LiteRT ref refuses: {err2}")
+            return None, probe
+        ref, about = "litert-ref", f"{about} (TFLM lacks {case.op})"
+    for y in outs:
+        if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
+            print(f"  note {case.name}: output has non-finite values")
+    write_case(out, case, data, g.feeds, outs)
+    data2, ins2, outs2 = load_case(out, case.name)
+    again, err = reference(ref, data2, ins2, len(outs2))
+    assert err is None and len(again) == len(outs2) and all(map(same, again, outs2)), \
+        f"{case.name}: rerun from disk differs ({err})"
+    return [case.name, case.op, case.type, ref, about], probe
+
+
+def main():
+    root = pathlib.Path(__file__).resolve().parent.parent
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", type=pathlib.Path, default=root / "tests" / "tflite-suite")
+    ap.add_argument("--only", default="")
+    ap.add_argument("--max-batch", type=int, default=99, help="build batches up to this one")
+    args = ap.parse_args()
+
+    names = [c.name for c in sc.CASES]
+    dup = {n for n in names if names.count(n) > 1}
+    assert not dup, f"duplicate case names: {sorted(dup)}"
+    todo = [c for c in sc.CASES if c.batch <= args.max_batch]
+    if args.only:
+        todo = [c for c in todo if re.search(args.only, c.name)]
+
+    versions = (f"tensorflow-cpu {tf.__version__}, tflite-micro {tflite_micro.__version__}, "
+                f"numpy {np.__version__}, Python {sys.version.split()[0]}")
+    print(versions)
+    have = {"tensorflow": tf.__version__, "tflite-micro": tflite_micro.__version__,
+            "numpy": np.__version__}
+    for pkg, want in PINNED.items():
+        if have[pkg] != want:
+            print(f"WARNING: {pkg} {have[pkg]} is not the pinned {want}; outputs may differ")
+
+    out = args.out
+    partial = bool(args.only) or args.max_batch < 99
+    if out.exists() and not partial:
+        shutil.rmtree(out)
+    out.mkdir(parents=True, exist_ok=True)
+
+    old_rows = {r[0]: r for r in read_tsv(out / "cases.tsv")} if partial else {}
+    old_types = {(r[0], r[1]): r for r in read_tsv(out / "tflm-types.tsv")} if partial else {}
+    rows, types = {}, {}
+    for case in todo:
+        old_rows.pop(case.name, None)
+        if (out / case.name).exists():
+            shutil.rmtree(out / case.name)
+        key = (case.op, case.probe)
+        if key in types and types[key][2] == "no" and MISSING_OP not in types[key][3]:
+            print(f"  skip {case.name}: TFLM refuses {case.op} {case.probe} (above)")
+            continue
+        row, probe = process(case, out)
+        if key not in types:
+            types[key] = [case.op, case.probe, *probe]
+            print(f"{case.op:24s} {case.probe:16s} tflm: {probe[0]} {probe[1]}")
+        if row:
+            rows[case.name] = row
+            print(f"  {case.name}: {row[3]}")
+
+    # the whole folder, in registry order (cases no longer defined are dropped)
+    order = {n: i for i, n in enumerate(names)}
+    rows.update({n: r for n, r in old_rows.items() if n in order and (out / n).exists()})
+    for d in out.iterdir():
+        if d.is_dir() and d.name not in rows:
+            shutil.rmtree(d)
+    all_rows = sorted(rows.values(), key=lambda r: order[r[0]])
+    write_tsv(out / "cases.tsv", ["case", "op", "type", "reference", "about"], all_rows)
+    probe_order = {}
+    for c in sc.CASES:
+        probe_order.setdefault((c.op, c.probe), len(probe_order))
+    old_types.update(types)
+    type_rows = sorted((r for k, r in old_types.items() if k in probe_order),
+                       key=lambda r: probe_order[(r[0], r[1])])
+    write_tsv(out / "tflm-types.tsv", ["op", "type", "tflm", "tflm error"], type_rows)
+    write_readme(out, all_rows, versions)
+    write_sums(out)
+
+    total = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
+    print(f"\n{len(all_rows)} cases in {out}, {total} bytes in all")
+    summary = {}
+    for _, op, typ, ref, _ in all_rows:
+        summary.setdefault(op, {}).setdefault(typ, 0)
+        summary[op][typ] += 1
+    for op, ts in summary.items():
+        print(f"  {op:28s} " + ", ".join(f"{t} {n}" for t, n in ts.items()))
+
+
+if __name__ == "__main__":
+    main()
