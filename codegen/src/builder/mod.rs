@@ -13,6 +13,8 @@
 //! }
 //! ```
 //!
+//! A `.tflite` file is built the same way (the file's content decides its format).
+//!
 //! [`Builder::build`] compiles the model for the crate's target (its CPU from cargo's `TARGET`,
 //! or the one [`Builder::cpu`] names), writes the bundle to `$OUT_DIR/kiln/<name>/`, compiles
 //! the kernels with the `cc` crate into a static library whose only symbols are prefixed with
@@ -43,7 +45,7 @@ mod module;
 use crate::bundle::BundleError;
 use crate::compile::{compile_graph, io_of, CompileError, Compiled};
 use crate::dtype::{DType, Scalar};
-use crate::onnx::{self, ImportError, OnnxError};
+use crate::model::{import_bytes, ImportOptions, ModelError};
 use crate::target::Target;
 use module::IoTensor;
 
@@ -135,17 +137,18 @@ impl Cpu {
 #[derive(thiserror::Error)]
 #[non_exhaustive]
 pub enum BuildError {
-    #[error("{model}")]
+    #[error("{model}: cannot read it")]
     Load {
         model: PathBuf,
         #[source]
-        source: Box<OnnxError>,
+        source: std::io::Error,
     },
+    /// The model (ONNX or TFLite, as its content says) could not be imported.
     #[error("{model}")]
     Import {
         model: PathBuf,
         #[source]
-        source: Box<ImportError>,
+        source: Box<ModelError>,
     },
     #[error("{model}")]
     Compile {
@@ -230,8 +233,8 @@ pub struct Built {
 }
 
 impl Builder {
-    /// A builder for the ONNX model at `model` (relative paths are taken from the current
-    /// folder, which in a build script is the crate's root).
+    /// A builder for the model at `model`, ONNX or TFLite as its content says (relative paths
+    /// are taken from the current folder, which in a build script is the crate's root).
     pub fn new(model: impl AsRef<Path>) -> Self {
         Builder {
             model: model.as_ref().to_path_buf(),
@@ -349,11 +352,15 @@ impl Builder {
     }
 
     fn compile(&self, name: &str) -> Result<Compiled, BuildError> {
-        let model = onnx::load(&self.model).map_err(|source| BuildError::Load {
+        let bytes = std::fs::read(&self.model).map_err(|source| BuildError::Load {
             model: self.model.clone(),
-            source: Box::new(source),
+            source,
         })?;
-        let imported = onnx::import(&model, &self.shapes).map_err(|source| BuildError::Import {
+        let options = ImportOptions {
+            shapes: self.shapes.clone(),
+            ..Default::default()
+        };
+        let imported = import_bytes(&bytes, &options).map_err(|source| BuildError::Import {
             model: self.model.clone(),
             source: Box::new(source),
         })?;

@@ -73,6 +73,22 @@ fn generates_a_typed_module_and_prefixed_kernels() {
     }
 }
 
+/// A `.tflite` file builds like an ONNX one (the content decides the format): int8 in, int8
+/// out.
+#[test]
+fn a_tflite_model_builds() {
+    let out = tempfile::tempdir().unwrap();
+    let model =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/models/tflite/tiny_cnn.tflite");
+    let built = Builder::new(&model)
+        .out_dir(out.path())
+        .generate(Cpu::Host)
+        .unwrap_or_else(|e| panic!("{e:?}"));
+    let module = std::fs::read_to_string(&built.module).unwrap();
+    assert!(module.contains("[i8; 144]"), "{module}");
+    assert!(built.kernels_c.contains("kiln_tiny_cnn_kernels"));
+}
+
 #[test]
 fn a_missing_model_is_a_clear_error() {
     let out = tempfile::tempdir().unwrap();
