@@ -1,7 +1,7 @@
 //! The models process replay compiles, and compiling them for every target.
 
 use super::records::{ModelRecord, RecordSet, TargetRecord};
-use crate::conformance::{case, list_cases, runner::parallel_map, Outcome};
+use crate::conformance::{case, list_cases, runner::parallel_map, tflite, Outcome};
 use anyhow::{bail, Context, Result};
 use kiln_codegen::compile::compile_graph;
 use kiln_codegen::error::chain;
@@ -98,7 +98,8 @@ fn case_dirs(
 }
 
 /// The corpus: Kiln's test models, the MLPerf Tiny models (ONNX and TFLite), the op models
-/// (ONNX and TFLite) and, when `cases` is given, the ONNX node tests there.
+/// (ONNX and TFLite), the real TFLite models, the TFLite suite and, when `cases` is given, the
+/// ONNX node tests there.
 pub fn collect(root: &Path, cases: Option<&Path>) -> Result<Vec<CorpusModel>> {
     let mut models = Vec::new();
     let files = [
@@ -106,11 +107,18 @@ pub fn collect(root: &Path, cases: Option<&Path>) -> Result<Vec<CorpusModel>> {
         ("tests/models/mlperf-tiny/onnx", "onnx", "mlperf"),
         ("tests/models/mlperf-tiny/tflite", "tflite", "mlperf-tflite"),
         ("tests/models/tflite", "tflite", "tflite-ops"),
+        ("tests/models/tflite-real", "tflite", "tflite-real"),
     ];
     for (dir, ext, group) in files {
         model_files(&root.join(dir), ext, group, &mut models)?;
     }
     case_dirs(&root.join("tests/ops"), "ops", None, &mut models)?;
+    case_dirs(
+        &root.join("tests/tflite-suite"),
+        "tflite-suite",
+        None,
+        &mut models,
+    )?;
     if let Some(dir) = cases {
         case_dirs(dir, "conformance", Some("test_data_set_0"), &mut models)?;
     }
@@ -129,6 +137,9 @@ fn import(source: &Source) -> Result<onnx::import::Imported, String> {
     match source {
         Source::File(path) => model::import_file(path, &Default::default())
             .map_err(|e| format!("importing: {}", chain(&e))),
+        Source::Case { dir, .. } if tflite::is_case(dir) => tflite::import_case(dir)
+            .map(|c| c.imported)
+            .map_err(|o| outcome_text(&o)),
         Source::Case { dir, data } => case::import_case(dir, data)
             .map(|c| c.imported)
             .map_err(|o| outcome_text(&o)),
