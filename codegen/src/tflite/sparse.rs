@@ -77,6 +77,7 @@ pub(super) fn densify(
         .map(|(l, m)| level(m).map_err(|r| bad(format!("level {l}: {r}"))))
         .collect::<Result<Vec<_>, _>>()?;
     let blocks = block_sizes(&block_map, &order, &levels, shape).map_err(bad)?;
+    check_dense_sizes(&order, &levels, &blocks, shape).map_err(bad)?;
     let mut walk = Walk {
         levels,
         order,
@@ -169,11 +170,44 @@ fn block_sizes(
         .collect()
 }
 
+/// Each dense level spans its expanded dim exactly: an original dim (divided by its block
+/// size where blocked) or a block. That bounds the walk by the tensor's size.
+fn check_dense_sizes(
+    order: &[usize],
+    levels: &[Level],
+    blocks: &[(usize, usize)],
+    shape: &[usize],
+) -> Result<(), String> {
+    let n = shape.len();
+    for (l, (&d, level)) in order.iter().zip(levels).enumerate() {
+        let Level::Dense(size) = *level else { continue };
+        let want = match d.checked_sub(n) {
+            Some(b) => blocks[b].1,
+            None => match blocks.iter().find(|&&(dim, _)| dim == d) {
+                Some(&(_, block)) => shape[d] / block,
+                None => shape[d],
+            },
+        };
+        if size != want {
+            return Err(format!(
+                "level {l}: dense_size {size} for a dim of {want} positions"
+            ));
+        }
+    }
+    Ok(())
+}
+
 impl Walk<'_> {
     /// Visits level `l` below position `pos` of the level above.
     fn visit(&mut self, l: usize, pos: usize) -> Result<(), String> {
         if l == self.levels.len() {
             let at = self.dense_offset()?;
+            let numel: usize = self.shape.iter().product();
+            if self.leaves.len() == numel {
+                return Err(format!(
+                    "more stored positions than the {numel} of the tensor"
+                ));
+            }
             self.leaves.push(at);
             return Ok(());
         }
@@ -229,6 +263,7 @@ impl Walk<'_> {
 mod tests {
     use super::*;
     use kiln_tflite_schema::tflite::Int32Vector;
+    use proptest::prelude::*;
 
     fn csr(segments: &[i32], indices: &[i32]) -> DimensionMetadata {
         let v = |x: &[i32]| {
@@ -290,6 +325,35 @@ mod tests {
         )
         .unwrap();
         assert_eq!(f32s(&t), vec![0.0, 0.0, 1.0, 2.0, 3.0, 4.0, 0.0, 0.0]);
+    }
+
+    fn level_strategy() -> impl Strategy<Value = DimensionMetadata> {
+        let small = proptest::collection::vec(-2i32..9, 0..8);
+        prop_oneof![
+            (-1i32..5).prop_map(dense),
+            (small.clone(), small).prop_map(|(s, i)| csr(&s, &i)),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        /// Any sparsity description, however inconsistent: a tensor or an error, never a panic.
+        #[test]
+        fn any_description_densifies_or_is_an_error(
+            shape in proptest::collection::vec(1usize..5, 1..4),
+            order in proptest::collection::vec(-1i32..6, 0..6),
+            blocks in proptest::collection::vec(-1i32..4, 0..3),
+            levels in proptest::collection::vec(level_strategy(), 0..6),
+            values in proptest::collection::vec(any::<u8>(), 0..64),
+        ) {
+            let sp = SparsityParameters {
+                traversal_order: Some(order),
+                block_map: Some(blocks),
+                dim_metadata: Some(levels),
+            };
+            let _ = densify("w", Scalar::I8, &shape, &sp, &values);
+        }
     }
 
     #[test]
