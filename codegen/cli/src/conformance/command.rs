@@ -278,7 +278,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
     print_regressions(&regressions, &pass_path);
     update_pass_list(&results, &listed, &pass_path, a.update)?;
     if a.readme {
-        update_readme(&root, &place, (a.suite, &a.board), &results)?;
+        update_readme(&root, &place, (a.suite, &a.board), (&cases, &results))?;
     }
     eprintln!(
         "{} cases in {:.1} s with {jobs} jobs",
@@ -477,7 +477,7 @@ fn update_readme(
     root: &Path,
     place: &Place,
     (suite, name): (Suite, &str),
-    results: &[CaseResult],
+    (cases, results): (&Path, &[CaseResult]),
 ) -> Result<()> {
     let path = root.join("README.md");
     let text = std::fs::read_to_string(&path)?;
@@ -485,7 +485,15 @@ fn update_readme(
     let section = format!("{}{name}", suite.prefix());
     let new_text = match place {
         Place::Host => {
-            let body = format!("{}\n{totals}\n", report::markdown(results));
+            let table = match suite {
+                Suite::Onnx => report::markdown(results),
+                Suite::Tflite => report::markdown_with(
+                    results,
+                    &conformance::tflite::PARITY_HEADERS,
+                    &conformance::tflite::parity(cases, results),
+                ),
+            };
+            let body = format!("{table}\n{totals}\n");
             report::replace_section(&text, suite.prefix(), &body)
         }
         Place::Board(_) | Place::Gpu(_) => report::replace_board_section(

@@ -68,16 +68,39 @@ pub fn table(results: &[CaseResult]) -> String {
 
 /// The per-op table as Markdown, with a total row.
 pub fn markdown(results: &[CaseResult]) -> String {
-    let mut s = String::from("| op | passed | failed | skipped |\n|---|---:|---:|---:|\n");
+    markdown_with(results, &[], &BTreeMap::new())
+}
+
+/// The per-op table as Markdown with more columns: their `headers`, and per op its cells
+/// (`extra`; empty cells for an op without).
+pub fn markdown_with(
+    results: &[CaseResult],
+    headers: &[&str],
+    extra: &BTreeMap<String, Vec<String>>,
+) -> String {
+    let mut s = String::from("| op | passed | failed | skipped |");
+    let mut rule = String::from("|---|---:|---:|---:|");
+    for h in headers {
+        s += &format!(" {h} |");
+        rule += "---|";
+    }
+    s += &format!("\n{rule}\n");
     for (op, c) in per_op(results) {
-        let _ = writeln!(s, "| {op} | {} | {} | {} |", c.passed, c.failed, c.skipped);
+        let _ = write!(s, "| {op} | {} | {} | {} |", c.passed, c.failed, c.skipped);
+        let cells = extra.get(op).map(Vec::as_slice).unwrap_or_default();
+        for k in 0..headers.len() {
+            let _ = write!(s, " {} |", cells.get(k).map_or("", String::as_str));
+        }
+        s.push('\n');
     }
     let t = totals(results);
-    let _ = writeln!(
+    let _ = write!(
         s,
         "| **total** | **{}** | **{}** | **{}** |",
         t.passed, t.failed, t.skipped
     );
+    s += &" |".repeat(headers.len());
+    s.push('\n');
     s
 }
 
@@ -178,6 +201,14 @@ mod tests {
         assert_eq!(passing(&rs), vec!["test_b".to_string()]);
         assert_eq!(reasons(&rs, true), vec![("x".to_string(), 2)]);
         assert!(markdown(&rs).contains("| Mul | 0 | 1 | 1 |"));
+        let extra = BTreeMap::from([("Add".to_string(), vec!["int8".to_string()])]);
+        let wide = markdown_with(&rs, &["types"], &extra);
+        assert!(wide.contains("| Add | 1 | 0 | 1 | int8 |"), "{wide}");
+        assert!(wide.contains("| Mul | 0 | 1 | 1 |  |"), "{wide}");
+        assert!(
+            wide.contains("| **total** | **1** | **1** | **2** | |"),
+            "{wide}"
+        );
         let readme = format!("a\n{START}\nold\n{END}\nb\n");
         let new = replace_section(&readme, "", "new\n").unwrap();
         assert_eq!(new, format!("a\n{START}\nnew\n{END}\nb\n"));

@@ -3,10 +3,11 @@
 //! not run the case), listed with the op each tests in the suite's `cases.tsv`
 //! (`scripts/make_tflite_suite.py` writes them into `tests/tflite-suite`).
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use super::case::ImportedCase;
-use super::Outcome;
+use super::{CaseResult, Outcome};
 use kiln_codegen::error::chain;
 use kiln_codegen::model::{import_bytes, ImportOptions, ModelError};
 use kiln_codegen::tensorio;
@@ -17,6 +18,9 @@ pub const MODEL_FILE: &str = "model.tflite";
 
 /// The suite's list of cases: `case<TAB>op<TAB>type<TAB>reference<TAB>about`.
 pub const MANIFEST: &str = "cases.tsv";
+
+/// Per op and type, whether TFLM runs it: `op<TAB>type<TAB>yes|no<TAB>why`.
+pub const TFLM_TYPES: &str = "tflm-types.tsv";
 
 fn fail(reason: impl Into<String>, detail: impl Into<String>) -> Outcome {
     Outcome::Fail {
@@ -59,6 +63,46 @@ fn first_op(model: &Path) -> Option<String> {
     let model = tflite::load_bytes(&bytes).ok()?;
     model.ops.first().map(|op| op.name())
 }
+
+/// TFLM's own list beside Kiln's results, per op: the types TFLM runs it in (the suite's
+/// `tflm-types.tsv`: `op<TAB>type<TAB>yes|no<TAB>why`) and the types of the cases that pass.
+pub fn parity(cases: &Path, results: &[CaseResult]) -> BTreeMap<String, Vec<String>> {
+    let read = |file: &str| std::fs::read_to_string(cases.join(file)).unwrap_or_default();
+    let mut tflm: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for line in read(TFLM_TYPES).lines().skip(1) {
+        let cols: Vec<&str> = line.split('\t').collect();
+        if let [op, ty, "yes", ..] = cols.as_slice() {
+            tflm.entry(op.to_string())
+                .or_default()
+                .insert(ty.to_string());
+        }
+    }
+    let manifest = read(MANIFEST);
+    let type_of = |name: &str| {
+        manifest.lines().find_map(|line| {
+            let cols: Vec<&str> = line.split('\t').collect();
+            (cols.first() == Some(&name)).then(|| cols.get(2).map(|t| t.to_string()))?
+        })
+    };
+    let mut kiln: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for r in results.iter().filter(|r| r.outcome == Outcome::Pass) {
+        if let Some(ty) = type_of(&r.name) {
+            kiln.entry(r.op.clone()).or_default().insert(ty);
+        }
+    }
+    let ops: BTreeSet<&String> = tflm.keys().chain(kiln.keys()).collect();
+    let list = |m: &BTreeMap<String, BTreeSet<String>>, op: &String| {
+        m.get(op)
+            .map(|s| s.iter().cloned().collect::<Vec<_>>().join(", "))
+            .unwrap_or_else(|| "—".to_string())
+    };
+    ops.into_iter()
+        .map(|op| (op.clone(), vec![list(&tflm, op), list(&kiln, op)]))
+        .collect()
+}
+
+/// The headers of [`parity`]'s columns.
+pub const PARITY_HEADERS: [&str; 2] = ["types TFLM runs", "types passing here"];
 
 /// Loads and imports the case in folder `dir`, with its inputs and expected outputs; the
 /// outcome when it gets no further.
