@@ -84,6 +84,7 @@ fn one_op(
             inputs: (0..n - 1).map(|i| Some(TensorId(i))).collect(),
             outputs: vec![TensorId(n - 1)],
             options,
+            custom_options: Vec::new(),
         }],
         inputs: vec![TensorId(0)],
         outputs: vec![TensorId(n - 1)],

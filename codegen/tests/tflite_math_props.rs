@@ -58,6 +58,7 @@ fn model(
             inputs: (0..n - 1).map(|i| Some(TensorId(i))).collect(),
             outputs: vec![TensorId(n - 1)],
             options,
+            custom_options: Vec::new(),
         }],
         inputs: (0..inputs).map(TensorId).collect(),
         outputs: vec![TensorId(n - 1)],

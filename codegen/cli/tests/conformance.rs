@@ -6,7 +6,10 @@
 //! QEMU's gdbstub, the path of a real board); with `--board opencl` and `--board vulkan`, the
 //! cases of their lists on this machine's devices (PoCL and lavapipe in CI).
 //!
-//! The cases come with the `onnx` package (`bash scripts/setup-python.sh`, or
+//! The TFLite suite's cases (`tests/tflite-suite`) run the same way, from their own lists
+//! (`tests/conformance/tflite-<board>.pass`).
+//!
+//! The ONNX cases come with the `onnx` package (`bash scripts/setup-python.sh`, or
 //! `$KILN_ONNX_NODE_TESTS`); without them the test says so and passes, except in CI (`$CI`),
 //! where it fails.
 
@@ -77,6 +80,41 @@ fn listed_cases_pass_with(board: &str, extra: &[&str]) {
     assert!(
         out.status.success(),
         "listed cases fail:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let last = stdout.lines().last().unwrap_or_default();
+    assert!(last.ends_with(" passed, 0 failed, 0 skipped"), "{last}");
+}
+
+/// The TFLite suite's cases (`tests/tflite-suite`, in the repository) on its pass lists still
+/// pass: on the host, and on the emulated Cortex-M4F with its DSP kernels.
+#[test]
+fn every_listed_tflite_case_still_passes() {
+    listed_tflite_cases_pass("host");
+}
+
+#[test]
+fn every_listed_tflite_case_still_passes_on_qemu_an386() {
+    listed_tflite_cases_pass("qemu-an386");
+}
+
+fn listed_tflite_cases_pass(board: &str) {
+    let out = Command::new(env!("CARGO_BIN_EXE_kiln"))
+        .args([
+            "conformance",
+            "--suite",
+            "tflite",
+            "--listed",
+            "--jobs",
+            "2",
+        ])
+        .args(["--board", board])
+        .output()
+        .expect("run kiln conformance");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "listed TFLite cases fail on {board}:\n{stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
     let last = stdout.lines().last().unwrap_or_default();

@@ -61,6 +61,8 @@ pub struct TfOp {
     pub inputs: Vec<Option<TensorId>>,
     pub outputs: Vec<TensorId>,
     pub options: Option<BuiltinOptions>,
+    /// A custom op's options, as the file holds them (a FlexBuffer map, for TFLM's ops).
+    pub custom_options: Vec<u8>,
 }
 
 impl TfOp {
@@ -170,6 +172,7 @@ pub fn load_bytes(bytes: &[u8]) -> Result<TfliteModel, TfliteError> {
             inputs,
             outputs,
             options: op.builtin_options,
+            custom_options: op.custom_options.unwrap_or_default(),
         });
     }
     let inputs = graph.inputs.unwrap_or_default();

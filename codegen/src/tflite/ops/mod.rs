@@ -124,6 +124,12 @@ impl Ctx<'_> {
         })
     }
 
+    /// A custom op's options (its FlexBuffer map).
+    #[allow(dead_code)] // until the first custom op's builder reads them
+    pub fn custom_options(&self) -> Result<super::flex::CustomOptions<'_>, OpError> {
+        super::flex::CustomOptions::parse(&self.op.custom_options)
+    }
+
     /// The operator's options of the expected kind (the defaults when the file has none).
     pub fn options<T: Default + Clone>(&self, pick: fn(&BuiltinOptions) -> Option<&T>) -> T {
         self.op
