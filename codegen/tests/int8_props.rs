@@ -22,7 +22,7 @@ use kiln_codegen::tflite::schema::{
     DepthwiseConv2DOptions, FullyConnectedOptions, MulOptions, Padding, Pool2DOptions,
     ReducerOptions, SoftmaxOptions, SubOptions,
 };
-use kiln_codegen::tflite::{self, Quant, TensorId, TfOp, TfTensor, TfliteModel};
+use kiln_codegen::tflite::{self, Quant, TfTensor, TfliteModel};
 use proptest::prelude::*;
 use prost::Message;
 
@@ -74,23 +74,7 @@ fn one_op(
     options: Option<BuiltinOptions>,
     tensors: Vec<TfTensor>,
 ) -> TfliteModel {
-    let n = tensors.len() as u32;
-    TfliteModel {
-        ops: vec![TfOp {
-            index: 0,
-            code,
-            version: 1,
-            custom: None,
-            inputs: (0..n - 1).map(|i| Some(TensorId(i))).collect(),
-            outputs: vec![TensorId(n - 1)],
-            options,
-            custom_options: Vec::new(),
-        }],
-        inputs: vec![TensorId(0)],
-        outputs: vec![TensorId(n - 1)],
-        tensors,
-        subgraphs: 1,
-    }
+    TfliteModel::single_op(code, options, tensors, 1)
 }
 
 /// The model's output on `x`, as int8 values.

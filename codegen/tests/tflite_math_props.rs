@@ -10,7 +10,7 @@ use kiln_codegen::dtype::Scalar;
 use kiln_codegen::graph::eval::evaluate;
 use kiln_codegen::tensor::Tensor;
 use kiln_codegen::tflite::schema::{BuiltinOperator, BuiltinOptions, LeakyReluOptions};
-use kiln_codegen::tflite::{self, Quant, TensorId, TfOp, TfTensor, TfliteModel};
+use kiln_codegen::tflite::{self, Quant, TfTensor, TfliteModel};
 use proptest::prelude::*;
 use tflm::{
     multiply_by_quantized_multiplier as mbqm, quantize_multiplier,
@@ -48,23 +48,7 @@ fn model(
     tensors: Vec<TfTensor>,
     inputs: u32,
 ) -> TfliteModel {
-    let n = tensors.len() as u32;
-    TfliteModel {
-        ops: vec![TfOp {
-            index: 0,
-            code,
-            version: 1,
-            custom: None,
-            inputs: (0..n - 1).map(|i| Some(TensorId(i))).collect(),
-            outputs: vec![TensorId(n - 1)],
-            options,
-            custom_options: Vec::new(),
-        }],
-        inputs: (0..inputs).map(TensorId).collect(),
-        outputs: vec![TensorId(n - 1)],
-        tensors,
-        subgraphs: 1,
-    }
+    TfliteModel::single_op(code, options, tensors, inputs as usize)
 }
 
 fn run(model: &TfliteModel, xs: Vec<Tensor>) -> Vec<i8> {

@@ -91,6 +91,34 @@ impl TfliteModel {
     pub fn tensor(&self, id: TensorId) -> &TfTensor {
         &self.tensors[id.0 as usize]
     }
+
+    /// A model of one builtin operator, built in memory: its inputs are all the tensors but
+    /// the last, the first `inputs` of them the model's inputs (the others constants), and the
+    /// last tensor its output.
+    pub fn single_op(
+        code: BuiltinOperator,
+        options: Option<BuiltinOptions>,
+        tensors: Vec<TfTensor>,
+        inputs: usize,
+    ) -> TfliteModel {
+        let last = TensorId(tensors.len().saturating_sub(1) as u32);
+        TfliteModel {
+            ops: vec![TfOp {
+                index: 0,
+                code,
+                version: 1,
+                custom: None,
+                inputs: (0..last.0).map(|i| Some(TensorId(i))).collect(),
+                outputs: vec![last],
+                options,
+                custom_options: Vec::new(),
+            }],
+            inputs: (0..inputs as u32).map(TensorId).collect(),
+            outputs: vec![last],
+            tensors,
+            subgraphs: 1,
+        }
+    }
 }
 
 /// The op name in TFLite's spelling (`CONV_2D`).

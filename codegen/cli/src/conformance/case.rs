@@ -19,14 +19,14 @@ pub const RTOL: f64 = 1e-3;
 /// Absolute tolerance of float outputs.
 pub const ATOL: f64 = 1e-7;
 
-fn fail(reason: impl Into<String>, detail: impl Into<String>) -> Outcome {
+pub(super) fn fail(reason: impl Into<String>, detail: impl Into<String>) -> Outcome {
     Outcome::Fail {
         reason: reason.into(),
         detail: detail.into(),
     }
 }
 
-fn skip(reason: impl Into<String>) -> Outcome {
+pub(super) fn skip(reason: impl Into<String>) -> Outcome {
     Outcome::Skip {
         reason: reason.into(),
     }

@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use super::case::ImportedCase;
+use super::case::{fail, skip, ImportedCase};
 use super::{CaseResult, Outcome};
 use kiln_codegen::error::chain;
 use kiln_codegen::model::{import_bytes, ImportOptions, ModelError};
@@ -21,19 +21,6 @@ pub const MANIFEST: &str = "cases.tsv";
 
 /// Per op and type, whether TFLM runs it: `op<TAB>type<TAB>yes|no<TAB>why`.
 pub const TFLM_TYPES: &str = "tflm-types.tsv";
-
-fn fail(reason: impl Into<String>, detail: impl Into<String>) -> Outcome {
-    Outcome::Fail {
-        reason: reason.into(),
-        detail: detail.into(),
-    }
-}
-
-fn skip(reason: impl Into<String>) -> Outcome {
-    Outcome::Skip {
-        reason: reason.into(),
-    }
-}
 
 /// Whether `dir` holds a TFLite case.
 pub fn is_case(dir: &Path) -> bool {
