@@ -32,6 +32,8 @@ DTYPES = {
     "int32": (S.TensorType.INT32, np.int32),
     "int64": (S.TensorType.INT64, np.int64),
     "bool": (S.TensorType.BOOL, np.bool_),
+    "uint32": (S.TensorType.UINT32, np.uint32),
+    "uint64": (S.TensorType.UINT64, np.uint64),
 }
 TYPE_NAME = {tt: name for name, (tt, _) in DTYPES.items()}
 ALL_TYPES = ("float32", "int8", "int16", "uint8", "int32", "int64", "bool")
@@ -119,6 +121,20 @@ class Subgraph:
         self.tensors.append(t)
         return len(self.tensors) - 1
 
+    def input(self, name, dtype, shape, q=None):
+        t = self.tensor(name, dtype, shape, q)
+        self.inputs.append(t)
+        return t
+
+    def output(self, name, dtype, shape, q=None):
+        t = self.tensor(name, dtype, shape, q)
+        self.outputs.append(t)
+        return t
+
+    def const(self, name, dtype, data, q=None):
+        a = np.asarray(data).astype(DTYPES[dtype][1])
+        return self.tensor(name, dtype, a.shape, q, data=to_bytes(a, dtype))
+
     def op(self, name, inputs, outputs, opts=None, custom=None, custom_options=None,
            version=1):
         o = S.OperatorT()
@@ -148,7 +164,8 @@ class Graph:
         self.codes = []
         self.subgraphs = [Subgraph(self, "main")]
         self.feeds = []  # input arrays, in the order of the main subgraph's inputs
-        self.meta = {}
+        self.raw = None  # a finished flatbuffer (converter-made cases) instead of the graph
+        self.check = None  # optional check(inputs, outputs) -> None, or why the outputs are wrong
 
     @property
     def main(self):
@@ -223,7 +240,14 @@ class Graph:
         return bytes(b.Output())
 
     def unknown_shapes(self):
+        if self.raw is not None:
+            return []
         return [i for i in self.main.outputs if self.main.tensors[i].shape is None]
+
+    def output_count(self):
+        if self.raw is None:
+            return len(self.main.outputs)
+        return len(tflm.convert_bytearray_to_object(bytearray(self.raw)).subgraphs[0].outputs)
 
 
 # ---------------------------------------------------------------- registry
@@ -238,15 +262,18 @@ class Case:
     build: object  # build(graph)
     batch: int
     probe: str = ""  # key under which the first case is recorded in tflm-types.tsv
+    fallback: bool = False
 
 
 CASES = []
 BATCH = [1]
 
 
-def add(name, op, type_, about, build, probe=None):
+def add(name, op, type_, about, build, probe=None, fallback=False):
+    """fallback: the full TFLite reference kernels are the reference whenever TFLM refuses the
+    case (not only when TFLM lacks the op)."""
     assert name == name.lower() and "\t" not in about, name
-    CASES.append(Case(name, op, type_, about, build, BATCH[0], probe or type_))
+    CASES.append(Case(name, op, type_, about, build, BATCH[0], probe or type_, fallback))
 
 
 def batch(n):
@@ -518,20 +545,31 @@ def _cmp_data(g, t, shape):
     return g.rng.integers(-8, 8, shape)
 
 
+_CMP_FN = {"GREATER_EQUAL": np.greater_equal, "GREATER": np.greater, "LESS": np.less,
+           "LESS_EQUAL": np.less_equal, "EQUAL": np.equal, "NOT_EQUAL": np.not_equal}
+
+
 def _cmp(op, t, sa, sb, rescale=False):
     def build(g):
         a, b = _cmp_data(g, t, sa), _cmp_data(g, t, sb)
+        if sb == ():
+            b = np.array(1)  # mid-range: both answers occur
         qa = qb = default_q(t, -3.0, 5.0)
         if rescale:
-            # b on a grid twice as coarse as a: half of a's values equal b's exactly
+            # b on a grid twice as coarse as a: many of a's values equal one of b's exactly
             qa, qb = Q(0.05, -3), Q(0.1, 5)
             a = g.rng.integers(-128, 128, sa)
-            b = g.rng.integers(-128, 128, sb)
+            b = g.rng.integers(-20, 20, sb)
             real_b = 0.1 * (np.broadcast_to(b, bcast(sa, sb)) - 5)
             eq = np.round(real_b / 0.05) - 3
-            if np.shape(a) == np.shape(eq):
-                pick = g.rng.random(sa) < 0.5
-                a = np.where(pick & (eq >= -128) & (eq <= 127), eq, a)
+            # an element of a, wherever it meets b's first element under broadcasting
+            eq = eq.reshape(-1)[0] if np.shape(a) != np.shape(eq) else eq
+            a = np.where(g.rng.random(sa) < 0.5, eq, a)
+        else:
+            # same quantization (or none): the raw comparison is the answer
+            g.check = lambda ins, outs: (None if np.array_equal(
+                _CMP_FN[op](ins[0], ins[1]), outs[0]) else
+                "TFLM's output is not the comparison of its inputs")
         binary(g, op, t, a, b, qa, qb, None, out_t="bool")
     return build
 
@@ -547,8 +585,10 @@ for _op in ("GREATER_EQUAL", "GREATER", "LESS", "LESS_EQUAL", "EQUAL", "NOT_EQUA
         _cmp(_op, "float32", (2, 3, 1, 4), (3, 5, 1)))
     add(f"{_p}_int8_broadcast", _op, "int8", "[2,1,5] vs [4,1], differently quantized",
         _cmp(_op, "int8", (2, 1, 5), (4, 1), rescale=True))
-    add(f"{_p}_int32_broadcast", _op, "int32", "[3,4] vs scalar [] ",
+    add(f"{_p}_int32_broadcast", _op, "int32", "[3,4] vs scalar []",
         _cmp(_op, "int32", (3, 4), ()))
+    add(f"{_p}_float32_broadcast_rank5", _op, "float32", "[2,1,3,1,2] vs [1,2,1,3,1]",
+        _cmp(_op, "float32", (2, 1, 3, 1, 2), (1, 2, 1, 3, 1)))
 
 # ---- BATCH_MATMUL
 
@@ -556,7 +596,7 @@ for _op in ("GREATER_EQUAL", "GREATER", "LESS", "LESS_EQUAL", "EQUAL", "NOT_EQUA
 def _bmm(t, sa, sb, adj_x=False, adj_y=False, const_b=False):
     def build(g):
         qa = default_q(t, -3.0, 4.0)
-        qb = Q(0.03, 0) if t in QUANT else None
+        qb = {"int8": Q(0.03, 0), "int16": Q(4.0 / 32767, 0)}.get(t)
         if t == "uint8":
             qb = Q(0.03, 128)
         a = data_for(g.rng, t, sa, -3.0, 4.0) if t != "int32" else ints(g.rng, sa, -20, 20)
@@ -625,6 +665,12 @@ for _t in NUM_TYPES:
 for _t in ("float32", "int8", "int16"):
     add(f"squared_difference_{_t}_broadcast", "SQUARED_DIFFERENCE", _t, "[2,3,4] and [3,1]",
         _binary_arith("SQUARED_DIFFERENCE", _t, (2, 3, 4), (3, 1), out=(0.0, 40.0)))
+add("squared_difference_float32_broadcast_rank5", "SQUARED_DIFFERENCE", "float32",
+    "[2,1,3,1,2] and [1,2,1,3,1]", _binary_arith("SQUARED_DIFFERENCE", "float32",
+                                                  (2, 1, 3, 1, 2), (1, 2, 1, 3, 1)))
+add("div_float32_broadcast_rank5", "DIV", "float32", "[2,1,3,1,2] / [1,2,1,3,1]",
+    _binary_arith("DIV", "float32", (2, 1, 3, 1, 2), (1, 2, 1, 3, 1), kind="Div",
+                  nonzero_b=True, out=(-10.0, 10.0)))
 
 for _t in NUM_TYPES:
     add(f"div_{_t}", "DIV", _t, "[4,16] / [4,16], nonzero divisors",
@@ -672,6 +718,9 @@ for _t in ALL_TYPES:
 for _t in ("float32", "int8", "int16", "int32"):
     add(f"select_v2_{_t}_broadcast", "SELECT_V2", _t, "cond [3,1], x [2,1,4], y [4]",
         _select("SELECT_V2", _t, (3, 1), (2, 1, 4), (4,)))
+add("select_v2_float32_broadcast_rank5", "SELECT_V2", "float32",
+    "cond [2,1,3,1,1], x [1,2,1,2,1], y [2]",
+    _select("SELECT_V2", "float32", (2, 1, 3, 1, 1), (1, 2, 1, 2, 1), (2,)))
 for _t in ALL_TYPES:
     add(f"select_{_t}", "SELECT", _t, "cond, x, y all [4,16]",
         _select("SELECT", _t, (4, 16), (4, 16), (4, 16)))
@@ -885,7 +934,7 @@ def _bto(t, in_shape, shape, shape_t="int32"):
         xi = g.input("x", t, data_for(g.rng, t, in_shape), q)
         si = g.const("shape", shape_t, shape)
         y = g.output("y", t, tuple(shape), q)
-        g.op("BROADCAST_TO", [xi, si], [y])
+        g.op("BROADCAST_TO", [xi, si], [y], version=2)  # TFLite registers versions 2 and up
     return build
 
 
@@ -1031,6 +1080,8 @@ for _op in ("FLOOR_DIV", "FLOOR_MOD"):
     for _t in ("float32", "int32"):
         add(f"{_op.lower()}_{_t}_broadcast", _op, _t, "[3,8] by [8]",
             _floor(_op, _t, (3, 8), (8,)))
+    add(f"{_op.lower()}_float32_broadcast_rank5", _op, "float32", "[2,1,3,1,2] by [1,2,1,3,1]",
+        _floor(_op, "float32", (2, 1, 3, 1, 2), (1, 2, 1, 3, 1)))
 
 # ---- GATHER_ND
 
@@ -1080,7 +1131,8 @@ def _l2norm(t, shape, act="NONE"):
 for _t in NUM_TYPES:
     add(f"l2_normalization_{_t}", "L2_NORMALIZATION", _t, "[4,16], along the last axis",
         _l2norm(_t, (4, 16)))
-add("l2_normalization_int8_4d", "L2_NORMALIZATION", "int8", "[1,2,3,8]", _l2norm("int8", (1, 2, 3, 8)))
+add("l2_normalization_int8_4d", "L2_NORMALIZATION", "int8", "[1,2,3,8]",
+    _l2norm("int8", (1, 2, 3, 8)))
 
 
 def conv_out(size, k, stride, pad, dilation=1):
@@ -1303,3 +1355,1117 @@ for _t in ALL_TYPES:
     add(f"zeros_like_{_t}", "ZEROS_LIKE", _t, "[3,5]",
         (lambda t: lambda g: unary(g, "ZEROS_LIKE", t, data_for(g.rng, t, (3, 5)),
                                    default_q(t), default_q(t)))(_t))
+
+
+# ================================================================ batch 3: Kiln's builtins
+batch(3)
+
+
+def pack_int4(values):
+    """Two int4 values per byte, the first in the low nibble (TFLM's packed int4 layout)."""
+    v = (np.asarray(values, np.int64).ravel() & 0xF).astype(np.uint8)
+    if v.size % 2:
+        v = np.append(v, 0)
+    return (v[0::2] | (v[1::2] << 4)).astype(np.uint8).tobytes()
+
+
+def _weights_const(g, t, w, wq, int4=False):
+    if int4:
+        assert wq is not None
+        return g.main.tensor("weights", S.TensorType.INT4, w.shape, wq, data=pack_int4(w))
+    return g.const("weights", weight_type(t), w, wq)
+
+
+def _int4_weights(g, shape, axis):
+    w = g.rng.standard_normal(shape) / np.sqrt(np.prod(shape) / shape[axis])
+    red = tuple(i for i in range(len(shape)) if i != axis)
+    scales = np.maximum(np.abs(w).max(axis=red), 1e-3) / 7.0
+    q = Q(scales, np.zeros(shape[axis], np.int64), axis)
+    return np.clip(quantize(w, q, "int8"), -8, 7), q
+
+
+# ---- CONV_2D
+
+
+def _conv(t, in_shape, cout, k, stride=(1, 1), pad="SAME", dil=(1, 1), act="NONE", bias=True,
+          per_channel=True, groups=1, int4=False, bias_t=None):
+    def build(g):
+        qi = default_q(t, -2.0, 3.0)
+        xi = g.input("x", t, data_for(g.rng, t, in_shape, -2.0, 3.0), qi)
+        cin = in_shape[3] // groups
+        wshape = (cout, k[0], k[1], cin)
+        if int4:
+            w, wq = _int4_weights(g, wshape, 0)
+        else:
+            w, wq = _conv_weights(g, t, wshape, 0, per_channel)
+        wi = _weights_const(g, t, w, wq, int4)
+        bi = -1
+        if bias:
+            bi = _bias(g, t, cout, qi, wq)
+            if bias_t is not None:  # e.g. int32 bias with int16 activations
+                bt = g.main.tensors[bi]
+                old = np.frombuffer(bytes(g.buffers[bt.buffer].data), np.int64)
+                bt.type = DTYPES[bias_t][0]
+                g.buffers[bt.buffer].data = old.astype(DTYPES[bias_t][1]).tobytes()
+        oshape = (in_shape[0], conv_out(in_shape[1], k[0], stride[0], pad, dil[0]),
+                  conv_out(in_shape[2], k[1], stride[1], pad, dil[1]), cout)
+        qo = default_q(t, -4.0, 5.0) if act == "NONE" else default_q(t, 0.0, 6.0)
+        y = g.output("y", t, oshape, qo)
+        g.op("CONV_2D", [xi, wi, bi], [y],
+             options("Conv2D", padding=PAD[pad], strideW=stride[1], strideH=stride[0],
+                     dilationWFactor=dil[1], dilationHFactor=dil[0],
+                     fusedActivationFunction=ACT[act]))
+    return build
+
+
+for _t in NUM_TYPES:
+    add(f"conv_2d_{_t}", "CONV_2D", _t,
+        "[1,6,6,3] -> 4 channels, 3x3, stride 1, SAME, bias, per-channel weights",
+        _conv(_t, (1, 6, 6, 3), 4, (3, 3)))
+for _t in ("float32", "int8", "int16"):
+    add(f"conv_2d_{_t}_s2_valid", "CONV_2D", _t, "[1,7,7,4] -> 5, 3x3, stride 2, VALID",
+        _conv(_t, (1, 7, 7, 4), 5, (3, 3), (2, 2), "VALID"))
+    add(f"conv_2d_{_t}_relu", "CONV_2D", _t, "fused RELU", _conv(_t, (1, 6, 6, 3), 4, (3, 3),
+                                                                 act="RELU"))
+    add(f"conv_2d_{_t}_relu6_1x1", "CONV_2D", _t, "1x1, fused RELU6, [1,5,7,8] -> 6",
+        _conv(_t, (1, 5, 7, 8), 6, (1, 1), act="RELU6"))
+    add(f"conv_2d_{_t}_dilation", "CONV_2D", _t, "3x3, dilation (2,1), SAME, [1,8,7,2] -> 3",
+        _conv(_t, (1, 8, 7, 2), 3, (3, 3), dil=(2, 1)))
+    add(f"conv_2d_{_t}_no_bias", "CONV_2D", _t, "no bias, 2x3 kernel, strides (2,1), SAME",
+        _conv(_t, (1, 7, 5, 3), 4, (2, 3), (2, 1), bias=False))
+add("conv_2d_float32_relu_n1_to_1", "CONV_2D", "float32", "fused RELU_N1_TO_1",
+    _conv("float32", (1, 5, 5, 2), 3, (3, 3), act="RELU_N1_TO_1"))
+add("conv_2d_int8_per_tensor", "CONV_2D", "int8", "per-tensor weight scale",
+    _conv("int8", (1, 6, 6, 3), 4, (3, 3), per_channel=False))
+add("conv_2d_int8_batch2", "CONV_2D", "int8", "batch 2, 3x3, stride 2, SAME",
+    _conv("int8", (2, 5, 5, 3), 4, (3, 3), (2, 2)))
+add("conv_2d_int8_grouped", "CONV_2D", "int8", "grouped: 6 input channels in 2 groups -> 4",
+    _conv("int8", (1, 5, 5, 6), 4, (3, 3), groups=2))
+add("conv_2d_float32_grouped", "CONV_2D", "float32", "grouped: 6 input channels in 3 groups -> 6",
+    _conv("float32", (1, 5, 5, 6), 6, (3, 3), groups=3))
+add("conv_2d_int8_int4_weights", "CONV_2D", "int8", "packed int4 per-channel weights",
+    _conv("int8", (1, 6, 6, 3), 4, (3, 3), int4=True))
+add("conv_2d_int16_bias_int32", "CONV_2D", "int16", "16x8 with an int32 bias",
+    _conv("int16", (1, 6, 6, 3), 4, (3, 3), bias_t="int32"))
+
+# ---- DEPTHWISE_CONV_2D
+
+
+def _dw(t, in_shape, mult, k, stride=(1, 1), pad="SAME", dil=(1, 1), act="NONE", bias=True,
+        per_channel=True, int4=False):
+    def build(g):
+        qi = default_q(t, -2.0, 3.0)
+        xi = g.input("x", t, data_for(g.rng, t, in_shape, -2.0, 3.0), qi)
+        cout = in_shape[3] * mult
+        wshape = (1, k[0], k[1], cout)
+        if int4:
+            w, wq = _int4_weights(g, wshape, 3)
+        else:
+            w, wq = _conv_weights(g, t, wshape, 3, per_channel)
+            if wq is not None and per_channel and t != "uint8":
+                wq.axis = 3
+        wi = _weights_const(g, t, w, wq, int4)
+        # without bias the op has two inputs: TFLM's depthwise kernel crashes on a -1 bias
+        ins = [xi, wi, _bias(g, t, cout, qi, wq)] if bias else [xi, wi]
+        oshape = (in_shape[0], conv_out(in_shape[1], k[0], stride[0], pad, dil[0]),
+                  conv_out(in_shape[2], k[1], stride[1], pad, dil[1]), cout)
+        qo = default_q(t, -4.0, 5.0) if act == "NONE" else default_q(t, 0.0, 6.0)
+        y = g.output("y", t, oshape, qo)
+        g.op("DEPTHWISE_CONV_2D", ins, [y],
+             options("DepthwiseConv2D", padding=PAD[pad], strideW=stride[1], strideH=stride[0],
+                     depthMultiplier=mult, dilationWFactor=dil[1], dilationHFactor=dil[0],
+                     fusedActivationFunction=ACT[act]))
+    return build
+
+
+for _t in NUM_TYPES:
+    add(f"depthwise_conv_2d_{_t}", "DEPTHWISE_CONV_2D", _t,
+        "[1,6,6,4], multiplier 1, 3x3, stride 1, SAME, bias, per-channel weights",
+        _dw(_t, (1, 6, 6, 4), 1, (3, 3)))
+for _t in ("float32", "int8", "int16"):
+    add(f"depthwise_conv_2d_{_t}_m2_s2", "DEPTHWISE_CONV_2D", _t,
+        "[1,7,7,3], multiplier 2, 3x3, stride 2, SAME, fused RELU6",
+        _dw(_t, (1, 7, 7, 3), 2, (3, 3), (2, 2), act="RELU6"))
+    add(f"depthwise_conv_2d_{_t}_valid_dilation", "DEPTHWISE_CONV_2D", _t,
+        "[1,9,8,2], 3x3, dilation 2, VALID, fused RELU", _dw(_t, (1, 9, 8, 2), 1, (3, 3),
+                                                             pad="VALID", dil=(2, 2), act="RELU"))
+    add(f"depthwise_conv_2d_{_t}_no_bias", "DEPTHWISE_CONV_2D", _t,
+        "no bias (two inputs), 5x3 kernel, strides (1,2)",
+        _dw(_t, (1, 6, 7, 3), 1, (5, 3), (1, 2), bias=False))
+add("depthwise_conv_2d_int8_per_tensor", "DEPTHWISE_CONV_2D", "int8", "per-tensor weight scale",
+    _dw("int8", (1, 6, 6, 4), 1, (3, 3), per_channel=False))
+add("depthwise_conv_2d_int8_int4_weights", "DEPTHWISE_CONV_2D", "int8",
+    "packed int4 per-channel weights", _dw("int8", (1, 6, 6, 4), 1, (3, 3), int4=True))
+add("depthwise_conv_2d_int8_m3", "DEPTHWISE_CONV_2D", "int8", "1 channel, multiplier 3",
+    _dw("int8", (1, 5, 5, 1), 3, (3, 3)))
+
+# ---- FULLY_CONNECTED
+
+
+def _fc(t, in_shape, units, act="NONE", bias=True, per_channel=False, keep=False, int4=False):
+    def build(g):
+        qi = default_q(t, -2.0, 3.0)
+        xi = g.input("x", t, data_for(g.rng, t, in_shape, -2.0, 3.0), qi)
+        wshape = (units, in_shape[-1])
+        if int4:
+            w, wq = _int4_weights(g, wshape, 0)
+            if not per_channel:
+                wq = Q(float(np.max(wq.scale)), 0)
+        else:
+            w, wq = _conv_weights(g, t, wshape, 0, per_channel)
+        wi = _weights_const(g, t, w, wq, int4)
+        bi = _bias(g, t, units, qi, wq) if bias else -1
+        lead = in_shape[:-1] if keep else (int(np.prod(in_shape[:-1])),)
+        qo = default_q(t, -4.0, 5.0) if act == "NONE" else default_q(t, 0.0, 6.0)
+        y = g.output("y", t, (*lead, units), qo)
+        g.op("FULLY_CONNECTED", [xi, wi, bi], [y],
+             options("FullyConnected", fusedActivationFunction=ACT[act], keepNumDims=keep))
+    return build
+
+
+for _t in NUM_TYPES:
+    add(f"fully_connected_{_t}", "FULLY_CONNECTED", _t,
+        "[2,16] -> [2,8], bias, per-tensor weights", _fc(_t, (2, 16), 8))
+for _t in ("float32", "int8", "int16"):
+    add(f"fully_connected_{_t}_relu", "FULLY_CONNECTED", _t, "fused RELU",
+        _fc(_t, (2, 16), 8, act="RELU"))
+    add(f"fully_connected_{_t}_no_bias", "FULLY_CONNECTED", _t, "no bias, [3,10] -> [3,5]",
+        _fc(_t, (3, 10), 5, bias=False))
+    add(f"fully_connected_{_t}_keep_num_dims", "FULLY_CONNECTED", _t,
+        "keep_num_dims: [2,3,8] -> [2,3,4]", _fc(_t, (2, 3, 8), 4, keep=True))
+    add(f"fully_connected_{_t}_flatten", "FULLY_CONNECTED", _t,
+        "[2,3,8] flattened to [6,8] -> [6,4]", _fc(_t, (2, 3, 8), 4))
+    add(f"fully_connected_{_t}_per_channel", "FULLY_CONNECTED", _t, "per-channel weights",
+        _fc(_t, (2, 16), 8, per_channel=True))
+add("fully_connected_float32_relu6", "FULLY_CONNECTED", "float32", "fused RELU6",
+    _fc("float32", (2, 16), 8, act="RELU6"))
+add("fully_connected_int8_relu6", "FULLY_CONNECTED", "int8", "fused RELU6",
+    _fc("int8", (2, 16), 8, act="RELU6"))
+add("fully_connected_int8_int4_weights", "FULLY_CONNECTED", "int8", "packed int4 weights",
+    _fc("int8", (2, 16), 8, int4=True))
+
+# ---- ADD / SUB / MUL
+
+_ARITH_OUT = {"ADD": (-6.0, 7.0), "SUB": (-7.0, 6.0), "MUL": (-12.0, 12.0)}
+
+
+def _arith(op, t, sa, sb, act="NONE", pot=False, same_q=False):
+    def build(g):
+        if t in ("int32", "int64"):
+            a, b = ints(g.rng, sa, -100, 100, t), ints(g.rng, sb, -100, 100, t)
+            qa = qb = qo = None
+        else:
+            a = data_for(g.rng, t, sa, -4.0, 4.0)
+            b = data_for(g.rng, t, sb, -2.0, 3.0)
+            qa, qb = default_q(t, -4.0, 4.0), default_q(t, -2.0, 3.0)
+            lo, hi = _ARITH_OUT[op]
+            if act == "RELU":
+                lo = 0.0
+            elif act == "RELU6":
+                lo, hi = 0.0, 6.0
+            elif act == "RELU_N1_TO_1":
+                lo, hi = -1.0, 1.0
+            qo = default_q(t, lo, hi)
+            if same_q:
+                qa = qb = qo = default_q(t, -5.0, 5.0)
+            if pot:  # power-of-two int16 scales
+                qa, qb, qo = Q(2.0 ** -13, 0), Q(2.0 ** -13, 0), Q(2.0 ** -12, 0)
+        kind = {"ADD": "Add", "SUB": "Sub", "MUL": "Mul"}[op]
+        fields = {"fusedActivationFunction": ACT[act]}
+        if op != "MUL":
+            fields["potScaleInt16"] = pot
+        binary(g, op, t, a, b, qa, qb, qo, options(kind, **fields))
+    return build
+
+
+for _op in ("ADD", "SUB", "MUL"):
+    _p = _op.lower()
+    for _t in NUM_TYPES:
+        add(f"{_p}_{_t}", _op, _t, "[4,16] and [4,16]", _arith(_op, _t, (4, 16), (4, 16)))
+    for _t in ("float32", "int8", "int16"):
+        add(f"{_p}_{_t}_relu", _op, _t, "fused RELU", _arith(_op, _t, (4, 16), (4, 16), "RELU"))
+        add(f"{_p}_{_t}_relu6", _op, _t, "fused RELU6",
+            _arith(_op, _t, (4, 16), (4, 16), "RELU6"))
+        add(f"{_p}_{_t}_scalar", _op, _t, "[4,8] and a scalar []",
+            _arith(_op, _t, (4, 8), ()))
+        add(f"{_p}_{_t}_broadcast_rank1", _op, _t, "[3,8] and [8]", _arith(_op, _t, (3, 8), (8,)))
+        add(f"{_p}_{_t}_broadcast_rank4", _op, _t, "[2,1,3,4] and [1,5,1,4]",
+            _arith(_op, _t, (2, 1, 3, 4), (1, 5, 1, 4)))
+        add(f"{_p}_{_t}_broadcast_rank5", _op, _t, "[2,1,3,1,2] and [1,2,1,4,1]",
+            _arith(_op, _t, (2, 1, 3, 1, 2), (1, 2, 1, 4, 1)))
+    add(f"{_p}_float32_broadcast_rank6", _op, "float32", "[2,1,2,1,2,1] and [1,2,1,2,1,3]",
+        _arith(_op, "float32", (2, 1, 2, 1, 2, 1), (1, 2, 1, 2, 1, 3)))
+    add(f"{_p}_int32_broadcast_rank4", _op, "int32", "[2,1,3,4] and [1,5,1,4]",
+        _arith(_op, "int32", (2, 1, 3, 4), (1, 5, 1, 4)))
+    add(f"{_p}_int8_same_q", _op, "int8", "inputs and output quantized alike",
+        _arith(_op, "int8", (4, 16), (4, 16), same_q=True))
+    add(f"{_p}_float32_relu_n1_to_1", _op, "float32", "fused RELU_N1_TO_1",
+        _arith(_op, "float32", (4, 16), (4, 16), "RELU_N1_TO_1"))
+for _op in ("ADD", "SUB"):
+    add(f"{_op.lower()}_int16_pot_scale", _op, "int16",
+        "pot_scale_int16: power-of-two scales (2^-13, 2^-13 -> 2^-12)",
+        _arith(_op, "int16", (4, 16), (4, 16), pot=True))
+
+# ---- RELU / RELU6 / RELU_N1_TO_1 / LOGISTIC / TANH
+
+unary_family("RELU", "max(x, 0)", -4.0, 4.0, (0.0, 4.0))
+unary_family("RELU6", "min(max(x, 0), 6)", -3.0, 8.0, (0.0, 6.0))
+unary_family("RELU_N1_TO_1", "min(max(x, -1), 1)", -2.0, 2.0, (-1.0, 1.0))
+add("relu_int8_same_q", "RELU", "int8", "output quantized like the input",
+    lambda g: unary(g, "RELU", "int8", sweep_int8(g.rng), qrange(-3.0, 5.0, "int8"),
+                    qrange(-3.0, 5.0, "int8")))
+add("relu6_int16_same_q", "RELU6", "int16", "output quantized like the input",
+    lambda g: unary(g, "RELU6", "int16", sweep_int16(g.rng), Q(8.0 / 32768, 0),
+                    Q(8.0 / 32768, 0)))
+
+_SIGMOID_Q = {"int8": Q(1 / 256, -128), "int16": Q(1 / 32768, 0), "uint8": Q(1 / 256, 0)}
+_TANH_Q = {"int8": Q(1 / 128, 0), "int16": Q(1 / 32768, 0), "uint8": Q(1 / 128, 128)}
+unary_family("LOGISTIC", "sigmoid, inputs over [-8, 8]", -8.0, 8.0, _SIGMOID_Q)
+unary_family("TANH", "tanh, inputs over [-5, 5]", -5.0, 5.0, _TANH_Q)
+for _op, _q in (("LOGISTIC", _SIGMOID_Q), ("TANH", _TANH_Q)):
+    _p = _op.lower()
+    add(f"{_p}_int8_narrow", _op, "int8", "inputs over [-2, 3] (asymmetric)",
+        (lambda op, q: lambda g: unary(g, op, "int8", sweep_int8(g.rng), qrange(-2.0, 3.0, "int8"),
+                                       q["int8"]))(_op, _q))
+    add(f"{_p}_int16_pot", _op, "int16", "power-of-two input scale 2^-12 (range [-8, 8))",
+        (lambda op, q: lambda g: unary(g, op, "int16", sweep_int16(g.rng), Q(2.0 ** -12, 0),
+                                       q["int16"]))(_op, _q))
+
+# ---- DEQUANTIZE / QUANTIZE
+
+
+def _dequantize(t, per_channel=False):
+    def build(g):
+        if per_channel:
+            x = data_for(g.rng, t, (4, 32))
+            q = Q([0.01, 0.02, 0.05, 0.003], [3, -7, 0, 12] if t != "int16" else 0, 0)
+        else:
+            x, q = unary_input(g, t, -3.0, 5.0)
+        unary(g, "DEQUANTIZE", t, x, q, out_t="float32")
+    return build
+
+
+for _t in ("int8", "int16", "uint8", "int32", "float16"):
+    add(f"dequantize_{_t}", "DEQUANTIZE", _t, f"{_t} -> float32", _dequantize(_t)
+        if _t != "float16" else
+        (lambda g: unary(g, "DEQUANTIZE", "float16",
+                         uniform(g.rng, (4, 16), -3, 3).astype(np.float16), out_t="float32")))
+add("dequantize_int8_per_channel", "DEQUANTIZE", "int8", "per-channel along axis 0",
+    _dequantize("int8", True))
+
+
+def _quantize(src, dst, qi=None, qo=None, ties=False):
+    def build(g):
+        if src == "float32":
+            x = uniform(g.rng, (4, 32), -4.0, 4.0)
+            if ties:
+                x = (g.rng.integers(-120, 120, (4, 32)) / 32.0).astype(np.float32)
+            q_in = None
+        else:
+            x, q_in = unary_input(g, src, -4.0, 4.0)
+            q_in = qi or q_in
+        unary(g, "QUANTIZE", src, x, q_in, qo or qrange(-3.0, 5.0, dst), out_t=dst)
+    return build
+
+
+for _d in ("int8", "int16", "uint8", "int32"):
+    add(f"quantize_{_d}", "QUANTIZE", _d, f"float32 -> {_d}", _quantize("float32", _d),
+        probe=f"float32->{_d}")
+add("quantize_int8_ties", "QUANTIZE", "int8", "float32 -> int8, scale 1/16: many exact halves",
+    _quantize("float32", "int8", qo=Q(1 / 16, -3), ties=True), probe="float32->int8")
+for _s, _d in (("int8", "int8"), ("int16", "int16"), ("int16", "int8"), ("int8", "int16"),
+               ("uint8", "int8"), ("int8", "uint8"), ("int8", "int32"), ("int16", "int32")):
+    add(f"quantize_{_d}_from_{_s}", "QUANTIZE", _d, f"requantize {_s} -> {_d}",
+        _quantize(_s, _d, qo=qrange(-2.5, 3.5, _d) if _d != "int32" else Q(0.001, 0)),
+        probe=f"{_s}->{_d}")
+add("quantize_int8_from_int8_same_scale", "QUANTIZE", "int8",
+    "requantize int8 -> int8, same scale, zero point moved",
+    _quantize("int8", "int8", qi=Q(0.03, -5), qo=Q(0.03, 20)), probe="int8->int8")
+
+# ---- MAXIMUM / MINIMUM
+
+
+def _maxmin(op, t, sa, sb):
+    def build(g):
+        q = default_q(t)
+        binary(g, op, t, data_for(g.rng, t, sa), data_for(g.rng, t, sb), q, q, q)
+    return build
+
+
+for _op in ("MAXIMUM", "MINIMUM"):
+    for _t in ALL_TYPES:
+        add(f"{_op.lower()}_{_t}", _op, _t, "[4,16] and [4,16], all quantized alike",
+            _maxmin(_op, _t, (4, 16), (4, 16)))
+    for _t in ("float32", "int8", "int16"):
+        add(f"{_op.lower()}_{_t}_broadcast", _op, _t, "[2,1,3,4] and [5,1,4]",
+            _maxmin(_op, _t, (2, 1, 3, 4), (5, 1, 4)))
+    add(f"{_op.lower()}_float32_scalar", _op, "float32", "[3,8] and a scalar []",
+        _maxmin(_op, "float32", (3, 8), ()))
+    add(f"{_op.lower()}_float32_broadcast_rank5", _op, "float32", "[2,1,3,1,2] and [1,2,1,3,1]",
+        _maxmin(_op, "float32", (2, 1, 3, 1, 2), (1, 2, 1, 3, 1)))
+
+# ---- AVERAGE_POOL_2D / MAX_POOL_2D
+
+for _op in ("AVERAGE_POOL_2D", "MAX_POOL_2D"):
+    _p = _op.lower()
+    for _t in NUM_TYPES:
+        add(f"{_p}_{_t}", _op, _t, "[1,6,6,3], 2x2, stride 2, VALID",
+            _pool(_op, _t, (1, 6, 6, 3), (2, 2), (2, 2), "VALID"))
+    for _t in ("float32", "int8", "int16"):
+        add(f"{_p}_{_t}_same", _op, _t, "[1,7,5,2], 3x3, stride 2, SAME (partial windows)",
+            _pool(_op, _t, (1, 7, 5, 2), (3, 3), (2, 2), "SAME"))
+        add(f"{_p}_{_t}_relu6", _op, _t, "[1,5,6,2], 3x2, strides (1,2), SAME, fused RELU6",
+            _pool(_op, _t, (1, 5, 6, 2), (3, 2), (1, 2), "SAME", "RELU6"))
+        add(f"{_p}_{_t}_global", _op, _t, "[2,4,5,3], 4x5 window (global), VALID",
+            _pool(_op, _t, (2, 4, 5, 3), (4, 5), (1, 1), "VALID"))
+    add(f"{_p}_float32_relu", _op, "float32", "fused RELU",
+        _pool(_op, "float32", (1, 6, 6, 3), (2, 2), (2, 2), "VALID", "RELU"))
+    add(f"{_p}_int8_relu", _op, "int8", "fused RELU",
+        _pool(_op, "int8", (1, 6, 6, 3), (2, 2), (2, 2), "VALID", "RELU"))
+
+# ---- MEAN / SUM / REDUCE_MAX / REDUCE_MIN / REDUCE_PROD
+
+_RED_OUT = {"MEAN": (-3.0, 4.0), "SUM": (-40.0, 40.0), "REDUCE_MAX": None, "REDUCE_MIN": None,
+            "REDUCE_PROD": (-30.0, 30.0)}
+for _op in ("MEAN", "SUM", "REDUCE_MAX", "REDUCE_MIN", "REDUCE_PROD"):
+    _p = _op.lower()
+    _lo, _hi = (-1.5, 2.0) if _op == "REDUCE_PROD" else (-4.0, 4.0)
+
+    def _qo(t, op=_op):
+        r = _RED_OUT[op]
+        return default_q(t, *r) if r and t in QUANT else None
+
+    for _t in NUM_TYPES:
+        add(f"{_p}_{_t}", _op, _t, "[2,4,4,3] over axes [1,2], keep_dims (global pooling)",
+            _reduce(_op, _t, (2, 4, 4, 3), [1, 2], True, _qo(_t), _lo, _hi))
+    for _t in ("float32", "int8", "int16"):
+        add(f"{_p}_{_t}_last_axis", _op, _t, "[3,4,5] over axis -1, no keep_dims",
+            _reduce(_op, _t, (3, 4, 5), [-1], False, _qo(_t), _lo, _hi))
+        add(f"{_p}_{_t}_axis0", _op, _t, "[4,3,2] over axis 0, keep_dims",
+            _reduce(_op, _t, (4, 3, 2), [0], True, _qo(_t), _lo, _hi))
+        add(f"{_p}_{_t}_all_axes", _op, _t, "[3,4,2] over axes [0,1,2]",
+            _reduce(_op, _t, (3, 4, 2), [0, 1, 2], False, _qo(_t), _lo, _hi))
+    add(f"{_p}_int8_same_q", _op, "int8", "[2,4,4,3] over [1,2], output quantized like input",
+        _reduce(_op, "int8", (2, 4, 4, 3), [1, 2], True, None, _lo, _hi))
+    add(f"{_p}_float32_axes_int64", _op, "float32", "int64 axes tensor [1]",
+        _reduce(_op, "float32", (3, 4, 5), [1], False, None, _lo, _hi, axes_t="int64"))
+
+# ---- RESHAPE / SQUEEZE / EXPAND_DIMS
+
+
+def _reshape(t, in_shape, new, mode="tensor"):
+    def build(g):
+        q = default_q(t)
+        xi = g.input("x", t, data_for(g.rng, t, in_shape), q)
+        size = int(np.prod(in_shape))
+        oshape = [d if d != -1 else size // -int(np.prod(new)) for d in new]
+        ins = [xi]
+        if mode == "tensor":
+            ins.append(g.const("shape", "int32", new))
+        opts = options("Reshape", newShape=list(new)) if mode == "options" else None
+        y = g.output("y", t, oshape, q)
+        g.op("RESHAPE", ins, [y], opts)
+    return build
+
+
+for _t in ALL_TYPES:
+    add(f"reshape_{_t}", "RESHAPE", _t, "[2,3,4] -> [4,6], constant shape tensor",
+        _reshape(_t, (2, 3, 4), [4, 6]))
+add("reshape_float32_minus_one", "RESHAPE", "float32", "[2,3,4] -> [-1,2] = [12,2]",
+    _reshape("float32", (2, 3, 4), [-1, 2]))
+add("reshape_int8_new_shape_option", "RESHAPE", "int8",
+    "[1,2,6] -> [3,4] from the new_shape option, no shape tensor",
+    _reshape("int8", (1, 2, 6), [3, 4], mode="options"))
+
+
+def _squeeze(t, in_shape, dims):
+    def build(g):
+        q = default_q(t)
+        xi = g.input("x", t, data_for(g.rng, t, in_shape), q)
+        nd = len(in_shape)
+        drop = {d % nd for d in dims} if dims else {i for i, s in enumerate(in_shape) if s == 1}
+        y = g.output("y", t, [s for i, s in enumerate(in_shape) if i not in drop], q)
+        g.op("SQUEEZE", [xi], [y], options("Squeeze", squeezeDims=list(dims)))
+    return build
+
+
+for _t in ALL_TYPES:
+    add(f"squeeze_{_t}", "SQUEEZE", _t, "[1,3,1,4] squeeze_dims [0,2]",
+        _squeeze(_t, (1, 3, 1, 4), [0, 2]))
+add("squeeze_float32_all", "SQUEEZE", "float32", "[1,3,1,4,1], no squeeze_dims: all 1s",
+    _squeeze("float32", (1, 3, 1, 4, 1), []))
+add("squeeze_int8_negative", "SQUEEZE", "int8", "[2,1,3,1] squeeze_dims [-1]",
+    _squeeze("int8", (2, 1, 3, 1), [-1]))
+
+
+def _expand(t, in_shape, axis, axis_t="int32"):
+    def build(g):
+        q = default_q(t)
+        xi = g.input("x", t, data_for(g.rng, t, in_shape), q)
+        ai = g.const("axis", axis_t, [axis])
+        ax = axis % (len(in_shape) + 1)
+        oshape = list(in_shape[:ax]) + [1] + list(in_shape[ax:])
+        y = g.output("y", t, oshape, q)
+        g.op("EXPAND_DIMS", [xi, ai], [y])
+    return build
+
+
+for _t in ALL_TYPES:
+    add(f"expand_dims_{_t}", "EXPAND_DIMS", _t, "[3,4] axis 1 -> [3,1,4]", _expand(_t, (3, 4), 1))
+add("expand_dims_float32_negative", "EXPAND_DIMS", "float32", "[3,4] axis -1 -> [3,4,1]",
+    _expand("float32", (3, 4), -1))
+add("expand_dims_int8_axis_int64", "EXPAND_DIMS", "int8", "[3,4] int64 axis 0 -> [1,3,4]",
+    _expand("int8", (3, 4), 0, "int64"))
+
+# ---- TRANSPOSE
+
+
+def _transpose(t, in_shape, perm):
+    def build(g):
+        q = default_q(t)
+        xi = g.input("x", t, data_for(g.rng, t, in_shape), q)
+        pi = g.const("perm", "int32", perm)
+        y = g.output("y", t, [in_shape[p] for p in perm], q)
+        g.op("TRANSPOSE", [xi, pi], [y])
+    return build
+
+
+for _t in ALL_TYPES:
+    add(f"transpose_{_t}", "TRANSPOSE", _t, "[2,3,4] perm [2,0,1]",
+        _transpose(_t, (2, 3, 4), [2, 0, 1]))
+add("transpose_float32_rank2", "TRANSPOSE", "float32", "[5,7] perm [1,0]",
+    _transpose("float32", (5, 7), [1, 0]))
+add("transpose_int8_rank4", "TRANSPOSE", "int8", "[1,2,3,4] NHWC->NCHW perm [0,3,1,2]",
+    _transpose("int8", (1, 2, 3, 4), [0, 3, 1, 2]))
+add("transpose_float32_rank5", "TRANSPOSE", "float32", "[2,1,3,2,2] perm [4,2,0,3,1]",
+    _transpose("float32", (2, 1, 3, 2, 2), [4, 2, 0, 3, 1]))
+add("transpose_int8_rank6", "TRANSPOSE", "int8", "[2,1,2,3,1,2] perm [5,4,3,2,1,0]",
+    _transpose("int8", (2, 1, 2, 3, 1, 2), [5, 4, 3, 2, 1, 0]))
+
+# ---- PAD / PADV2
+
+
+def _pad(op, t, in_shape, pads, value=None, pad_t="int32"):
+    def build(g):
+        q = default_q(t)
+        xi = g.input("x", t, data_for(g.rng, t, in_shape), q)
+        pi = g.const("paddings", pad_t, np.array(pads).reshape(-1, 2))
+        ins = [xi, pi]
+        if value is not None:
+            v = value if t == "float32" else (quantize(value, q, t) if t in QUANT else
+                                              np.round(value))
+            ins.append(g.const("value", t, np.asarray(v).reshape(()), q))
+        y = g.output("y", t, [s + sum(p) for s, p in zip(in_shape, pads)], q)
+        g.op(op, ins, [y])
+    return build
+
+
+for _t in ALL_TYPES:
+    add(f"pad_{_t}", "PAD", _t, "[1,3,4,2] pads [[0,0],[1,2],[2,0],[0,0]] (zero point)",
+        _pad("PAD", _t, (1, 3, 4, 2), [[0, 0], [1, 2], [2, 0], [0, 0]]))
+add("pad_float32_rank2", "PAD", "float32", "[3,4] pads [[1,1],[0,3]]",
+    _pad("PAD", "float32", (3, 4), [[1, 1], [0, 3]]))
+add("pad_int8_paddings_int64", "PAD", "int8", "int64 paddings, [2,3] pads [[2,1],[1,2]]",
+    _pad("PAD", "int8", (2, 3), [[2, 1], [1, 2]], pad_t="int64"))
+add("pad_float32_rank5", "PAD", "float32", "[1,2,2,2,2] pads [[0,1],[1,0],[0,1],[1,1],[0,0]]",
+    _pad("PAD", "float32", (1, 2, 2, 2, 2), [[0, 1], [1, 0], [0, 1], [1, 1], [0, 0]]))
+for _t in ALL_TYPES:
+    add(f"padv2_{_t}", "PADV2", _t, "[1,3,4,2] pads [[0,0],[1,2],[2,0],[0,0]], value 1.5",
+        _pad("PADV2", _t, (1, 3, 4, 2), [[0, 0], [1, 2], [2, 0], [0, 0]], value=1.5))
+add("padv2_int8_negative_value", "PADV2", "int8", "[3,4] pads [[1,0],[2,2]], value -3.9",
+    _pad("PADV2", "int8", (3, 4), [[1, 0], [2, 2]], value=-3.9))
+
+# ---- CONCATENATION
+
+
+def _concat(t, shapes, axis, same_q=True, act="NONE"):
+    def build(g):
+        ins = []
+        for k, s in enumerate(shapes):
+            q = default_q(t) if same_q else default_q(t, -1.0 - k, 2.0 + 2 * k)
+            ins.append(g.input(f"x{k}", t, data_for(g.rng, t, s), q))
+        ax = axis % len(shapes[0])
+        oshape = list(shapes[0])
+        oshape[ax] = sum(s[ax] for s in shapes)
+        y = g.output("y", t, oshape, default_q(t) if same_q else default_q(t, -3.0, 6.0))
+        g.op("CONCATENATION", ins, [y],
+             options("Concatenation", axis=axis, fusedActivationFunction=ACT[act]))
+    return build
+
+
+for _t in ALL_TYPES:
+    add(f"concatenation_{_t}", "CONCATENATION", _t, "[2,3,4], [2,2,4], [2,1,4] along axis 1",
+        _concat(_t, [(2, 3, 4), (2, 2, 4), (2, 1, 4)], 1))
+add("concatenation_float32_axis_neg", "CONCATENATION", "float32", "[2,3], [2,5] along axis -1",
+    _concat("float32", [(2, 3), (2, 5)], -1))
+add("concatenation_int8_axis0", "CONCATENATION", "int8", "[1,2,3,2], [2,2,3,2] along axis 0",
+    _concat("int8", [(1, 2, 3, 2), (2, 2, 3, 2)], 0))
+add("concatenation_int8_requantize", "CONCATENATION", "int8",
+    "inputs quantized differently from the output", _concat("int8", [(2, 4), (2, 3)], 1, False))
+add("concatenation_float32_relu", "CONCATENATION", "float32", "fused RELU",
+    _concat("float32", [(2, 4), (2, 3)], 1, act="RELU"))
+
+# ---- STRIDED_SLICE / SLICE
+
+
+def _strided(t, in_shape, begin, end, strides, idx_t="int32", **masks):
+    def build(g):
+        q = default_q(t)
+        xi = g.input("x", t, data_for(g.rng, t, in_shape), q)
+        b = g.const("begin", idx_t, begin)
+        e = g.const("end", idx_t, end)
+        s = g.const("strides", idx_t, strides)
+        shape = None  # left to shape inference when masks are involved
+        if not masks:
+            shape = np.empty(in_shape)[tuple(map(slice, begin, end, strides))].shape
+        y = g.output("y", t, shape, q)
+        g.op("STRIDED_SLICE", [xi, b, e, s], [y], options("StridedSlice", **masks))
+    return build
+
+
+for _t in ALL_TYPES:
+    add(f"strided_slice_{_t}", "STRIDED_SLICE", _t, "[4,6,3] begin [1,0,0] end [3,6,2] "
+        "strides [1,2,1]", _strided(_t, (4, 6, 3), [1, 0, 0], [3, 6, 2], [1, 2, 1]))
+add("strided_slice_float32_negative_stride", "STRIDED_SLICE", "float32",
+    "[5,6] begin [-1,4] end [0,0] strides [-2,-1] (reversed)",
+    _strided("float32", (5, 6), [-1, 4], [0, 0], [-2, -1]))
+add("strided_slice_int8_masks", "STRIDED_SLICE", "int8",
+    "[4,5,6] begin_mask 1, end_mask 4, shrink_axis_mask 2",
+    _strided("int8", (4, 5, 6), [2, 3, 1], [3, 4, 5], [1, 1, 2], beginMask=1, endMask=4,
+             shrinkAxisMask=2))
+add("strided_slice_float32_ellipsis", "STRIDED_SLICE", "float32",
+    "[2,3,4,5] ellipsis_mask 1: [..., 1:4:2]",
+    _strided("float32", (2, 3, 4, 5), [0, 1], [0, 4], [1, 2], ellipsisMask=1))
+add("strided_slice_int8_new_axis", "STRIDED_SLICE", "int8", "[3,4] new_axis_mask 2: [1:, None, :3]",
+    _strided("int8", (3, 4), [1, 0, 0], [3, 0, 3], [1, 1, 1], newAxisMask=2))
+add("strided_slice_float32_offset", "STRIDED_SLICE", "float32",
+    "offset: end is relative to begin ([4,6] begin [1,2] end [2,3])",
+    _strided("float32", (4, 6), [1, 2], [2, 3], [1, 1], offset=True))
+add("strided_slice_int16_rank5", "STRIDED_SLICE", "int16", "[2,3,2,4,3] with strides 2 and -1",
+    _strided("int16", (2, 3, 2, 4, 3), [0, 0, 0, 3, 0], [2, 3, 2, 0, 3], [1, 2, 1, -1, 2]))
+add("strided_slice_float32_indices_int64", "STRIDED_SLICE", "float32", "int64 begin/end/strides",
+    _strided("float32", (4, 6), [1, 1], [4, 5], [2, 1], idx_t="int64"))
+
+
+def _slice(t, in_shape, begin, size, idx_t="int32"):
+    def build(g):
+        q = default_q(t)
+        xi = g.input("x", t, data_for(g.rng, t, in_shape), q)
+        b = g.const("begin", idx_t, begin)
+        s = g.const("size", idx_t, size)
+        oshape = [sz if sz != -1 else d - bg for d, bg, sz in zip(in_shape, begin, size)]
+        y = g.output("y", t, oshape, q)
+        g.op("SLICE", [xi, b, s], [y])
+    return build
+
+
+for _t in ALL_TYPES:
+    add(f"slice_{_t}", "SLICE", _t, "[4,5,3] begin [1,2,0] size [2,3,3]",
+        _slice(_t, (4, 5, 3), [1, 2, 0], [2, 3, 3]))
+add("slice_float32_size_minus_one", "SLICE", "float32", "[4,5] begin [1,2] size [-1,2]",
+    _slice("float32", (4, 5), [1, 2], [-1, 2]))
+add("slice_int8_int64_indices", "SLICE", "int8", "int64 begin/size, rank 5",
+    _slice("int8", (2, 3, 2, 3, 2), [1, 0, 1, 1, 0], [1, 2, 1, 2, 2], "int64"))
+
+# ---- SPLIT / SPLIT_V
+
+
+def _split(t, in_shape, axis, n):
+    def build(g):
+        q = default_q(t)
+        ai = g.const("axis", "int32", axis)
+        xi = g.input("x", t, data_for(g.rng, t, in_shape), q)
+        ax = axis % len(in_shape)
+        oshape = list(in_shape)
+        oshape[ax] //= n
+        ys = [g.output(f"y{k}", t, oshape, q) for k in range(n)]
+        g.op("SPLIT", [ai, xi], ys, options("Split", numSplits=n))
+    return build
+
+
+for _t in ALL_TYPES:
+    add(f"split_{_t}", "SPLIT", _t, "[2,6,3] into 3 along axis 1", _split(_t, (2, 6, 3), 1, 3))
+add("split_float32_axis_neg", "SPLIT", "float32", "[4,2] into 2 along axis -2",
+    _split("float32", (4, 2), -2, 2))
+
+
+def _split_v(t, in_shape, sizes, axis):
+    def build(g):
+        q = default_q(t)
+        xi = g.input("x", t, data_for(g.rng, t, in_shape), q)
+        si = g.const("size_splits", "int32", sizes)
+        ai = g.const("axis", "int32", axis)
+        ax = axis % len(in_shape)
+        real = [s if s != -1 else in_shape[ax] - sum(x for x in sizes if x != -1) for s in sizes]
+        ys = []
+        for k, s in enumerate(real):
+            oshape = list(in_shape)
+            oshape[ax] = s
+            ys.append(g.output(f"y{k}", t, oshape, q))
+        g.op("SPLIT_V", [xi, si, ai], ys, options("SplitV", numSplits=len(sizes)))
+    return build
+
+
+for _t in ALL_TYPES:
+    add(f"split_v_{_t}", "SPLIT_V", _t, "[2,7,2] sizes [1,4,2] along axis 1",
+        _split_v(_t, (2, 7, 2), [1, 4, 2], 1))
+add("split_v_float32_minus_one", "SPLIT_V", "float32", "[6,3] sizes [2,-1] along axis -2",
+    _split_v("float32", (6, 3), [2, -1], -2))
+
+# ---- PACK / UNPACK
+
+
+def _pack(t, shape, n, axis):
+    def build(g):
+        q = default_q(t)
+        ins = [g.input(f"x{k}", t, data_for(g.rng, t, shape), q) for k in range(n)]
+        ax = axis % (len(shape) + 1)
+        y = g.output("y", t, list(shape[:ax]) + [n] + list(shape[ax:]), q)
+        g.op("PACK", ins, [y], options("Pack", valuesCount=n, axis=axis))
+    return build
+
+
+def _unpack(t, shape, axis):
+    def build(g):
+        q = default_q(t)
+        xi = g.input("x", t, data_for(g.rng, t, shape), q)
+        ax = axis % len(shape)
+        oshape = [s for i, s in enumerate(shape) if i != ax]
+        ys = [g.output(f"y{k}", t, oshape, q) for k in range(shape[ax])]
+        g.op("UNPACK", [xi], ys, options("Unpack", num=shape[ax], axis=axis))
+    return build
+
+
+for _t in ALL_TYPES:
+    add(f"pack_{_t}", "PACK", _t, "three [2,3] along axis 1 -> [2,3,3]", _pack(_t, (2, 3), 3, 1))
+add("pack_float32_axis_neg", "PACK", "float32", "two [2,3] along axis -1 -> [2,3,2]",
+    _pack("float32", (2, 3), 2, -1))
+add("pack_int8_axis0", "PACK", "int8", "four [3] along axis 0 -> [4,3]", _pack("int8", (3,), 4, 0))
+for _t in ALL_TYPES:
+    add(f"unpack_{_t}", "UNPACK", _t, "[2,3,4] along axis 1 -> three [2,4]",
+        _unpack(_t, (2, 3, 4), 1))
+add("unpack_float32_axis_neg", "UNPACK", "float32", "[2,3,2] along axis -1 -> two [2,3]",
+    _unpack("float32", (2, 3, 2), -1))
+
+# ---- SPACE_TO_DEPTH / DEPTH_TO_SPACE
+
+
+def _s2d(op, t, in_shape, block):
+    def build(g):
+        q = default_q(t)
+        xi = g.input("x", t, data_for(g.rng, t, in_shape), q)
+        n, h, w, c = in_shape
+        if op == "SPACE_TO_DEPTH":
+            oshape = (n, h // block, w // block, c * block * block)
+            kind = "SpaceToDepth"
+        else:
+            oshape = (n, h * block, w * block, c // (block * block))
+            kind = "DepthToSpace"
+        y = g.output("y", t, oshape, q)
+        g.op(op, [xi], [y], options(kind, blockSize=block))
+    return build
+
+
+for _t in ALL_TYPES:
+    add(f"space_to_depth_{_t}", "SPACE_TO_DEPTH", _t, "[1,4,6,2] block 2 -> [1,2,3,8]",
+        _s2d("SPACE_TO_DEPTH", _t, (1, 4, 6, 2), 2))
+add("space_to_depth_float32_block3", "SPACE_TO_DEPTH", "float32", "[2,3,6,1] block 3",
+    _s2d("SPACE_TO_DEPTH", "float32", (2, 3, 6, 1), 3))
+for _t in ALL_TYPES:
+    add(f"depth_to_space_{_t}", "DEPTH_TO_SPACE", _t, "[1,2,3,8] block 2 -> [1,4,6,2]",
+        _s2d("DEPTH_TO_SPACE", _t, (1, 2, 3, 8), 2))
+add("depth_to_space_float32_block3", "DEPTH_TO_SPACE", "float32", "[2,1,2,9] block 3",
+    _s2d("DEPTH_TO_SPACE", "float32", (2, 1, 2, 9), 3))
+
+# ---- SOFTMAX
+
+
+def _softmax(t, shape, beta=1.0, lo=-4.0, hi=4.0, out_t=None, qi=None):
+    def build(g):
+        q_in = qi or default_q(t, lo, hi)
+        ot = out_t or t
+        qo = {"int8": Q(1 / 256, -128), "int16": Q(1 / 32768, 0), "uint8": Q(1 / 256, 0)}.get(ot)
+        if (t, ot) == ("int8", "int16"):
+            qo = Q(1 / 65536, -32768)
+        unary(g, "SOFTMAX", t, data_for(g.rng, t, shape, lo, hi), q_in, qo,
+              options("Softmax", beta=beta), out_t=ot)
+    return build
+
+
+for _t in NUM_TYPES:
+    add(f"softmax_{_t}", "SOFTMAX", _t, "[4,16] along the last axis, beta 1",
+        _softmax(_t, (4, 16)), probe=f"{_t}->{_t}")
+add("softmax_float32_beta", "SOFTMAX", "float32", "beta 0.5, [2,3,10], inputs over [-20, 20]",
+    _softmax("float32", (2, 3, 10), 0.5, -20.0, 20.0), probe="float32->float32")
+add("softmax_int8_beta", "SOFTMAX", "int8", "beta 0.7, [1,2,2,12], inputs over [-10, 6]",
+    _softmax("int8", (1, 2, 2, 12), 0.7, -10.0, 6.0), probe="int8->int8")
+add("softmax_int8_int16_out", "SOFTMAX", "int8", "int8 in, int16 out (1/65536, -32768)",
+    _softmax("int8", (4, 16), out_t="int16"), probe="int8->int16")
+add("softmax_int16_wide", "SOFTMAX", "int16", "inputs over [-10, 10]",
+    _softmax("int16", (3, 20), lo=-10.0, hi=10.0), probe="int16->int16")
+
+
+# ================================================================ batch 4
+batch(4)
+
+# ---- SVDF
+
+
+def _svdf(t, act="NONE", batch_=2, inp=6, filters=4, memory=5, rank=2, bias=True):
+    def build(g):
+        units = filters // rank
+        if t == "float32":
+            xi = g.input("x", t, uniform(g.rng, (batch_, inp), -2.0, 2.0))
+            wf = g.const("weights_feature", t, uniform(g.rng, (filters, inp), -0.6, 0.6))
+            wt = g.const("weights_time", t, uniform(g.rng, (filters, memory), -0.6, 0.6))
+            bi = g.const("bias", t, uniform(g.rng, (units,), -0.3, 0.3)) if bias else -1
+            st = g.main.tensor("activation_state", t, (batch_, memory * filters),
+                               variable=True)
+            qo = None
+        else:
+            qi = qrange(-2.0, 2.0, "int8")
+            xi = g.input("x", "int8", data_for(g.rng, "int8", (batch_, inp)), qi)
+            wfq, wtq, sq = Q(0.6 / 127, 0), Q(0.6 / 32767, 0), Q(4.0 / 32767, 0)
+            wf = g.const("weights_feature", "int8", ints(g.rng, (filters, inp), -127, 127, "int8"),
+                         wfq)
+            wt = g.const("weights_time", "int16",
+                         ints(g.rng, (filters, memory), -32767, 32767, "int16"), wtq)
+            bq = Q(sq.scale * wtq.scale, 0)
+            bi = (g.const("bias", "int32", np.round(g.rng.uniform(-0.3, 0.3, units) / bq.scale),
+                          bq) if bias else -1)
+            st = g.main.tensor("activation_state", "int16", (batch_, memory * filters), sq,
+                               variable=True)
+            qo = qrange(-3.0, 3.0, "int8")
+        y = g.output("y", t, (batch_, units), qo)
+        g.op("SVDF", [xi, wf, wt, bi, st], [y],
+             options("SVDF", rank=rank, fusedActivationFunction=ACT[act]))
+    return build
+
+
+for _t in ("float32", "int8"):
+    add(f"svdf_{_t}", "SVDF", _t, "batch 2, input 6, 4 filters, memory 5, rank 2 (one step, "
+        "zero state)", _svdf(_t))
+    add(f"svdf_{_t}_relu", "SVDF", _t, "fused RELU, rank 1", _svdf(_t, "RELU", rank=1))
+    add(f"svdf_{_t}_no_bias", "SVDF", _t, "no bias (-1)", _svdf(_t, bias=False))
+
+# ---- UNIDIRECTIONAL_SEQUENCE_LSTM
+
+
+def _lstm(t, steps=4, features=3, units=5, batch_=2, time_major=False, intermediates=False):
+    """The 24-input LSTM without peepholes, projection or layer norm, zero initial state."""
+    def build(g):
+        shape = (steps, batch_, features) if time_major else (batch_, steps, features)
+        w_in = [g.rng.uniform(-0.6, 0.6, (units, features)) for _ in range(4)]
+        w_rec = [g.rng.uniform(-0.6, 0.6, (units, units)) for _ in range(4)]
+        bias = [g.rng.uniform(-0.3, 0.3, units) for _ in range(4)]
+        gates = ("input", "forget", "cell", "output")
+        oshape = (*shape[:2], units)
+        if t == "float32":
+            xi = g.input("x", t, uniform(g.rng, shape, -1.0, 1.0))
+            wi = [g.const(f"input_to_{n}_w", t, w) for n, w in zip(gates, w_in)]
+            wr = [g.const(f"recurrent_to_{n}_w", t, w) for n, w in zip(gates, w_rec)]
+            bs = [g.const(f"{n}_gate_bias", t, b) for n, b in zip(gates, bias)]
+            hs = g.main.tensor("output_state", t, (batch_, units), variable=True)
+            cs = g.main.tensor("cell_state", t, (batch_, units), variable=True)
+            y = g.output("y", t, oshape)
+        else:
+            qi, qo = qrange(-1.0, 1.0, "int8"), qrange(-1.0, 1.0, "int8")
+            xi = g.input("x", "int8", data_for(g.rng, "int8", shape), qi)
+
+            def w8(name, w):
+                q = Q(float(np.abs(w).max() / 127), 0)
+                return g.const(name, "int8", quantize(w, q, "int8"), q), q
+
+            wi, wiq = zip(*[w8(f"input_to_{n}_w", w) for n, w in zip(gates, w_in)])
+            wr, _ = zip(*[w8(f"recurrent_to_{n}_w", w) for n, w in zip(gates, w_rec)])
+            bs = []
+            for n, b, q in zip(gates, bias, wiq):
+                bq = Q(float(qi.scale) * q.scale, 0)
+                bs.append(g.const(f"{n}_gate_bias", "int32", np.round(b / bq.scale), bq))
+            hs = g.main.tensor("output_state", "int8", (batch_, units), qo, variable=True)
+            cs = g.main.tensor("cell_state", "int16", (batch_, units), Q(2.0 ** -11, 0),
+                               variable=True)
+            y = g.output("y", "int8", oshape, qo)
+        ins = [xi, *wi, *wr, -1, -1, -1, *bs, -1, -1, hs, cs, -1, -1, -1, -1]
+        g.op("UNIDIRECTIONAL_SEQUENCE_LSTM", ins, [y],
+             options("UnidirectionalSequenceLSTM", fusedActivationFunction=ACT_TANH,
+                     cellClip=0.0, projClip=0.0, timeMajor=time_major))
+        if intermediates:  # gate and hidden quantization, as the converter records them
+            names = ("input_gate", "forget_gate", "cell_gate", "output_gate", "hidden")
+            inter = [g.main.tensor(f"intermediate_{n}", "int16" if k < 4 else "int8", (0,),
+                                   Q(2.0 ** -12, 0) if k < 4 else qo)
+                     for k, n in enumerate(names)]
+            g.main.ops[-1].intermediates = inter
+    return build
+
+
+ACT_TANH = S.ActivationFunctionType.TANH
+add("unidirectional_sequence_lstm_float32", "UNIDIRECTIONAL_SEQUENCE_LSTM", "float32",
+    "batch 2, 4 steps, 3 features, 5 units, no peephole/projection, zero state", _lstm("float32"))
+add("unidirectional_sequence_lstm_float32_time_major", "UNIDIRECTIONAL_SEQUENCE_LSTM", "float32",
+    "time major [4,2,3]", _lstm("float32", time_major=True))
+add("unidirectional_sequence_lstm_int8", "UNIDIRECTIONAL_SEQUENCE_LSTM", "int8",
+    "int8 input/output state, int16 cell state 2^-11, int8 weights, int32 biases, "
+    "no intermediates", _lstm("int8"))
+add("unidirectional_sequence_lstm_int8_intermediates", "UNIDIRECTIONAL_SEQUENCE_LSTM", "int8",
+    "as the converter writes it: five intermediates (gates int16 2^-12, hidden int8; "
+    "shape [0])", _lstm("int8", intermediates=True))
+
+
+# ---- IF / WHILE (several subgraphs)
+
+
+def _if(t, cond):
+    def build(g):
+        q = default_q(t, -3.0, 3.0)
+        qo = default_q(t, -9.0, 9.0)
+        c = g.input("cond", "bool", np.array([cond]))
+        a = g.input("a", t, data_for(g.rng, t, (2, 3), -3.0, 3.0), q)
+        b = g.input("b", t, data_for(g.rng, t, (2, 3), -3.0, 3.0), q)
+        y = g.output("y", t, (2, 3), qo)
+        g.op("IF", [c, a, b], [y], options("If", thenSubgraphIndex=1, elseSubgraphIndex=2))
+        for name, op, kind in (("then_add", "ADD", "Add"), ("else_mul", "MUL", "Mul")):
+            sg = g.subgraph(name)
+            sa, sb = sg.input("a", t, (2, 3), q), sg.input("b", t, (2, 3), q)
+            so = sg.output("y", t, (2, 3), qo)
+            sg.op(op, [sa, sb], [so], options(kind, fusedActivationFunction=ACT["NONE"]))
+    return build
+
+
+for _t in ("float32", "int8"):
+    add(f"if_{_t}_then", "IF", _t, "cond true: then-subgraph a+b (else a*b)", _if(_t, True))
+    add(f"if_{_t}_else", "IF", _t, "cond false: else-subgraph a*b (then a+b)", _if(_t, False))
+
+
+def _while(t, limit):
+    def build(g):
+        q = default_q(t, -3.0, 3.0)
+        i0 = g.input("i", "int32", np.array([0]))
+        x = uniform(g.rng, (4,), -0.18, 0.18)
+        x0 = g.input("x", t, x if t == "float32" else quantize(x, q, t), q)
+        i1 = g.output("i_out", "int32", (1,))
+        x1 = g.output("x_out", t, (4,), q)
+        g.op("WHILE", [i0, x0], [i1, x1], options("While", condSubgraphIndex=1,
+                                                   bodySubgraphIndex=2))
+        cond = g.subgraph("cond")
+        ci, cx = cond.input("i", "int32", (1,)), cond.input("x", t, (4,), q)
+        lim = cond.const("limit", "int32", [limit])
+        co = cond.output("go", "bool", (1,))
+        cond.op("LESS", [ci, lim], [co])
+        body = g.subgraph("body")
+        bi, bx = body.input("i", "int32", (1,)), body.input("x", t, (4,), q)
+        one = body.const("one", "int32", [1])
+        bi1 = body.output("i1", "int32", (1,))
+        bx1 = body.output("x1", t, (4,), q)
+        body.op("ADD", [bi, one], [bi1], options("Add", fusedActivationFunction=ACT["NONE"]))
+        body.op("ADD", [bx, bx], [bx1], options("Add", fusedActivationFunction=ACT["NONE"]))
+    return build
+
+
+for _t in ("float32", "int8"):
+    add(f"while_{_t}", "WHILE", _t, "i < 4: i += 1, x += x (four iterations)", _while(_t, 4))
+add("while_float32_no_iteration", "WHILE", "float32", "condition false at once (limit 0)",
+    _while("float32", 0))
+
+# ---- custom ops: CIRCULAR_BUFFER, TFLite_Detection_PostProcess
+
+
+def _flex(d):
+    from flatbuffers import flexbuffers
+    return bytes(flexbuffers.Dumps(d))
+
+
+def _circular(cycles):
+    def build(g):
+        q = Q(0.05, -4)
+        xi = g.input("x", "int8", ints(g.rng, (1, 1, 1, 8), -128, 127, "int8"), q)
+        y = g.output("y", "int8", (1, 3, 1, 8), q)
+        g.op("CIRCULAR_BUFFER", [xi], [y], custom="CIRCULAR_BUFFER",
+             custom_options=_flex({"cycles_max": cycles}))
+    return build
+
+
+add("circular_buffer_int8", "CIRCULAR_BUFFER", "int8",
+    "custom op: [1,1,1,8] frame into a 3-slot [1,3,1,8] buffer, cycles_max 1",
+    _circular(1))
+
+
+def _detection(regular, t="float32", max_det=5):
+    def build(g):
+        n, classes = 16, 3
+        gy, gx = np.meshgrid(np.arange(4) / 4 + 0.125, np.arange(4) / 4 + 0.125, indexing="ij")
+        anchors = np.stack([gy.ravel(), gx.ravel(), np.full(n, 0.3), np.full(n, 0.3)], -1)
+        enc = g.rng.normal(0, 1.0, (1, n, 4))
+        scores = g.rng.uniform(0, 1, (1, n, classes + 1)) ** 3
+        if t == "float32":
+            bi = g.input("box_encodings", t, enc)
+            ci = g.input("class_predictions", t, scores)
+            ai = g.const("anchors", t, anchors)
+        else:
+            qb, qc, qa = qrange(-4.0, 4.0, t), qrange(0.0, 1.0, t), qrange(0.0, 1.0, t)
+            bi = g.input("box_encodings", t, quantize(enc, qb, t), qb)
+            ci = g.input("class_predictions", t, quantize(scores, qc, t), qc)
+            ai = g.const("anchors", t, quantize(anchors, qa, t), qa)
+        outs = [g.output("boxes", "float32", (1, max_det, 4)),
+                g.output("classes", "float32", (1, max_det)),
+                g.output("scores", "float32", (1, max_det)),
+                g.output("num_detections", "float32", (1,))]
+        opts = {"max_detections": max_det, "max_classes_per_detection": 1,
+                "detections_per_class": 3, "use_regular_nms": regular,
+                "nms_score_threshold": 0.1, "nms_iou_threshold": 0.5, "num_classes": classes,
+                "y_scale": 10.0, "x_scale": 10.0, "h_scale": 5.0, "w_scale": 5.0}
+        g.op("TFLite_Detection_PostProcess", [bi, ci, ai], outs,
+             custom="TFLite_Detection_PostProcess", custom_options=_flex(opts))
+    return build
+
+
+add("tflite_detection_postprocess_float32", "TFLite_Detection_PostProcess", "float32",
+    "custom op: 16 anchors, 3 classes, fast NMS, 5 detections", _detection(False))
+add("tflite_detection_postprocess_float32_regular_nms", "TFLite_Detection_PostProcess",
+    "float32", "custom op: regular NMS", _detection(True))
+add("tflite_detection_postprocess_int8", "TFLite_Detection_PostProcess", "int8",
+    "custom op: int8 box encodings, scores and anchors", _detection(False, "int8"))
+add("tflite_detection_postprocess_uint8", "TFLite_Detection_PostProcess", "uint8",
+    "custom op: uint8 box encodings, scores and anchors", _detection(False, "uint8"))
+
+
+# ---- TFLM signal library (custom ops; their flexbuffer options are read by position, in
+# alphabetical order of the option names)
+
+
+def _signal_window(g):
+    x = g.input("x", "int16", sweep_int16(g.rng, (2, 32)))
+    w = np.round(32767 * np.hanning(32)).astype(np.int16)
+    wi = g.const("weights", "int16", w)
+    y = g.output("y", "int16", (2, 32))
+    g.op("SignalWindow", [x, wi], [y], custom="SignalWindow", custom_options=_flex({"shift": 15}))
+
+
+def _signal_fft_auto_scale(g):
+    x = g.input("x", "int16", ints(g.rng, (64,), -900, 900, "int16"))
+    y = g.output("y", "int16", (64,))
+    sb = g.output("scale_bits", "int32", ())
+    g.op("SignalFftAutoScale", [x], [y, sb], custom="SignalFftAutoScale",
+         custom_options=_flex({}))
+
+
+def _signal_rfft(t, fft_length=32, frame=24):
+    def build(g):
+        if t == "float32":
+            x = uniform(g.rng, (2, frame), -1.0, 1.0)
+        elif t == "int16":
+            x = ints(g.rng, (2, frame), -2000, 2000, "int16")
+        else:
+            x = ints(g.rng, (2, frame), -200000, 200000, "int32")
+        xi = g.input("x", t, x)
+        y = g.output("y", t, (2, fft_length + 2))
+        g.op("SignalRfft", [xi], [y], custom="SignalRfft",
+             custom_options=_flex({"T": int(DTYPES[t][0]), "fft_length": fft_length}))
+    return build
+
+
+def _signal_energy(g):
+    x = g.input("spectrum", "int16", ints(g.rng, (2 * 17,), -3000, 3000, "int16"))
+    y = g.output("energy", "uint32", (17,))
+    g.op("SignalEnergy", [x], [y], custom="SignalEnergy",
+         custom_options=_flex({"end_index": 17, "start_index": 0}))
+
+
+add("signal_window_int16", "SignalWindow", "int16",
+    "TFLM signal custom op: int16 Hann window (Q15) on two 32-sample frames, shift 15",
+    _signal_window)
+add("signal_fft_auto_scale_int16", "SignalFftAutoScale", "int16",
+    "TFLM signal custom op: scale a small int16 frame up to full range, and the shift",
+    _signal_fft_auto_scale)
+for _t in ("int16", "int32", "float32"):
+    add(f"signal_rfft_{_t}", "SignalRfft", _t,
+        "TFLM signal custom op: real FFT of two 24-sample frames, zero-padded to 32 "
+        "(interleaved complex output)", _signal_rfft(_t))
+add("signal_energy_int16", "SignalEnergy", "int16",
+    "TFLM signal custom op: |z|^2 of an int16 complex spectrum, all 17 bins (a narrower "
+    "[start, end) range would leave output elements unwritten)", _signal_energy)
+
+
+# ================================================================ converter forms
+batch(5)
+
+
+def _convert(g, fn, shape, float16=False):
+    """A tf.function of one float32 input through the TF converter: dynamic range ("hybrid")
+    quantization, or float16 weights."""
+    import tensorflow as tf
+
+    func = tf.function(fn).get_concrete_function(tf.TensorSpec(shape, tf.float32))
+    conv = tf.lite.TFLiteConverter.from_concrete_functions([func])
+    conv.optimizations = [tf.lite.Optimize.DEFAULT]
+    if float16:
+        conv.target_spec.supported_types = [tf.float16]
+    g.raw = conv.convert()
+    g.feeds = [uniform(g.rng, shape, -2.0, 2.0)]
+
+
+def _fc_conv(units, cin, float16):
+    def build(g):
+        import tensorflow as tf
+        w = tf.constant(g.rng.normal(0, 1 / np.sqrt(cin), (cin, units)).astype(np.float32))
+        b = tf.constant(g.rng.uniform(-0.3, 0.3, units).astype(np.float32))
+        _convert(g, lambda x: tf.nn.relu(tf.matmul(x, w) + b), (2, cin), float16)
+    return build
+
+
+def _conv_conv(cin, cout, float16):
+    def build(g):
+        import tensorflow as tf
+        w = tf.constant(g.rng.normal(0, 1 / np.sqrt(9 * cin), (3, 3, cin, cout)).astype(np.float32))
+        b = tf.constant(g.rng.uniform(-0.3, 0.3, cout).astype(np.float32))
+        _convert(g, lambda x: tf.nn.conv2d(x, w, 1, "SAME") + b, (1, 5, 5, cin), float16)
+    return build
+
+
+add("dequantize_float16_fully_connected", "DEQUANTIZE", "float32",
+    "TF converter float16 quantization: FULLY_CONNECTED(RELU) whose weights and bias come from "
+    "DEQUANTIZE of float16 constants", _fc_conv(24, 32, True), probe="float16 weights",
+    fallback=True)
+add("dequantize_float16_conv_2d", "DEQUANTIZE", "float32",
+    "TF converter float16 quantization: CONV_2D 3x3 with DEQUANTIZE(float16) weights and bias",
+    _conv_conv(4, 6, True), probe="float16 weights", fallback=True)
+add("fully_connected_float32_hybrid", "FULLY_CONNECTED", "float32",
+    "TF converter dynamic range (hybrid) quantization: float32 in/out, int8 weights [64,32]",
+    _fc_conv(64, 32, False), probe="hybrid", fallback=True)
+add("conv_2d_float32_hybrid", "CONV_2D", "float32",
+    "TF converter dynamic range (hybrid) quantization: float32 in/out, int8 per-channel "
+    "weights [16,3,3,16]", _conv_conv(16, 16, False), probe="hybrid", fallback=True)
+
+
+def _sparse_fc(g):
+    """DENSIFY of a CSR-sparse constant [6,8] weight feeding FULLY_CONNECTED."""
+    w = g.rng.uniform(-1, 1, (6, 8)).astype(np.float32)
+    w[g.rng.random((6, 8)) < 0.6] = 0.0
+    rows, cols = np.nonzero(w)
+    segments = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=6))])
+    sp = S.SparsityParametersT()
+    sp.traversalOrder = [0, 1]
+    d0 = S.DimensionMetadataT()
+    d0.format, d0.denseSize = S.DimensionType.DENSE, 6
+    d1 = S.DimensionMetadataT()
+    d1.format = S.DimensionType.SPARSE_CSR
+    d1.arraySegmentsType = d1.arrayIndicesType = S.SparseIndexVector.Int32Vector
+    d1.arraySegments = S.Int32VectorT()
+    d1.arraySegments.values = [int(v) for v in segments]
+    d1.arrayIndices = S.Int32VectorT()
+    d1.arrayIndices.values = [int(v) for v in cols]
+    sp.dimMetadata = [d0, d1]
+    xi = g.input("x", "float32", uniform(g.rng, (2, 8), -2.0, 2.0))
+    ws = g.main.tensor("weights_sparse", "float32", (6, 8), data=w[rows, cols].tobytes())
+    g.main.tensors[ws].sparsity = sp
+    wd = g.tensor("weights", "float32", (6, 8))
+    g.op("DENSIFY", [ws], [wd])
+    bi = g.const("bias", "float32", uniform(g.rng, (6,), -0.3, 0.3))
+    y = g.output("y", "float32", (2, 6))
+    g.op("FULLY_CONNECTED", [xi, wd, bi], [y],
+         options("FullyConnected", fusedActivationFunction=ACT["NONE"]))
+
+
+add("densify_float32_fully_connected", "DENSIFY", "float32",
+    "sparse constant weight [6,8] (CSR: dim 0 dense, dim 1 sparse, 60% zeros) through DENSIFY "
+    "into FULLY_CONNECTED", _sparse_fc, fallback=True)
