@@ -271,33 +271,16 @@ fn int8_table(si: f32, zpi: i32, so: f32, zpo: i32, f: impl Fn(f32) -> f32) -> V
     table
 }
 
-/// `table[u8(x)]` for an int8 tensor `x`, as a one-hot sum over the 256 entries (the graph has
-/// no runtime-indexed load: each element costs 256 compares and adds).
+/// `table[u8(x)]` for an int8 tensor `x` (a one-hot sum: [`super::lookup::lookup`]).
 fn lookup_int8(g: &mut Graph, name: &str, table: &[i64], x: &Lazy) -> Out {
     let t = Tensor::from_i64(Scalar::I8, vec![256], table)
         .map_err(|e| OpError::Invalid(format!("{name}: {e}")))?;
-    let w = g.weight(name, t);
-    let shape = x.shape().to_vec();
     let idx = g.cast(x, DType::I32);
     let wrap = g.int_scalar(BinaryOp::Add, &idx, 256)?;
     let zero = g.int_const(0, DType::I32, idx.shape());
     let neg = g.lt(&idx, &zero)?;
     let idx = g.where_(&neg, &wrap, &idx)?;
-    let mut wide = shape.clone();
-    wide.push(256);
-    let mut col = shape.clone();
-    col.push(1);
-    let idx = idx.reshape(&col)?.expand(&wide)?;
-    let ar = g.arange(256, DType::I32);
-    let mut row = vec![1; shape.len()];
-    row.push(256);
-    let ar = ar.reshape(&row)?.expand(&wide)?;
-    let hit = g.eq(&idx, &ar)?;
-    let wv = w.reshape(&row)?.expand(&wide)?;
-    let zero = g.int_const(0, DType::I8, &wide);
-    let picked = g.where_(&hit, &wv, &zero)?;
-    let s = g.reduce(ReduceOp::Sum, &picked, &[shape.len()])?;
-    Ok(vec![s.reshape(&shape)?])
+    super::lookup::lookup(g, name, t, &idx)
 }
 
 /// `x − max − log Σ exp(x − max)` over the last axis (float).

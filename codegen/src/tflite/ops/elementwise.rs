@@ -169,8 +169,23 @@ fn relu(ctx: &mut Ctx) -> Out {
     clamp_activation(ctx, Activation::Relu)
 }
 
+/// Quantized `RELU6` as TFLM computes it: a clamp between the input's zero point and its
+/// quantized 6 (`round(6 / scale) + zp`, in float as TFLM's set-up rounds it), in the input's
+/// type, the output's own scale ignored (RELU requantizes; RELU6 does not).
 fn relu6(ctx: &mut Ctx) -> Out {
-    clamp_activation(ctx, Activation::Relu6)
+    let t = ctx.info(0)?.clone();
+    if !is_quantized(&t) {
+        return clamp_activation(ctx, Activation::Relu6);
+    }
+    let x = ctx.input(0)?;
+    let q = ctx.quant(&t)?;
+    let (lo, hi) = int_range(t.dtype)?;
+    let six = ((6.0f32 / q.scale()).round() as i64 + i64::from(q.zero_point()))
+        .clamp(i64::from(lo), i64::from(hi));
+    let g = &mut *ctx.graph;
+    let xi = g.cast(&x, DType::I32);
+    let y = g.clamp_int(&xi, i64::from(q.zero_point()), six)?;
+    Ok(vec![g.cast(&y, DType::from(t.dtype))])
 }
 
 fn relu_n1_to_1(ctx: &mut Ctx) -> Out {
@@ -181,6 +196,9 @@ fn logistic(ctx: &mut Ctx) -> Out {
     let x = ctx.input(0)?;
     if !is_quantized(ctx.info(0)?) {
         return Ok(vec![ctx.graph.sigmoid(&x)?]);
+    }
+    if ctx.info(0)?.dtype == Scalar::I16 {
+        return super::lookup::logistic_int16(ctx);
     }
     let q = ctx.quant(ctx.out_info(0)?)?;
     if q.zero_point() != -128 {
@@ -196,6 +214,9 @@ fn tanh(ctx: &mut Ctx) -> Out {
     let x = ctx.input(0)?;
     if !is_quantized(ctx.info(0)?) {
         return Ok(vec![ctx.graph.tanh(&x)?]);
+    }
+    if ctx.info(0)?.dtype == Scalar::I16 {
+        return super::lookup::tanh_int16(ctx);
     }
     fixed_point_activation(ctx, Graph::fixed_tanh, 24, 0)
 }

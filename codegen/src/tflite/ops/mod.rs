@@ -6,11 +6,13 @@ mod activation;
 mod compare;
 mod conv;
 mod elementwise;
+mod lookup;
 mod math;
 mod normalise;
 mod pool;
 mod reduce;
 mod shape;
+mod sigmoid_table;
 mod softmax;
 
 pub use softmax::softmax_params;
