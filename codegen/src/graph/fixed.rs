@@ -229,8 +229,16 @@ impl Graph {
 
     /// TFLM's int8 softmax over the last axis (its reference kernel): `x` int8 with the
     /// multiplier and left shift of `PreprocessSoftmaxScaling(beta, s_in, 5)` and `diff_min`;
-    /// int8 out with zero point −128 and scale 1/256.
-    pub fn softmax_int8(&mut self, x: &Lazy, multiplier: i32, left_shift: i32, diff_min: i32) -> R {
+    /// out of type `out` (int8 with zero point −128 and scale 1/256, or int16 with −32768 and
+    /// 1/65536).
+    pub fn softmax_int8(
+        &mut self,
+        x: &Lazy,
+        (multiplier, left_shift, diff_min): (i32, i32, i32),
+        out: DType,
+    ) -> R {
+        let bits = i64::try_from(out.scalar.size() * 8).unwrap_or(8);
+        let (lo, hi) = (-(1i64 << (bits - 1)), (1i64 << (bits - 1)) - 1);
         let rank = x.shape().len();
         let ax = rank - 1;
         let xi = self.cast(x, DType::I32);
@@ -257,13 +265,13 @@ impl Graph {
         let scale = self.one_over_one_plus_x(&shifted)?;
         let scale = scale.expand(x.shape())?;
         let p = self.doubling_high_mul(&scale, &e)?;
-        let exponent = self.int_scalar(BinaryOp::Add, &bits_over_unit, 23)?;
+        let exponent = self.int_scalar(BinaryOp::Add, &bits_over_unit, 31 - bits)?;
         let exponent = exponent.expand(x.shape())?;
-        let out = self.rounding_divide_by_pot_var(&p, &exponent)?;
-        let out = self.int_scalar(BinaryOp::Sub, &out, 128)?;
-        let out = self.clamp_int(&out, -128, 127)?;
-        let floor = self.int_const(-128, DType::I32, x.shape());
-        let out = self.where_(&below, &floor, &out)?;
-        Ok(self.cast(&out, DType::I8))
+        let y = self.rounding_divide_by_pot_var(&p, &exponent)?;
+        let y = self.int_scalar(BinaryOp::Add, &y, lo)?;
+        let y = self.clamp_int(&y, lo, hi)?;
+        let floor = self.int_const(lo, DType::I32, x.shape());
+        let y = self.where_(&below, &floor, &y)?;
+        Ok(self.cast(&y, out))
     }
 }

@@ -14,6 +14,7 @@ mod reduce;
 mod shape;
 mod sigmoid_table;
 mod softmax;
+mod softmax16;
 
 pub use softmax::softmax_params;
 

@@ -1,7 +1,9 @@
-//! `SOFTMAX` over the last axis. Quantized int8 → int8, it is TFLM's fixed-point algorithm
-//! (gemmlowp's `exp` and reciprocal, no lookup table); float, `exp(β · (x − max))` normalised.
+//! `SOFTMAX` over the last axis. Quantized int8 → int8 or int16, it is TFLM's fixed-point
+//! algorithm (gemmlowp's `exp` and reciprocal, no lookup table); int16 → int16, TFLM's lookup
+//! tables (`softmax16.rs`); float, `exp(β · (x − max))` normalised.
 
 use super::{is_quantized, Ctx, OpBuilder};
+use crate::dtype::Scalar;
 use crate::graph::quant::QuantMultiplier;
 use crate::graph::Lazy;
 use crate::tflite::error::OpError;
@@ -44,25 +46,33 @@ fn softmax(ctx: &mut Ctx) -> Result<Vec<Lazy>, OpError> {
     }
     let out = ctx.out_info(0)?.clone();
     let qo = ctx.quant(&out)?;
-    if t.dtype != crate::dtype::Scalar::I8 || out.dtype != crate::dtype::Scalar::I8 {
-        return Err(OpError::Unsupported(format!(
-            "quantized SOFTMAX from {} to {}",
-            t.dtype, out.dtype
-        )));
-    }
-    if qo.zero_point() != -128 || qo.scale() != 1.0 / 256.0 {
+    let want = match (t.dtype, out.dtype) {
+        (Scalar::I8, Scalar::I8) => (-128, 1.0 / 256.0),
+        (Scalar::I8, Scalar::I16) => (-32768, 1.0 / 65536.0),
+        (Scalar::I16, Scalar::I16) => return super::softmax16::softmax_int16(ctx, o.beta),
+        _ => {
+            return Err(OpError::Unsupported(format!(
+                "quantized SOFTMAX from {} to {}",
+                t.dtype, out.dtype
+            )))
+        }
+    };
+    if (qo.zero_point(), qo.scale()) != want {
         return Err(OpError::Invalid(format!(
-            "an int8 SOFTMAX output has zero point -128 and scale 1/256, not {} and {}",
+            "a {} SOFTMAX output has zero point {} and scale {}, not {} and {}",
+            out.dtype,
+            want.0,
+            want.1,
             qo.zero_point(),
             qo.scale()
         )));
     }
     let qi = ctx.quant(&t)?;
     let (m, diff_min) = softmax_params(o.beta, qi.scale());
+    let params = (m.multiplier, m.shift, diff_min);
     Ok(vec![ctx.graph.softmax_int8(
         &x,
-        m.multiplier,
-        m.shift,
-        diff_min,
+        params,
+        out.dtype.into(),
     )?])
 }
