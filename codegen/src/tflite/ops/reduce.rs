@@ -1,5 +1,5 @@
-//! Reductions over axes given by a constant tensor: `MEAN`, `SUM`, `REDUCE_MAX`, `REDUCE_MIN`
-//! (`keep_dims` keeps the reduced axes as size 1).
+//! Reductions over axes given by a constant tensor: `MEAN`, `SUM`, `REDUCE_MAX`, `REDUCE_MIN`,
+//! `REDUCE_PROD` (`keep_dims` keeps the reduced axes as size 1).
 //!
 //! Quantized, as TFLM's reference kernels compute them: the extremes of the raw values (input
 //! and output share scale and zero point); a sum of `x − zp_in` in i32 requantized by
@@ -20,6 +20,7 @@ pub(super) const OPS: &[(Op, OpBuilder)] = &[
     (Op::Sum, sum),
     (Op::ReduceMax, reduce_max),
     (Op::ReduceMin, reduce_min),
+    (Op::ReduceProd, reduce_prod),
 ];
 
 type Out = Result<Vec<Lazy>, OpError>;
@@ -38,6 +39,22 @@ fn reduce_max(ctx: &mut Ctx) -> Out {
 
 fn reduce_min(ctx: &mut Ctx) -> Out {
     extreme(ctx, false)
+}
+
+/// `REDUCE_PROD` of float or integer values (TFLM has no such kernel; LiteRT's quantized one
+/// rescales at every step, which Kiln does not do).
+fn reduce_prod(ctx: &mut Ctx) -> Out {
+    let t = ctx.info(0)?.clone();
+    if is_quantized(&t) {
+        return Err(OpError::Unsupported(format!(
+            "REDUCE_PROD on quantized {} (TFLM has no REDUCE_PROD)",
+            t.dtype
+        )));
+    }
+    let axes = axes(ctx)?;
+    let x = ctx.input(0)?;
+    let y = ctx.graph.reduce_prod(&x, &axes)?;
+    finish(ctx, y)
 }
 
 /// The reduced axes (input 1, negative from the end, repeats once). `keep_dims` needs no
