@@ -97,6 +97,12 @@ fn face_detection_short_range_on_qemu_an386() {
     on_board("qemu-an386", "face_detection_short_range");
 }
 
+/// BlazeFace full-range: sparse weights (densified as the file is read), RESIZE_BILINEAR.
+#[test]
+fn face_detection_full_range_sparse() {
+    on_host("face_detection_full_range_sparse");
+}
+
 /// MediaPipe's hand re-crop model: PRELU after every convolution.
 #[test]
 fn hand_recrop() {

@@ -54,7 +54,7 @@ fn gather(ctx: &mut Ctx) -> Out {
 }
 
 /// `x` at the known indices `idx` (in range) along `axis`.
-pub(super) fn take(g: &mut Graph, x: &Lazy, axis: usize, idx: &[usize]) -> Result<Lazy, OpError> {
+pub(crate) fn take(g: &mut Graph, x: &Lazy, axis: usize, idx: &[usize]) -> Result<Lazy, OpError> {
     if let Some(y) = take_regular(x, axis, idx)? {
         return Ok(y);
     }

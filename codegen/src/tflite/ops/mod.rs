@@ -11,6 +11,7 @@ mod math;
 mod normalise;
 mod pool;
 mod reduce;
+mod resize;
 mod shape;
 mod sigmoid_table;
 mod softmax;
@@ -39,6 +40,7 @@ pub(super) fn op_builder(code: BuiltinOperator) -> Option<OpBuilder> {
         elementwise::OPS,
         shape::OPS,
         softmax::OPS,
+        resize::OPS,
         math::OPS,
         compare::OPS,
         activation::OPS,
