@@ -4,8 +4,10 @@
 
 mod conv;
 mod elementwise;
+mod index;
 mod pool;
 mod reduce;
+mod resize;
 mod shape;
 mod softmax;
 
@@ -32,6 +34,8 @@ pub(super) fn op_builder(code: BuiltinOperator) -> Option<OpBuilder> {
         elementwise::OPS,
         shape::OPS,
         softmax::OPS,
+        index::OPS,
+        resize::OPS,
     ]
     .iter()
     .flat_map(|ops| ops.iter())
