@@ -5,6 +5,7 @@
 mod conv;
 mod elementwise;
 mod index;
+mod matmul;
 mod pool;
 mod reduce;
 mod resize;
@@ -36,6 +37,7 @@ pub(super) fn op_builder(code: BuiltinOperator) -> Option<OpBuilder> {
         softmax::OPS,
         index::OPS,
         resize::OPS,
+        matmul::OPS,
     ]
     .iter()
     .flat_map(|ops| ops.iter())
