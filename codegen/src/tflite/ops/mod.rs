@@ -5,6 +5,7 @@
 mod conv;
 mod elementwise;
 mod index;
+mod layout;
 mod matmul;
 mod pool;
 mod reduce;
@@ -38,6 +39,7 @@ pub(super) fn op_builder(code: BuiltinOperator) -> Option<OpBuilder> {
         index::OPS,
         resize::OPS,
         matmul::OPS,
+        layout::OPS,
     ]
     .iter()
     .flat_map(|ops| ops.iter())
