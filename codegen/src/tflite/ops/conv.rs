@@ -212,13 +212,13 @@ fn fully_connected(ctx: &mut Ctx) -> Out {
 }
 
 /// The zero points and scales of a quantized filter: per output channel, `n` of them.
-struct FilterQuant {
-    scales: Vec<f32>,
+pub(super) struct FilterQuant {
+    pub scales: Vec<f32>,
     zero_point: i32,
     per_channel: bool,
 }
 
-fn filter_quant(ctx: &Ctx, n: usize) -> Result<FilterQuant, OpError> {
+pub(super) fn filter_quant(ctx: &Ctx, n: usize) -> Result<FilterQuant, OpError> {
     let t = ctx.info(1)?;
     let q = ctx.quant(t)?;
     if t.dtype != Scalar::I8 {

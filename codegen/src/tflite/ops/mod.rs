@@ -6,8 +6,11 @@ mod activation;
 mod compare;
 mod conv;
 mod elementwise;
+mod index;
+mod layout;
 mod lookup;
 mod math;
+mod matmul;
 mod normalise;
 mod pool;
 mod reduce;
@@ -44,6 +47,9 @@ pub(super) fn op_builder(code: BuiltinOperator) -> Option<OpBuilder> {
         math::OPS,
         compare::OPS,
         activation::OPS,
+        index::OPS,
+        matmul::OPS,
+        layout::OPS,
     ]
     .iter()
     .flat_map(|ops| ops.iter())

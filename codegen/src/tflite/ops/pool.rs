@@ -1,4 +1,4 @@
-//! Pooling: `AVERAGE_POOL_2D` and `MAX_POOL_2D` over the in-bounds part of each window (TFLite
+//! Pooling: `AVERAGE_POOL_2D`, `MAX_POOL_2D` and `L2_POOL_2D` (float) over the in-bounds part of each window (TFLite
 //! pads nothing: a window at the border is smaller).
 //!
 //! Quantized, input and output share scale and zero point; the average of the raw values is
@@ -11,7 +11,7 @@ use super::{
 use crate::dtype::{DType, Scalar};
 use crate::graph::quant::{activation_range, Activation};
 use crate::graph::Lazy;
-use crate::ops::{BinaryOp, ReduceOp};
+use crate::ops::{BinaryOp, ReduceOp, UnaryOp};
 use crate::tensor::Tensor;
 use crate::tflite::error::OpError;
 use kiln_tflite_schema::tflite::{BuiltinOperator as Op, BuiltinOptions, Padding, Pool2DOptions};
@@ -19,6 +19,7 @@ use kiln_tflite_schema::tflite::{BuiltinOperator as Op, BuiltinOptions, Padding,
 pub(super) const OPS: &[(Op, OpBuilder)] = &[
     (Op::AveragePool2d, average_pool2d),
     (Op::MaxPool2d, max_pool2d),
+    (Op::L2Pool2d, l2_pool2d),
 ];
 
 type Out = Result<Vec<Lazy>, OpError>;
@@ -138,24 +139,53 @@ fn average_pool2d(ctx: &mut Ctx) -> Out {
         let y = g.cast(&avg, DType::from(t.dtype));
         to_nhwc(&y)?
     } else {
-        let win = windowed(ctx, &x, &w, 0.0)?;
-        let g = &mut *ctx.graph;
-        let s = g.reduce(ReduceOp::Sum, &win, &[4, 5])?;
-        let s = s.reshape(&s.shape()[..4])?;
-        let avg = match &counts {
-            None => g.mul_scalar(&s, 1.0 / whole as f64)?,
-            Some(c) => {
-                let f: Vec<f64> = c.iter().map(|&n| n as f64).collect();
-                let t = Tensor::from_f64(s.dtype.scalar, vec![1, 1, w.out[0], w.out[1]], &f)
-                    .expect("one count per output position");
-                let name = format!("{}_counts", ctx.out_info(0)?.name);
-                let n = ctx.graph.weight(&name, t).expand(s.shape())?;
-                ctx.graph.binary(BinaryOp::Div, &s, &n)?
-            }
-        };
+        let avg = float_mean(ctx, &x, &w, counts.as_deref())?;
         let y = to_nhwc(&avg)?;
         float_activation(ctx.graph, &y, w.act)?
     };
+    expect_shape(ctx, &y, 0)?;
+    Ok(vec![y])
+}
+
+/// The float mean of each window of `x` (NHWC) over its in-bounds taps, `[N, C, OH, OW]`.
+fn float_mean(
+    ctx: &mut Ctx,
+    x: &Lazy,
+    w: &Windows,
+    counts: Option<&[i64]>,
+) -> Result<Lazy, OpError> {
+    let win = windowed(ctx, x, w, 0.0)?;
+    let g = &mut *ctx.graph;
+    let s = g.reduce(ReduceOp::Sum, &win, &[4, 5])?;
+    let s = s.reshape(&s.shape()[..4])?;
+    Ok(match counts {
+        None => g.mul_scalar(&s, 1.0 / (w.k[0] * w.k[1]) as f64)?,
+        Some(c) => {
+            let f: Vec<f64> = c.iter().map(|&n| n as f64).collect();
+            let t = Tensor::from_f64(s.dtype.scalar, vec![1, 1, w.out[0], w.out[1]], &f)
+                .expect("one count per output position");
+            let name = format!("{}_counts", ctx.out_info(0)?.name);
+            let n = ctx.graph.weight(&name, t).expand(s.shape())?;
+            ctx.graph.binary(BinaryOp::Div, &s, &n)?
+        }
+    })
+}
+
+/// `L2_POOL_2D` (float only, as TFLM): `sqrt(Σ x² / n)` over the in-bounds taps of each window.
+fn l2_pool2d(ctx: &mut Ctx) -> Out {
+    let dtype = ctx.info(0)?.dtype;
+    if dtype != Scalar::F32 {
+        return Err(OpError::Unsupported(format!(
+            "L2_POOL_2D on {dtype} (TFLM takes float32 only)"
+        )));
+    }
+    let w = windows(ctx)?;
+    let x = ctx.input(0)?;
+    let counts = counts(&w, [x.shape()[1], x.shape()[2]]);
+    let sq = ctx.graph.binary(BinaryOp::Mul, &x, &x)?;
+    let mean = float_mean(ctx, &sq, &w, counts.as_deref())?;
+    let r = ctx.graph.unary(UnaryOp::Sqrt, &mean)?;
+    let y = float_activation(ctx.graph, &to_nhwc(&r)?, w.act)?;
     expect_shape(ctx, &y, 0)?;
     Ok(vec![y])
 }
