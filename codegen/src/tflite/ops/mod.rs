@@ -12,6 +12,7 @@ mod pool;
 mod reduce;
 mod shape;
 mod softmax;
+mod svdf;
 
 pub use softmax::softmax_params;
 
@@ -39,6 +40,7 @@ pub(super) fn op_builder(code: BuiltinOperator) -> Option<OpBuilder> {
         math::OPS,
         compare::OPS,
         activation::OPS,
+        svdf::OPS,
     ]
     .iter()
     .flat_map(|ops| ops.iter())

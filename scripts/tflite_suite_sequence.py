@@ -1,0 +1,70 @@
+"""Sequence ops of the TFLite conformance suite: SVDF and UNIDIRECTIONAL_SEQUENCE_LSTM.
+
+Imported by scripts/make_tflite_suite.py after tflite_suite_cases, whose `add` registers these
+cases. SVDF models are built from the schema like the other cases; their activation state is a
+variable tensor, which TFLM resets to zeros (the zero point for int8) before the invocation.
+Two SVDF ops sharing one state check the shift of the memory within one invocation.
+"""
+
+import numpy as np
+
+import tflite_suite_cases as sc
+from tflite_suite_cases import Q, add, options, uniform
+
+S = sc.S
+
+
+def svdf_model(g, *, batch_, n_in, filters, rank, memory, bias=True, act="NONE",
+               quant=None, twice=False):
+    """An SVDF (or two sharing one state) on a `[batch_, n_in]` input.
+
+    `quant`: None for float32; else `(state type, input Q, output Q)` for TFLM's integer
+    kernel, the weight scales chosen here."""
+    units = filters // rank
+    opts = options("SVDF", rank=rank, fusedActivationFunction=sc.ACT[act])
+    wf = uniform(g.rng, (filters, n_in))
+    wt = uniform(g.rng, (filters, memory))
+    b = uniform(g.rng, (units,), -0.5, 0.5)
+    x = uniform(g.rng, (batch_, n_in), -2, 2)
+    if quant is None:
+        xin = g.input("x", "float32", x)
+        ins = [xin, g.const("weights_feature", "float32", wf),
+               g.const("weights_time", "float32", wt),
+               g.const("bias", "float32", b) if bias else -1]
+        state = g.main.tensor("state", "float32", (batch_, filters * memory), variable=True)
+        outs = [g.output(f"y{k}", "float32", (batch_, units)) for k in range(1 + twice)]
+    else:
+        st, qin, qout = quant
+        s_wf, s_wt = np.float32(1 / 127), np.float32(1 / (127 if st == "int8" else 32767))
+        s_state = np.float32(qin.scale * s_wf * n_in / 4)
+        xq = np.clip(np.round(x / qin.scale) + qin.zero_point, -128, 127)
+        xin = g.input("x", "int8", xq, qin)
+        s_b = np.float32(s_state * s_wt)
+        ins = [xin,
+               g.const("weights_feature", "int8", np.round(wf / s_wf), Q(s_wf)),
+               g.const("weights_time", st, np.round(wt / s_wt), Q(s_wt)),
+               g.const("bias", "int32", np.round(b / s_b), Q(s_b)) if bias else -1]
+        state = g.main.tensor("state", st, (batch_, filters * memory), Q(s_state),
+                              variable=True)
+        outs = [g.output(f"y{k}", "int8", (batch_, units), qout) for k in range(1 + twice)]
+    for y in outs:
+        g.op("SVDF", ins + [state], [y], opts)
+
+
+add("svdf_float32", "SVDF", "float32", "rank 2, 4 units, memory 5, batch 2, bias",
+    lambda g: svdf_model(g, batch_=2, n_in=6, filters=8, rank=2, memory=5))
+add("svdf_float32_relu", "SVDF", "float32", "rank 1, RELU",
+    lambda g: svdf_model(g, batch_=1, n_in=10, filters=4, rank=1, memory=3, act="RELU"))
+add("svdf_float32_twice", "SVDF", "float32",
+    "two SVDFs sharing one state: the second sees the first's shifted memory",
+    lambda g: svdf_model(g, batch_=2, n_in=5, filters=6, rank=3, memory=4, twice=True))
+add("svdf_int8", "SVDF", "int8", "int16 state and time weights, rank 2, batch 2",
+    lambda g: svdf_model(g, batch_=2, n_in=6, filters=8, rank=2, memory=5,
+                         quant=("int16", Q(2 / 127, 3), Q(1 / 32, -5))))
+add("svdf_int8_twice", "SVDF", "int8",
+    "two SVDFs sharing one int16 state, rank 1",
+    lambda g: svdf_model(g, batch_=1, n_in=12, filters=4, rank=1, memory=6,
+                         quant=("int16", Q(1 / 64, -10), Q(1 / 16, 7)), twice=True))
+add("svdf_int8_state_int8", "SVDF", "int8", "int8 state and time weights, RELU (not applied)",
+    lambda g: svdf_model(g, batch_=2, n_in=8, filters=6, rank=3, memory=4, act="RELU",
+                         quant=("int8", Q(1 / 64, 0), Q(1 / 32, 0))))
