@@ -68,3 +68,43 @@ add("svdf_int8_twice", "SVDF", "int8",
 add("svdf_int8_state_int8", "SVDF", "int8", "int8 state and time weights, RELU (not applied)",
     lambda g: svdf_model(g, batch_=2, n_in=8, filters=6, rank=3, memory=4, act="RELU",
                          quant=("int8", Q(1 / 64, 0), Q(1 / 32, 0))))
+
+
+def lstm_model(g, *, time, batch_, n_in, hidden, time_major=False, cell_clip=0.0, w_scale=0.6):
+    """A UNIDIRECTIONAL_SEQUENCE_LSTM in the form the TF converter emits for a Keras LSTM:
+    four gates, tanh, no peephole, projection or layer norm; the states variable tensors."""
+    shape = (time, batch_, n_in) if time_major else (batch_, time, n_in)
+    x = g.input("x", "float32", uniform(g.rng, shape, -2, 2))
+    ins = [x]
+    for gate in ("input", "forget", "cell", "output"):
+        ins.append(g.const(f"input_to_{gate}", "float32",
+                           uniform(g.rng, (hidden, n_in), -w_scale, w_scale)))
+    for gate in ("input", "forget", "cell", "output"):
+        ins.append(g.const(f"recurrent_to_{gate}", "float32",
+                           uniform(g.rng, (hidden, hidden), -w_scale, w_scale)))
+    ins += [-1, -1, -1]
+    for gate in ("input", "forget", "cell", "output"):
+        ins.append(g.const(f"{gate}_bias", "float32", uniform(g.rng, (hidden,), -0.5, 0.5)))
+    ins += [-1, -1]
+    ins.append(g.main.tensor("output_state", "float32", (batch_, hidden), variable=True))
+    ins.append(g.main.tensor("cell_state", "float32", (batch_, hidden), variable=True))
+    ins += [-1] * 4
+    out_shape = (time, batch_, hidden) if time_major else (batch_, time, hidden)
+    y = g.output("y", "float32", out_shape)
+    opts = options("UnidirectionalSequenceLSTM", fusedActivationFunction=S.ActivationFunctionType.TANH,
+                   cellClip=cell_clip, timeMajor=time_major)
+    g.op("UNIDIRECTIONAL_SEQUENCE_LSTM", ins, [y], opts)
+
+
+add("unidirectional_sequence_lstm_float32", "UNIDIRECTIONAL_SEQUENCE_LSTM", "float32",
+    "batch-major, 5 steps, batch 2, 3 inputs, 4 units",
+    lambda g: lstm_model(g, time=5, batch_=2, n_in=3, hidden=4))
+add("unidirectional_sequence_lstm_float32_time_major", "UNIDIRECTIONAL_SEQUENCE_LSTM",
+    "float32", "time-major, 6 steps, batch 3",
+    lambda g: lstm_model(g, time=6, batch_=3, n_in=5, hidden=3, time_major=True))
+add("unidirectional_sequence_lstm_float32_cell_clip", "UNIDIRECTIONAL_SEQUENCE_LSTM",
+    "float32", "cell_clip 0.3, strong weights",
+    lambda g: lstm_model(g, time=8, batch_=1, n_in=4, hidden=5, cell_clip=0.3, w_scale=1.5))
+add("unidirectional_sequence_lstm_float32_long", "UNIDIRECTIONAL_SEQUENCE_LSTM", "float32",
+    "1000 steps: one loop, not 1000 copies",
+    lambda g: lstm_model(g, time=1000, batch_=1, n_in=4, hidden=8))

@@ -6,6 +6,7 @@ mod activation;
 mod compare;
 mod conv;
 mod elementwise;
+mod lstm;
 mod math;
 mod normalise;
 mod pool;
@@ -41,6 +42,7 @@ pub(super) fn op_builder(code: BuiltinOperator) -> Option<OpBuilder> {
         compare::OPS,
         activation::OPS,
         svdf::OPS,
+        lstm::OPS,
     ]
     .iter()
     .flat_map(|ops| ops.iter())
