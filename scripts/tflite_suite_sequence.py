@@ -70,27 +70,59 @@ add("svdf_int8_state_int8", "SVDF", "int8", "int8 state and time weights, RELU (
                          quant=("int8", Q(1 / 64, 0), Q(1 / 32, 0))))
 
 
-def lstm_model(g, *, time, batch_, n_in, hidden, time_major=False, cell_clip=0.0, w_scale=0.6):
+GATE_NAMES = ("input", "forget", "cell", "output")
+
+
+def symmetric(w):
+    """`w` as int8 with a symmetric per-tensor scale, as the converter quantizes LSTM weights."""
+    s = np.float32(np.abs(w).max() / 127)
+    return np.clip(np.round(w / s), -127, 127), Q(s)
+
+
+def lstm_model(g, *, time, batch_, n_in, hidden, time_major=False, cell_clip=0.0, w_scale=0.6,
+               quant=None):
     """A UNIDIRECTIONAL_SEQUENCE_LSTM in the form the TF converter emits for a Keras LSTM:
-    four gates, tanh, no peephole, projection or layer norm; the states variable tensors."""
+    four gates, tanh, no peephole, projection or layer norm; the states variable tensors.
+
+    `quant`: None for float32; else `(input Q, hidden/output Q, cell scale)` for TFLM's int8
+    kernel (int8 weights, int32 biases, int16 cell state)."""
     shape = (time, batch_, n_in) if time_major else (batch_, time, n_in)
-    x = g.input("x", "float32", uniform(g.rng, shape, -2, 2))
-    ins = [x]
-    for gate in ("input", "forget", "cell", "output"):
-        ins.append(g.const(f"input_to_{gate}", "float32",
-                           uniform(g.rng, (hidden, n_in), -w_scale, w_scale)))
-    for gate in ("input", "forget", "cell", "output"):
-        ins.append(g.const(f"recurrent_to_{gate}", "float32",
-                           uniform(g.rng, (hidden, hidden), -w_scale, w_scale)))
-    ins += [-1, -1, -1]
-    for gate in ("input", "forget", "cell", "output"):
-        ins.append(g.const(f"{gate}_bias", "float32", uniform(g.rng, (hidden,), -0.5, 0.5)))
-    ins += [-1, -1]
-    ins.append(g.main.tensor("output_state", "float32", (batch_, hidden), variable=True))
-    ins.append(g.main.tensor("cell_state", "float32", (batch_, hidden), variable=True))
-    ins += [-1] * 4
+    xf = uniform(g.rng, shape, -2, 2)
+    wx = [uniform(g.rng, (hidden, n_in), -w_scale, w_scale) for _ in GATE_NAMES]
+    wh = [uniform(g.rng, (hidden, hidden), -w_scale, w_scale) for _ in GATE_NAMES]
+    bs = [uniform(g.rng, (hidden,), -0.5, 0.5) for _ in GATE_NAMES]
     out_shape = (time, batch_, hidden) if time_major else (batch_, time, hidden)
-    y = g.output("y", "float32", out_shape)
+    if quant is None:
+        ins = [g.input("x", "float32", xf)]
+        ins += [g.const(f"input_to_{n}", "float32", w) for n, w in zip(GATE_NAMES, wx)]
+        ins += [g.const(f"recurrent_to_{n}", "float32", w) for n, w in zip(GATE_NAMES, wh)]
+        ins += [-1, -1, -1]
+        ins += [g.const(f"{n}_bias", "float32", b) for n, b in zip(GATE_NAMES, bs)]
+        ins += [-1, -1]
+        ins.append(g.main.tensor("output_state", "float32", (batch_, hidden), variable=True))
+        ins.append(g.main.tensor("cell_state", "float32", (batch_, hidden), variable=True))
+        y = g.output("y", "float32", out_shape)
+    else:
+        qin, qh, s_c = quant
+        xq = np.clip(np.round(xf / qin.scale) + qin.zero_point, -128, 127)
+        ins = [g.input("x", "int8", xq, qin)]
+        scales = []
+        for n, w in zip(GATE_NAMES, wx):
+            wq, q = symmetric(w)
+            scales.append(q.scale)
+            ins.append(g.const(f"input_to_{n}", "int8", wq, q))
+        for n, w in zip(GATE_NAMES, wh):
+            ins.append(g.const(f"recurrent_to_{n}", "int8", *symmetric(w)))
+        ins += [-1, -1, -1]
+        for n, b, s_w in zip(GATE_NAMES, bs, scales):
+            s_b = np.float32(np.float32(qin.scale) * s_w)
+            ins.append(g.const(f"{n}_bias", "int32", np.round(b / s_b), Q(s_b)))
+        ins += [-1, -1]
+        ins.append(g.main.tensor("output_state", "int8", (batch_, hidden), qh, variable=True))
+        ins.append(g.main.tensor("cell_state", "int16", (batch_, hidden), Q(s_c),
+                                 variable=True))
+        y = g.output("y", "int8", out_shape, qh)
+    ins += [-1] * 4
     opts = options("UnidirectionalSequenceLSTM", fusedActivationFunction=S.ActivationFunctionType.TANH,
                    cellClip=cell_clip, timeMajor=time_major)
     g.op("UNIDIRECTIONAL_SEQUENCE_LSTM", ins, [y], opts)
@@ -108,3 +140,19 @@ add("unidirectional_sequence_lstm_float32_cell_clip", "UNIDIRECTIONAL_SEQUENCE_L
 add("unidirectional_sequence_lstm_float32_long", "UNIDIRECTIONAL_SEQUENCE_LSTM", "float32",
     "1000 steps: one loop, not 1000 copies",
     lambda g: lstm_model(g, time=1000, batch_=1, n_in=4, hidden=8))
+add("unidirectional_sequence_lstm_int8", "UNIDIRECTIONAL_SEQUENCE_LSTM", "int8",
+    "batch-major, 6 steps, batch 2, int16 cell state of scale 2^-11",
+    lambda g: lstm_model(g, time=6, batch_=2, n_in=3, hidden=4,
+                         quant=(Q(4 / 255, 1), Q(2 / 255, -3), 2.0 ** -11)))
+add("unidirectional_sequence_lstm_int8_time_major", "UNIDIRECTIONAL_SEQUENCE_LSTM", "int8",
+    "time-major, 7 steps, batch 3, cell scale 2^-14",
+    lambda g: lstm_model(g, time=7, batch_=3, n_in=5, hidden=3, time_major=True,
+                         quant=(Q(4 / 255, -2), Q(1 / 128, 0), 2.0 ** -14)))
+add("unidirectional_sequence_lstm_int8_cell_clip", "UNIDIRECTIONAL_SEQUENCE_LSTM", "int8",
+    "cell_clip 0.4, strong weights",
+    lambda g: lstm_model(g, time=8, batch_=1, n_in=4, hidden=5, cell_clip=0.4, w_scale=1.5,
+                         quant=(Q(4 / 255, 0), Q(2 / 255, 5), 2.0 ** -12)))
+add("unidirectional_sequence_lstm_int8_long", "UNIDIRECTIONAL_SEQUENCE_LSTM", "int8",
+    "300 steps: one loop, not 300 copies",
+    lambda g: lstm_model(g, time=300, batch_=1, n_in=4, hidden=6,
+                         quant=(Q(4 / 255, 1), Q(2 / 255, 0), 2.0 ** -11)))

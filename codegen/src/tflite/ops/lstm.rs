@@ -1,4 +1,4 @@
-//! `UNIDIRECTIONAL_SEQUENCE_LSTM` on float32: the form TFLM's kernel runs (input, forget, cell
+//! `UNIDIRECTIONAL_SEQUENCE_LSTM` on float32 (int8: [`super::lstm_int`]): the form TFLM's kernel runs (input, forget, cell
 //! and output gates; no CIFG, peephole, projection or layer norm), either batch- or time-major.
 //!
 //! The input projections `x_t · Wᵀ + b` of every step are one product before the sequence; a
@@ -9,6 +9,7 @@
 //! (zeros) unless an earlier op computed them; their final values become the state tensors'
 //! values for any later op that reads them.
 
+use super::lstm_int::{self, IntLstm};
 use super::{Ctx, OpBuilder};
 use crate::dtype::{DType, Scalar};
 use crate::graph::loops::{LoopBody, LoopInput, LoopResult};
@@ -42,7 +43,7 @@ fn lstm(ctx: &mut Ctx) -> Out {
         _ => None,
     });
     let ty = ctx.info(0)?.dtype;
-    if ty != Scalar::F32 {
+    if !matches!(ty, Scalar::F32 | Scalar::I8) {
         return Err(OpError::Unsupported(format!(
             "UNIDIRECTIONAL_SEQUENCE_LSTM on {ty}"
         )));
@@ -68,7 +69,11 @@ fn lstm(ctx: &mut Ctx) -> Out {
         false => x,
     };
     let d = dims(ctx, &x)?;
-    let (y, h, c) = sequence(ctx, &d, &x, o.cell_clip)?;
+    let int = match ty {
+        Scalar::I8 => Some(lstm_int::params(ctx, o.cell_clip)?),
+        _ => None,
+    };
+    let (y, h, c) = sequence(ctx, &d, &x, o.cell_clip, int.as_ref())?;
     record_state(ctx, OUTPUT_STATE, h)?;
     record_state(ctx, CELL_STATE, c)?;
     let y = if o.time_major {
@@ -135,13 +140,22 @@ fn dims(ctx: &Ctx, x: &Lazy) -> Result<Dims, OpError> {
     })
 }
 
-/// A state's value before the op: what an earlier op computed, else zeros, as `[batch, hidden]`.
+/// A state's value before the op: what an earlier op computed, else TFLM's reset (zeros, the
+/// zero point for int8), as `[batch, hidden]`.
 fn initial_state(ctx: &mut Ctx, i: usize, d: &Dims) -> Result<Lazy, OpError> {
     let id = ctx.id(i)?;
     if let Some(v) = ctx.values.get(&id) {
         return Ok(v.reshape(&[d.batch, d.hidden])?);
     }
-    Ok(ctx.graph.constant(0.0, DType::F32, &[d.batch, d.hidden]))
+    let t = ctx.info(i)?;
+    let zp = match (&t.quant, t.dtype) {
+        (Some(q), Scalar::I8) => q.zero_point(),
+        _ => 0,
+    };
+    let dtype = DType::from(t.dtype);
+    Ok(ctx
+        .graph
+        .int_const(i64::from(zp), dtype, &[d.batch, d.hidden]))
 }
 
 /// Records a state's final value, in its tensor's shape.
@@ -153,8 +167,9 @@ fn record_state(ctx: &mut Ctx, i: usize, v: Lazy) -> Result<(), OpError> {
     Ok(())
 }
 
-/// The input projections of all steps, `[time, batch, 4 · hidden]`, gates in TFLite's order.
-fn projections(ctx: &mut Ctx, x: &Lazy) -> Result<Lazy, OpError> {
+/// The input projections of all steps, `[time, batch, 4 · hidden]`, gates in TFLite's order
+/// (int16 on the gate scale when quantized).
+fn projections(ctx: &mut Ctx, x: &Lazy, int: Option<&IntLstm>) -> Result<Lazy, OpError> {
     let mut ws = Vec::new();
     let mut bs = Vec::new();
     for k in GATES {
@@ -162,6 +177,15 @@ fn projections(ctx: &mut Ctx, x: &Lazy) -> Result<Lazy, OpError> {
         bs.push(ctx.input(k + 11)?);
     }
     let g = &mut *ctx.graph;
+    if let Some(p) = int {
+        let mut parts = Vec::new();
+        for k in 0..4 {
+            let m = p.input_fc[k];
+            parts.push(lstm_int::gate_fc(g, x, p.zp_in, &ws[k], Some(&bs[k]), m)?);
+        }
+        let xw = g.concat(&parts, 2)?;
+        return Ok(g.cast(&xw, DType::I16));
+    }
     let w = g.concat(&ws, 0)?;
     let b = g.concat(&bs, 0)?;
     let xw = g.matmul(x, &w.permute(&[1, 0])?)?;
@@ -170,8 +194,14 @@ fn projections(ctx: &mut Ctx, x: &Lazy) -> Result<Lazy, OpError> {
 
 /// Runs the sequence: the stacked hidden states `[time, batch, hidden]` and the final hidden
 /// and cell states.
-fn sequence(ctx: &mut Ctx, d: &Dims, x: &Lazy, clip: f32) -> Result<(Lazy, Lazy, Lazy), OpError> {
-    let xw = projections(ctx, x)?;
+fn sequence(
+    ctx: &mut Ctx,
+    d: &Dims,
+    x: &Lazy,
+    clip: f32,
+    int: Option<&IntLstm>,
+) -> Result<(Lazy, Lazy, Lazy), OpError> {
+    let xw = projections(ctx, x, int)?;
     let h0 = initial_state(ctx, OUTPUT_STATE, d)?;
     let c0 = initial_state(ctx, CELL_STATE, d)?;
     let mut rs = Vec::new();
@@ -179,15 +209,20 @@ fn sequence(ctx: &mut Ctx, d: &Dims, x: &Lazy, clip: f32) -> Result<(Lazy, Lazy,
         rs.push(ctx.constant(k + 4)?.clone());
     }
     let mut g = Graph::new();
-    let xw_t = g.input("xw", DType::F32, &xw.shape()[1..]);
-    let h = g.input("h", DType::F32, h0.shape());
-    let c = g.input("c", DType::F32, c0.shape());
+    let xw_t = g.input("xw", xw.dtype, &xw.shape()[1..]);
+    let h = g.input("h", h0.dtype, h0.shape());
+    let c = g.input("c", c0.dtype, c0.shape());
     let mut r = Vec::new();
     for (k, t) in rs.into_iter().enumerate() {
         r.push(g.weight(&format!("recurrent_{k}"), t));
     }
-    let r = g.concat(&r, 0)?;
-    let (h_next, c_next) = step(&mut g, d.hidden, &xw_t, &h, &c, &r, clip)?;
+    let (h_next, c_next) = match int {
+        Some(p) => lstm_int::step(&mut g, p, &xw_t, &h, &c, &r)?,
+        None => {
+            let r = g.concat(&r, 0)?;
+            step(&mut g, d.hidden, &xw_t, &h, &c, &r, clip)?
+        }
+    };
     let body = LoopBody {
         count: d.time,
         graph: g,

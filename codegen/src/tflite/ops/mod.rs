@@ -7,6 +7,7 @@ mod compare;
 mod conv;
 mod elementwise;
 mod lstm;
+mod lstm_int;
 mod math;
 mod normalise;
 mod pool;
