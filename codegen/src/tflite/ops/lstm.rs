@@ -71,7 +71,10 @@ fn lstm(ctx: &mut Ctx) -> Out {
     let d = dims(ctx, &x)?;
     let int = match ty {
         Scalar::I8 => Some(lstm_int::params(ctx, o.cell_clip)?),
-        _ => None,
+        _ => {
+            float_types(ctx)?;
+            None
+        }
     };
     let (y, h, c) = sequence(ctx, &d, &x, o.cell_clip, int.as_ref())?;
     record_state(ctx, OUTPUT_STATE, h)?;
@@ -83,6 +86,36 @@ fn lstm(ctx: &mut Ctx) -> Out {
     };
     super::expect_shape(ctx, &y, 0)?;
     Ok(vec![y])
+}
+
+/// Checks that a float LSTM's weights, biases and states are float32 (TFLM runs no hybrid
+/// kernel).
+fn float_types(ctx: &Ctx) -> Result<(), OpError> {
+    for i in [
+        1,
+        2,
+        3,
+        4,
+        5,
+        6,
+        7,
+        8,
+        12,
+        13,
+        14,
+        15,
+        OUTPUT_STATE,
+        CELL_STATE,
+    ] {
+        let t = ctx.info(i)?;
+        if t.dtype != Scalar::F32 {
+            return Err(OpError::Unsupported(format!(
+                "UNIDIRECTIONAL_SEQUENCE_LSTM on float32 with input {i} ({:?}) of {}",
+                t.name, t.dtype
+            )));
+        }
+    }
+    Ok(())
 }
 
 fn dims(ctx: &Ctx, x: &Lazy) -> Result<Dims, OpError> {

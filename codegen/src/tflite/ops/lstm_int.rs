@@ -107,6 +107,12 @@ pub(super) fn params(ctx: &Ctx, cell_clip: f32) -> Result<IntLstm, OpError> {
     }
     let s_c64 = f64::from(s_c);
     let cell_power = s_c64.log2().round() as i32;
+    if !(-30..=0).contains(&cell_power) {
+        return Err(OpError::Unsupported(format!(
+            "UNIDIRECTIONAL_SEQUENCE_LSTM on int8 with a cell state scale of {s_c} (2^-30 to 1 \
+             are)"
+        )));
+    }
     let clip = (f64::from(cell_clip) / s_c64).clamp(-32768.0, 32767.0) as i64;
     Ok(IntLstm {
         input_fc,
