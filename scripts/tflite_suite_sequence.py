@@ -15,7 +15,7 @@ S = sc.S
 
 
 def svdf_model(g, *, batch_, n_in, filters, rank, memory, bias=True, act="NONE",
-               quant=None, twice=False):
+               quant=None, twice=False, zp_state=0):
     """An SVDF (or two sharing one state) on a `[batch_, n_in]` input.
 
     `quant`: None for float32; else `(state type, input Q, output Q)` for TFLM's integer
@@ -44,7 +44,7 @@ def svdf_model(g, *, batch_, n_in, filters, rank, memory, bias=True, act="NONE",
                g.const("weights_feature", "int8", np.round(wf / s_wf), Q(s_wf)),
                g.const("weights_time", st, np.round(wt / s_wt), Q(s_wt)),
                g.const("bias", "int32", np.round(b / s_b), Q(s_b)) if bias else -1]
-        state = g.main.tensor("state", st, (batch_, filters * memory), Q(s_state),
+        state = g.main.tensor("state", st, (batch_, filters * memory), Q(s_state, zp_state),
                               variable=True)
         outs = [g.output(f"y{k}", "int8", (batch_, units), qout) for k in range(1 + twice)]
     for y in outs:
@@ -65,6 +65,10 @@ add("svdf_int8_twice", "SVDF", "int8",
     "two SVDFs sharing one int16 state, rank 1",
     lambda g: svdf_model(g, batch_=1, n_in=12, filters=4, rank=1, memory=6,
                          quant=("int16", Q(1 / 64, -10), Q(1 / 16, 7)), twice=True))
+add("svdf_int8_state_int8_zero_point", "SVDF", "int8",
+    "int8 state of zero point 4 (reset to it), two SVDFs sharing it",
+    lambda g: svdf_model(g, batch_=1, n_in=8, filters=6, rank=2, memory=3, twice=True,
+                         quant=("int8", Q(1 / 64, 2), Q(1 / 32, -1)), zp_state=4))
 add("svdf_int8_state_int8", "SVDF", "int8", "int8 state and time weights, RELU (not applied)",
     lambda g: svdf_model(g, batch_=2, n_in=8, filters=6, rank=3, memory=4, act="RELU",
                          quant=("int8", Q(1 / 64, 0), Q(1 / 32, 0))))
