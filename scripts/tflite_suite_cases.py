@@ -2142,10 +2142,10 @@ def _svdf(t, act="NONE", batch_=2, inp=6, filters=4, memory=5, rank=2, bias=True
     return build
 
 
+# The SVDF cases are in tflite_suite_sequence.py; these are the variants it does not have.
 for _t in ("float32", "int8"):
-    add(f"svdf_{_t}", "SVDF", _t, "batch 2, input 6, 4 filters, memory 5, rank 2 (one step, "
-        "zero state)", _svdf(_t))
-    add(f"svdf_{_t}_relu", "SVDF", _t, "fused RELU, rank 1", _svdf(_t, "RELU", rank=1))
+    add(f"svdf_{_t}_batch2_rank2", "SVDF", _t, "batch 2, input 6, 4 filters, memory 5, rank 2 "
+        "(one step, zero state)", _svdf(_t))
     add(f"svdf_{_t}_no_bias", "SVDF", _t, "no bias (-1)", _svdf(_t, bias=False))
 
 # ---- UNIDIRECTIONAL_SEQUENCE_LSTM
@@ -2200,11 +2200,10 @@ def _lstm(t, steps=4, features=3, units=5, batch_=2, time_major=False, intermedi
 
 
 ACT_TANH = S.ActivationFunctionType.TANH
-add("unidirectional_sequence_lstm_float32", "UNIDIRECTIONAL_SEQUENCE_LSTM", "float32",
+# More LSTM cases are in tflite_suite_sequence.py; these are the variants it does not have.
+add("unidirectional_sequence_lstm_float32_batch2", "UNIDIRECTIONAL_SEQUENCE_LSTM", "float32",
     "batch 2, 4 steps, 3 features, 5 units, no peephole/projection, zero state", _lstm("float32"))
-add("unidirectional_sequence_lstm_float32_time_major", "UNIDIRECTIONAL_SEQUENCE_LSTM", "float32",
-    "time major [4,2,3]", _lstm("float32", time_major=True))
-add("unidirectional_sequence_lstm_int8", "UNIDIRECTIONAL_SEQUENCE_LSTM", "int8",
+add("unidirectional_sequence_lstm_int8_no_intermediates", "UNIDIRECTIONAL_SEQUENCE_LSTM", "int8",
     "int8 input/output state, int16 cell state 2^-11, int8 weights, int32 biases, "
     "no intermediates", _lstm("int8"))
 add("unidirectional_sequence_lstm_int8_intermediates", "UNIDIRECTIONAL_SEQUENCE_LSTM", "int8",

@@ -9,6 +9,8 @@ mod elementwise;
 mod index;
 mod layout;
 mod lookup;
+mod lstm;
+mod lstm_int;
 mod math;
 mod matmul;
 mod normalise;
@@ -19,6 +21,7 @@ mod shape;
 mod sigmoid_table;
 mod softmax;
 mod softmax16;
+mod svdf;
 
 pub use softmax::softmax_params;
 
@@ -50,6 +53,8 @@ pub(super) fn op_builder(code: BuiltinOperator) -> Option<OpBuilder> {
         index::OPS,
         matmul::OPS,
         layout::OPS,
+        svdf::OPS,
+        lstm::OPS,
     ]
     .iter()
     .flat_map(|ops| ops.iter())
