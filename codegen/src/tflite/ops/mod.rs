@@ -6,6 +6,7 @@ mod activation;
 mod compare;
 mod conv;
 mod elementwise;
+mod hybrid;
 mod math;
 mod normalise;
 mod pool;
