@@ -8,6 +8,8 @@ where the op's `asymmetric_quantize_inputs` says so; always for a per-channel
 convolution), multiplied with the weights in integers
 and scaled back to float.
 
+Also a few int8 LOG_SOFTMAX cases (TFLM runs them) that stress its fixed-point arithmetic.
+
 Imported by scripts/make_tflite_suite.py after tflite_suite_cases, whose `add` registers these.
 """
 
@@ -95,3 +97,26 @@ add("conv_2d_hybrid_valid_stride2", "CONV_2D", "int8",
     f"float32 [2,7,6,3] * int8 [5,3,3,3] per-channel, VALID, stride 2, RELU6; {ABOUT}",
     _conv(False, "RELU6", "VALID", 2), probe="int8_hybrid")
 
+
+
+# ---- int8 LOG_SOFTMAX beyond the plain cases: input scales that move the fixed-point
+# multiplier's shift, rows whose small entries fall below the cut-off, rows of one element.
+
+
+def _log_softmax_int8(shape, scale, zero_point=0):
+    def build(g):
+        x = g.rng.integers(-128, 128, shape).astype(np.int8)
+        x.reshape(-1, shape[-1])[0] = 127  # a row of equal values
+        g.op("LOG_SOFTMAX", [g.input("x", "int8", x, Q(scale, zero_point))],
+             [g.output("y", "int8", shape, Q(16 / 256, 127))], options("LogSoftmax"))
+    return build
+
+
+for _name, _shape, _scale, _zp, _what in [
+        ("coarse", (16, 24), 0.25, -3, "input scale 1/4: most entries below the cut-off"),
+        ("fine", (16, 24), 1 / 512, 5, "input scale 1/512: every entry counts"),
+        ("mid", (3, 5, 40), 0.06, 0, "input scale 0.06, rows of 40"),
+        ("single", (6, 1), 0.1, 0, "rows of one element")]:
+    add(f"log_softmax_int8_{_name}", "LOG_SOFTMAX", "int8",
+        f"[{','.join(map(str, _shape))}], {_what}; all-equal first row",
+        _log_softmax_int8(_shape, _scale, _zp))
