@@ -53,6 +53,8 @@ pub(super) struct Ctx<'a> {
     pub model: &'a TfliteModel,
     pub op: &'a TfOp,
     pub values: &'a mut HashMap<TensorId, Lazy>,
+    /// Whether float16 constants stay float16 in flash (see `ImportConfig`).
+    pub keep_f16: bool,
 }
 
 impl Ctx<'_> {
