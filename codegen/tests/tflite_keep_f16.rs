@@ -1,6 +1,7 @@
 //! `keep_f16`: a float16 weight behind `DEQUANTIZE` stays float16 in the bundle's weights
-//! (half the bytes) and is widened in the kernel that reads it; the outputs are those of the
-//! weight widened at compile time, bit for bit.
+//! (half the bytes) and is widened in the kernel that reads it (a dense layer's product, with no
+//! widened copy written out); the outputs are those of the weight widened at compile time, bit
+//! for bit.
 
 use kiln_codegen::compile::compile_graph;
 use kiln_codegen::dtype::Scalar;
@@ -100,4 +101,11 @@ fn kept_f16_weights_give_the_folded_outputs_in_half_the_bytes() {
         bf.weights.len()
     );
     assert!(bk.kernels_c.contains("_Float16"), "{}", bk.kernels_c);
+    // The product reads the float16 values itself: no kernel writes a widened copy.
+    assert_eq!(
+        bk.kernel_names.len(),
+        bf.kernel_names.len(),
+        "{}",
+        bk.kernels_c
+    );
 }

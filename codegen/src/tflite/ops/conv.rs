@@ -16,8 +16,8 @@
 
 use super::hybrid;
 use super::{
-    activation, expect_shape, float_activation, int_range, is_quantized, padding, positive,
-    to_nchw, to_nhwc, Ctx, OpBuilder,
+    activation, expect_shape, float_activation, int_range, is_quantized, kept_f16, padding,
+    positive, to_nchw, to_nhwc, Ctx, OpBuilder,
 };
 use crate::dtype::{DType, Scalar};
 use crate::graph::quant::{
@@ -214,6 +214,11 @@ fn fully_connected(ctx: &mut Ctx) -> Out {
         })?;
         let acc = add_bias(ctx, acc, 1)?;
         requantize_out(ctx, &acc, 1, act)?
+    } else if let Some(w16) = kept_f16(ctx.graph, &w) {
+        // A kept float16 weight, widened as the product reads it.
+        let wt = w16.permute(&[1, 0])?;
+        let y = ctx.graph.matmul_in(&x2, &wt, Some(DType::F32))?;
+        float_bias_activation(ctx, y, act)?
     } else {
         let wt = w.permute(&[1, 0])?;
         let mut y = ctx.graph.matmul(&x2, &wt)?;
@@ -226,6 +231,17 @@ fn fully_connected(ctx: &mut Ctx) -> Out {
     let out = ctx.out_info(0)?.shape.clone();
     let y = y.reshape(&out)?;
     Ok(vec![y])
+}
+
+/// `y` plus the float bias (input 2, when given), then the fused activation.
+fn float_bias_activation(ctx: &mut Ctx, y: Lazy, act: Activation) -> Result<Lazy, OpError> {
+    let y = if ctx.has(2) {
+        let b = ctx.input(2)?;
+        ctx.graph.binary(BinaryOp::Add, &y, &b)?
+    } else {
+        y
+    };
+    float_activation(ctx.graph, &y, act)
 }
 
 /// The zero points and scales of a quantized filter: per output channel, `n` of them.
