@@ -55,6 +55,7 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import tflite_suite_cases as sc  # noqa: E402
+import tflite_suite_hybrid  # noqa: E402
 import tflite_suite_sequence  # noqa: E402,F401
 import tensorflow as tf  # noqa: E402
 import tflite_micro  # noqa: E402

@@ -55,24 +55,52 @@ pub struct ImportOptions {
     pub requant: Requant,
 }
 
+/// Settings that only a TFLite model reads (`--keep-f16`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TfliteOptions {
+    /// Float16 weights behind `DEQUANTIZE` stay float16 in flash, widened where they are read.
+    pub keep_f16: bool,
+}
+
 /// Imports the model file at `path`.
 pub fn import_file(path: &Path, options: &ImportOptions) -> Result<Imported, ModelError> {
+    import_file_with(path, options, TfliteOptions::default())
+}
+
+/// [`import_file`] with the TFLite-only settings.
+pub fn import_file_with(
+    path: &Path,
+    options: &ImportOptions,
+    tflite: TfliteOptions,
+) -> Result<Imported, ModelError> {
     let bytes = std::fs::read(path).map_err(|source| ModelError::Read {
         path: path.to_path_buf(),
         source,
     })?;
-    import_bytes(&bytes, options)
+    import_bytes_with(&bytes, options, tflite)
 }
 
 /// Imports a model from its file's bytes.
 pub fn import_bytes(bytes: &[u8], options: &ImportOptions) -> Result<Imported, ModelError> {
+    import_bytes_with(bytes, options, TfliteOptions::default())
+}
+
+/// [`import_bytes`] with the TFLite-only settings.
+pub fn import_bytes_with(
+    bytes: &[u8],
+    options: &ImportOptions,
+    tflite_options: TfliteOptions,
+) -> Result<Imported, ModelError> {
     match Format::of(bytes) {
         Format::Tflite => {
             if let Some((name, _)) = options.shapes.first() {
                 return Err(ModelError::TfliteShape { name: name.clone() });
             }
             let model = tflite::load_bytes(bytes)?;
-            Ok(tflite::import(&model)?)
+            let config = tflite::ImportConfig {
+                keep_f16: tflite_options.keep_f16,
+            };
+            Ok(tflite::import_with(&model, &config)?)
         }
         Format::Onnx => {
             let model = onnx::load_bytes(bytes)?;

@@ -35,7 +35,7 @@ impl Graph {
     }
 
     /// `a · c` for the raw constant `c`.
-    fn doubling_high_mul_const(&mut self, a: &Lazy, c: i64) -> R {
+    pub(super) fn doubling_high_mul_const(&mut self, a: &Lazy, c: i64) -> R {
         let c = self.int_const(c, DType::I32, a.shape());
         self.doubling_high_mul(a, &c)
     }

@@ -7,6 +7,7 @@
 
 pub mod eval;
 pub mod fixed;
+pub mod fixed_log;
 pub mod loops;
 pub mod nn;
 pub mod quant;

@@ -21,8 +21,22 @@ pub use ops::softmax_params;
 use crate::graph::{Graph, Imported};
 use std::collections::HashMap;
 
+/// Settings of a TFLite import beyond the file itself.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ImportConfig {
+    /// Keep float16 constants behind `DEQUANTIZE` as float16 in flash (half the bytes), widened
+    /// to float32 in the kernels that read them (exact), instead of widening them at compile
+    /// time.
+    pub keep_f16: bool,
+}
+
 /// Lowers `model`'s main subgraph. Every operator Kiln lacks is listed in one error.
 pub fn import(model: &TfliteModel) -> Result<Imported, TfliteError> {
+    import_with(model, &ImportConfig::default())
+}
+
+/// [`import`] with the settings of `config`.
+pub fn import_with(model: &TfliteModel, config: &ImportConfig) -> Result<Imported, TfliteError> {
     let mut missing: Vec<(String, i32, usize)> = Vec::new();
     for op in &model.ops {
         if ops::op_builder(op.code).is_none() {
@@ -61,6 +75,7 @@ pub fn import(model: &TfliteModel) -> Result<Imported, TfliteError> {
             model,
             op,
             values: &mut values,
+            keep_f16: config.keep_f16,
         };
         let outs = build(&mut ctx).map_err(|source| TfliteError::Op {
             index: op.index,

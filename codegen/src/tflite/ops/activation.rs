@@ -285,7 +285,9 @@ fn lookup_int8(g: &mut Graph, name: &str, table: &[i64], x: &Lazy) -> Out {
 
 /// `x − max − log Σ exp(x − max)` over the last axis (float).
 fn log_softmax(ctx: &mut Ctx) -> Out {
-    check_types(ctx, &[])?;
+    if check_types(ctx, &[Scalar::I8])? == Scalar::I8 {
+        return super::softmax::log_softmax_int8(ctx);
+    }
     let x = ctx.input(0)?;
     let rank = x.shape().len();
     if rank == 0 {

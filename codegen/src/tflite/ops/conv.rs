@@ -11,10 +11,13 @@
 //! width. TFLM's 16x8 `CONV_2D` and `DEPTHWISE_CONV_2D` ignore the zero points (they are 0 in a
 //! 16x8 model; only the fused activation's range reads the output's); its `FULLY_CONNECTED`
 //! applies them.
+//!
+//! Float activations with int8 weights (hybrid models) are lowered in [`hybrid`].
 
+use super::hybrid;
 use super::{
-    activation, expect_shape, float_activation, int_range, is_quantized, padding, positive,
-    to_nchw, to_nhwc, Ctx, OpBuilder,
+    activation, expect_shape, float_activation, int_range, is_quantized, kept_f16, padding,
+    positive, to_nchw, to_nhwc, Ctx, OpBuilder,
 };
 use crate::dtype::{DType, Scalar};
 use crate::graph::quant::{
@@ -135,6 +138,18 @@ fn rank4(s: &[usize], what: &str) -> Result<(), OpError> {
 /// innermost reduce axis, contiguous in the activations and the filter (what a packed int8
 /// dot product reads), and the output is stored NHWC.
 fn lower(ctx: &mut Ctx, spec: &ConvSpec, w: &Lazy, w_axis: usize) -> Out {
+    if hybrid::is_hybrid(ctx)? {
+        let h = hybrid::HybridConv {
+            same: spec.same,
+            stride: spec.stride,
+            dilation: spec.dilation,
+            groups: spec.groups,
+            act: spec.act,
+        };
+        let y = hybrid::conv(ctx, &h, w)?;
+        expect_shape(ctx, &y, 0)?;
+        return Ok(vec![y]);
+    }
     let x = ctx.input(0)?;
     let xs = x.shape().to_vec();
     let (kh, kw) = (w.shape()[1], w.shape()[2]);
@@ -190,13 +205,20 @@ fn fully_connected(ctx: &mut Ctx) -> Out {
     }
     let x2 = x.reshape(&[x.numel() / ws[1], ws[1]])?;
     let w = ctx.input(1)?;
-    let y = if is_quantized(ctx.info(0)?) {
+    let y = if hybrid::is_hybrid(ctx)? {
+        hybrid::fully_connected(ctx, &x2, o.asymmetric_quantize_inputs, act)?
+    } else if is_quantized(ctx.info(0)?) {
         let acc = quantized_sum(ctx, &x2, &w, 0, &[], |g, x, w, acc| {
             let wt = w.permute(&[1, 0])?;
             Ok(g.matmul_in(x, &wt, Some(acc))?)
         })?;
         let acc = add_bias(ctx, acc, 1)?;
         requantize_out(ctx, &acc, 1, act)?
+    } else if let Some(w16) = kept_f16(ctx.graph, &w) {
+        // A kept float16 weight, widened as the product reads it.
+        let wt = w16.permute(&[1, 0])?;
+        let y = ctx.graph.matmul_in(&x2, &wt, Some(DType::F32))?;
+        float_bias_activation(ctx, y, act)?
     } else {
         let wt = w.permute(&[1, 0])?;
         let mut y = ctx.graph.matmul(&x2, &wt)?;
@@ -209,6 +231,17 @@ fn fully_connected(ctx: &mut Ctx) -> Out {
     let out = ctx.out_info(0)?.shape.clone();
     let y = y.reshape(&out)?;
     Ok(vec![y])
+}
+
+/// `y` plus the float bias (input 2, when given), then the fused activation.
+fn float_bias_activation(ctx: &mut Ctx, y: Lazy, act: Activation) -> Result<Lazy, OpError> {
+    let y = if ctx.has(2) {
+        let b = ctx.input(2)?;
+        ctx.graph.binary(BinaryOp::Add, &y, &b)?
+    } else {
+        y
+    };
+    float_activation(ctx.graph, &y, act)
 }
 
 /// The zero points and scales of a quantized filter: per output channel, `n` of them.

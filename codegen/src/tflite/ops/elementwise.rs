@@ -279,6 +279,11 @@ fn fixed_point_activation(
 fn dequantize(ctx: &mut Ctx) -> Out {
     let t = ctx.info(0)?.clone();
     let out = ctx.out_info(0)?.clone();
+    if ctx.keep_f16 && t.dtype == Scalar::F16 && t.data.is_some() {
+        // The weight stays float16 in flash; the kernel reading it widens each value (exact).
+        let w = ctx.input(0)?;
+        return Ok(vec![ctx.graph.cast(&w, DType::from(out.dtype))]);
+    }
     if let Some(data) = &t.data {
         let values = dequantized(ctx, &t, data)?;
         let w = Tensor::from_f64(out.dtype, data.shape().to_vec(), &values)

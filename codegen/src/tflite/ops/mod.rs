@@ -6,6 +6,7 @@ mod activation;
 mod compare;
 mod conv;
 mod elementwise;
+mod hybrid;
 mod index;
 mod layout;
 mod lookup;
@@ -27,9 +28,10 @@ pub use softmax::softmax_params;
 
 use super::error::OpError;
 use super::model::{Quant, TensorId, TfOp, TfTensor, TfliteModel};
+use crate::dtype::DType;
 use crate::dtype::Scalar;
 use crate::graph::quant::Activation;
-use crate::graph::{Graph, Lazy};
+use crate::graph::{GOp, Graph, Lazy};
 use crate::tensor::Tensor;
 use kiln_tflite_schema::tflite::{ActivationFunctionType, BuiltinOperator, BuiltinOptions};
 use std::collections::HashMap;
@@ -68,6 +70,8 @@ pub(super) struct Ctx<'a> {
     pub model: &'a TfliteModel,
     pub op: &'a TfOp,
     pub values: &'a mut HashMap<TensorId, Lazy>,
+    /// Whether float16 constants stay float16 in flash (see `ImportConfig`).
+    pub keep_f16: bool,
 }
 
 impl Ctx<'_> {
@@ -180,6 +184,17 @@ pub(super) fn same_quant(ctx: &Ctx, i: usize) -> Result<(), OpError> {
         )));
     }
     Ok(())
+}
+
+/// The float16 weight that `x` widens, where `x` is a kept float16 weight's `DEQUANTIZE` (a
+/// cast of the whole weight): an op that widens its operands as it reads them takes it as it is
+/// stored, so that the widened copy is never written out.
+pub(super) fn kept_f16(g: &Graph, x: &Lazy) -> Option<Lazy> {
+    let node = g.node(x.base);
+    let src = node.src.first()?;
+    let widened = matches!(node.op, GOp::Cast) && node.src.len() == 1 && x.st.contiguous();
+    let weight = matches!(g.node(src.base).op, GOp::Weight(_)) && src.dtype == DType::F16;
+    (widened && weight && src.shape() == x.shape()).then(|| src.clone())
 }
 
 /// Whether `t` holds quantized integers (as opposed to float values).

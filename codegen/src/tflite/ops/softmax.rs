@@ -1,6 +1,7 @@
 //! `SOFTMAX` over the last axis. Quantized int8 → int8 or int16, it is TFLM's fixed-point
 //! algorithm (gemmlowp's `exp` and reciprocal, no lookup table); int16 → int16, TFLM's lookup
-//! tables (`softmax16.rs`); float, `exp(β · (x − max))` normalised.
+//! tables (`softmax16.rs`); float, `exp(β · (x − max))` normalised. Int8 `LOG_SOFTMAX` too
+//! (its float form is with the activations): TFLM's fixed-point `exp` sum and `log`.
 
 use super::{is_quantized, Ctx, OpBuilder};
 use crate::dtype::Scalar;
@@ -75,4 +76,47 @@ fn softmax(ctx: &mut Ctx) -> Result<Vec<Lazy>, OpError> {
         params,
         out.dtype.into(),
     )?])
+}
+
+/// Int8 `LOG_SOFTMAX` over the last axis: TFLM's fixed-point algorithm (the row's sum of
+/// `exp` in Q12, its fixed-point `log`, the differences from the maximum less that `log`), the
+/// output at TFLM's fixed scale 16/256 and zero point 127.
+pub(super) fn log_softmax_int8(ctx: &mut Ctx) -> Result<Vec<Lazy>, OpError> {
+    let x = ctx.input(0)?;
+    if x.shape().is_empty() {
+        return Err(OpError::Invalid("LOG_SOFTMAX of a scalar".into()));
+    }
+    let t = ctx.info(0)?.clone();
+    let out = ctx.out_info(0)?.clone();
+    let qo = ctx.quant(&out)?;
+    if qo.zero_point() != 127 || qo.scale() != 16.0 / 256.0 {
+        return Err(OpError::Invalid(format!(
+            "an int8 LOG_SOFTMAX output {:?} has zero point 127 and scale 16/256, not {} and {}",
+            out.name,
+            qo.zero_point(),
+            qo.scale()
+        )));
+    }
+    let s_in = ctx.quant(&t)?.scale();
+    let (m, diff_min) = softmax_params(1.0, s_in);
+    if !(1..=30).contains(&m.shift) {
+        return Err(OpError::Unsupported(format!(
+            "LOG_SOFTMAX on int8 input {:?} of scale {s_in}: an input multiplier of 2^{} \
+             (TFLM's arithmetic takes left shifts in [1, 30])",
+            t.name, m.shift
+        )));
+    }
+    // `PreprocessLogSoftmaxScalingExp`: the inverse of the input scaling, below one.
+    let real = (1u64 << (31 - m.shift)) as f64 / f64::from(m.multiplier);
+    let reverse = QuantMultiplier::new(real);
+    if reverse.shift > 0 {
+        return Err(OpError::Unsupported(format!(
+            "LOG_SOFTMAX on int8 input {:?} of scale {s_in}: a reverse scaling of {real} \
+             (TFLM takes it below one)",
+            t.name
+        )));
+    }
+    Ok(vec![ctx
+        .graph
+        .log_softmax_int8(&x, m, diff_min, reverse)?])
 }
