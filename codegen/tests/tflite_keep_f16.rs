@@ -30,6 +30,7 @@ fn op(index: usize, code: BuiltinOperator, inputs: &[u32], output: u32) -> TfOp 
         inputs: inputs.iter().map(|&i| Some(TensorId(i))).collect(),
         outputs: vec![TensorId(output)],
         options: None,
+        custom_options: Vec::new(),
     }
 }
 
