@@ -65,7 +65,7 @@ pub struct Args {
     /// Only these models (repeatable): the float kws, vww, ic, ad, str_ww, resnet_block, and
     /// the large resnet50 and mobilenet; the int8 kws_int8, vww_int8, ic_int8, ad_int8,
     /// str_ww_int8; or `float`, `int8` for all of a kind. The tables of the kinds not run are
-    /// kept in `--out` and `--readme`.
+    /// kept in `--out` and `--docs`.
     #[arg(long)]
     only: Vec<String>,
     /// Skip the emulated boards (instructions, cycles, flash and RAM; the int8 models' speed on
@@ -82,9 +82,10 @@ pub struct Args {
     /// (default: the host's searched kernels, the host column's).
     #[arg(long)]
     board_beam: bool,
-    /// Replace the tables between the `bench` markers of this README with the new ones.
+    /// Replace the tables between the `bench` markers of this Markdown file (the project's is
+    /// `docs/benchmark.md`) with the new ones.
     #[arg(long)]
-    readme: Option<PathBuf>,
+    docs: Option<PathBuf>,
 }
 
 pub fn run(a: Args) -> Result<ExitCode> {
@@ -116,8 +117,8 @@ pub fn run(a: Args) -> Result<ExitCode> {
     };
     println!("{}", tables.text());
     let written = write_results(&a, &all, &float, &int8, &tables)?;
-    if let Some(path) = &a.readme {
-        update_readme(path, tables)?;
+    if let Some(path) = &a.docs {
+        update_docs(path, tables)?;
     }
     let written: Vec<String> = written.iter().map(|p| p.display().to_string()).collect();
     println!("wrote {}", written.join(", "));
@@ -315,9 +316,9 @@ fn read_if_there(path: &Path) -> Result<String> {
     }
 }
 
-/// Replaces the tables between the bench markers of the README at `path` by `tables`' (keeping
+/// Replaces the tables between the bench markers of the Markdown file at `path` by `tables`' (keeping
 /// a kind's that `tables` lacks).
-fn update_readme(path: &Path, tables: Tables) -> Result<()> {
+fn update_docs(path: &Path, tables: Tables) -> Result<()> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     let Some(new) = report::splice_readme(&text, tables) else {

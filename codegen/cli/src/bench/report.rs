@@ -1,5 +1,5 @@
 //! The benchmark's report: one row per model with its ratios, the raw numbers as TSV, and the
-//! tables spliced into a README or an earlier report, a run's tables replacing those of the
+//! tables spliced into `docs/benchmark.md` or an earlier report, a run's tables replacing those of the
 //! kinds it measured. The Markdown tables are [`super::table`]'s, the plot [`super::plot`]'s.
 
 use super::kiln::KilnNumbers;

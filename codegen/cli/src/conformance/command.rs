@@ -57,9 +57,9 @@ pub struct Args {
     /// Prints the per-op table as Markdown.
     #[arg(long)]
     markdown: bool,
-    /// Rewrites the section of `README.md` between the conformance markers with the table.
+    /// Rewrites the section of `docs/conformance.md` between the conformance markers with the table.
     #[arg(long)]
-    readme: bool,
+    docs: bool,
     /// Lists every failing case with its detail.
     #[arg(short, long)]
     verbose: bool,
@@ -277,8 +277,8 @@ pub fn run(a: Args) -> Result<ExitCode> {
     let regressions = regressions(&results, &listed);
     print_regressions(&regressions, &pass_path);
     update_pass_list(&results, &listed, &pass_path, a.update)?;
-    if a.readme {
-        update_readme(&root, &place, (a.suite, &a.board), (&cases, &results))?;
+    if a.docs {
+        update_docs(&root, &place, (a.suite, &a.board), (&cases, &results))?;
     }
     eprintln!(
         "{} cases in {:.1} s with {jobs} jobs",
@@ -472,14 +472,14 @@ fn update_pass_list(
     Ok(())
 }
 
-/// Rewrites the README's conformance section: the host's table, or a board's line.
-fn update_readme(
+/// Rewrites the conformance section of `docs/conformance.md`: the host's table, or a board's line.
+fn update_docs(
     root: &Path,
     place: &Place,
     (suite, name): (Suite, &str),
     (cases, results): (&Path, &[CaseResult]),
 ) -> Result<()> {
-    let path = root.join("README.md");
+    let path = root.join("docs").join("conformance.md");
     let text = std::fs::read_to_string(&path)?;
     let totals = report::totals(results).line();
     let section = format!("{}{name}", suite.prefix());
@@ -515,7 +515,7 @@ fn update_readme(
     Ok(())
 }
 
-/// A board's line of the README: its totals, and the reasons of its own skips and failures.
+/// A board's line of `docs/conformance.md`: its totals, and the reasons of its own skips and failures.
 fn board_summary(results: &[CaseResult], board: &str, gpu: bool, totals: &str) -> String {
     let there = if gpu {
         "this machine's device"

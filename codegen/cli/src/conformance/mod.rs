@@ -51,7 +51,7 @@ impl Suite {
             .join(format!("{}{board}.pass", self.prefix()))
     }
 
-    /// The prefix of its pass lists and README sections: `tflite-`, nothing for ONNX.
+    /// The prefix of its pass lists and `docs/conformance.md` sections: `tflite-`, nothing for ONNX.
     pub fn prefix(self) -> &'static str {
         match self {
             Suite::Onnx => "",

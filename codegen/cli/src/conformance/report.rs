@@ -1,5 +1,5 @@
 //! Summaries of a run: the per-op table, the grouped skip and failure reasons, the pass list
-//! and the README section.
+//! and the section of `docs/conformance.md`.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -139,7 +139,7 @@ pub fn parse_pass_list(text: &str) -> Vec<String> {
         .collect()
 }
 
-/// The README markers of the ONNX suite's generated section.
+/// The markers of the ONNX suite's generated section.
 pub const START: &str = "<!-- conformance:start -->";
 pub const END: &str = "<!-- conformance:end -->";
 
