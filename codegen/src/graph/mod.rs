@@ -80,6 +80,9 @@ impl Lazy {
 pub struct WeightData {
     pub name: String,
     pub tensor: Tensor,
+    /// Kept in its own type in flash (the model asked for it: TFLite's `keep_f16`): constant
+    /// folding never widens it at compile time.
+    pub kept: bool,
 }
 
 /// A model input.
@@ -168,8 +171,16 @@ impl Graph {
         self.weights.push(WeightData {
             name: name.into(),
             tensor,
+            kept: false,
         });
         self.push(GOp::Weight(id), dtype, shape, vec![])
+    }
+
+    /// Marks the weight `x` (a weight node) to stay in its own type in flash.
+    pub fn keep_weight(&mut self, x: &Lazy) {
+        if let GOp::Weight(w) = self.node(x.base).op {
+            self.weights[w.0 as usize].kept = true;
+        }
     }
 
     /// The scalar `v` broadcast to `shape`.

@@ -2,7 +2,6 @@
 //! at compile time (by the graph's evaluator, [`crate::graph::eval`]) and becomes a weight.
 
 use super::ScheduleError;
-use crate::dtype::Scalar;
 use crate::graph::eval::evaluate;
 use crate::graph::{GNode, GOp, Graph, Lazy, NodeId, WeightData, WeightId};
 use crate::shape::ShapeTracker;
@@ -79,13 +78,12 @@ pub fn fold_constants(g: &mut Graph, outputs: &[Lazy]) -> Result<(), ScheduleErr
         let broadcast = leaf_numel[i] > 0 && numel > leaf_numel[i] && bytes > SMALL_BROADCAST;
         let grows = (numel > SMALL || broadcast) && bytes > leaf_bytes[i];
         let fits = !grows || expanded[i];
-        // Float16 weights widened where they are read stay float16 in flash, whatever their
-        // size: a model imported to keep them so (TFLite's `keep_f16`) asks for exactly that.
-        let widened_f16 = matches!(node.op, GOp::Cast)
+        // A weight the model keeps in its own type (TFLite's `keep_f16`) is widened where it
+        // is read, whatever its size.
+        let widened_kept = matches!(node.op, GOp::Cast)
             && node.src.len() == 1
-            && g.node(node.src[0].base).dtype.scalar == Scalar::F16
-            && matches!(g.node(node.src[0].base).op, GOp::Weight(_));
-        if const_only[i] && wanted[i] && computed && bounded && fits && !widened_f16 {
+            && matches!(g.node(node.src[0].base).op, GOp::Weight(w) if g.weights[w.0 as usize].kept);
+        if const_only[i] && wanted[i] && computed && bounded && fits && !widened_kept {
             fold_node(g, id)?;
         }
     }
@@ -121,6 +119,7 @@ fn fold_node(g: &mut Graph, id: NodeId) -> Result<(), ScheduleError> {
     g.weights.push(WeightData {
         name: format!("folded_{}", id.0),
         tensor,
+        kept: false,
     });
     g.nodes[id.0 as usize] = GNode {
         op: GOp::Weight(w),

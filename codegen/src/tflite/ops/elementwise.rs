@@ -282,6 +282,7 @@ fn dequantize(ctx: &mut Ctx) -> Out {
     if ctx.keep_f16 && t.dtype == Scalar::F16 && t.data.is_some() {
         // The weight stays float16 in flash; the kernel reading it widens each value (exact).
         let w = ctx.input(0)?;
+        ctx.graph.keep_weight(&w);
         return Ok(vec![ctx.graph.cast(&w, DType::from(out.dtype))]);
     }
     if let Some(data) = &t.data {
