@@ -268,7 +268,7 @@ impl Graph {
         let exponent = self.int_scalar(BinaryOp::Add, &bits_over_unit, 31 - bits)?;
         let exponent = exponent.expand(x.shape())?;
         let y = self.rounding_divide_by_pot_var(&p, &exponent)?;
-        let y = self.int_scalar(BinaryOp::Add, &y, lo)?;
+        let y = self.int_scalar(BinaryOp::Sub, &y, -lo)?;
         let y = self.clamp_int(&y, lo, hi)?;
         let floor = self.int_const(lo, DType::I32, x.shape());
         let y = self.where_(&below, &floor, &y)?;
