@@ -55,7 +55,12 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import tflite_suite_cases as sc  # noqa: E402
-import tflite_suite_hybrid  # noqa: E402
+import tflite_suite_batch1  # noqa: E402,F401
+import tflite_suite_batch2  # noqa: E402,F401
+import tflite_suite_layers  # noqa: E402,F401
+import tflite_suite_tensors  # noqa: E402,F401
+import tflite_suite_more  # noqa: E402,F401
+import tflite_suite_hybrid  # noqa: E402,F401
 import tflite_suite_sequence  # noqa: E402,F401
 import tensorflow as tf  # noqa: E402
 import tflite_micro  # noqa: E402
