@@ -115,16 +115,17 @@ def _in_child(fn, *args):
     return ok, res, text
 
 
-def _tflm(data, inputs, n_out):
+def _tflm(data, inputs, n_out, invocations=1):
     interp = tflm.Interpreter.from_bytes(bytes(data), arena_size=TFLM_ARENA)
-    for i, a in enumerate(inputs):
-        interp.set_input(a, i)
-    interp.invoke()
+    for _ in range(invocations):
+        for i, a in enumerate(inputs):
+            interp.set_input(a, i)
+        interp.invoke()
     return [np.array(interp.get_output(i), copy=True) for i in range(n_out)]
 
 
-def _tflm_once(data, inputs, n_out):
-    ok, res, log = _in_child(_tflm, data, inputs, n_out)
+def _tflm_once(data, inputs, n_out, invocations):
+    ok, res, log = _in_child(_tflm, data, inputs, n_out, invocations)
     if ok:
         return res, None
     lines = [ln.strip() for ln in log.splitlines() if ln.strip()]
@@ -133,11 +134,11 @@ def _tflm_once(data, inputs, n_out):
     return None, (lines[0] if lines else res.splitlines()[0])
 
 
-def run_tflm(data, inputs, n_out):
+def run_tflm(data, inputs, n_out, invocations=1):
     """(outputs, None) or (None, TFLM's error message, first line). A few of TFLM's messages
     print garbage (a pointer or a double through %d, different on every run): numbers of seven
     digits or more are written '<?>' so that the tables are reproducible."""
-    outs, err = _tflm_once(data, inputs, n_out)
+    outs, err = _tflm_once(data, inputs, n_out, invocations)
     return outs, None if err is None else re.sub(r"-?\d{7,}", "<?>", err)
 
 
@@ -298,9 +299,9 @@ def load_case(out, name):
     return data, ins, outs
 
 
-def reference(ref, data, inputs, n_out):
+def reference(ref, data, inputs, n_out, invocations=1):
     if ref == "tflm":
-        return run_tflm(data, inputs, n_out)
+        return run_tflm(data, inputs, n_out, invocations)
     return run_litert_ref(data, inputs)
 
 
@@ -416,7 +417,7 @@ def process(case, out):
     g = build(case)
     data = g.raw if g.raw is not None else g.serialize()
     n_out = g.output_count()
-    outs, err = run_tflm(data, g.feeds, n_out)
+    outs, err = run_tflm(data, g.feeds, n_out, g.invocations)
     probe = ("yes", "") if err is None else ("no", err)
     ref, about = "tflm", case.about
     if err is not None:
@@ -440,7 +441,7 @@ def process(case, out):
             print(f"  note {case.name}: output has non-finite values")
     write_case(out, case, data, g.feeds, outs)
     data2, ins2, outs2 = load_case(out, case.name)
-    again, err = reference(ref, data2, ins2, len(outs2))
+    again, err = reference(ref, data2, ins2, len(outs2), g.invocations)
     assert err is None and len(again) == len(outs2) and all(map(same, again, outs2)), \
         f"{case.name}: rerun from disk differs ({err})"
     return [case.name, case.op, case.type, ref, about], probe

@@ -166,6 +166,9 @@ class Graph:
         self.feeds = []  # input arrays, in the order of the main subgraph's inputs
         self.raw = None  # a finished flatbuffer (converter-made cases) instead of the graph
         self.check = None  # optional check(inputs, outputs) -> None, or why the outputs are wrong
+        # TFLM runs the model this many times on the inputs and the last outputs are the
+        # reference (a stateful op whose first outputs read memory it has not written yet).
+        self.invocations = 1
 
     @property
     def main(self):

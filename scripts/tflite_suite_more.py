@@ -137,18 +137,27 @@ for _t in ("float32", "int8"):
     add(f"if_{_t}_else", "IF", _t, "cond false: else-subgraph a*b (then a+b)", _if(_t, False))
 
 
-def _while(t, limit):
+def _while(t, limit, step=None):
+    """i < limit: i += 1, x += x (or x += y with `step`, y passed through unchanged). The counter
+    starts as a constant, as TensorFlow's converter writes a `tf.while_loop` counted from a
+    Python number."""
     def build(g):
         q = default_q(t, -3.0, 3.0)
-        i0 = g.input("i", "int32", np.array([0]))
+        i0 = g.const("i", "int32", [0])
         x = uniform(g.rng, (4,), -0.18, 0.18)
         x0 = g.input("x", t, x if t == "float32" else quantize(x, q, t), q)
         i1 = g.output("i_out", "int32", (1,))
         x1 = g.output("x_out", t, (4,), q)
-        g.op("WHILE", [i0, x0], [i1, x1], options("While", condSubgraphIndex=1,
-                                                   bodySubgraphIndex=2))
+        ins, outs = [i0, x0], [i1, x1]
+        if step is not None:
+            y = uniform(g.rng, (4,), -step, step)
+            ins.append(g.input("y", t, y if t == "float32" else quantize(y, q, t), q))
+            outs.append(g.output("y_out", t, (4,), q))
+        g.op("WHILE", ins, outs, options("While", condSubgraphIndex=1, bodySubgraphIndex=2))
         cond = g.subgraph("cond")
-        ci, cx = cond.input("i", "int32", (1,)), cond.input("x", t, (4,), q)
+        ci = cond.input("i", "int32", (1,))
+        for name in ("x", "y")[:len(ins) - 1]:
+            cond.input(name, t, (4,), q)
         lim = cond.const("limit", "int32", [limit])
         co = cond.output("go", "bool", (1,))
         cond.op("LESS", [ci, lim], [co])
@@ -158,12 +167,20 @@ def _while(t, limit):
         bi1 = body.output("i1", "int32", (1,))
         bx1 = body.output("x1", t, (4,), q)
         body.op("ADD", [bi, one], [bi1], options("Add", fusedActivationFunction=ACT["NONE"]))
-        body.op("ADD", [bx, bx], [bx1], options("Add", fusedActivationFunction=ACT["NONE"]))
+        if step is None:
+            body.op("ADD", [bx, bx], [bx1], options("Add", fusedActivationFunction=ACT["NONE"]))
+        else:
+            by = body.input("y", t, (4,), q)
+            body.outputs.append(by)
+            body.op("ADD", [bx, by], [bx1], options("Add", fusedActivationFunction=ACT["NONE"]))
     return build
 
 
 for _t in ("float32", "int8"):
-    add(f"while_{_t}", "WHILE", _t, "i < 4: i += 1, x += x (four iterations)", _while(_t, 4))
+    add(f"while_{_t}", "WHILE", _t, "i < 4 from a constant 0: i += 1, x += x (four iterations)",
+        _while(_t, 4))
+    add(f"while_{_t}_pass_through", "WHILE", _t,
+        "i < 3: i += 1, x += y, y an input the body passes through unchanged", _while(_t, 3, 0.5))
 add("while_float32_no_iteration", "WHILE", "float32", "condition false at once (limit 0)",
     _while("float32", 0))
 
@@ -182,11 +199,13 @@ def _circular(cycles):
         y = g.output("y", "int8", (1, 3, 1, 8), q)
         g.op("CIRCULAR_BUFFER", [xi], [y], custom="CIRCULAR_BUFFER",
              custom_options=_flex({"cycles_max": cycles}))
+        g.invocations = 3  # every slot written: the first outputs show unwritten arena bytes
     return build
 
 
 add("circular_buffer_int8", "CIRCULAR_BUFFER", "int8",
-    "custom op: [1,1,1,8] frame into a 3-slot [1,3,1,8] buffer, cycles_max 1",
+    "custom op: [1,1,1,8] frame into a 3-slot [1,3,1,8] buffer, cycles_max 1; the output of "
+    "the third invocation on the same frame (state kept between invocations)",
     _circular(1))
 
 
