@@ -56,7 +56,7 @@ fn model() -> TfliteModel {
             tensor("b", Scalar::F32, &[24], Some(b)),
             tensor("y", Scalar::F32, &[3, 24], None),
         ],
-        subgraphs: 1,
+        bodies: Vec::new(),
     }
 }
 

@@ -77,6 +77,13 @@ pub enum OpError {
     NotConstant { index: usize, tensor: String },
     #[error("tensor {tensor:?} has no quantization parameters")]
     NoQuant { tensor: String },
+    /// An operator of a subgraph that a control-flow op lowers.
+    #[error("subgraph {index}")]
+    Subgraph {
+        index: i32,
+        #[source]
+        source: Box<TfliteError>,
+    },
     #[error(transparent)]
     Graph(#[from] GraphError),
 }

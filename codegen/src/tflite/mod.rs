@@ -2,7 +2,8 @@
 //!
 //! `load_bytes` reads the file through the types generated from TFLite's official schema
 //! (`kiln-tflite-schema`) into [`TfliteModel`]; `import` lowers its main subgraph operator by
-//! operator with the builders of `ops`. Quantized operators become integer arithmetic that is
+//! operator with the builders of `ops` (and the subgraphs that `IF` and `WHILE` name, through
+//! the same lowering). Quantized operators become integer arithmetic that is
 //! bit-exact with TensorFlow Lite Micro's reference kernels; float ones, float arithmetic.
 
 mod error;
@@ -18,7 +19,7 @@ pub use kiln_tflite_schema::tflite as schema;
 pub use model::{load_bytes, op_name, Quant, TensorId, TfOp, TfTensor, TfliteModel};
 pub use ops::softmax_params;
 
-use crate::graph::{Graph, Imported};
+use crate::graph::{Graph, Imported, Lazy};
 use std::collections::HashMap;
 
 /// Settings of a TFLite import beyond the file itself.
@@ -37,8 +38,45 @@ pub fn import(model: &TfliteModel) -> Result<Imported, TfliteError> {
 
 /// [`import`] with the settings of `config`.
 pub fn import_with(model: &TfliteModel, config: &ImportConfig) -> Result<Imported, TfliteError> {
+    check_supported(model)?;
+    let mut graph = Graph::new();
+    let mut inputs = Vec::new();
+    let mut input_names = Vec::new();
+    for &id in &model.inputs {
+        let t = model.tensor(id);
+        if t.data.is_some() {
+            return Err(TfliteError::Input {
+                name: t.name.clone(),
+                reason: "has constant contents".into(),
+            });
+        }
+        inputs.push(graph.input(&t.name, t.dtype.into(), &t.shape));
+        input_names.push(t.name.clone());
+    }
+    let scope = ops::Scope {
+        root: model,
+        keep_f16: config.keep_f16,
+        depth: 0,
+    };
+    let outputs = lower(&mut graph, scope, model, &inputs)?;
+    let output_names = model
+        .outputs
+        .iter()
+        .map(|&id| model.tensor(id).name.clone())
+        .collect();
+    Ok(Imported {
+        graph,
+        outputs,
+        output_names,
+        input_names,
+        bounded: Vec::new(),
+    })
+}
+
+/// Lists every operator of every subgraph that Kiln has no builder for, in one error.
+fn check_supported(model: &TfliteModel) -> Result<(), TfliteError> {
     let mut missing: Vec<(String, i32, usize)> = Vec::new();
-    for op in &model.ops {
+    for op in model.all_ops() {
         if ops::op_builder(op.code).is_none() {
             let name = op.name();
             match missing
@@ -50,32 +88,37 @@ pub fn import_with(model: &TfliteModel, config: &ImportConfig) -> Result<Importe
             }
         }
     }
-    if !missing.is_empty() {
-        return Err(TfliteError::UnsupportedOps { ops: missing });
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(TfliteError::UnsupportedOps { ops: missing })
     }
-    let mut graph = Graph::new();
-    let mut values = HashMap::new();
-    let mut input_names = Vec::new();
-    for &id in &model.inputs {
-        let t = model.tensor(id);
-        if t.data.is_some() {
-            return Err(TfliteError::Input {
-                name: t.name.clone(),
-                reason: "has constant contents".into(),
-            });
-        }
-        let v = graph.input(&t.name, t.dtype.into(), &t.shape);
-        values.insert(id, v);
-        input_names.push(t.name.clone());
-    }
-    for op in &model.ops {
-        let build = ops::op_builder(op.code).expect("checked above");
+}
+
+/// Lowers subgraph `sub` into `graph`, its inputs fed by `inputs` in order: the values of its
+/// outputs. Control-flow ops lower the subgraphs they name through it again.
+fn lower(
+    graph: &mut Graph,
+    scope: ops::Scope,
+    sub: &TfliteModel,
+    inputs: &[Lazy],
+) -> Result<Vec<Lazy>, TfliteError> {
+    let mut values: HashMap<TensorId, Lazy> = sub
+        .inputs
+        .iter()
+        .copied()
+        .zip(inputs.iter().cloned())
+        .collect();
+    for op in &sub.ops {
+        let build = ops::op_builder(op.code).ok_or_else(|| TfliteError::UnsupportedOps {
+            ops: vec![(op.name(), op.version, 1)],
+        })?;
         let mut ctx = ops::Ctx {
-            graph: &mut graph,
-            model,
+            graph: &mut *graph,
+            model: sub,
             op,
             values: &mut values,
-            keep_f16: config.keep_f16,
+            scope,
         };
         let outs = build(&mut ctx).map_err(|source| TfliteError::Op {
             index: op.index,
@@ -88,9 +131,8 @@ pub fn import_with(model: &TfliteModel, config: &ImportConfig) -> Result<Importe
         }
     }
     let mut outputs = Vec::new();
-    let mut output_names = Vec::new();
-    for &id in &model.outputs {
-        let t = model.tensor(id);
+    for &id in &sub.outputs {
+        let t = sub.tensor(id);
         let v = match values.get(&id) {
             Some(v) => v.clone(),
             None => match &t.data {
@@ -104,13 +146,6 @@ pub fn import_with(model: &TfliteModel, config: &ImportConfig) -> Result<Importe
             },
         };
         outputs.push(v);
-        output_names.push(t.name.clone());
     }
-    Ok(Imported {
-        graph,
-        outputs,
-        output_names,
-        input_names,
-        bounded: Vec::new(),
-    })
+    Ok(outputs)
 }

@@ -1,5 +1,5 @@
-//! A `.tflite` flatbuffer read into Kiln's own plain representation: the main subgraph's
-//! tensors (type, shape, quantization, constant data) and operators in file order.
+//! A `.tflite` flatbuffer read into Kiln's own plain representation: each subgraph's tensors
+//! (type, shape, quantization, constant data) and operators in file order.
 
 use super::error::TfliteError;
 use crate::dtype::Scalar;
@@ -7,7 +7,7 @@ use crate::tensor::Tensor;
 use kiln_tflite_schema::tflite::{self, BuiltinOperator, BuiltinOptions, TensorType};
 use planus::ReadAsRoot;
 
-/// The index of a tensor in the model's main subgraph.
+/// The index of a tensor in its subgraph.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct TensorId(pub u32);
 
@@ -75,21 +75,36 @@ impl TfOp {
     }
 }
 
-/// A TFLite model's main subgraph.
+/// A TFLite model: its main subgraph, and the other subgraphs (the branches and bodies of
+/// `IF` and `WHILE`), each a `TfliteModel` of its own with no further `bodies`.
 #[derive(Clone, Debug)]
 pub struct TfliteModel {
     pub tensors: Vec<TfTensor>,
     pub ops: Vec<TfOp>,
     pub inputs: Vec<TensorId>,
     pub outputs: Vec<TensorId>,
-    /// How many subgraphs the file has (only the first is the model; the others are bodies of
-    /// control-flow ops).
-    pub subgraphs: usize,
+    /// Subgraphs 1, 2, … of the file (empty in a subgraph itself).
+    pub bodies: Vec<TfliteModel>,
 }
 
 impl TfliteModel {
     pub fn tensor(&self, id: TensorId) -> &TfTensor {
         &self.tensors[id.0 as usize]
+    }
+
+    /// Subgraph `index` of the file: 0 is the main one.
+    pub fn subgraph(&self, index: i32) -> Option<&TfliteModel> {
+        match usize::try_from(index).ok()? {
+            0 => Some(self),
+            i => self.bodies.get(i - 1),
+        }
+    }
+
+    /// Every operator of every subgraph.
+    pub fn all_ops(&self) -> impl Iterator<Item = &TfOp> {
+        self.ops
+            .iter()
+            .chain(self.bodies.iter().flat_map(|b| &b.ops))
     }
 
     /// A model of one builtin operator, built in memory: its inputs are all the tensors but
@@ -116,7 +131,7 @@ impl TfliteModel {
             inputs: (0..inputs as u32).map(TensorId).collect(),
             outputs: vec![last],
             tensors,
-            subgraphs: 1,
+            bodies: Vec::new(),
         }
     }
 }
@@ -133,19 +148,32 @@ pub fn load_bytes(bytes: &[u8]) -> Result<TfliteModel, TfliteError> {
     }
     let root = tflite::ModelRef::read_as_root(bytes).map_err(TfliteError::Malformed)?;
     let model = tflite::Model::try_from(root).map_err(TfliteError::Malformed)?;
-    let subgraphs = model.subgraphs.unwrap_or_default();
-    let count = subgraphs.len();
-    let graph = subgraphs
-        .into_iter()
-        .next()
-        .ok_or(TfliteError::NoSubgraph)?;
     let buffers = model.buffers.unwrap_or_default();
     let codes = model.operator_codes.unwrap_or_default();
+    let mut subgraphs = model
+        .subgraphs
+        .unwrap_or_default()
+        .into_iter()
+        .enumerate()
+        .map(|(i, g)| read_subgraph(i, g, &codes, &buffers, bytes));
+    let mut main = subgraphs.next().ok_or(TfliteError::NoSubgraph)??;
+    main.bodies = subgraphs.collect::<Result<_, _>>()?;
+    Ok(main)
+}
+
+/// Subgraph `sub` of the file, with no `bodies`.
+fn read_subgraph(
+    sub: usize,
+    graph: tflite::SubGraph,
+    codes: &[tflite::OperatorCode],
+    buffers: &[tflite::Buffer],
+    bytes: &[u8],
+) -> Result<TfliteModel, TfliteError> {
     let raw_tensors = graph.tensors.unwrap_or_default();
     let n = raw_tensors.len();
     let mut tensors = Vec::with_capacity(n);
     for (i, t) in raw_tensors.into_iter().enumerate() {
-        tensors.push(read_tensor(i, t, &buffers, bytes)?);
+        tensors.push(read_tensor(i, t, buffers, bytes)?);
     }
     let id = |what: &str, v: i32| -> Result<TensorId, TfliteError> {
         usize::try_from(v)
@@ -173,7 +201,10 @@ pub fn load_bytes(bytes: &[u8]) -> Result<TfliteModel, TfliteError> {
             op: index,
             code: raw,
         })?;
-        let what = format!("operator {index} ({})", op_name(builtin));
+        let what = match sub {
+            0 => format!("operator {index} ({})", op_name(builtin)),
+            _ => format!("subgraph {sub}, operator {index} ({})", op_name(builtin)),
+        };
         let inputs = op
             .inputs
             .unwrap_or_default()
@@ -216,7 +247,7 @@ pub fn load_bytes(bytes: &[u8]) -> Result<TfliteModel, TfliteError> {
             .collect::<Result<_, _>>()?,
         tensors,
         ops,
-        subgraphs: count,
+        bodies: Vec::new(),
     })
 }
 

@@ -279,7 +279,7 @@ fn fixed_point_activation(
 fn dequantize(ctx: &mut Ctx) -> Out {
     let t = ctx.info(0)?.clone();
     let out = ctx.out_info(0)?.clone();
-    if ctx.keep_f16 && t.dtype == Scalar::F16 && t.data.is_some() {
+    if ctx.scope.keep_f16 && t.dtype == Scalar::F16 && t.data.is_some() {
         // The weight stays float16 in flash; the kernel reading it widens each value (exact).
         let w = ctx.input(0)?;
         ctx.graph.keep_weight(&w);

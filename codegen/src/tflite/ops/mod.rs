@@ -4,6 +4,7 @@
 
 mod activation;
 mod compare;
+mod control;
 mod conv;
 mod elementwise;
 mod hybrid;
@@ -57,6 +58,7 @@ pub(super) fn op_builder(code: BuiltinOperator) -> Option<OpBuilder> {
         layout::OPS,
         svdf::OPS,
         lstm::OPS,
+        control::OPS,
     ]
     .iter()
     .flat_map(|ops| ops.iter())
@@ -64,14 +66,24 @@ pub(super) fn op_builder(code: BuiltinOperator) -> Option<OpBuilder> {
     .map(|(_, b)| *b)
 }
 
+/// What every subgraph's lowering shares: the whole model (for the subgraphs that control-flow
+/// ops name), the import's settings, and how deeply subgraphs nest here.
+#[derive(Clone, Copy)]
+pub(super) struct Scope<'a> {
+    pub root: &'a TfliteModel,
+    /// Whether float16 constants stay float16 in flash (see `ImportConfig`).
+    pub keep_f16: bool,
+    pub depth: usize,
+}
+
 /// What a builder sees: the graph, its operator, and the values of the tensors so far.
 pub(super) struct Ctx<'a> {
     pub graph: &'a mut Graph,
+    /// The subgraph the operator belongs to.
     pub model: &'a TfliteModel,
     pub op: &'a TfOp,
     pub values: &'a mut HashMap<TensorId, Lazy>,
-    /// Whether float16 constants stay float16 in flash (see `ImportConfig`).
-    pub keep_f16: bool,
+    pub scope: Scope<'a>,
 }
 
 impl Ctx<'_> {
