@@ -56,6 +56,7 @@ impl<'a> CustomOptions<'a> {
     }
 
     /// A float (an integer is widened).
+    #[allow(dead_code)] // for the options of the custom ops still to come
     pub fn float(&self, key: &str) -> Result<Option<f64>, OpError> {
         let Some(r) = self.get(key)? else {
             return Ok(None);
@@ -69,11 +70,13 @@ impl<'a> CustomOptions<'a> {
     }
 
     /// A boolean (an integer is true when not zero).
+    #[allow(dead_code)] // for the options of the custom ops still to come
     pub fn bool(&self, key: &str) -> Result<Option<bool>, OpError> {
         Ok(self.int(key)?.map(|v| v != 0))
     }
 
     /// A vector of integers.
+    #[allow(dead_code)] // for the options of the custom ops still to come
     pub fn ints(&self, key: &str) -> Result<Option<Vec<i64>>, OpError> {
         let Some(r) = self.get(key)? else {
             return Ok(None);

@@ -7,7 +7,6 @@
 //! bit-exact with TensorFlow Lite Micro's reference kernels; float ones, float arithmetic.
 
 mod error;
-#[allow(dead_code)] // until the first custom op's builder reads its options
 mod flex;
 mod model;
 mod ops;
@@ -77,7 +76,7 @@ pub fn import_with(model: &TfliteModel, config: &ImportConfig) -> Result<Importe
 fn check_supported(model: &TfliteModel) -> Result<(), TfliteError> {
     let mut missing: Vec<(String, i32, usize)> = Vec::new();
     for op in model.all_ops() {
-        if ops::op_builder(op.code).is_none() {
+        if ops::op_builder(op).is_none() {
             let name = op.name();
             match missing
                 .iter_mut()
@@ -110,7 +109,7 @@ fn lower(
         .zip(inputs.iter().cloned())
         .collect();
     for op in &sub.ops {
-        let build = ops::op_builder(op.code).ok_or_else(|| TfliteError::UnsupportedOps {
+        let build = ops::op_builder(op).ok_or_else(|| TfliteError::UnsupportedOps {
             ops: vec![(op.name(), op.version, 1)],
         })?;
         let mut ctx = ops::Ctx {

@@ -21,6 +21,7 @@ mod reduce;
 mod resize;
 mod shape;
 mod sigmoid_table;
+mod signal;
 mod softmax;
 mod softmax16;
 mod svdf;
@@ -40,8 +41,17 @@ use std::collections::HashMap;
 /// Lowers one operator: its output values, in order.
 pub(super) type OpBuilder = fn(&mut Ctx) -> Result<Vec<Lazy>, OpError>;
 
-/// The builder of a builtin op, if Kiln has one.
-pub(super) fn op_builder(code: BuiltinOperator) -> Option<OpBuilder> {
+/// The builder of an operator, if Kiln has one: a builtin by its code, a custom op by its
+/// custom code.
+pub(super) fn op_builder(op: &TfOp) -> Option<OpBuilder> {
+    if op.code == BuiltinOperator::Custom {
+        let name = op.custom.as_deref()?;
+        return [signal::CUSTOM]
+            .iter()
+            .flat_map(|ops| ops.iter())
+            .find(|(n, _)| *n == name)
+            .map(|(_, b)| *b);
+    }
     [
         conv::OPS,
         pool::OPS,
@@ -62,7 +72,7 @@ pub(super) fn op_builder(code: BuiltinOperator) -> Option<OpBuilder> {
     ]
     .iter()
     .flat_map(|ops| ops.iter())
-    .find(|(c, _)| *c == code)
+    .find(|(c, _)| *c == op.code)
     .map(|(_, b)| *b)
 }
 
@@ -157,7 +167,6 @@ impl Ctx<'_> {
     }
 
     /// A custom op's options (its FlexBuffer map).
-    #[allow(dead_code)] // until the first custom op's builder reads them
     pub fn custom_options(&self) -> Result<super::flex::CustomOptions<'_>, OpError> {
         super::flex::CustomOptions::parse(&self.op.custom_options)
     }
