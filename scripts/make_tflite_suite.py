@@ -420,6 +420,10 @@ def process(case, out):
     outs, err = run_tflm(data, g.feeds, n_out, g.invocations)
     probe = ("yes", "") if err is None else ("no", err)
     ref, about = "tflm", case.about
+    if err is None and g.litert_because is not None:
+        outs, err2 = run_litert_ref(data, g.feeds)
+        assert err2 is None, f"{case.name}: LiteRT ref refuses: {err2}"
+        ref, about = "litert-ref", f"{about} ({g.litert_because})"
     if err is not None:
         if MISSING_OP not in err and not case.fallback:
             print(f"  skip {case.name}: TFLM refuses: {err}")

@@ -169,6 +169,9 @@ class Graph:
         # TFLM runs the model this many times on the inputs and the last outputs are the
         # reference (a stateful op whose first outputs read memory it has not written yet).
         self.invocations = 1
+        # Why LiteRT's reference kernels are this case's reference although TFLM runs it (TFLM
+        # computes something other than the model's meaning), or None.
+        self.litert_because = None
 
     @property
     def main(self):

@@ -290,6 +290,7 @@ def _dequantize(t, per_channel=False):
         if per_channel:
             x = data_for(g.rng, t, (4, 32))
             q = Q([0.01, 0.02, 0.05, 0.003], [3, -7, 0, 12] if t != "int16" else 0, 0)
+            g.litert_because = "TFLM applies channel 0's scale and zero point to every channel"
         else:
             x, q = unary_input(g, t, -3.0, 5.0)
         unary(g, "DEQUANTIZE", t, x, q, out_t="float32")
