@@ -14,7 +14,7 @@ use crate::graph::{Graph, Lazy};
 use crate::ops::{BinaryOp, UnaryOp};
 use crate::tensor::Tensor;
 use crate::tflite::error::OpError;
-use crate::tflite::model::TfTensor;
+use crate::tflite::model::{Quant, TfTensor};
 use kiln_tflite_schema::tflite::{ActivationFunctionType, BuiltinOperator as Op, BuiltinOptions};
 
 pub(super) const OPS: &[(Op, OpBuilder)] = &[
@@ -271,11 +271,11 @@ fn fixed_point_activation(
     Ok(vec![g.cast(&y, DType::I8)])
 }
 
-/// `scale · (q − zp)` in float (exact as TFLM's double product rounded to float: the integer
-/// has at most 17 bits, so the float product is the correctly rounded one too).
-/// Quantized → float: `scale · (x − zp)`. A constant (a weight, per tensor or per channel)
-/// is dequantized at compile time, and float16 (the converter's float16 quantization) widened
-/// to float32 there, exactly: the model keeps float32 weights.
+/// Quantized → float: `scale · (x − zp)`, per tensor or per channel, in float (exact as TFLM's
+/// product rounded to float: the integer has at most 17 bits, so the float product is the
+/// correctly rounded one too). A constant is dequantized at compile time, and float16 (the
+/// converter's float16 quantization) widened to float32 there, exactly: the model keeps
+/// float32 weights.
 fn dequantize(ctx: &mut Ctx) -> Out {
     let t = ctx.info(0)?.clone();
     let out = ctx.out_info(0)?.clone();
@@ -296,16 +296,53 @@ fn dequantize(ctx: &mut Ctx) -> Out {
         return Ok(vec![ctx.graph.cast(&x, DType::from(out.dtype))]);
     }
     let q = ctx.quant(&t)?;
+    let out = DType::from(out.dtype);
     if q.scale.len() > 1 {
-        return Err(OpError::Unsupported(
-            "per-channel DEQUANTIZE of a tensor computed at run time".into(),
-        ));
+        return Ok(vec![per_channel_dequantize(
+            ctx.graph, &x, &q, &t.name, out,
+        )?]);
     }
-    let out = DType::from(ctx.out_info(0)?.dtype);
     let g = &mut *ctx.graph;
     let c = centred(g, &x, q.zero_point())?;
     let f = g.cast(&c, out);
     Ok(vec![g.mul_scalar(&f, f64::from(q.scale()))?])
+}
+
+/// `scale[c] · (x − zp[c])` along the quantized axis, the scales and zero points tables in
+/// flash.
+fn per_channel_dequantize(
+    g: &mut Graph,
+    x: &Lazy,
+    q: &Quant,
+    name: &str,
+    out: DType,
+) -> Result<Lazy, OpError> {
+    let channels = q.scale.len();
+    if x.shape().get(q.axis) != Some(&channels) || q.zero_point.len() != channels {
+        return Err(OpError::Invalid(format!(
+            "tensor {name:?}: {channels} scales and {} zero points for axis {} of {:?}",
+            q.zero_point.len(),
+            q.axis,
+            x.shape()
+        )));
+    }
+    let mut along = vec![1; x.shape().len()];
+    along[q.axis] = channels;
+    let zp = Tensor::from_i64(Scalar::I32, vec![channels], &q.zero_point)
+        .map_err(|e| OpError::Invalid(format!("tensor {name:?}: {e}")))?;
+    let zp = g.weight(&format!("{name}/zero_points"), zp);
+    let scales: Vec<f64> = q.scale.iter().map(|&s| f64::from(s)).collect();
+    let scale = Tensor::from_f64(out.scalar, vec![channels], &scales)
+        .map_err(|e| OpError::Invalid(format!("tensor {name:?}: {e}")))?;
+    let scale = g.weight(&format!("{name}/scales"), scale);
+    let xi = g.cast(x, DType::I32);
+    let c = g.binary(BinaryOp::Sub, &xi, &zp.reshape(&along)?.expand(x.shape())?)?;
+    let f = g.cast(&c, out);
+    Ok(g.binary(
+        BinaryOp::Mul,
+        &f,
+        &scale.reshape(&along)?.expand(x.shape())?,
+    )?)
 }
 
 /// A constant's values dequantized as TFLM computes them (`float(scale · (q − zp))`, exact in
@@ -353,13 +390,22 @@ fn quantize(ctx: &mut Ctx) -> Out {
     let t = ctx.info(0)?.clone();
     let out = ctx.out_info(0)?.clone();
     let qo = ctx.quant(&out)?;
-    let (qmin, qmax) = int_range(out.dtype)?;
     if is_quantized(&t) {
         let qi = ctx.quant(&t)?;
         let c = centred(ctx.graph, &x, qi.zero_point())?;
         let m = f64::from(qi.scale()) / f64::from(qo.scale());
+        if out.dtype == Scalar::I32 {
+            // TFLM requantizes int8 and int16 into int32 over the whole int32 range.
+            let ms = tensor_multiplier(m);
+            let full = (i32::MIN, i32::MAX);
+            let y = ctx
+                .graph
+                .requantize_to(&c, &ms, qo.zero_point(), full, DType::I32)?;
+            return Ok(vec![y]);
+        }
         return requantize_out(ctx, &c, m, None);
     }
+    let (qmin, qmax) = int_range(out.dtype)?;
     if qo.scale.len() > 1 {
         return Err(OpError::Unsupported("per-channel QUANTIZE".into()));
     }
