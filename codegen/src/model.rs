@@ -45,7 +45,8 @@ pub enum ModelError {
     TfliteShape { name: String },
 }
 
-/// How a model file is imported.
+/// How a model file is imported: one set of options for both formats, each read by the
+/// format it concerns.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ImportOptions {
     /// Free ONNX input dims pinned (`--shape NAME=…`); a TFLite model's are fixed.
@@ -53,44 +54,22 @@ pub struct ImportOptions {
     /// How quantized ONNX operators requantize (`--requant`); a TFLite model always follows
     /// TFLM.
     pub requant: Requant,
-}
-
-/// Settings that only a TFLite model reads (`--keep-f16`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct TfliteOptions {
-    /// Float16 weights behind `DEQUANTIZE` stay float16 in flash, widened where they are read.
+    /// A TFLite model's float16 weights behind `DEQUANTIZE` stay float16 in flash, widened
+    /// where they are read (`--keep-f16`); ONNX models keep their weights' types anyway.
     pub keep_f16: bool,
 }
 
 /// Imports the model file at `path`.
 pub fn import_file(path: &Path, options: &ImportOptions) -> Result<Imported, ModelError> {
-    import_file_with(path, options, TfliteOptions::default())
-}
-
-/// [`import_file`] with the TFLite-only settings.
-pub fn import_file_with(
-    path: &Path,
-    options: &ImportOptions,
-    tflite: TfliteOptions,
-) -> Result<Imported, ModelError> {
     let bytes = std::fs::read(path).map_err(|source| ModelError::Read {
         path: path.to_path_buf(),
         source,
     })?;
-    import_bytes_with(&bytes, options, tflite)
+    import_bytes(&bytes, options)
 }
 
 /// Imports a model from its file's bytes.
 pub fn import_bytes(bytes: &[u8], options: &ImportOptions) -> Result<Imported, ModelError> {
-    import_bytes_with(bytes, options, TfliteOptions::default())
-}
-
-/// [`import_bytes`] with the TFLite-only settings.
-pub fn import_bytes_with(
-    bytes: &[u8],
-    options: &ImportOptions,
-    tflite_options: TfliteOptions,
-) -> Result<Imported, ModelError> {
     match Format::of(bytes) {
         Format::Tflite => {
             if let Some((name, _)) = options.shapes.first() {
@@ -98,7 +77,7 @@ pub fn import_bytes_with(
             }
             let model = tflite::load_bytes(bytes)?;
             let config = tflite::ImportConfig {
-                keep_f16: tflite_options.keep_f16,
+                keep_f16: options.keep_f16,
             };
             Ok(tflite::import_with(&model, &config)?)
         }

@@ -76,6 +76,7 @@ fn run_part(part: &Part, dir: &Path) -> Result<bool> {
         shapes: vec![],
         beam: 0,
         requant: Default::default(),
+        keep_f16: false,
     };
     let c = compile(&args, &crate::run::target_for(BOARD))?;
     let inputs = read_inputs(&p.join("in"), &c)?;

@@ -33,6 +33,11 @@ pub struct ModelArgs {
     /// fixed-point multipliers, integer arithmetic only). A TFLite model always follows TFLM.
     #[arg(long, value_enum, default_value_t = RequantArg::Onnx)]
     pub requant: RequantArg,
+    /// Keeps a TFLite model's float16 weights (the converter's float16 quantization) as float16
+    /// in flash, half the bytes, each widened to float32 where a kernel reads it (exact);
+    /// without it they are widened once, at compile time.
+    #[arg(long)]
+    pub keep_f16: bool,
 }
 
 /// `--requant`'s values.
@@ -71,6 +76,7 @@ fn import(args: &ModelArgs) -> Result<(String, kiln_codegen::graph::Imported)> {
     let options = model::ImportOptions {
         shapes,
         requant: args.requant.into(),
+        keep_f16: args.keep_f16,
     };
     let imported = model::import_file(&args.model, &options)
         .with_context(|| format!("importing {}", args.model.display()))?;

@@ -210,7 +210,7 @@ pub struct Builder {
     model: PathBuf,
     name: Option<String>,
     cpu: Option<Cpu>,
-    shapes: Vec<(String, Vec<usize>)>,
+    import: ImportOptions,
     out_dir: Option<PathBuf>,
     optimize: bool,
 }
@@ -240,7 +240,7 @@ impl Builder {
             model: model.as_ref().to_path_buf(),
             name: None,
             cpu: None,
-            shapes: Vec::new(),
+            import: ImportOptions::default(),
             out_dir: None,
             optimize: true,
         }
@@ -258,10 +258,23 @@ impl Builder {
         self
     }
 
+    /// How a quantized ONNX model requantizes (`kiln compile --requant`; default: as
+    /// onnxruntime does). A TFLite model always follows TFLM.
+    pub fn requant(mut self, requant: crate::onnx::Requant) -> Self {
+        self.import.requant = requant;
+        self
+    }
+
+    /// Keeps a TFLite model's float16 weights as float16 in flash (`kiln compile --keep-f16`).
+    pub fn keep_f16(mut self, keep: bool) -> Self {
+        self.import.keep_f16 = keep;
+        self
+    }
+
     /// Pins the shape of input `input` (needed where the model leaves dims free; a free batch
     /// dim is 1 without it).
     pub fn shape<const R: usize>(mut self, input: &str, dims: [usize; R]) -> Self {
-        self.shapes.push((input.to_string(), dims.to_vec()));
+        self.import.shapes.push((input.to_string(), dims.to_vec()));
         self
     }
 
@@ -356,11 +369,7 @@ impl Builder {
             model: self.model.clone(),
             source,
         })?;
-        let options = ImportOptions {
-            shapes: self.shapes.clone(),
-            ..Default::default()
-        };
-        let imported = import_bytes(&bytes, &options).map_err(|source| BuildError::Import {
+        let imported = import_bytes(&bytes, &self.import).map_err(|source| BuildError::Import {
             model: self.model.clone(),
             source: Box::new(source),
         })?;

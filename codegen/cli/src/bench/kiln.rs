@@ -139,6 +139,7 @@ pub fn measure_kiln(
         shapes: vec![],
         beam: 0,
         requant: Default::default(),
+        keep_f16: false,
     };
     // The compile time is without search; with --beam the searched bundle is measured.
     let started = Instant::now();
