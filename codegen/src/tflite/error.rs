@@ -17,6 +17,12 @@ pub enum TfliteError {
     TensorType { tensor: String, ty: String },
     #[error("tensor {tensor:?}: dim {dim} is not a size (pin it in the model)")]
     Dim { tensor: String, dim: i32 },
+    #[error("tensor {tensor:?}: shape {shape:?} holds more than {limit} elements")]
+    TensorSize {
+        tensor: String,
+        shape: Vec<usize>,
+        limit: usize,
+    },
     #[error("{what}: tensor index {index} is out of range for {count} tensors")]
     TensorIndex {
         what: String,

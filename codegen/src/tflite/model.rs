@@ -251,6 +251,10 @@ fn read_subgraph(
     })
 }
 
+/// Most elements a tensor may have (2^32: far past any microcontroller's or edge GPU's memory,
+/// and within every index type Kiln computes in).
+const MAX_ELEMENTS: usize = 1 << 32;
+
 /// The type Kiln holds a tensor of type `t` in: its own, or for packed int4 (two values a
 /// byte, the low nibble first) the `i8` the values are unpacked into.
 fn scalar_of(t: TensorType) -> Option<Scalar> {
@@ -289,6 +293,14 @@ fn read_tensor(
             tensor: name.clone(),
             dim: d,
         })?);
+    }
+    let elements = shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d));
+    if elements.is_none_or(|n| n > MAX_ELEMENTS) {
+        return Err(TfliteError::TensorSize {
+            tensor: name,
+            shape,
+            limit: MAX_ELEMENTS,
+        });
     }
     let quant = t.quantization.and_then(|q| {
         let scale = q.scale.filter(|s| !s.is_empty())?;
