@@ -209,13 +209,15 @@ add("circular_buffer_int8", "CIRCULAR_BUFFER", "int8",
     _circular(1))
 
 
-def _detection(regular, t="float32", max_det=5):
+def _detection(regular, t="float32", max_det=5, n=16, classes=3, background=True, cols=4,
+               score_threshold=0.1, iou=0.5):
     def build(g):
-        n, classes = 16, 3
-        gy, gx = np.meshgrid(np.arange(4) / 4 + 0.125, np.arange(4) / 4 + 0.125, indexing="ij")
+        side = int(round(n ** 0.5))
+        gy, gx = np.meshgrid(np.arange(side) / side + 0.5 / side,
+                             np.arange(side) / side + 0.5 / side, indexing="ij")
         anchors = np.stack([gy.ravel(), gx.ravel(), np.full(n, 0.3), np.full(n, 0.3)], -1)
-        enc = g.rng.normal(0, 1.0, (1, n, 4))
-        scores = g.rng.uniform(0, 1, (1, n, classes + 1)) ** 3
+        enc = g.rng.normal(0, 1.0, (1, n, cols))
+        scores = g.rng.uniform(0, 1, (1, n, classes + int(background))) ** 3
         if t == "float32":
             bi = g.input("box_encodings", t, enc)
             ci = g.input("class_predictions", t, scores)
@@ -231,7 +233,8 @@ def _detection(regular, t="float32", max_det=5):
                 g.output("num_detections", "float32", (1,))]
         opts = {"max_detections": max_det, "max_classes_per_detection": 1,
                 "detections_per_class": 3, "use_regular_nms": regular,
-                "nms_score_threshold": 0.1, "nms_iou_threshold": 0.5, "num_classes": classes,
+                "nms_score_threshold": score_threshold, "nms_iou_threshold": iou,
+                "num_classes": classes,
                 "y_scale": 10.0, "x_scale": 10.0, "h_scale": 5.0, "w_scale": 5.0}
         g.op("TFLite_Detection_PostProcess", [bi, ci, ai], outs,
              custom="TFLite_Detection_PostProcess", custom_options=_flex(opts))
@@ -242,10 +245,19 @@ add("tflite_detection_postprocess_float32", "TFLite_Detection_PostProcess", "flo
     "custom op: 16 anchors, 3 classes, fast NMS, 5 detections", _detection(False))
 add("tflite_detection_postprocess_float32_regular_nms", "TFLite_Detection_PostProcess",
     "float32", "custom op: regular NMS", _detection(True))
+add("tflite_detection_postprocess_float32_regular_nms_few", "TFLite_Detection_PostProcess",
+    "float32", "custom op: regular NMS, score threshold 0.85 (fewer detections than slots: the "
+    "rest are zeros), no background class, 6 encoding columns",
+    _detection(True, background=False, cols=6, score_threshold=0.85))
+add("tflite_detection_postprocess_float32_64_anchors", "TFLite_Detection_PostProcess",
+    "float32", "custom op: fast NMS over 64 anchors, 5 classes, 10 detections, IoU 0.3",
+    _detection(False, max_det=10, n=64, classes=5, iou=0.3))
 add("tflite_detection_postprocess_int8", "TFLite_Detection_PostProcess", "int8",
-    "custom op: int8 box encodings, scores and anchors", _detection(False, "int8"))
+    "custom op: int8 box encodings, scores and anchors", _detection(False, "int8"),
+    fallback=True)
 add("tflite_detection_postprocess_uint8", "TFLite_Detection_PostProcess", "uint8",
-    "custom op: uint8 box encodings, scores and anchors", _detection(False, "uint8"))
+    "custom op: uint8 box encodings, scores and anchors", _detection(False, "uint8"),
+    fallback=True)
 
 
 # ---- TFLM signal library (custom ops; their flexbuffer options are read by position, in

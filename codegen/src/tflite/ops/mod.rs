@@ -6,6 +6,7 @@ mod activation;
 mod compare;
 mod control;
 mod conv;
+mod detection;
 mod elementwise;
 mod hybrid;
 mod index;
@@ -15,6 +16,7 @@ mod lstm;
 mod lstm_int;
 mod math;
 mod matmul;
+mod nms;
 mod normalise;
 mod pool;
 mod reduce;
@@ -46,7 +48,7 @@ pub(super) type OpBuilder = fn(&mut Ctx) -> Result<Vec<Lazy>, OpError>;
 pub(super) fn op_builder(op: &TfOp) -> Option<OpBuilder> {
     if op.code == BuiltinOperator::Custom {
         let name = op.custom.as_deref()?;
-        return [signal::CUSTOM]
+        return [signal::CUSTOM, detection::CUSTOM]
             .iter()
             .flat_map(|ops| ops.iter())
             .find(|(n, _)| *n == name)

@@ -1,0 +1,73 @@
+//! TFLM's custom ops (the detection post-process, the signal library) with options that are
+//! missing, out of range or corrupted: an error naming the option, never a panic.
+
+use kiln_codegen::tflite::{self, TfliteModel};
+use proptest::prelude::*;
+
+fn bytes(case: &str) -> Vec<u8> {
+    let path = format!(
+        "{}/../tests/tflite-suite/{case}/model.tflite",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+fn model(case: &str) -> TfliteModel {
+    tflite::load_bytes(&bytes(case)).expect("a suite model reads")
+}
+
+fn error_chain(m: &TfliteModel) -> String {
+    let e = tflite::import(m).expect_err("the import fails");
+    kiln_codegen::error::chain(&e)
+}
+
+#[test]
+fn a_detection_post_process_without_options_names_the_first_missing_one() {
+    let mut m = model("tflite_detection_postprocess_float32");
+    m.ops[0].custom_options.clear();
+    let e = error_chain(&m);
+    assert!(e.contains("CUSTOM:TFLite_Detection_PostProcess"), "{e}");
+    assert!(
+        e.contains("custom option \"max_detections\" is missing"),
+        "{e}"
+    );
+}
+
+#[test]
+fn signal_ops_without_their_options_are_refused() {
+    let mut m = model("signal_window_int16");
+    m.ops[0].custom_options.clear();
+    let e = error_chain(&m);
+    assert!(e.contains("custom option \"shift\" is missing"), "{e}");
+}
+
+#[test]
+fn a_window_of_the_wrong_type_names_the_type_tflm_takes() {
+    let mut m = model("signal_window_int16");
+    let x = m.ops[0].inputs[1].unwrap();
+    m.tensors[x.0 as usize].dtype = kiln_codegen::dtype::Scalar::I8;
+    m.tensors[x.0 as usize].data = None;
+    m.inputs.push(x);
+    let e = error_chain(&m);
+    assert!(e.contains("(TFLM takes i16)"), "{e}");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(96))]
+
+    /// Any byte of a custom op's model changed: an error or a model, never a panic.
+    #[test]
+    fn corruption_never_panics(case in 0usize..3, at in 8usize..6000, value in any::<u8>()) {
+        let name = [
+            "tflite_detection_postprocess_float32_regular_nms",
+            "signal_energy_int16",
+            "signal_fft_auto_scale_int16",
+        ][case];
+        let mut b = bytes(name);
+        let at = at % b.len();
+        b[at] = value;
+        if let Ok(m) = tflite::load_bytes(&b) {
+            let _ = tflite::import(&m);
+        }
+    }
+}
