@@ -164,13 +164,9 @@ fn mlperf_ad_float_matches_onnxruntime() {
     check_model("ad_float", &mlperf_path("ad_float"));
 }
 
-#[test]
-#[ignore = "about 28 s in the UOp interpreter; run with --ignored"]
-fn mlperf_ic_float_matches_onnxruntime() {
-    check_model("ic_float", &mlperf_path("ic_float"));
-}
-
-/// Without running it: ic_float imports and schedules (and prints its kernel count).
+/// Without running it: ic_float imports and schedules (and prints its kernel count). Its
+/// outputs are checked compiled, against onnxruntime, by `tests/e2e/host_models.rs` (the UOp
+/// interpreter takes half a minute on it).
 #[test]
 fn mlperf_ic_float_schedules() {
     let model = onnx::load(&mlperf_path("ic_float")).unwrap();
@@ -315,15 +311,11 @@ fn mlperf_small_int8_models_match_onnxruntime_exactly() {
     }
 }
 
+/// `ic_int8_qdq` is checked compiled, bit for bit, by `tests/e2e/host_models.rs` (the UOp
+/// interpreter takes 40 s on it).
 #[test]
 fn mlperf_vww_int8_matches_onnxruntime_exactly() {
     check_int8("vww_int8_qdq", 0.0);
-}
-
-#[test]
-#[ignore = "about 40 s in the UOp interpreter; run with --ignored"]
-fn mlperf_ic_int8_matches_onnxruntime_exactly() {
-    check_int8("ic_int8_qdq", 0.0);
 }
 
 #[test]

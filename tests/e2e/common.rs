@@ -150,3 +150,24 @@ pub fn compare(
     }
     Ok((max_abs, max_rel))
 }
+
+/// Whether a part of the machine that a test needs (a GPU driver, QEMU and the cross compilers,
+/// the ONNX node tests) must be there. `scripts/test.sh`, the suite's one command, sets
+/// `KILN_REQUIRE_ALL=1`: there a missing part fails the test. Elsewhere the test prints what it
+/// skips and why, and passes.
+pub fn required() -> bool {
+    std::env::var("KILN_REQUIRE_ALL").as_deref() == Ok("1")
+}
+
+/// Whether the part a test needs is here: `true` when `found` is `Ok`; otherwise a failure
+/// where the part is [`required`], else `false` after a line saying what is skipped and why.
+pub fn available<E: std::fmt::Display>(what: &str, found: Result<(), E>) -> bool {
+    match found {
+        Ok(()) => true,
+        Err(why) if required() => panic!("{what}: {why} (KILN_REQUIRE_ALL=1)"),
+        Err(why) => {
+            eprintln!("skipping {what}: {why}");
+            false
+        }
+    }
+}

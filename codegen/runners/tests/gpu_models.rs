@@ -266,7 +266,7 @@ fn a_recurrent_loop_matches_the_evaluator_on_both_drivers() {
             );
         }
     }
-    if std::env::var("KILN_REQUIRE_GPU").as_deref() == Ok("1") {
+    if kiln_tests::required() {
         assert!(
             unaligned,
             "some slice is unaligned on some device, so the test covers moving it"
