@@ -1,5 +1,5 @@
 //! Shared support for the GPU tests: driver caches in the target folder, device discovery that
-//! skips (or fails, with `KILN_REQUIRE_GPU=1`) where no driver is installed, the host C run as
+//! skips (or fails, with `KILN_REQUIRE_ALL=1`) where no driver is installed, the host C run as
 //! the reference, and the comparison.
 #![allow(dead_code)]
 
