@@ -1,0 +1,339 @@
+//! Running an image on an emulated board: QEMU, with the board's command line, in a fresh I/O
+//! folder, with the instruction-count plugin (`boards/qemu-plugin/insn.c`, built by
+//! `scripts/qemu-plugin.sh`) watching the firmware's marker, which it stores to before and after
+//! each step. Inputs go in and outputs come out ([`Io`]) through semihosting files in that
+//! folder, or through the test-vector channel (see [`channel`](super::channel)) on QEMU's
+//! standard input and output, or on RTT read through QEMU's gdbstub exactly as a probe reads a
+//! real board's ([`super::rtt`], [`super::gdb`]).
+
+use super::build::{on_path, BuiltImage};
+use super::channel::{self, ChannelError, ChannelRun};
+use super::elf::Elf;
+use super::gdb::GdbStub;
+use super::rtt::{self, DebugError, RttError};
+use super::{io_error, root, BoardError, BoardInfo};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+mod debug;
+mod process;
+mod results;
+mod stdio;
+#[cfg(test)]
+mod tests;
+
+pub(super) use debug::*;
+pub(super) use process::*;
+pub(super) use results::*;
+pub(super) use stdio::*;
+
+/// What one run of a bundle on a board gave.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BoardRun {
+    /// Each model output, raw little-endian.
+    pub outputs: Vec<Vec<u8>>,
+    /// Instructions each step's kernel executed, in step order: exact, identical run to run.
+    pub step_instructions: Vec<u64>,
+    /// Instructions of the whole run: startup, checks, I/O, steps and exit.
+    pub total_instructions: u64,
+    /// The cycles each step's kernel would take on the board's core, in step order, as long as
+    /// `step_instructions`; empty where there is no estimate (a RISC-V board). An estimate from
+    /// the core's published instruction timings ([`Core`]), identical run to run: it leaves out
+    /// memory wait states, bus contention and caches, and on the Cortex-M7 dual issue and
+    /// branch prediction (there it is about an upper bound).
+    pub step_cycles: Vec<u64>,
+    /// The estimated cycles of the whole run, as [`BoardRun::step_cycles`]; `None` where there
+    /// is no estimate.
+    pub total_cycles: Option<u64>,
+    /// Wall-clock time QEMU ran.
+    pub wall_time: Duration,
+}
+
+/// A core whose cycles the instruction-count plugin estimates (its argument `core=`), from the
+/// instruction timings its Technical Reference Manual publishes; see
+/// `boards/qemu-plugin/insn.c` for the table and what it leaves out: memory wait states, bus
+/// contention, caches, interrupts, stalls of an address on the instruction just before it, and
+/// divisions cost their worst case.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Core {
+    /// Cortex-M0 (TRM table 3-1): loads and stores 2 cycles, a taken branch 3.
+    M0,
+    /// Cortex-M3 (TRM table 18-1): the M4's figures, but long multiplies at their worst case.
+    M3,
+    /// Cortex-M4 (TRM table 3-1, section 3.3.2, table 7-1 for the FPU).
+    M4,
+    /// Cortex-M33: ARM publishes no table of its own; the M4's.
+    M33,
+    /// Cortex-M7: the M4's figures one instruction at a time, without dual issue or branch
+    /// prediction: about an upper bound.
+    M7,
+}
+
+impl Core {
+    /// The core the board's QEMU emulates, from its `-cpu` (or, without one, the machine's
+    /// default CPU); `None` for a core with no estimate (RISC-V, or one not known here).
+    pub fn of(board: &BoardInfo) -> Option<Core> {
+        let args = board.qemu.as_deref()?;
+        let after = |flag: &str| {
+            let at = args.iter().position(|a| a == flag)?;
+            args.get(at + 1).map(String::as_str)
+        };
+        let cpu = after("-cpu").or(match after("-machine").or(after("-M"))? {
+            "microbit" => Some("cortex-m0"),
+            "mps2-an385" | "mps2-an511" => Some("cortex-m3"),
+            "mps2-an386" => Some("cortex-m4"),
+            "mps2-an500" => Some("cortex-m7"),
+            "mps2-an505" | "mps2-an521" | "mps3-an524" | "mps3-an547" => Some("cortex-m33"),
+            _ => None,
+        })?;
+        match cpu {
+            "cortex-m0" => Some(Core::M0),
+            "cortex-m3" => Some(Core::M3),
+            "cortex-m4" => Some(Core::M4),
+            "cortex-m33" => Some(Core::M33),
+            "cortex-m7" => Some(Core::M7),
+            _ => None,
+        }
+    }
+
+    /// The plugin's name for it: `core=m4`.
+    pub fn plugin_arg(self) -> &'static str {
+        match self {
+            Core::M0 => "m0",
+            Core::M3 => "m3",
+            Core::M4 => "m4",
+            Core::M33 => "m33",
+            Core::M7 => "m7",
+        }
+    }
+
+    /// `Cortex-M4`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Core::M0 => "Cortex-M0",
+            Core::M3 => "Cortex-M3",
+            Core::M4 => "Cortex-M4",
+            Core::M33 => "Cortex-M33",
+            Core::M7 => "Cortex-M7",
+        }
+    }
+
+    /// Where its timings come from and what they leave out, for a line under a report:
+    /// `the Cortex-M4 TRM's instruction timings (no wait states, no bus contention)`.
+    pub fn source(self) -> &'static str {
+        match self {
+            Core::M0 => "the Cortex-M0 TRM's instruction timings (no wait states, no bus contention)",
+            Core::M3 => "the Cortex-M3 TRM's instruction timings (no wait states, no bus contention)",
+            Core::M4 => "the Cortex-M4 TRM's instruction timings (no wait states, no bus contention)",
+            Core::M33 => {
+                "the Cortex-M4 TRM's instruction timings, which the Cortex-M33's 3-stage pipeline \
+                 shares (no wait states, no bus contention)"
+            }
+            Core::M7 => {
+                "the Cortex-M4 TRM's instruction timings, one instruction at a time (no dual issue, \
+                 no branch prediction, no wait states): about an upper bound for the Cortex-M7"
+            }
+        }
+    }
+}
+
+/// The plugin's arguments: the marker's address and, where the board's core has a cycle
+/// model, the core.
+pub(super) fn plugin_args(plugin: &Path, marker: u32, core: Option<Core>) -> String {
+    let mut args = format!("{},marker={marker:#x}", plugin.display());
+    if let Some(core) = core {
+        args.push_str(",core=");
+        args.push_str(core.plugin_arg());
+    }
+    args
+}
+
+/// How inputs reach the firmware and outputs come back.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Io {
+    /// Semihosting files `input_<i>.bin` / `output_<i>.bin` in the run's folder.
+    #[default]
+    Files,
+    /// The test-vector channel over the semihosting console (QEMU's standard input and
+    /// output), asked for on the semihosting command line.
+    Channel,
+    /// The test-vector channel over RTT, as on a real board: the image is the board's firmware
+    /// built with its `rtt` feature ([`BuildOptions::rtt`](super::BuildOptions)), and the host
+    /// reads and writes its RTT rings through QEMU's gdbstub.
+    Rtt,
+}
+
+impl Io {
+    /// The option's name on the command line: `files`, `channel`, `rtt`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Io::Files => "files",
+            Io::Channel => "channel",
+            Io::Rtt => "rtt",
+        }
+    }
+
+    /// The one named `name`.
+    pub fn from_name(name: &str) -> Option<Io> {
+        [Io::Files, Io::Channel, Io::Rtt]
+            .into_iter()
+            .find(|io| io.name() == name)
+    }
+}
+
+/// How to run an image beyond its inputs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RunOptions {
+    pub io: Io,
+}
+
+/// [`run_with_options`] with the default options: semihosting files.
+pub fn run(
+    board: &BoardInfo,
+    image: &BuiltImage,
+    inputs: &[Vec<u8>],
+    timeout: Duration,
+) -> Result<BoardRun, BoardError> {
+    run_with_options(board, image, inputs, timeout, RunOptions::default())
+}
+
+/// Runs `image` on the emulated `board` with `inputs` (raw little-endian, one per model input),
+/// stopping QEMU after `timeout`. A bundle the firmware refuses is [`BoardError::Refused`] with
+/// the firmware's own message.
+pub fn run_with_options(
+    board: &BoardInfo,
+    image: &BuiltImage,
+    inputs: &[Vec<u8>],
+    timeout: Duration,
+    options: RunOptions,
+) -> Result<BoardRun, BoardError> {
+    let qemu = emulator(board, image)?;
+    let elf_bytes = std::fs::read(&image.elf).map_err(io_error(&image.elf))?;
+    let elf = Elf::parse(&elf_bytes).map_err(|reason| BoardError::Image {
+        path: image.elf.clone(),
+        reason,
+    })?;
+    let io = IoDir::new()?;
+    if options.io == Io::Files {
+        for (index, bytes) in inputs.iter().enumerate() {
+            let path = io.path.join(format!("input_{index}.bin"));
+            std::fs::write(&path, bytes).map_err(io_error(&path))?;
+        }
+    }
+    let log = io.path.join("insn.log");
+    let socket = io.path.join("gdb.sock");
+    let rtt_block = match options.io {
+        Io::Rtt => Some(super::rtt_control_block(image)?),
+        Io::Files | Io::Channel => None,
+    };
+    let mut command = Command::new(&qemu[0]);
+    match options.io {
+        Io::Files => command.args(&qemu[1..]).arg(&image.elf),
+        Io::Channel => command
+            .args(channel_command_line(&qemu[1..]))
+            .arg(&image.elf)
+            .args(["-append", CHANNEL_WORD]),
+        Io::Rtt => command
+            .args(channel_command_line(&qemu[1..]))
+            .arg(&image.elf)
+            .args(gdb_args(&socket)),
+    };
+    // A firmware that can never run a kernel has no marker, and nothing to count.
+    let marker = elf.symbol("KILN_MARKER").map(|(address, _)| address);
+    if let Some(address) = marker {
+        let plugin = plugin()?;
+        command
+            .arg("-plugin")
+            .arg(plugin_args(&plugin, address, Core::of(board)))
+            .args(["-d", "plugin", "-D"])
+            .arg(&log);
+    }
+    let started = Instant::now();
+    let (status, output, session) = match options.io {
+        Io::Files => {
+            let (status, output) = run_with_timeout(&mut command, &io.path, &board.name, timeout)?;
+            (status, output, None)
+        }
+        Io::Channel => {
+            let (status, output, session) =
+                run_channel(&mut command, &io.path, &board.name, inputs, timeout)?;
+            (status, output, Some(session))
+        }
+        Io::Rtt => {
+            let rtt = (socket.as_path(), rtt_block.expect("checked above"), inputs);
+            let (status, output, session) =
+                run_rtt(&mut command, &io.path, &board.name, rtt, timeout)?;
+            (status, output, Some(session))
+        }
+    };
+    let wall_time = started.elapsed();
+    let (outputs, steps) = match session {
+        None if !status.success() => return Err(failure(&board.name, status, output)),
+        None => (read_outputs(&io.path)?, ran_steps(&output)),
+        Some(session) => {
+            let run = channel_session(&board.name, status, output.clone(), session)?;
+            (run.outputs, Some(run.steps as usize))
+        }
+    };
+    let counts = match marker {
+        Some(_) => read_counts(&log, &board.name)?,
+        None => Counts::default(),
+    };
+    let Counts {
+        step_instructions,
+        total_instructions,
+        step_cycles,
+        total_cycles,
+    } = counts;
+    if marker.is_some() && steps != Some(step_instructions.len()) {
+        return Err(BoardError::Qemu {
+            board: board.name.clone(),
+            status: format!(
+                "{} steps counted, the firmware says {steps:?}",
+                step_instructions.len()
+            ),
+            output,
+        });
+    }
+    Ok(BoardRun {
+        outputs,
+        step_instructions,
+        total_instructions,
+        step_cycles,
+        total_cycles,
+        wall_time,
+    })
+}
+
+/// The board's QEMU command line, once the image and the emulator are known to fit it.
+pub(super) fn emulator<'a>(
+    board: &'a BoardInfo,
+    image: &BuiltImage,
+) -> Result<&'a [String], BoardError> {
+    if image.board != board.name {
+        return Err(BoardError::Image {
+            path: image.elf.clone(),
+            reason: format!("built for {}, not {}", image.board, board.name),
+        });
+    }
+    let Some(qemu) = board.qemu.as_deref().filter(|q| !q.is_empty()) else {
+        let chip = board.probe_chip.as_deref().unwrap_or("<chip>");
+        return Err(BoardError::NotEmulated {
+            board: board.name.clone(),
+            command: format!("probe-rs run --chip {chip} {}", image.elf.display()),
+        });
+    };
+    if !on_path(&qemu[0]) {
+        return Err(BoardError::ToolchainMissing {
+            what: format!(
+                "QEMU (`{}`), which runs {}, is missing",
+                qemu[0], board.name
+            ),
+            detail: String::new(),
+        });
+    }
+    Ok(qemu)
+}
