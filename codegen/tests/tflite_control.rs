@@ -22,13 +22,7 @@ fn model(case: &str) -> TfliteModel {
 /// The import's error with its causes, `a: b: c`.
 fn error_chain(m: &TfliteModel) -> String {
     let e = tflite::import(m).expect_err("the import fails");
-    let mut text = e.to_string();
-    let mut cause = std::error::Error::source(&e);
-    while let Some(c) = cause {
-        text += &format!(": {c}");
-        cause = c.source();
-    }
-    text
+    kiln_codegen::error::chain(&e)
 }
 
 fn set_while(m: &mut TfliteModel, cond: i32, body: i32) {
