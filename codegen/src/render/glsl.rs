@@ -30,6 +30,7 @@ impl Dialect {
             f64_suffix: "lf",
             i64_suffixes: ["l", "ul"],
             typed_small_literals: true,
+            promotes_small_ints: false,
             bools: ["false", "true"],
             logical_bools: true,
             c_remainder: false,

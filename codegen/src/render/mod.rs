@@ -87,6 +87,9 @@ pub struct Dialect {
     /// Literals of 8- and 16-bit integers are cast to their type (a language without implicit
     /// conversions between integer widths: GLSL).
     pub typed_small_literals: bool,
+    /// Arithmetic on 8- and 16-bit integers happens in `int` (C's integer promotions): such a
+    /// result is cast back to its type, so that it wraps as the graph defines wherever it goes.
+    pub promotes_small_ints: bool,
     /// Spellings of false and true.
     pub bools: [&'static str; 2],
     /// `&`, `|`, `^` on booleans are spelled `&&`, `||`, `^^`.
@@ -137,6 +140,7 @@ impl Dialect {
             f64_suffix: "",
             i64_suffixes: ["LL", "ULL"],
             typed_small_literals: false,
+            promotes_small_ints: true,
             bools: ["0", "1"],
             logical_bools: false,
             c_remainder: true,

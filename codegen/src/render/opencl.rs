@@ -31,6 +31,7 @@ impl Dialect {
             f64_suffix: "",
             i64_suffixes: ["LL", "ULL"],
             typed_small_literals: false,
+            promotes_small_ints: true,
             bools: ["0", "1"],
             logical_bools: false,
             c_remainder: true,

@@ -4,7 +4,7 @@ use super::Renderer;
 use crate::dtype::{DType, Scalar};
 use crate::ops::{AluOp, BinaryOp, ConstValue, TernaryOp, UnaryOp};
 use crate::render::{fill, RenderError};
-use crate::uop::UOp;
+use crate::uop::{UOp, UOpKind};
 
 impl Renderer<'_> {
     pub(super) fn constant(&self, v: ConstValue, d: DType) -> Result<String, RenderError> {
@@ -59,7 +59,7 @@ impl Renderer<'_> {
         let d = self.dialect.clone();
         let logical = d.logical_bools && od.scalar == Scalar::Bool;
         let a = |k: usize| self.src(u, k).to_string();
-        Ok(match op {
+        let e = match op {
             AluOp::Unary(o) => {
                 let x = a(0);
                 match o {
@@ -108,14 +108,39 @@ impl Renderer<'_> {
             }
             AluOp::Ternary(TernaryOp::Where) => format!("({}?{}:{})", a(0), a(1), a(2)),
             AluOp::Ternary(TernaryOp::MulAcc) => format!("(({}*{})+{})", a(0), a(1), a(2)),
-        })
+        };
+        Ok(e)
+    }
+
+    /// ALU op `i`'s expression `e`, cast back to its type where it is an 8- or 16-bit integer
+    /// result that C computes in `int` (a sum, a difference, a product, a left shift, a
+    /// negation) that nothing on its way converts to its type ([`Renderer::wraps_later`];
+    /// modular arithmetic wraps the same at the end of a chain as at each step).
+    pub(super) fn wrapped(
+        &self,
+        i: usize,
+        op: AluOp,
+        u: &UOp,
+        e: String,
+    ) -> Result<String, RenderError> {
+        let Some(d) = u.dtype.filter(|d| d.count == 1) else {
+            return Ok(e);
+        };
+        let small = matches!(
+            d.scalar,
+            Scalar::I8 | Scalar::U8 | Scalar::I16 | Scalar::U16
+        );
+        if !(grows(op) && small && self.dialect.promotes_small_ints) || self.wraps_later(i, d) {
+            return Ok(e);
+        }
+        let t = self.ty(d)?;
+        Ok(fill(self.dialect.cast, &[("$t", &t), ("$x", &e)]))
     }
 
     /// The clamp of a signed 32-bit value to the range of a `bits`-bit signed integer,
     /// `hi < m ? hi : m` with `m = max(x, lo)`, `lo = −2^(bits−1)`, `hi = 2^(bits−1) − 1` (an
     /// int8 requantization's last step): `x` and `bits`, on a C dialect.
     pub(super) fn saturation(&self, u: &UOp) -> Option<(crate::uop::UOpId, u32)> {
-        use crate::uop::UOpKind;
         let clamp = u.kind == UOpKind::Alu(AluOp::Ternary(TernaryOp::Where));
         if !clamp || !self.is_c() || u.dtype != Some(DType::I32) {
             return None;
@@ -139,7 +164,6 @@ impl Renderer<'_> {
     /// The rounded high word of a 32×32-bit product, `(int)(((i64)a · (i64)b + 2^31) >> 32)`
     /// with `a`, `b` of type `i32` (the requantization's multiply): `a` and `b`, on a C dialect.
     pub(super) fn high_word(&self, u: &UOp) -> Option<(crate::uop::UOpId, crate::uop::UOpId)> {
-        use crate::uop::UOpKind;
         if !self.is_c() || u.dtype != Some(DType::I32) {
             return None;
         }
@@ -172,7 +196,7 @@ impl Renderer<'_> {
     /// The value of an integer constant.
     fn int_const(&self, id: crate::uop::UOpId) -> Option<i64> {
         match self.prog.uops[id.index()].kind {
-            crate::uop::UOpKind::Const(ConstValue::Int(c)) => Some(c),
+            UOpKind::Const(ConstValue::Int(c)) => Some(c),
             _ => None,
         }
     }
@@ -273,4 +297,38 @@ impl Renderer<'_> {
     fn rem_helper(&mut self, d: DType) -> Result<String, RenderError> {
         self.helper("rem", d, "a - b * (a / b)")
     }
+}
+
+impl Renderer<'_> {
+    /// Whether value `i` of the narrow type `d` is converted to `d` on its way anyway: kept in
+    /// a variable of its type, stored, accumulated, passed to a typed helper, or used in more
+    /// arithmetic of its type (which wraps in turn), directly or through a selection.
+    fn wraps_later(&self, i: usize, d: DType) -> bool {
+        if !self.inline(i) {
+            return true;
+        }
+        let Some(j) = self.first_user[i] else {
+            return true;
+        };
+        let user = &self.prog.uops[j];
+        match user.kind {
+            UOpKind::Store | UOpKind::Phi => true,
+            UOpKind::Alu(AluOp::Binary(BinaryOp::Max)) => true,
+            UOpKind::Alu(AluOp::Ternary(TernaryOp::Where)) if user.dtype == Some(d) => {
+                self.wraps_later(j, d)
+            }
+            UOpKind::Alu(o) => grows(o) && user.dtype == Some(d),
+            _ => false,
+        }
+    }
+}
+
+/// Whether C may compute `op`'s result of a narrow integer type beyond that type's range.
+fn grows(op: AluOp) -> bool {
+    matches!(
+        op,
+        AluOp::Unary(UnaryOp::Neg)
+            | AluOp::Binary(BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Shl)
+            | AluOp::Ternary(TernaryOp::MulAcc)
+    )
 }

@@ -61,6 +61,7 @@ impl Renderer<'_> {
             UOpKind::Store => self.store(u)?,
             UOpKind::Alu(op) => {
                 let e = self.alu(*op, u)?;
+                let e = self.wrapped(i, *op, u, e)?;
                 self.value(i, "alu", e)?;
             }
             UOpKind::Dot => self.dot(i, u)?,
