@@ -299,3 +299,32 @@ fn integer_powers_with_runtime_exponents() {
     assert_eq!(by_graph[0].to_i64(), Some(want.clone()));
     assert_eq!(by_kernels[0].to_i64(), Some(want));
 }
+
+/// A kernel reads at most `MAX_KERNEL_INPUTS` buffers (a step passes the runtime 16 pointers):
+/// a concatenation of 40 inputs is split into kernels that fit, and computes the same.
+#[test]
+fn a_wide_concatenation_is_split_into_kernels_that_fit_a_step() {
+    use kiln_codegen::schedule::MAX_KERNEL_INPUTS;
+    let mut g = Graph::new();
+    let parts: Vec<Lazy> = (0..40)
+        .map(|k| g.input(&format!("x{k}"), DType::F32, &[2, 3]))
+        .collect();
+    let y = g.concat(&parts, 1).unwrap();
+    let y = g.add_scalar(&y, 1.0).unwrap();
+    let s = create_schedule(&g, std::slice::from_ref(&y)).expect("schedule");
+    let widest = s.items.iter().map(|i| i.bufs.len() - 1).max().unwrap();
+    assert!(
+        widest <= MAX_KERNEL_INPUTS,
+        "a kernel reads {widest} buffers"
+    );
+    let inputs: Vec<Vec<f64>> = (0..40).map(|k| data(6, k)).collect();
+    let (r, _) = run(&g, &[y], &inputs);
+    for (k, x) in inputs.iter().enumerate() {
+        for row in 0..2 {
+            for c in 0..3 {
+                let want = (x[row * 3 + c] + 1.0) as f32 as f64;
+                assert_eq!(r[0][row * 120 + k * 3 + c], want);
+            }
+        }
+    }
+}

@@ -11,6 +11,7 @@ mod build;
 pub mod fold;
 pub mod layout;
 pub(crate) mod realize;
+pub use realize::MAX_KERNEL_INPUTS;
 mod repeat;
 
 use crate::dtype::DType;

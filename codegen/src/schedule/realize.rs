@@ -78,6 +78,7 @@ pub fn realization(g: &Graph, outputs: &[Lazy]) -> Realization {
         realized[o.base.0 as usize] = true;
         outs_seen.insert(o.base);
     }
+    limit_inputs(g, &order, &mut realized);
     // Nodes computed from a reduce in the same kernel (not through a buffer).
     let mut reduced = vec![false; n];
     for &id in &order {
@@ -120,6 +121,59 @@ pub fn realization(g: &Graph, outputs: &[Lazy]) -> Realization {
         realized,
         fused,
         order,
+    }
+}
+
+/// The most buffers one kernel reads: the runtime passes a step at most
+/// [`kiln_firmware::schedule::MAX_STEP_ARGS`] pointers, one of them the kernel's output.
+pub const MAX_KERNEL_INPUTS: usize = kiln_firmware::schedule::MAX_STEP_ARGS - 1;
+
+/// The buffers the kernel of `root` would read (the realized nodes reached through nodes that
+/// are not), and the nodes it would compute inline on the way.
+fn kernel_inputs(g: &Graph, root: NodeId, realized: &[bool]) -> (HashSet<NodeId>, Vec<NodeId>) {
+    let (mut inputs, mut inline) = (HashSet::new(), Vec::new());
+    let mut seen = HashSet::from([root]);
+    let mut todo = vec![root];
+    while let Some(id) = todo.pop() {
+        for s in &g.node(id).src {
+            let b = s.base;
+            if realized[b.0 as usize] {
+                inputs.insert(b);
+            } else if !matches!(g.node(b).op, GOp::Const(_)) && seen.insert(b) {
+                inline.push(b);
+                todo.push(b);
+            }
+        }
+    }
+    (inputs, inline)
+}
+
+/// Realizes more nodes where a kernel would read more than [`MAX_KERNEL_INPUTS`] buffers (a
+/// concatenation of many tensors, a wide butterfly): each time, of the nodes the kernel would
+/// compute inline, the one that itself reads the most buffers gets a buffer of its own, until
+/// every kernel fits.
+fn limit_inputs(g: &Graph, order: &[NodeId], realized: &mut [bool]) {
+    let mut todo: Vec<NodeId> = order
+        .iter()
+        .copied()
+        .filter(|&id| realized[id.0 as usize] && is_compute(&g.node(id).op))
+        .collect();
+    while let Some(root) = todo.pop() {
+        loop {
+            let (inputs, inline) = kernel_inputs(g, root, realized);
+            if inputs.len() <= MAX_KERNEL_INPUTS {
+                break;
+            }
+            let widest = inline
+                .iter()
+                .filter(|&&id| is_compute(&g.node(id).op))
+                .map(|&id| (kernel_inputs(g, id, realized).0.len(), id.0))
+                .filter(|&(k, _)| k > 1)
+                .max();
+            let Some((_, id)) = widest else { break };
+            realized[id as usize] = true;
+            todo.push(NodeId(id));
+        }
     }
 }
 
