@@ -10,6 +10,7 @@ mod detection;
 mod elementwise;
 mod hybrid;
 mod index;
+mod kiss_fft;
 mod layout;
 mod lookup;
 mod lstm;
@@ -21,6 +22,7 @@ mod normalise;
 mod pool;
 mod reduce;
 mod resize;
+mod rfft;
 mod shape;
 mod sigmoid_table;
 mod signal;
@@ -48,7 +50,7 @@ pub(super) type OpBuilder = fn(&mut Ctx) -> Result<Vec<Lazy>, OpError>;
 pub(super) fn op_builder(op: &TfOp) -> Option<OpBuilder> {
     if op.code == BuiltinOperator::Custom {
         let name = op.custom.as_deref()?;
-        return [signal::CUSTOM, detection::CUSTOM]
+        return [signal::CUSTOM, rfft::CUSTOM, detection::CUSTOM]
             .iter()
             .flat_map(|ops| ops.iter())
             .find(|(n, _)| *n == name)
