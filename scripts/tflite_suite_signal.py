@@ -70,3 +70,107 @@ def _rfft3(g):
     y = g.output("y", "int16", (2, 3, 34))
     g.op("SignalRfft", [x], [y], custom="SignalRfft",
          custom_options=_flex({"T": int(DTYPES["int16"][0]), "fft_length": 32}))
+
+
+# ---- the filter bank chain of an audio front end: FilterBank (u32 power spectrum → u64
+# channels), its SquareRoot (→ u32), Log (→ int16) and PCAN (per-channel gain control)
+
+
+def _bands(rng, channels, bins):
+    """A mel-like layout: channels + 1 contiguous bands over the bins, Q12 weights rising
+    across each band and unweights falling (4096 − weight)."""
+    edges = np.sort(rng.choice(np.arange(1, bins - 1), channels, replace=False))
+    edges = np.concatenate([[0], edges, [bins]])
+    freq = edges[:-1].astype(np.int16)
+    width = np.diff(edges).astype(np.int16)
+    wstart = np.concatenate([[0], np.cumsum(width)[:-1]]).astype(np.int16)
+    w = np.concatenate([np.round(4096 * (np.arange(n) + 1) / (n + 1)) for n in width])
+    return freq, wstart, width, w.astype(np.int16), (4096 - w).astype(np.int16)
+
+
+def _filter_bank(channels=8, bins=33, wild=False):
+    def build(g):
+        freq, wstart, width, w, u = _bands(g.rng, channels, bins)
+        if wild:
+            w = ints(g.rng, w.shape, -32768, 32767, "int16")
+            u = ints(g.rng, u.shape, -32768, 32767, "int16")
+            x = ints(g.rng, (bins,), 0, 2**32 - 1, "uint32")
+        else:
+            x = ints(g.rng, (bins,), 0, 2**31, "uint32")
+        xi = g.input("spectrum", "uint32", x)
+        ts = [g.const(n, "int16", v) for n, v in (("weights", w), ("unweights", u),
+              ("channel_frequency_starts", freq), ("channel_weight_starts", wstart),
+              ("channel_widths", width))]
+        y = g.output("channels", "uint64", (channels,))
+        g.op("SignalFilterBank", [xi, *ts], [y], custom="SignalFilterBank",
+             custom_options=_flex({"num_channels": channels}))
+    return build
+
+
+def _square_root(g):
+    # Small values, values just under and over 2^32 (where TFLM changes its routine), and
+    # values up to 2^64 − 1.
+    parts = [ints(g.rng, (6,), 0, 1000, "uint64"),
+             np.array([0, 1, 2**32 - 1, 2**32, 2**32 + 1, (2**16 - 1) ** 2 + 2**16 - 1,
+                       2**64 - 1, 2**63], dtype=np.uint64),
+             g.rng.integers(0, 2**63, 10, dtype=np.uint64) * np.uint64(2)]
+    x = g.input("channels", "uint64", np.concatenate(parts))
+    s = g.const("scale_bits", "int32", np.array(3, dtype=np.int32))
+    y = g.output("y", "uint32", (24,))
+    g.op("SignalFilterBankSquareRoot", [x, s], [y], custom="SignalFilterBankSquareRoot",
+         custom_options=_flex({}))
+
+
+def _log(correction, scale):
+    def build(g):
+        x = np.concatenate([np.array([0, 1, 2, 3, 2**32 - 1, 2**31, 65535, 65536, 65537],
+                                     dtype=np.uint32),
+                            ints(g.rng, (15,), 0, 2**24, "uint32"),
+                            ints(g.rng, (16,), 0, 2**32 - 1, "uint32")])
+        xi = g.input("channels", "uint32", x)
+        y = g.output("y", "int16", (40,))
+        g.op("SignalFilterBankLog", [xi], [y], custom="SignalFilterBankLog",
+             custom_options=_flex({"input_correction_bits": correction, "output_scale": scale}))
+    return build
+
+
+def _pcan_lut(rng):
+    """A gain table of TFLM's layout: three entries for inputs 0, 1, 2, then (a0, a1, a2, pad)
+    per octave: 4 · 32 − 6 + 3 = 125 entries."""
+    return ints(rng, (125,), -2000, 32767, "int16")
+
+
+def _pcan(snr_shift):
+    def build(g):
+        n = 24
+        x = ints(g.rng, (n,), 0, 2**20, "uint32")
+        noise = np.concatenate([np.array([0, 1, 2, 3, 4, 7, 1023, 1024, 2047, 2048, 2**32 - 1],
+                                         dtype=np.uint32),
+                                ints(g.rng, (n - 11,), 0, 2**32 - 1, "uint32")])
+        xi = g.input("channels", "uint32", x)
+        ni = g.input("noise_estimate", "uint32", noise)
+        lut = g.const("gain_lut", "int16", _pcan_lut(g.rng))
+        y = g.output("y", "uint32", (n,))
+        g.op("SignalPCAN", [xi, ni, lut], [y], custom="SignalPCAN",
+             custom_options=_flex({"snr_shift": snr_shift}))
+    return build
+
+
+add("signal_filter_bank_uint32", "SignalFilterBank", "uint32",
+    "TFLM signal custom op: 8 mel-like channels of a 33-bin power spectrum", _filter_bank())
+add("signal_filter_bank_uint32_40", "SignalFilterBank", "uint32",
+    "TFLM signal custom op: 40 channels of a 257-bin spectrum (a 512-point FFT's)",
+    _filter_bank(40, 257))
+add("signal_filter_bank_uint32_wrapping", "SignalFilterBank", "uint32",
+    "TFLM signal custom op: negative int16 weights and full-range inputs (u64 sums wrap)",
+    _filter_bank(wild=True))
+add("signal_filter_bank_square_root_uint64", "SignalFilterBankSquareRoot", "uint64",
+    "TFLM signal custom op: rounded square roots across the u64 range, shifted by 3",
+    _square_root)
+for _cb, _scale in ((0, 1600), (3, 65536), (0, -7)):
+    add(f"signal_filter_bank_log_uint32_{_cb}_{abs(_scale)}", "SignalFilterBankLog", "uint32",
+        f"TFLM signal custom op: log of u32 channels, input_correction_bits {_cb}, "
+        f"output_scale {_scale}", _log(_cb, _scale))
+for _shift in (6, 14):
+    add(f"signal_pcan_uint32_shift{_shift}", "SignalPCAN", "uint32",
+        f"TFLM signal custom op: PCAN gain control, snr_shift {_shift}", _pcan(_shift))

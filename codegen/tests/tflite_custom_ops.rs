@@ -52,16 +52,67 @@ fn a_window_of_the_wrong_type_names_the_type_tflm_takes() {
     assert!(e.contains("(TFLM takes i16)"), "{e}");
 }
 
+/// A FlexBuffer map of integer options.
+fn int_options(pairs: &[(&str, i64)]) -> Vec<u8> {
+    let mut b = flexbuffers::Builder::default();
+    let mut m = b.start_map();
+    for &(k, v) in pairs {
+        m.push(k, v);
+    }
+    m.end_map();
+    b.view().to_vec()
+}
+
+#[test]
+fn an_fft_of_odd_length_or_shorter_than_its_frames_is_refused() {
+    let mut m = model("signal_rfft_int16_64");
+    m.ops[0].custom_options = int_options(&[("T", 7), ("fft_length", 63)]);
+    let e = error_chain(&m);
+    assert!(
+        e.contains("\"fft_length\" is 63, not an even length"),
+        "{e}"
+    );
+    m.ops[0].custom_options = int_options(&[("T", 7), ("fft_length", 32)]);
+    let e = error_chain(&m);
+    assert!(
+        e.contains("frames of 56 samples are longer than fft_length 32"),
+        "{e}"
+    );
+    let mut m = model("signal_irfft_int16_64");
+    m.ops[0].custom_options = int_options(&[("T", 7), ("fft_length", 128)]);
+    let e = error_chain(&m);
+    assert!(e.contains("frames of 66 values are not the 130"), "{e}");
+}
+
+#[test]
+fn a_filter_bank_band_past_the_spectrum_names_the_band() {
+    let mut m = model("signal_filter_bank_uint32");
+    let widths = m.ops[0].inputs[5].unwrap();
+    let t = m.tensors[widths.0 as usize].data.as_mut().unwrap();
+    t.bytes_mut()[6..8].copy_from_slice(&900i16.to_le_bytes());
+    let e = error_chain(&m);
+    assert!(e.contains("band 3 (start bin"), "{e}");
+    assert!(e.contains("width 900) is outside the 33 bins"), "{e}");
+    let mut m = model("signal_filter_bank_uint32");
+    m.ops[0].custom_options = int_options(&[("num_channels", 40)]);
+    let e = error_chain(&m);
+    assert!(e.contains("\"num_channels\" is 40"), "{e}");
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(96))]
 
     /// Any byte of a custom op's model changed: an error or a model, never a panic.
     #[test]
-    fn corruption_never_panics(case in 0usize..3, at in 8usize..6000, value in any::<u8>()) {
+    fn corruption_never_panics(case in 0usize..7, at in 8usize..6000, value in any::<u8>()) {
         let name = [
             "tflite_detection_postprocess_float32_regular_nms",
             "signal_energy_int16",
             "signal_fft_auto_scale_int16",
+            "signal_rfft_int16_40",
+            "signal_filter_bank_uint32",
+            "signal_filter_bank_log_uint32_0_1600",
+            "signal_pcan_uint32_shift6",
         ][case];
         let mut b = bytes(name);
         let at = at % b.len();

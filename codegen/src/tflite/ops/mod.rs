@@ -8,6 +8,7 @@ mod control;
 mod conv;
 mod detection;
 mod elementwise;
+mod filter_bank;
 mod hybrid;
 mod index;
 mod kiss_fft;
@@ -50,11 +51,16 @@ pub(super) type OpBuilder = fn(&mut Ctx) -> Result<Vec<Lazy>, OpError>;
 pub(super) fn op_builder(op: &TfOp) -> Option<OpBuilder> {
     if op.code == BuiltinOperator::Custom {
         let name = op.custom.as_deref()?;
-        return [signal::CUSTOM, rfft::CUSTOM, detection::CUSTOM]
-            .iter()
-            .flat_map(|ops| ops.iter())
-            .find(|(n, _)| *n == name)
-            .map(|(_, b)| *b);
+        return [
+            signal::CUSTOM,
+            rfft::CUSTOM,
+            filter_bank::CUSTOM,
+            detection::CUSTOM,
+        ]
+        .iter()
+        .flat_map(|ops| ops.iter())
+        .find(|(n, _)| *n == name)
+        .map(|(_, b)| *b);
     }
     [
         conv::OPS,

@@ -24,7 +24,7 @@ pub(super) const CUSTOM: &[(&str, OpBuilder)] = &[
 type Out = Result<Vec<Lazy>, OpError>;
 
 /// Checks that input `i` has type `want`.
-fn expect_type(ctx: &Ctx, i: usize, want: Scalar) -> Result<(), OpError> {
+pub(super) fn expect_type(ctx: &Ctx, i: usize, want: Scalar) -> Result<(), OpError> {
     let t = ctx.info(i)?;
     if t.dtype == want {
         Ok(())
@@ -39,7 +39,7 @@ fn expect_type(ctx: &Ctx, i: usize, want: Scalar) -> Result<(), OpError> {
 }
 
 /// An option that must be present, as an integer.
-fn required_int(ctx: &Ctx, key: &str) -> Result<i64, OpError> {
+pub(super) fn required_int(ctx: &Ctx, key: &str) -> Result<i64, OpError> {
     ctx.custom_options()?
         .int(key)?
         .ok_or_else(|| OpError::Invalid(format!("custom option {key:?} is missing")))
