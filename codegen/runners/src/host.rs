@@ -204,7 +204,16 @@ pub fn compile_at(dir: &Path, opt: &str) -> Result<PathBuf, HostError> {
     let lib = dir.join("libkernels.so");
     let out = Command::new(&cc)
         .args(opt.split_whitespace())
-        .args(["-std=gnu11", "-fPIC", "-shared", "-fno-math-errno", "-o"])
+        // `-fwrapv`: integer arithmetic wraps, as the kernels' graph defines it (a signed
+        // overflow is undefined in C, and the vectorizer exploits that).
+        .args([
+            "-std=gnu11",
+            "-fPIC",
+            "-shared",
+            "-fno-math-errno",
+            "-fwrapv",
+            "-o",
+        ])
         .arg(&lib)
         .arg(&src)
         .arg("-lm")
