@@ -8,7 +8,7 @@ use crate::schedule::{BufId, BufKind, Schedule};
 use crate::target::Target;
 use crate::tensor::{Tensor, TensorError};
 use crate::uop::interp::{run, HostBuffer, InterpError};
-use crate::uop::BufferId;
+use crate::uop::ArgId;
 use std::collections::HashMap;
 
 /// Why a schedule could not run in the interpreter.
@@ -57,16 +57,16 @@ pub fn run_schedule(s: &Schedule, inputs: &[Tensor]) -> Result<Vec<Tensor>, Inte
         // Windows first, copied out of their storage before a kernel argument takes it.
         let mut order: Vec<(usize, BufId)> = item.bufs.iter().copied().enumerate().collect();
         order.sort_by_key(|(_, b)| window_range(s, *b, iteration).is_none());
-        let mut bufs: HashMap<BufferId, HostBuffer> = HashMap::new();
+        let mut bufs: HashMap<ArgId, HostBuffer> = HashMap::new();
         for &(j, b) in &order {
-            bufs.insert(BufferId(j as u32), take(s, &mut host, b, iteration));
+            bufs.insert(ArgId(j as u32), take(s, &mut host, b, iteration));
         }
         run(&lin.uops, &mut bufs, &HashMap::new()).map_err(|source| InterpretError::Interpret {
             kernel: lin.name.clone(),
             source,
         })?;
         for &(j, b) in order.iter().rev() {
-            let buffer = bufs.remove(&BufferId(j as u32)).expect("buffer given back");
+            let buffer = bufs.remove(&ArgId(j as u32)).expect("buffer given back");
             give_back(s, &mut host, b, iteration, buffer);
         }
     }

@@ -15,7 +15,7 @@ use kiln_codegen::linearize::{linearize, LinearizeError};
 use kiln_codegen::render::to_program;
 use kiln_codegen::target::Target;
 use kiln_codegen::uop::interp::{run, HostBuffer};
-use kiln_codegen::uop::BufferId;
+use kiln_codegen::uop::ArgId;
 use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use std::collections::HashMap;
@@ -94,12 +94,12 @@ fn input_data(case: &Case, k: &Kernel) -> Vec<(u32, Vec<f64>)> {
         .collect()
 }
 
-fn buffers(case: &Case, k: &Kernel) -> HashMap<BufferId, HostBuffer> {
+fn buffers(case: &Case, k: &Kernel) -> HashMap<ArgId, HostBuffer> {
     let out: usize = case.out_shape.iter().product();
     let mut m = HashMap::new();
-    m.insert(BufferId(0), HostBuffer::zeros(case.dtype.scalar, out));
+    m.insert(ArgId(0), HostBuffer::zeros(case.dtype.scalar, out));
     for (id, data) in input_data(case, k) {
-        m.insert(BufferId(id), HostBuffer::from_f64(case.dtype.scalar, &data));
+        m.insert(ArgId(id), HostBuffer::from_f64(case.dtype.scalar, &data));
     }
     m
 }
@@ -201,7 +201,7 @@ fn interp_case(case: &Case, want: &[Val], kind: Kind, stats: &mut Stats) -> Opti
     run(&lin.uops, &mut bufs, &HashMap::new())
         .unwrap_or_else(|e| panic!("{what}\ninterpreter: {e}\n{}", lin.uops.listing()));
     check(
-        &bufs[&BufferId(0)].to_f64(),
+        &bufs[&ArgId(0)].to_f64(),
         want,
         case.dtype.is_int(),
         &format!("{what}\ninterpreter\n{}", lin.uops.listing()),
@@ -331,12 +331,12 @@ fn loads_of_buffers_with_run_together_names_stay_apart() {
     k.apply_opt(Opt::new(OptOp::Upcast, 0, 2)).unwrap();
     let lin = linearize(&k).unwrap();
     let mut bufs = HashMap::new();
-    bufs.insert(BufferId(0), HostBuffer::zeros(DType::F32.scalar, n));
+    bufs.insert(ArgId(0), HostBuffer::zeros(DType::F32.scalar, n));
     for id in 1..=11u32 {
         let data: Vec<f64> = (0..n).map(|i| (i as f64) * 100.0 + f64::from(id)).collect();
-        bufs.insert(BufferId(id), HostBuffer::from_f64(DType::F32.scalar, &data));
+        bufs.insert(ArgId(id), HostBuffer::from_f64(DType::F32.scalar, &data));
     }
     run(&lin.uops, &mut bufs, &HashMap::new()).unwrap();
     let want: Vec<f64> = (0..n).map(|i| 1100.0 * i as f64 + 66.0).collect();
-    assert_eq!(bufs[&BufferId(0)].to_f64(), want, "{}", lin.uops.listing());
+    assert_eq!(bufs[&ArgId(0)].to_f64(), want, "{}", lin.uops.listing());
 }

@@ -15,7 +15,7 @@ use kiln_codegen::schedule::ast::LazyOp;
 use kiln_codegen::shape::ShapeTracker;
 use kiln_codegen::target::DeviceLimits;
 use kiln_codegen::uop::interp::{run as interpret, HostBuffer};
-use kiln_codegen::uop::{BufferId, UOpKind};
+use kiln_codegen::uop::{ArgId, UOpKind};
 use kiln_runners::gpu::{opencl, vulkan, KernelCall};
 use std::collections::HashMap;
 
@@ -48,15 +48,15 @@ fn program(api: Api, limits: &DeviceLimits, ast: &[LazyOp], opts: &[Opt]) -> Pro
 fn run_both(api: Api, p: &Program, out: usize, inputs: &[Vec<f32>]) -> Vec<f32> {
     let mut all = vec![vec![0f32; out]];
     all.extend(inputs.iter().cloned());
-    let mut bufs: HashMap<BufferId, HostBuffer> = HashMap::new();
+    let mut bufs: HashMap<ArgId, HostBuffer> = HashMap::new();
     for (i, v) in all.iter().enumerate() {
         bufs.insert(
-            BufferId(i as u32),
+            ArgId(i as u32),
             HostBuffer::from_bytes(Scalar::F32, &bytes(v)),
         );
     }
     interpret(&p.uops, &mut bufs, &HashMap::new()).expect("interpreter");
-    let want = f32s(&bufs[&BufferId(0)].to_bytes());
+    let want = f32s(&bufs[&ArgId(0)].to_bytes());
     let k = GpuKernel::from_program(api, p, &p.name);
     let call = KernelCall {
         kernel: 0,

@@ -77,7 +77,7 @@ mod tests {
     use crate::render::to_program;
     use crate::target::Target;
     use crate::uop::interp::{run, HostBuffer};
-    use crate::uop::{BufferId, UOpKind};
+    use crate::uop::{ArgId, UOpKind};
     use std::collections::HashMap;
 
     fn refusal(mut k: Kernel, opt: Opt) -> String {
@@ -117,16 +117,13 @@ mod tests {
             dtype: crate::dtype::Scalar::I8,
             data: v.iter().map(|&x| ConstValue::Int(x)).collect(),
         };
-        bufs.insert(
-            BufferId(0),
-            HostBuffer::zeros(crate::dtype::Scalar::I32, rows),
-        );
-        bufs.insert(BufferId(1), ints(&a));
-        bufs.insert(BufferId(2), ints(&b));
+        bufs.insert(ArgId(0), HostBuffer::zeros(crate::dtype::Scalar::I32, rows));
+        bufs.insert(ArgId(1), ints(&a));
+        bufs.insert(ArgId(2), ints(&b));
         run(&p.uops, &mut bufs, &HashMap::new()).unwrap();
         for r in 0..rows {
             let want: i64 = (0..cols).map(|j| a[r * cols + j] * b[j]).sum();
-            assert_eq!(bufs[&BufferId(0)].data[r].as_i64(), want, "row {r}");
+            assert_eq!(bufs[&ArgId(0)].data[r].as_i64(), want, "row {r}");
         }
     }
 

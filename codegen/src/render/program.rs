@@ -6,13 +6,13 @@ use crate::kernel::{Kernel, KernelBuffer, Opt};
 use crate::linearize::{linearize, LinearizeError, Linearized};
 use crate::optimize::{Candidates, SearchError};
 use crate::schedule::ast::Op;
-use crate::uop::{BufferId, Linear, UOpKind};
+use crate::uop::{ArgId, Linear, UOpKind};
 use std::fmt::Write;
 
 /// One buffer parameter of a program.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ProgramBuffer {
-    pub id: BufferId,
+    pub id: ArgId,
     pub dtype: crate::dtype::DType,
     pub mutable: bool,
 }

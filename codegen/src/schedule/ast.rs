@@ -8,14 +8,15 @@ use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::rc::Rc;
 
-/// Index of a kernel buffer argument (`data0`, `data1`, …).
+/// Index of a kernel's buffer argument (`data0`, `data1`, …); the model's buffers are
+/// [`super::BufId`]s.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct BufferId(pub u32);
+pub struct ArgId(pub u32);
 
 /// A view of a global buffer: which buffer, its element type, and how it is indexed.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct MemBuffer {
-    pub idx: BufferId,
+    pub idx: ArgId,
     pub dtype: DType,
     pub st: ShapeTracker,
 }
@@ -59,7 +60,7 @@ impl LazyOp {
     pub fn load(idx: u32, dtype: DType, st: ShapeTracker) -> Self {
         Self::new(
             Op::Load(MemBuffer {
-                idx: BufferId(idx),
+                idx: ArgId(idx),
                 dtype,
                 st,
             }),
@@ -75,7 +76,7 @@ impl LazyOp {
         let dtype = src.dtype();
         Self::new(
             Op::Store(MemBuffer {
-                idx: BufferId(idx),
+                idx: ArgId(idx),
                 dtype,
                 st,
             }),

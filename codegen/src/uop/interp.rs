@@ -4,7 +4,7 @@
 //! Thread indices (`SPECIAL`) are run work-group by work-group; the threads of a group run in
 //! phases separated by the top-level `BARRIER`s, so local memory behaves as on a device.
 
-use super::{BufferId, Linear, UOpId, UOpKind};
+use super::{ArgId, Linear, UOpId, UOpKind};
 use crate::dtype::{DType, Scalar};
 use crate::ops::{eval_alu, AluOp, ConstValue};
 use crate::tensor::{decode_element, encode_element, Tensor};
@@ -93,7 +93,7 @@ pub enum InterpError {
 enum Val {
     Scalar(ConstValue),
     Vector(Vec<ConstValue>),
-    Global(BufferId),
+    Global(ArgId),
     Local(usize),
 }
 
@@ -115,10 +115,10 @@ struct Thread {
     ids: HashMap<String, i64>,
 }
 
-/// Runs `prog` with `bufs` (indexed by `BufferId`) and the named variables `vars`.
+/// Runs `prog` with `bufs` (indexed by `ArgId`) and the named variables `vars`.
 pub fn run(
     prog: &Linear,
-    bufs: &mut HashMap<BufferId, HostBuffer>,
+    bufs: &mut HashMap<ArgId, HostBuffer>,
     vars: &HashMap<String, i64>,
 ) -> Result<(), InterpError> {
     let (globals, locals) = thread_dims(prog);
@@ -233,7 +233,7 @@ fn reg(t: &Thread, id: UOpId) -> Val {
 
 struct Ctx<'a> {
     prog: &'a Linear,
-    bufs: &'a mut HashMap<BufferId, HostBuffer>,
+    bufs: &'a mut HashMap<ArgId, HostBuffer>,
     vars: &'a HashMap<String, i64>,
     locals_mem: Vec<Vec<ConstValue>>,
     matching: HashMap<usize, usize>,

@@ -26,14 +26,14 @@ impl UOpId {
     }
 }
 
-/// A kernel's buffer arguments are numbered as in its AST ([`crate::schedule::ast::BufferId`]).
-pub use crate::schedule::ast::BufferId;
+/// A kernel's buffer arguments are numbered as in its AST ([`crate::schedule::ast::ArgId`]).
+pub use crate::schedule::ast::ArgId;
 
 /// What a UOp does. The sources of each kind are documented on the variant.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum UOpKind {
     /// A global buffer parameter. No sources.
-    DefineGlobal { buf: BufferId, mutable: bool },
+    DefineGlobal { buf: ArgId, mutable: bool },
     /// A local (work-group shared) buffer of `size` elements. No sources.
     DefineLocal { name: String, size: usize },
     /// A named integer variable bound at run time. No sources.

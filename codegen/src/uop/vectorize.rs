@@ -332,7 +332,7 @@ mod tests {
     use super::*;
     use crate::dtype::DType;
     use crate::ops::ConstValue;
-    use crate::uop::BufferId;
+    use crate::uop::ArgId;
 
     /// Two accumulators over one loop, each folding `buf[i·4 + offset + 8·t]` for `t` below
     /// `terms` in with `op`, for its own offset; and the stores of both results.
@@ -341,7 +341,7 @@ mod tests {
         let f = DType::F32;
         let buffer = |g: &mut UOpGraph, id: u32, mutable: bool| {
             let kind = UOpKind::DefineGlobal {
-                buf: BufferId(id),
+                buf: ArgId(id),
                 mutable,
             };
             g.node(kind, Some(f), vec![])
@@ -419,7 +419,7 @@ mod tests {
         let f = DType::F32;
         let out = g.node(
             UOpKind::DefineGlobal {
-                buf: BufferId(0),
+                buf: ArgId(0),
                 mutable: true,
             },
             Some(f),
@@ -427,7 +427,7 @@ mod tests {
         );
         let bias = g.node(
             UOpKind::DefineGlobal {
-                buf: BufferId(2),
+                buf: ArgId(2),
                 mutable: false,
             },
             Some(f),
