@@ -162,8 +162,13 @@ fn while_op(ctx: &mut Ctx) -> Out {
         _ => None,
     });
     let vars = inputs_from(ctx, 0)?;
-    expect_outputs("the op", 0, &vars, ctx.op.outputs.len())
-        .map_err(|_| OpError::Invalid("a WHILE has as many outputs as inputs".into()))?;
+    if vars.len() != ctx.op.outputs.len() {
+        return Err(OpError::Invalid(format!(
+            "a WHILE has as many outputs as inputs: this one has {} inputs and {} outputs",
+            vars.len(),
+            ctx.op.outputs.len()
+        )));
+    }
     let (cond_index, body_index) = (o.cond_subgraph_index, o.body_subgraph_index);
     let count = trip_count(ctx, &vars, cond_index, body_index)?;
     if count == 0 {

@@ -100,8 +100,7 @@ fn float_input(ctx: &mut Ctx, i: usize) -> Result<Lazy, OpError> {
     }
     let q = ctx.quant(&t)?;
     let g = &mut *ctx.graph;
-    let xi = g.cast(&x, DType::I32);
-    let c = g.int_scalar(BinaryOp::Sub, &xi, i64::from(q.zero_point()))?;
+    let c = super::elementwise::centred(g, &x, q.zero_point())?;
     let f = g.cast(&c, DType::F32);
     Ok(g.mul_scalar(&f, f64::from(q.scale()))?)
 }
