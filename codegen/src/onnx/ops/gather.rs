@@ -1,14 +1,11 @@
-//! `Gather`, `GatherElements`, `OneHot`, `Compress` and `ReverseSequence`, and taking a known
-//! list of indices along an axis (`take`, also used by Resize): strided slices, repeats,
-//! concatenated slices, or a one-hot sum for long or runtime lists.
+//! `Gather`, `GatherElements`, `OneHot`, `Compress` and `ReverseSequence`: known indices are
+//! taken as views ([`Graph::take`]), run-time ones by a one-hot sum.
 
 use super::ctx::{invalid, norm_axis, Ctx, OpError, Value};
-use super::index::range_on;
 use super::OpBuilder;
-use crate::dtype::{DType, Scalar};
+use crate::dtype::DType;
 use crate::graph::{Graph, Lazy};
 use crate::ops::ReduceOp;
-use crate::tensor::Tensor;
 
 pub(super) const OPS: &[(&str, OpBuilder)] = &[
     ("Gather", gather),
@@ -17,9 +14,6 @@ pub(super) const OPS: &[(&str, OpBuilder)] = &[
     ("Compress", compress),
     ("ReverseSequence", reverse_sequence),
 ];
-
-/// Index lists up to this long are concatenated slices; longer ones a one-hot sum.
-const SLICED: usize = 64;
 
 type Out = Result<Vec<Value>, OpError>;
 
@@ -40,7 +34,7 @@ fn gather(ctx: &mut Ctx) -> Out {
                         .ok_or_else(|| invalid(format!("index {i} is out of range for {d}")))
                 })
                 .collect::<Result<Vec<_>, _>>()?;
-            take(ctx.graph, &x, axis, &idx)?
+            ctx.graph.take(&x, axis, &idx)?
         }
         None => {
             let idx = ctx.tensor(1)?;
@@ -53,53 +47,8 @@ fn gather(ctx: &mut Ctx) -> Out {
     Ok(vec![Value::Tensor(y.reshape(&shape)?)])
 }
 
-/// `x` at the known indices `idx` (in range) along `axis`.
-pub(crate) fn take(g: &mut Graph, x: &Lazy, axis: usize, idx: &[usize]) -> Result<Lazy, OpError> {
-    if let Some(y) = take_regular(x, axis, idx)? {
-        return Ok(y);
-    }
-    if idx.len() <= SLICED {
-        let parts = idx
-            .iter()
-            .map(|&i| range_on(x, axis, i, i + 1))
-            .collect::<Result<Vec<_>, _>>()?;
-        return Ok(g.concat(&parts, axis)?);
-    }
-    let values: Vec<f64> = idx.iter().map(|&i| i as f64).collect();
-    let w = g.weight("gather_indices", Tensor::vector(Scalar::I64, &values));
-    gather_one_hot(g, x, axis, &w)
-}
-
-/// Index lists that are views: empty, constant, evenly stepping, or each index repeated.
-fn take_regular(x: &Lazy, axis: usize, idx: &[usize]) -> Result<Option<Lazy>, OpError> {
-    let (n, d) = (idx.len(), x.shape()[axis]);
-    let mut shape = x.shape().to_vec();
-    shape[axis] = n;
-    let Some(&first) = idx.first() else {
-        return Ok(Some(range_on(x, axis, 0, 0)?));
-    };
-    let step = idx.get(1).map_or(1, |&i| i as i64 - first as i64);
-    if idx.windows(2).all(|w| w[1] as i64 - w[0] as i64 == step) {
-        if step == 0 {
-            return Ok(Some(range_on(x, axis, first, first + 1)?.expand(&shape)?));
-        }
-        let (lo, hi) = (first.min(idx[n - 1]), first.max(idx[n - 1]));
-        let mut mul = vec![1; x.shape().len()];
-        mul[axis] = step;
-        return Ok(Some(range_on(x, axis, lo, hi + 1)?.stride(&mul)?));
-    }
-    let r = n / d.max(1);
-    if d > 0 && r > 1 && n == r * d && idx.iter().enumerate().all(|(o, &i)| i == o / r) {
-        let mut split = x.shape().to_vec();
-        split.insert(axis + 1, 1);
-        let mut wide = split.clone();
-        wide[axis + 1] = r;
-        return Ok(Some(x.reshape(&split)?.expand(&wide)?.reshape(&shape)?));
-    }
-    Ok(None)
-}
-
-/// Runtime indices: `sum_j x[.., j, ..] * (idx == j)`, indices flattened onto `axis`.
+/// Runtime indices: `sum_j x[.., j, ..] * (idx == j)`, indices flattened onto `axis`,
+/// negative ones counted from the end.
 pub(super) fn gather_one_hot(
     g: &mut Graph,
     x: &Lazy,
@@ -107,26 +56,8 @@ pub(super) fn gather_one_hot(
     idx: &Lazy,
 ) -> Result<Lazy, OpError> {
     let d = x.shape()[axis];
-    let m = idx.numel();
-    let rank = x.shape().len();
-    let idx = wrap_indices(g, &idx.reshape(&[m])?, d)?;
-    let mut wide = x.shape().to_vec();
-    wide.insert(axis, m);
-    let mut xs = x.shape().to_vec();
-    xs.insert(axis, 1);
-    let xv = x.reshape(&xs)?.expand(&wide)?;
-    let mut is = vec![1; rank + 1];
-    is[axis] = m;
-    let ar = g.arange(d, DType::I64);
-    let mut ars = vec![1; rank + 1];
-    ars[axis + 1] = d;
-    let hit = g.eq(&idx.reshape(&is)?, &ar.reshape(&ars)?)?;
-    let zero = g.scalar_like(&xv, 0.0);
-    let picked = g.where_(&hit, &xv, &zero)?;
-    let s = g.reduce(ReduceOp::Sum, &picked, &[axis + 1])?;
-    let mut out = x.shape().to_vec();
-    out[axis] = m;
-    Ok(s.reshape(&out)?)
+    let idx = wrap_indices(g, &idx.reshape(&[idx.numel()])?, d)?;
+    Ok(g.take_by(x, axis, &idx)?)
 }
 
 /// Indices as `i64`, negative ones counted from the end of an axis of `d`.
@@ -232,7 +163,7 @@ fn compress(ctx: &mut Ctx) -> Out {
         )));
     }
     let idx: Vec<usize> = (0..cond.len()).filter(|&i| cond[i] != 0).collect();
-    Ok(vec![Value::Tensor(take(ctx.graph, &x, axis, &idx)?)])
+    Ok(vec![Value::Tensor(ctx.graph.take(&x, axis, &idx)?)])
 }
 
 /// Reverses the first `sequence_lens[b]` elements along the time axis of each batch entry.

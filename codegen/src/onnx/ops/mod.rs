@@ -14,7 +14,6 @@ mod dynamic;
 mod einsum;
 mod elementwise;
 mod gather;
-pub(crate) use gather::take;
 mod grid;
 mod index;
 mod linear_attention;

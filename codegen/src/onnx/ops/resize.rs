@@ -3,7 +3,6 @@
 //! gathers of source indices computed at compile time.
 
 use super::ctx::{invalid, materialize, norm_axes, to_usize, Ctx, OpError, Value};
-use super::gather::take;
 use super::OpBuilder;
 use crate::graph::{Graph, Lazy};
 use crate::ops::BinaryOp;
@@ -340,7 +339,7 @@ fn resize_axis(g: &mut Graph, x: &Lazy, axis: usize, p: &ResizeSpec) -> Result<L
             .iter()
             .map(|&(c, _)| nearest(c, p.rounding, scale, input))
             .collect();
-        take(g, x, axis, &idx)?
+        g.take(x, axis, &idx)?
     } else {
         let per_out: Vec<Vec<(usize, f64)>> = coords
             .iter()
@@ -354,7 +353,7 @@ fn resize_axis(g: &mut Graph, x: &Lazy, axis: usize, p: &ResizeSpec) -> Result<L
             if w.iter().all(|&v| v == 0.0) {
                 continue;
             }
-            let t = take(g, x, axis, &idx)?;
+            let t = g.take(x, axis, &idx)?;
             let t = if w.iter().all(|&v| v == 1.0) {
                 t
             } else {

@@ -13,7 +13,6 @@
 //! - `SignalPCAN`: per-channel automatic gain control: the gain from the noise estimate through
 //!   a piecewise-quadratic table (`WideDynamicFunction`), then `PcanShrink` of the gained value.
 
-use super::index::take;
 use super::lookup::lookup;
 use super::signal::{expect_type, required_int};
 use super::{Ctx, OpBuilder};
@@ -116,7 +115,7 @@ fn filter_bank(ctx: &mut Ctx) -> Out {
         .collect();
     let name = ctx.out_info(0)?.name.clone();
     let g = &mut *ctx.graph;
-    let picked = take(g, &x.pad(&pad)?, axis, &idx)?;
+    let picked = g.take(&x.pad(&pad)?, axis, &idx)?;
     let mut shape = lead.clone();
     shape.extend([rows.len(), width]);
     let picked = g.cast(&picked.reshape(&shape)?, DType::I64);

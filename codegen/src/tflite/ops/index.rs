@@ -27,49 +27,6 @@ pub(super) const OPS: &[(Op, OpBuilder)] = &[
 
 type Out = Result<Vec<Lazy>, OpError>;
 
-/// Known index lists with more pieces than this select by a one-hot sum instead of slices.
-const SLICED: usize = 64;
-
-/// `x` at the known indices `idx` (each in range) along `axis`: runs of consecutive or equal
-/// indices become slices (an evenly stepping list one strided slice), joined along the axis.
-pub(super) fn take(g: &mut Graph, x: &Lazy, axis: usize, idx: &[usize]) -> Result<Lazy, OpError> {
-    let Some(&first) = idx.first() else {
-        return Ok(x.slice_axis(axis, 0, 0, 1)?);
-    };
-    let step = idx.get(1).map_or(1, |&i| i as i64 - first as i64);
-    if step > 0 && idx.windows(2).all(|w| w[1] as i64 - w[0] as i64 == step) {
-        let last = *idx.last().expect("not empty") as i64;
-        return Ok(x.slice_axis(axis, first as i64, last + 1, step)?);
-    }
-    let mut parts = Vec::new();
-    let mut k = 0;
-    while k < idx.len() {
-        let mut e = k + 1;
-        if idx.get(e) == Some(&idx[k]) {
-            while idx.get(e) == Some(&idx[k]) {
-                e += 1;
-            }
-            let one = x.slice_axis(axis, idx[k] as i64, idx[k] as i64 + 1, 1)?;
-            let mut shape = one.shape().to_vec();
-            shape[axis] = e - k;
-            parts.push(one.expand(&shape)?);
-        } else {
-            while idx.get(e) == Some(&(idx[e - 1] + 1)) {
-                e += 1;
-            }
-            parts.push(x.slice_axis(axis, idx[k] as i64, idx[e - 1] as i64 + 1, 1)?);
-        }
-        k = e;
-    }
-    if parts.len() <= SLICED {
-        return Ok(g.concat(&parts, axis)?);
-    }
-    let v: Vec<i64> = idx.iter().map(|&i| i as i64).collect();
-    let w = g.weight("gather_indices", i32s(vec![v.len()], &v));
-    let y = select(g, x, axis, 0, &w)?;
-    Ok(y.reshape(&replace_axis(x.shape(), axis, &[idx.len()]))?)
-}
-
 /// An `i32` tensor of `v`, one value per element of `shape`.
 pub(super) fn i32s(shape: Vec<usize>, v: &[i64]) -> Tensor {
     Tensor::from_i64(Scalar::I32, shape, v).expect("one value per element")
@@ -162,7 +119,7 @@ fn gather(ctx: &mut Ctx) -> Out {
         Ok(v) if batch == 0 => {
             let name = ctx.info(1)?.name.clone();
             let idx = in_range(&v, d, &name)?;
-            take(ctx.graph, &x, axis, &idx)?
+            ctx.graph.take(&x, axis, &idx)?
         }
         _ => {
             let idx = ctx.input(1)?;
@@ -206,7 +163,7 @@ fn gather_nd(ctx: &mut Ctx) -> Out {
                 }
                 idx.push(f);
             }
-            take(ctx.graph, &flat, 0, &idx)?
+            ctx.graph.take(&flat, 0, &idx)?
         }
         Err(_) => {
             let idx = ctx.input(1)?;
@@ -237,7 +194,7 @@ fn embedding_lookup(ctx: &mut Ctx) -> Out {
         Ok(v) => {
             let name = ctx.info(0)?.name.clone();
             let idx = in_range(&v, rows, &name)?;
-            take(ctx.graph, &x, 0, &idx)?
+            ctx.graph.take(&x, 0, &idx)?
         }
         Err(_) => {
             let idx = ctx.input(0)?;

@@ -42,93 +42,6 @@ fn image_and_size(ctx: &mut Ctx) -> Result<(Lazy, usize, usize), OpError> {
     }
 }
 
-/// `x` at the known `idx` along `axis`: a resize's sources are runs of repeated or evenly
-/// stepping indices (the edges clamped), each a view, concatenated.
-fn take(g: &mut Graph, x: &Lazy, axis: usize, idx: &[usize]) -> Result<Lazy, OpError> {
-    let runs = runs(idx);
-    if runs.len() > 8 {
-        return crate::onnx::ops::take(g, x, axis, idx)
-            .map_err(|e| OpError::Invalid(e.to_string()));
-    }
-    let parts = runs
-        .iter()
-        .map(|r| run_view(x, axis, r))
-        .collect::<Result<Vec<_>, _>>()?;
-    match parts.as_slice() {
-        [one] => Ok(one.clone()),
-        _ => Ok(g.concat(&parts, axis)?),
-    }
-}
-
-/// A run of indices: `first`, `first + step`, … (`count` values), each repeated `repeat` times.
-#[derive(Debug, PartialEq)]
-struct Run {
-    first: usize,
-    step: i64,
-    count: usize,
-    repeat: usize,
-}
-
-/// `idx` split greedily into runs.
-fn runs(idx: &[usize]) -> Vec<Run> {
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < idx.len() {
-        let same = idx[i..].iter().take_while(|&&v| v == idx[i]).count();
-        let block =
-            |k: usize, v: usize| idx.len() >= k + same && idx[k..k + same].iter().all(|&x| x == v);
-        let mut count = 1;
-        let mut step = 1;
-        if same == 1 && i + 1 < idx.len() {
-            step = idx[i + 1] as i64 - idx[i] as i64;
-            while i + count < idx.len() && idx[i + count] as i64 - idx[i + count - 1] as i64 == step
-            {
-                count += 1;
-            }
-            // Two values are no run: the second may start a run of repeats.
-            if count < 3 {
-                (count, step) = (1, 1);
-            }
-        } else {
-            while block(i + count * same, idx[i] + count) {
-                count += 1;
-            }
-        }
-        out.push(Run {
-            first: idx[i],
-            step,
-            count,
-            repeat: same,
-        });
-        i += count * same;
-    }
-    out
-}
-
-/// The view of `x` that one run selects along `axis`.
-fn run_view(x: &Lazy, axis: usize, r: &Run) -> Result<Lazy, OpError> {
-    let last = (r.first as i64 + r.step * (r.count as i64 - 1)) as usize;
-    let (lo, hi) = (r.first.min(last), r.first.max(last));
-    let mut arg: Vec<(usize, usize)> = x.shape().iter().map(|&d| (0, d)).collect();
-    arg[axis] = (lo, hi + 1);
-    let mut v = x.shrink(&arg)?;
-    if r.count > 1 && r.step != 1 {
-        let mut mul = vec![1; x.shape().len()];
-        mul[axis] = r.step;
-        v = v.stride(&mul)?;
-    }
-    if r.repeat > 1 {
-        let mut split = v.shape().to_vec();
-        split.insert(axis + 1, 1);
-        let mut wide = split.clone();
-        wide[axis + 1] = r.repeat;
-        let mut shape = v.shape().to_vec();
-        shape[axis] *= r.repeat;
-        v = v.reshape(&split)?.expand(&wide)?.reshape(&shape)?;
-    }
-    Ok(v)
-}
-
 /// The scale of one axis in float, as TFLM computes it.
 fn scale(input: usize, output: usize, align_corners: bool) -> f32 {
     if align_corners && output > 1 {
@@ -227,13 +140,13 @@ fn corners(
     rows: (&[usize], &[usize]),
     cols: (&[usize], &[usize]),
 ) -> Result<[Lazy; 4], OpError> {
-    let r0 = take(g, x, 1, rows.0)?;
-    let r1 = take(g, x, 1, rows.1)?;
+    let r0 = g.take(x, 1, rows.0)?;
+    let r1 = g.take(x, 1, rows.1)?;
     Ok([
-        take(g, &r0, 2, cols.0)?,
-        take(g, &r1, 2, cols.0)?,
-        take(g, &r0, 2, cols.1)?,
-        take(g, &r1, 2, cols.1)?,
+        g.take(&r0, 2, cols.0)?,
+        g.take(&r1, 2, cols.0)?,
+        g.take(&r0, 2, cols.1)?,
+        g.take(&r1, 2, cols.1)?,
     ])
 }
 
@@ -342,8 +255,8 @@ fn resize_nearest(ctx: &mut Ctx) -> Out {
     let rows = nearest_sources(ih, oh, align, half);
     let cols = nearest_sources(iw, ow, align, half);
     let g = &mut *ctx.graph;
-    let r = take(g, &x, 1, &rows)?;
-    Ok(vec![take(g, &r, 2, &cols)?])
+    let r = g.take(&x, 1, &rows)?;
+    Ok(vec![g.take(&r, 2, &cols)?])
 }
 
 #[cfg(test)]
@@ -363,55 +276,5 @@ mod tests {
         assert_eq!(q[0], (0, 0, -256));
         assert_eq!(nearest_sources(3, 6, false, false), vec![0, 0, 1, 1, 2, 2]);
         assert_eq!(nearest_sources(3, 5, true, false), vec![0, 1, 1, 2, 2]);
-    }
-
-    #[test]
-    fn sources_split_into_few_runs() {
-        let run = |first, step, count, repeat| Run {
-            first,
-            step,
-            count,
-            repeat,
-        };
-        // 2× up with half-pixel centres: the first row thrice, then pairs, then the last once.
-        let mut idx = vec![0, 0, 0];
-        idx.extend((1..23).flat_map(|i| [i, i]));
-        idx.push(23);
-        assert_eq!(
-            runs(&idx),
-            vec![run(0, 1, 1, 3), run(1, 1, 22, 2), run(23, 1, 1, 1)]
-        );
-        assert_eq!(runs(&[4, 2, 0]), vec![run(4, -2, 3, 1)]);
-        // The upper sources of the same resize: the first row once, pairs, the last thrice.
-        let mut upper = vec![0];
-        upper.extend((1..24).flat_map(|i| [i, i]));
-        upper.push(23);
-        assert_eq!(
-            runs(&upper),
-            vec![run(0, 1, 1, 1), run(1, 1, 23, 2), run(23, 1, 1, 1)]
-        );
-        assert_eq!(runs(&[5]), vec![run(5, 1, 1, 1)]);
-        // Whatever the pattern, the runs give back the indices.
-        let back = |rs: &[Run]| -> Vec<usize> {
-            rs.iter()
-                .flat_map(|r| {
-                    (0..r.count).flat_map(move |k| {
-                        let v = (r.first as i64 + r.step * k as i64) as usize;
-                        std::iter::repeat_n(v, r.repeat)
-                    })
-                })
-                .collect()
-        };
-        for idx in [
-            vec![0, 1, 2, 2, 2],
-            vec![3, 3, 1, 0, 0, 0, 5],
-            nearest_sources(7, 3, false, true),
-            float_sources(5, 13, false, true)
-                .iter()
-                .map(|s| s.1)
-                .collect(),
-        ] {
-            assert_eq!(back(&runs(&idx)), idx);
-        }
     }
 }
