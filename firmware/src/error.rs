@@ -24,6 +24,10 @@ pub enum Place {
     Output { index: u8 },
     /// Argument `arg` of step `step`.
     StepArg { step: u32, arg: u8 },
+    /// The model's state.
+    State,
+    /// The initial values of the model's state.
+    StateInit,
 }
 
 /// A schedule that does not match this runtime, or that was damaged.
@@ -77,6 +81,8 @@ pub enum BundleError {
         bytes: u32,
         shape_bytes: u64,
     },
+    /// The state's initial values are not as long as the state.
+    StateInitMismatch { state_bytes: u32, init_bytes: u32 },
     /// The weights linked in are not as long as the bundle's.
     WeightsSizeMismatch { found: usize, expected: usize },
     /// The weights linked in are not the bundle's.
@@ -152,6 +158,8 @@ impl fmt::Display for Place {
             Place::Input { index } => write!(f, "input {index}"),
             Place::Output { index } => write!(f, "output {index}"),
             Place::StepArg { step, arg } => write!(f, "step {step} argument {arg}"),
+            Place::State => f.write_str("the state"),
+            Place::StateInit => f.write_str("the state's initial values"),
         }
     }
 }
@@ -219,6 +227,13 @@ impl fmt::Display for BundleError {
             } => write!(
                 f,
                 "{place}: {bytes} bytes, but its shape and element type make {shape_bytes}"
+            ),
+            StateInitMismatch {
+                state_bytes,
+                init_bytes,
+            } => write!(
+                f,
+                "the state is {state_bytes} bytes, its initial values {init_bytes}"
             ),
             WeightsSizeMismatch { found, expected } => write!(
                 f,

@@ -34,7 +34,9 @@ use crate::element::Element;
 use crate::error::{BundleError, Place, Region};
 #[cfg(doc)]
 use crate::schedule::Arg;
-use crate::schedule::{checksum, Call, KernelIndex, ScheduleView, Span, TensorDesc, MAX_STEP_ARGS};
+use crate::schedule::{
+    checksum, Call, KernelIndex, ScheduleView, Span, StateInit, TensorDesc, MAX_STEP_ARGS,
+};
 use core::cell::UnsafeCell;
 use core::ffi::c_void;
 
@@ -101,6 +103,7 @@ pub struct Executor<'a> {
 impl<'a> Executor<'a> {
     /// Checks that the kernels, arena and weights are the ones the bundle was compiled for: the
     /// kernel count, the arena's size and alignment, the weights' size, alignment and checksum.
+    /// The model's state, if it keeps one, starts from its initial values.
     pub fn new(
         schedule: ScheduleView<'a>,
         kernels: &'a [KernelFn],
@@ -138,12 +141,39 @@ impl<'a> Executor<'a> {
                 expected: manifest.weights.crc,
             });
         }
-        Ok(Executor {
+        let mut executor = Executor {
             schedule,
             kernels,
             arena,
             weights,
-        })
+        };
+        executor.reset();
+        Ok(executor)
+    }
+
+    /// Returns the model's state to its initial values: the next run starts a new stream. Runs
+    /// in between keep the state each one leaves; a model without state is unaffected.
+    pub fn reset(&mut self) {
+        let state = self.schedule.manifest().state;
+        // `ScheduleView::parse` checked both spans against the manifest's regions, and `new`
+        // the regions against the manifest; an empty range if they were not.
+        let range = state.span.within(self.arena.len() as u32).unwrap_or(0..0);
+        let init = match state.init {
+            StateInit::Zeros => None,
+            StateInit::Weights(span) => span.within(self.weights.len() as u32),
+        };
+        let arena = &mut self.arena[range];
+        match init.map(|r| &self.weights[r]) {
+            Some(bytes) if bytes.len() == arena.len() => arena.copy_from_slice(bytes),
+            _ => arena.fill(0),
+        }
+    }
+
+    /// The bytes of the model's state (empty if it keeps none).
+    pub fn state(&self) -> &[u8] {
+        let span = self.schedule.manifest().state.span;
+        let range = span.within(self.arena.len() as u32).unwrap_or(0..0);
+        &self.arena[range]
     }
 
     /// The checked schedule this executor runs.

@@ -40,7 +40,7 @@ use serde::{Deserialize, Serialize};
 /// The first four bytes of every schedule.
 pub const MAGIC: [u8; 4] = *b"KILN";
 /// The format version this crate writes and reads. Bump it on any change to the layout.
-pub const FORMAT_VERSION: u16 = 2;
+pub const FORMAT_VERSION: u16 = 3;
 /// Most arguments one step can pass to its kernel.
 pub const MAX_STEP_ARGS: usize = 16;
 /// Most inputs, and most outputs, a model can have.
@@ -194,6 +194,36 @@ impl WeightsDigest {
     }
 }
 
+/// Where a model's state starts from: after [`Executor::new`](crate::exec::Executor::new) and
+/// at each [`Executor::reset`](crate::exec::Executor::reset).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub enum StateInit {
+    /// All zero bytes.
+    Zeros,
+    /// A copy of this slice of the weights, as long as the state.
+    Weights(Span),
+}
+
+/// A model's persistent state: bytes of the arena that keep their values from one run to the
+/// next (a streaming model's ring buffers, a recurrent layer's hidden state). The planner places
+/// nothing else there; the kernels read the state and write its next value in place.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "defmt", derive(defmt::Format))]
+pub struct StateDesc {
+    /// Where it lives in the arena; 0 bytes: the model keeps no state.
+    pub span: Span,
+    pub init: StateInit,
+}
+
+impl StateDesc {
+    /// No state.
+    pub const NONE: StateDesc = StateDesc {
+        span: Span::new(0, 0),
+        init: StateInit::Zeros,
+    };
+}
+
 /// Everything about a bundle but its steps.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Manifest {
@@ -204,9 +234,11 @@ pub struct Manifest {
     pub kernel_count: u16,
     pub inputs: heapless::Vec<TensorDesc, MAX_MODEL_TENSORS>,
     pub outputs: heapless::Vec<TensorDesc, MAX_MODEL_TENSORS>,
+    pub state: StateDesc,
 }
 
 impl Manifest {
+    /// A manifest of a model without state (add it with [`Manifest::with_state`]).
     pub fn new(
         arena_bytes: u32,
         weights: WeightsDigest,
@@ -222,7 +254,13 @@ impl Manifest {
             kernel_count,
             inputs,
             outputs,
+            state: StateDesc::NONE,
         })
+    }
+
+    /// The manifest of a model that keeps `state` between runs.
+    pub fn with_state(self, state: StateDesc) -> Self {
+        Manifest { state, ..self }
     }
 }
 

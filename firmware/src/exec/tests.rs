@@ -1,5 +1,5 @@
 use super::*;
-use crate::schedule::{Scalar, ScheduleView};
+use crate::schedule::{Scalar, ScheduleView, WeightsDigest};
 use crate::testdata::{add_relu, from_le_bytes, ELEMENTS};
 use std::vec::Vec;
 
@@ -242,4 +242,113 @@ fn a_loop_runs_its_body_over_moving_windows() {
     // The outputs are slots 2 and 3.
     assert_eq!(from_le_bytes(executor.output(0).unwrap()), [4.5; ELEMENTS]);
     assert_eq!(from_le_bytes(executor.output(1).unwrap()), [6.0; ELEMENTS]);
+}
+
+/// `out = state + x`, then `state = out + 0`: a running sum kept between runs, starting from
+/// `init` (in the weights, before 8 zeros) or from zeros.
+fn accumulator(init: Option<&[f32]>) -> (Vec<u8>, Vec<u8>) {
+    use crate::schedule::{encode, Arg, Manifest, StateDesc, StateInit, Step, TensorDesc};
+    use crate::testdata::le_bytes;
+    let slot = |k: u32| Span::new(k * 32, 32);
+    let mut weights = le_bytes(&[0.0; ELEMENTS]);
+    let init = match init {
+        Some(values) => {
+            weights.extend(le_bytes(values));
+            StateInit::Weights(slot(1))
+        }
+        None => StateInit::Zeros,
+    };
+    let tensor = |k| TensorDesc::new(slot(k), Scalar::F32, &[ELEMENTS as u32]).unwrap();
+    let state = StateDesc {
+        span: slot(0),
+        init,
+    };
+    let manifest = Manifest::new(96, WeightsDigest::of(&weights), 3, &[tensor(1)], &[tensor(2)])
+        .unwrap()
+        .with_state(state);
+    let arena = |k| Arg::Arena(slot(k));
+    let steps = [
+        Step::new(KernelIndex(0), &[arena(2), arena(0), arena(1)]).unwrap(),
+        Step::new(KernelIndex(0), &[arena(0), arena(2), Arg::Weights(slot(0))]).unwrap(),
+    ];
+    let entries: Vec<_> = steps.into_iter().map(crate::schedule::Entry::Call).collect();
+    (encode(&manifest, &entries), weights)
+}
+
+/// Runs the accumulator on ones `runs` times: the last output.
+fn accumulate(executor: &mut Executor<'_>, runs: usize) -> Vec<f32> {
+    for _ in 0..runs {
+        let ones = crate::testdata::le_bytes(&[1.0; ELEMENTS]);
+        executor.input_mut(0).unwrap().copy_from_slice(&ones);
+        executor.run(&mut |_| {}).unwrap();
+    }
+    from_le_bytes(executor.output(0).unwrap())
+}
+
+#[test]
+fn state_persists_between_runs_until_a_reset() {
+    let init: Vec<f32> = (0..ELEMENTS).map(|i| i as f32 * 10.0).collect();
+    let (schedule, weights) = accumulator(Some(&init));
+    let bundle = ScheduleView::parse(&schedule, 96, 3).unwrap();
+    // The arena holds garbage where the state lives: `new` starts it from its initial values.
+    let mut arena = AlignedBytes::new(&[0xAB; 96]);
+    let mut aligned = AlignedBytes::new(&weights);
+    let weights = aligned.get(weights.len());
+    let mut executor = Executor::new(bundle, &KERNELS, arena.get(96), weights).unwrap();
+    let plus = |k: f32| init.iter().map(|v| v + k).collect::<Vec<_>>();
+    assert_eq!(accumulate(&mut executor, 1), plus(1.0));
+    assert_eq!(accumulate(&mut executor, 2), plus(3.0));
+    assert_eq!(from_le_bytes(executor.state()), plus(3.0));
+    executor.reset();
+    assert_eq!(from_le_bytes(executor.state()), init);
+    assert_eq!(accumulate(&mut executor, 1), plus(1.0));
+}
+
+#[test]
+fn zero_initialized_state_starts_from_zeros() {
+    let (schedule, weights) = accumulator(None);
+    let bundle = ScheduleView::parse(&schedule, 96, 3).unwrap();
+    let mut arena = AlignedBytes::new(&[0xAB; 96]);
+    let mut aligned = AlignedBytes::new(&weights);
+    let weights = aligned.get(weights.len());
+    let mut executor = Executor::new(bundle, &KERNELS, arena.get(96), weights).unwrap();
+    assert_eq!(accumulate(&mut executor, 4), [4.0; ELEMENTS]);
+}
+
+#[test]
+fn state_outside_its_regions_is_refused() {
+    use crate::schedule::{encode, Manifest, StateDesc, StateInit};
+    let weights = [0u8; 32];
+    let base = Manifest::new(64, WeightsDigest::of(&weights), 3, &[], &[]).unwrap();
+    let parse = |state: StateDesc| {
+        let schedule = encode(&base.clone().with_state(state), &[]);
+        ScheduleView::parse(&schedule, 64, 3).err()
+    };
+    let past_arena = StateDesc {
+        span: Span::new(48, 32),
+        init: StateInit::Zeros,
+    };
+    assert!(matches!(
+        parse(past_arena),
+        Some(BundleError::SliceOutOfRange {
+            place: Place::State,
+            ..
+        })
+    ));
+    let short_init = StateDesc {
+        span: Span::new(0, 32),
+        init: StateInit::Weights(Span::new(0, 16)),
+    };
+    let error = parse(short_init).unwrap();
+    assert_eq!(
+        error,
+        BundleError::StateInitMismatch {
+            state_bytes: 32,
+            init_bytes: 16
+        }
+    );
+    assert_eq!(
+        std::format!("{error}"),
+        "the state is 32 bytes, its initial values 16"
+    );
 }

@@ -2,7 +2,8 @@
 
 use super::Span;
 use super::{
-    checksum, Entry, KernelIndex, Manifest, Step, TensorDesc, FORMAT_VERSION, MAGIC, MAX_STEP_ARGS,
+    checksum, Entry, KernelIndex, Manifest, StateInit, Step, TensorDesc, FORMAT_VERSION, MAGIC,
+    MAX_STEP_ARGS,
 };
 use crate::error::{BundleError, Place, Region};
 use serde::Deserialize;
@@ -221,11 +222,28 @@ fn header_error(error: postcard::Error) -> BundleError {
 }
 
 fn check_tensors(manifest: &Manifest) -> Result<(), BundleError> {
+    check_state(manifest)?;
     for (index, tensor) in manifest.inputs.iter().enumerate() {
         check_tensor(manifest, Place::Input { index: index as u8 }, tensor)?;
     }
     for (index, tensor) in manifest.outputs.iter().enumerate() {
         check_tensor(manifest, Place::Output { index: index as u8 }, tensor)?;
+    }
+    Ok(())
+}
+
+/// The state lies in the arena, and its initial values, if not zeros, in the weights and as long.
+fn check_state(manifest: &Manifest) -> Result<(), BundleError> {
+    let state = manifest.state;
+    check_span(manifest, Place::State, Region::Arena, state.span)?;
+    if let StateInit::Weights(init) = state.init {
+        check_span(manifest, Place::StateInit, Region::Weights, init)?;
+        if init.bytes != state.span.bytes {
+            return Err(BundleError::StateInitMismatch {
+                state_bytes: state.span.bytes,
+                init_bytes: init.bytes,
+            });
+        }
     }
     Ok(())
 }
