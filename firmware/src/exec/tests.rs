@@ -263,15 +263,24 @@ fn accumulator(init: Option<&[f32]>) -> (Vec<u8>, Vec<u8>) {
         span: slot(0),
         init,
     };
-    let manifest = Manifest::new(96, WeightsDigest::of(&weights), 3, &[tensor(1)], &[tensor(2)])
-        .unwrap()
-        .with_state(state);
+    let manifest = Manifest::new(
+        96,
+        WeightsDigest::of(&weights),
+        3,
+        &[tensor(1)],
+        &[tensor(2)],
+    )
+    .unwrap()
+    .with_state(state);
     let arena = |k| Arg::Arena(slot(k));
     let steps = [
         Step::new(KernelIndex(0), &[arena(2), arena(0), arena(1)]).unwrap(),
         Step::new(KernelIndex(0), &[arena(0), arena(2), Arg::Weights(slot(0))]).unwrap(),
     ];
-    let entries: Vec<_> = steps.into_iter().map(crate::schedule::Entry::Call).collect();
+    let entries: Vec<_> = steps
+        .into_iter()
+        .map(crate::schedule::Entry::Call)
+        .collect();
     (encode(&manifest, &entries), weights)
 }
 
