@@ -32,8 +32,8 @@ pub enum InterpretError {
     Tensor(#[from] TensorError),
 }
 
-/// Runs every kernel of `s` in order on the model's `inputs` (zeros for one not given);
-/// returns the model's outputs.
+/// Runs every kernel of `s` in order on the model's `inputs` (zeros for one not given), its
+/// states at their initial values; returns the model's outputs.
 pub fn run_schedule(s: &Schedule, inputs: &[Tensor]) -> Result<Vec<Tensor>, InterpretError> {
     let mut host: Vec<HostBuffer> = s
         .buffers
@@ -44,6 +44,10 @@ pub fn run_schedule(s: &Schedule, inputs: &[Tensor]) -> Result<Vec<Tensor>, Inte
                 .get(i)
                 .map(HostBuffer::from)
                 .unwrap_or_else(|| HostBuffer::zeros(b.dtype.scalar, b.numel())),
+            BufKind::State(n) => match &s.states[n].1 {
+                Some(init) => HostBuffer::from(init),
+                None => HostBuffer::zeros(b.dtype.scalar, b.numel()),
+            },
             _ => HostBuffer::zeros(b.dtype.scalar, b.numel()),
         })
         .collect();

@@ -111,12 +111,13 @@ pub fn compile_cmd(a: CompileArgs) -> Result<ExitCode> {
     }
     let r = &c.bundle.report;
     println!(
-        "{}: {} steps ({} distinct kernels), arena {} B (lower bound {} B), weights {} B -> {}",
+        "{}: {} steps ({} distinct kernels), arena {} B (lower bound {} B{}), weights {} B -> {}",
         a.model.model.display(),
         r.steps.len(),
         r.kernels,
         r.arena_bytes,
         r.arena_lower_bound,
+        state_note(r),
         r.weight_bytes,
         a.output.display()
     );
@@ -285,6 +286,14 @@ fn reference_mhz(core: board::Core) -> Option<f64> {
     };
     let cores = crate::bench::speed::CORES;
     cores.iter().find(|c| c.short == short).map(|c| c.mhz)
+}
+
+/// `, of which state N B` where the model keeps state between runs.
+fn state_note(r: &kiln_codegen::bundle::Report) -> String {
+    match r.state_bytes {
+        0 => String::new(),
+        n => format!(", of which state {n} B kept between runs"),
+    }
 }
 
 /// The target a board's kernels are generated for: this CPU's vectors on the host, plain C
@@ -500,8 +509,11 @@ pub fn print_costs(c: &Compiled, ran: &Ran) {
     }
     let r = &c.bundle.report;
     print!(
-        "arena {} B (liveness lower bound {} B), weights {} B",
-        r.arena_bytes, r.arena_lower_bound, r.weight_bytes
+        "arena {} B (liveness lower bound {} B{}), weights {} B",
+        r.arena_bytes,
+        r.arena_lower_bound,
+        state_note(r),
+        r.weight_bytes
     );
     match ran.image {
         Some((flash, ram)) => println!(", image flash {flash} B, static RAM {ram} B"),
@@ -675,9 +687,11 @@ mod tests {
             kernels: 3,
             arena_bytes: 0,
             arena_lower_bound: 0,
+            state_bytes: 0,
             weight_bytes: 0,
             inputs: vec![],
             outputs: vec![],
+            states: vec![],
         };
         assert_eq!(per_step(&report, [1u64, 2, 3, 4, 5].into_iter()), [1, 9, 5]);
         // Already per step (the host's timer, the channel's cycles): unchanged.

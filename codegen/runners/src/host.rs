@@ -279,6 +279,7 @@ pub fn run_repeated(
 
 /// Loads the kernels and the bundle once; runs the schedule `step_runs` times (at least once)
 /// timing each step, keeping each step's best, then `repeats` whole inferences timed whole.
+/// A model with state carries it from each run to the next.
 fn execute(
     bundle: &Bundle,
     lib: &Path,
@@ -286,6 +287,75 @@ fn execute(
     step_runs: usize,
     repeats: usize,
 ) -> Result<HostRun, HostError> {
+    with_executor(bundle, lib, |ex| {
+        copy_inputs(ex, inputs)?;
+        let mut step_times = run_timing_steps(ex)?;
+        let outputs = outputs_of(ex);
+        for _ in 1..step_runs {
+            copy_inputs(ex, inputs)?;
+            let again = run_timing_steps(ex)?;
+            for (b, t) in step_times.iter_mut().zip(again) {
+                *b = (*b).min(t);
+            }
+        }
+        let mut run_times = Vec::with_capacity(repeats);
+        for _ in 0..repeats {
+            copy_inputs(ex, inputs)?;
+            let started = Instant::now();
+            ex.run(&mut |_| {}).map_err(HostError::Refused)?;
+            run_times.push(started.elapsed());
+        }
+        Ok(HostRun {
+            outputs,
+            step_times,
+            run_times,
+        })
+    })
+}
+
+/// One invocation of a model kept loaded between invocations.
+#[derive(Clone, Copy, Debug)]
+pub enum Invocation<'a> {
+    /// A run on these inputs, from the state the previous runs left.
+    Run(&'a [Vec<u8>]),
+    /// The state back to its initial values ([`Executor::reset`]).
+    Reset,
+}
+
+/// Loads the kernels and the bundle once and makes each invocation in order on the same arena,
+/// so a streaming model carries its state from run to run: each run's outputs and step times.
+pub fn run_invocations(
+    bundle: &Bundle,
+    lib: &Path,
+    invocations: &[Invocation<'_>],
+) -> Result<Vec<HostRun>, HostError> {
+    with_executor(bundle, lib, |ex| {
+        let mut runs = Vec::new();
+        for invocation in invocations {
+            match invocation {
+                Invocation::Reset => ex.reset(),
+                Invocation::Run(inputs) => {
+                    copy_inputs(ex, inputs)?;
+                    let step_times = run_timing_steps(ex)?;
+                    runs.push(HostRun {
+                        outputs: outputs_of(ex),
+                        step_times,
+                        run_times: Vec::new(),
+                    });
+                }
+            }
+        }
+        Ok(runs)
+    })
+}
+
+/// Loads the kernels of `lib` and checks the bundle against them; `f` gets the executor over a
+/// fresh arena (its state at the initial values).
+fn with_executor<T>(
+    bundle: &Bundle,
+    lib: &Path,
+    f: impl FnOnce(&mut Executor<'_>) -> Result<T, HostError>,
+) -> Result<T, HostError> {
     let load = |source| HostError::Load {
         path: lib.display().to_string(),
         source,
@@ -318,44 +388,26 @@ fn execute(
         weights_bytes,
     )
     .map_err(HostError::Refused)?;
-    if inputs.len() != plan.inputs.len() {
-        return Err(HostError::InputCount {
-            expected: plan.inputs.len(),
-            got: inputs.len(),
-        });
-    }
-    copy_inputs(&mut ex, inputs)?;
-    let mut step_times = run_timing_steps(&mut ex)?;
-    let outputs = (0..plan.outputs.len())
+    f(&mut ex)
+}
+
+/// The bytes of every model output after a run.
+fn outputs_of(ex: &Executor<'_>) -> Vec<Vec<u8>> {
+    let count = ex.schedule().outputs().len();
+    (0..count)
         .map(|i| ex.output(i).unwrap_or_default().to_vec())
-        .collect();
-    for _ in 1..step_runs {
-        copy_inputs(&mut ex, inputs)?;
-        let again = run_timing_steps(&mut ex)?;
-        for (b, t) in step_times.iter_mut().zip(again) {
-            *b = (*b).min(t);
-        }
-    }
-    let mut run_times = Vec::with_capacity(repeats);
-    for _ in 0..repeats {
-        for (i, data) in inputs.iter().enumerate() {
-            if let Some(slot) = ex.input_mut(i) {
-                slot.copy_from_slice(data);
-            }
-        }
-        let started = Instant::now();
-        ex.run(&mut |_| {}).map_err(HostError::Refused)?;
-        run_times.push(started.elapsed());
-    }
-    Ok(HostRun {
-        outputs,
-        step_times,
-        run_times,
-    })
+        .collect()
 }
 
 /// Copies `inputs` into the executor's input slots, each checked against its size.
 fn copy_inputs(ex: &mut Executor<'_>, inputs: &[Vec<u8>]) -> Result<(), HostError> {
+    let expected = ex.schedule().inputs().len();
+    if inputs.len() != expected {
+        return Err(HostError::InputCount {
+            expected,
+            got: inputs.len(),
+        });
+    }
     for (i, data) in inputs.iter().enumerate() {
         let slot = ex.input_mut(i).ok_or(HostError::InputCount {
             expected: i,

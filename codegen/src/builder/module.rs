@@ -59,6 +59,9 @@ fn constants(b: &Bundle, inputs: &[IoTensor], outputs: &[IoTensor]) -> String {
         w,
         "/// Bytes of RAM the model runs in: the size of [`Arena`].\n\
          pub const ARENA_BYTES: usize = {};\n\
+         /// Bytes of the arena the model keeps from one run to the next (its state: a \
+         streaming\n/// model's ring buffers); 0 for a model without state.\n\
+         pub const STATE_BYTES: usize = {};\n\
          /// Bytes of weights, kept in flash.\n\
          pub const WEIGHTS_BYTES: usize = {};\n\
          /// Kernel calls per inference.\n\
@@ -66,6 +69,7 @@ fn constants(b: &Bundle, inputs: &[IoTensor], outputs: &[IoTensor]) -> String {
          /// The kernels, by the index a [`KernelEvent`] names.\n\
          pub const KERNEL_NAMES: [&str; {}] = [{}];",
         b.report.arena_bytes,
+        b.report.state_bytes,
         b.weights.len(),
         b.report.steps.len(),
         b.kernel_names.len(),
@@ -169,7 +173,10 @@ fn model_impl(inputs: &[IoTensor], outputs: &[IoTensor]) -> String {
          let kernels: &'static [KernelFn] = unsafe {{ &*core::ptr::addr_of!(KERNELS) }};\n        \
          let exec = Executor::new(schedule, kernels, &mut arena.0, &WEIGHTS.0)?;\n        \
          Ok(Model {{ exec }})\n    }}\n\n    \
-         /// Runs one inference on the inputs.\n    \
+         /// Returns the state to its initial values: the next run starts a new stream \
+         (runs\n    /// in between carry it, [`STATE_BYTES`] of the arena).\n    \
+         pub fn reset(&mut self) {{\n        self.exec.reset()\n    }}\n\n    \
+         /// Runs one inference on the inputs, from the state the previous runs left.\n    \
          pub fn run(&mut self, {params}) -> Result<Outputs<'_>, Error> {{\n        \
          self.run_with({args}&mut |_| {{}})\n    }}\n\n    \
          /// Runs one inference; `hook` sees each kernel call before and after it \

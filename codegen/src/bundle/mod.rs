@@ -76,6 +76,43 @@ fn layout_weights(s: &Schedule) -> (Vec<u8>, HashMap<BufId, fw::Span>) {
     (blob, spans)
 }
 
+/// Where the model's states live (the arena's first bytes, as planned) and their initial
+/// values: zeros, or the states' bytes in their places, appended to the weights.
+fn state_desc(
+    s: &Schedule,
+    plan: &ArenaPlan,
+    weights: &mut Vec<u8>,
+) -> Result<fw::StateDesc, BundleError> {
+    let span = fw::Span::new(0, plan.state_bytes as u32);
+    if s.states.iter().all(|(_, init)| init.is_none()) {
+        return Ok(fw::StateDesc {
+            span,
+            init: fw::StateInit::Zeros,
+        });
+    }
+    let mut init = vec![0u8; plan.state_bytes];
+    for (buf, value) in &s.states {
+        let (Some(p), Some(value)) = (plan.placement(*buf), value) else {
+            continue;
+        };
+        let place = init.get_mut(p.offset..p.offset + value.bytes().len());
+        let place = place.ok_or_else(|| {
+            BundleError::SelfCheck(format!("state buffer {} lies past the state", buf.0))
+        })?;
+        place.copy_from_slice(value.bytes());
+    }
+    let at = fw::Span::new(weights.len() as u32, init.len() as u32);
+    weights.extend(init);
+    weights.resize(
+        weights.len().next_multiple_of(kiln_firmware::exec::ALIGN),
+        0,
+    );
+    Ok(fw::StateDesc {
+        span,
+        init: fw::StateInit::Weights(at),
+    })
+}
+
 /// The kernel functions and their wrappers, all `static`: identical kernels (same source up to
 /// the name) share one entry. Also returns each entry's name and each program's entry.
 fn kernel_functions(programs: &[Program]) -> (String, Vec<String>, Vec<u16>) {
@@ -231,7 +268,8 @@ pub fn build(
             a.0, b.0
         )));
     }
-    let (weights, wspans) = layout_weights(s);
+    let (mut weights, wspans) = layout_weights(s);
+    let state = state_desc(s, plan, &mut weights)?;
     let (kernel_functions, kernel_names, index_of) = kernel_functions(programs);
     let kernels_c = kernel_functions.clone() + &kernel_table(&kernel_names, DEFAULT_PREFIX);
     let mut entries = Vec::with_capacity(s.items.len() + s.loops.len());
@@ -265,7 +303,8 @@ pub fn build(
         &inputs,
         &outputs,
     )
-    .map_err(BundleError::Capacity)?;
+    .map_err(BundleError::Capacity)?
+    .with_state(state);
     let schedule = fw::encode(&fplan, &entries);
     fw::ScheduleView::parse(&schedule, plan.arena_bytes, kernel_names.len())
         .map_err(BundleError::Unreadable)?;

@@ -27,9 +27,12 @@ pub struct Report {
     pub kernels: usize,
     pub arena_bytes: usize,
     pub arena_lower_bound: usize,
+    /// The arena's first bytes that the model keeps from one run to the next (0: no state).
+    pub state_bytes: usize,
     pub weight_bytes: usize,
     pub inputs: Vec<(Vec<usize>, String)>,
     pub outputs: Vec<(Vec<usize>, String)>,
+    pub states: Vec<(Vec<usize>, String)>,
 }
 
 impl Report {
@@ -71,9 +74,11 @@ impl Report {
             kernels: kernel_names.len(),
             arena_bytes: plan.arena_bytes,
             arena_lower_bound: plan.lower_bound,
+            state_bytes: plan.state_bytes,
             weight_bytes,
             inputs: io(&s.inputs),
             outputs: io(&s.outputs),
+            states: io(&s.states.iter().map(|(b, _)| *b).collect::<Vec<_>>()),
         }
     }
 
@@ -90,6 +95,9 @@ impl fmt::Display for Report {
         }
         for (i, (shape, dt)) in self.outputs.iter().enumerate() {
             writeln!(f, "output {i}: {dt} {shape:?}")?;
+        }
+        for (i, (shape, dt)) in self.states.iter().enumerate() {
+            writeln!(f, "state {i}: {dt} {shape:?}")?;
         }
         writeln!(
             f,
@@ -116,6 +124,13 @@ impl fmt::Display for Report {
             "arena bytes: {} (liveness lower bound {})",
             self.arena_bytes, self.arena_lower_bound
         )?;
+        if self.state_bytes > 0 {
+            writeln!(
+                f,
+                "state bytes: {} (of the arena, kept between runs)",
+                self.state_bytes
+            )?;
+        }
         writeln!(f, "weight bytes: {}", self.weight_bytes)
     }
 }

@@ -80,6 +80,11 @@ fn node_values(
                 input: *input,
             }),
         },
+        // A state holds its initial value in the first run.
+        GOp::State(n) => Ok(match &g.states[*n].init {
+            Some(t) => t.values().collect(),
+            None => vec![ConstValue::zero(node.dtype); node.shape.iter().product()],
+        }),
         GOp::Weight(w) => Ok(g.weights[w.0 as usize].tensor.values().collect()),
         GOp::Const(c) => Ok(vec![*c; node.shape.iter().product()]),
         GOp::Alu(op) => {

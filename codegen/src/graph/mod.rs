@@ -11,8 +11,11 @@ pub mod fixed_log;
 pub mod loops;
 pub mod nn;
 pub mod quant;
+mod state;
 mod take;
 pub mod tensor;
+
+pub use state::StateInfo;
 
 use crate::dtype::DType;
 use crate::ops::{AluOp, ConstValue, ReduceOp, TernaryOp};
@@ -32,6 +35,8 @@ pub struct WeightId(pub u32);
 pub enum GOp {
     /// The model's `n`-th input.
     Input(usize),
+    /// The model's `n`-th state ([`StateInfo`]): its value as the run starts.
+    State(usize),
     /// A weight tensor (constant data, stored in flash).
     Weight(WeightId),
     /// A scalar constant (shape `[]`, broadcast by views).
@@ -47,6 +52,13 @@ pub enum GOp {
     Loop(loops::LoopRef),
     /// Result `k` of the loop that is its one source.
     LoopResult(usize),
+}
+
+impl GOp {
+    /// A source whose values are in a buffer before the run: an input, a state, a weight.
+    pub fn is_source_buffer(&self) -> bool {
+        matches!(self, GOp::Input(_) | GOp::State(_) | GOp::Weight(_))
+    }
 }
 
 /// One node: its op, result type and shape, and its sources (each a view of another node).
@@ -121,12 +133,13 @@ pub enum GraphError {
     Invalid { op: &'static str, reason: String },
 }
 
-/// The lazy graph of a model: nodes, weights and inputs.
+/// The lazy graph of a model: nodes, weights, inputs and states.
 #[derive(Clone, Debug, Default)]
 pub struct Graph {
     pub nodes: Vec<GNode>,
     pub weights: Vec<WeightData>,
     pub inputs: Vec<InputInfo>,
+    pub states: Vec<StateInfo>,
 }
 
 impl Graph {

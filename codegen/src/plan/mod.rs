@@ -47,6 +47,9 @@ pub struct ArenaPlan {
     pub lower_bound: usize,
     /// The in-place pairs the plan used: the two buffers share their bytes.
     pub in_place: Vec<InPlace>,
+    /// The model's states lie in the arena's first `state_bytes` bytes, in their order, and
+    /// nothing else does: the runtime keeps those bytes from one run to the next.
+    pub state_bytes: usize,
 }
 
 /// A step whose kernel writes its output `out` over its input `src`.
@@ -137,9 +140,15 @@ fn lifetimes(s: &Schedule) -> Vec<Placement> {
         match info.kind {
             BufKind::Input(_) => first = 0,
             BufKind::Output(_) => last = steps.saturating_sub(1).max(last),
+            // Kept from one run to the next: alive at every step.
+            BufKind::State(_) => (first, last) = (0, steps.saturating_sub(1)),
             _ => {}
         }
-        if matches!(info.kind, BufKind::Input(_) | BufKind::Output(_)) || !uses.is_empty() {
+        let kept = matches!(
+            info.kind,
+            BufKind::Input(_) | BufKind::Output(_) | BufKind::State(_)
+        );
+        if kept || !uses.is_empty() {
             first = first.min(last);
             out.push(Placement {
                 buf,
@@ -247,7 +256,7 @@ pub fn plan_arena_with(s: &Schedule, in_place: &[InPlace]) -> ArenaPlan {
     let single = lifetimes(s);
     let (group, used) = join_in_place(&single, in_place);
     let (mut items, member_of) = group_placements(&single, group);
-    place_smallest(&mut items);
+    let state_bytes = place_states(s, &mut items);
     let arena_bytes = items.iter().map(|p| p.offset + p.bytes).max().unwrap_or(0);
     let lower_bound = liveness_bound(&items, s.items.len().max(1));
     let mut placements: Vec<Placement> = single
@@ -264,7 +273,38 @@ pub fn plan_arena_with(s: &Schedule, in_place: &[InPlace]) -> ArenaPlan {
         arena_bytes,
         lower_bound,
         in_place: used,
+        state_bytes,
     }
+}
+
+/// Places the states one after the other from offset 0, and every other item after them
+/// ([`place_smallest`]); the states' bytes. States live through the whole run, so moving the
+/// rest past them costs nothing.
+fn place_states(s: &Schedule, items: &mut [Placement]) -> usize {
+    let state_of = |p: &Placement| match s.buffers[p.buf.0 as usize].kind {
+        BufKind::State(n) => Some(n),
+        _ => None,
+    };
+    let mut states: Vec<(usize, usize)> = (items.iter().enumerate())
+        .filter_map(|(i, p)| Some((state_of(p)?, i)))
+        .collect();
+    states.sort_unstable();
+    let mut state_bytes = 0;
+    for &(_, i) in &states {
+        items[i].offset = state_bytes;
+        state_bytes += items[i].bytes;
+    }
+    let mut rest: Vec<Placement> = items
+        .iter()
+        .filter(|p| state_of(p).is_none())
+        .cloned()
+        .collect();
+    place_smallest(&mut rest);
+    let others = items.iter_mut().filter(|p| state_of(p).is_none());
+    for (p, placed) in others.zip(rest) {
+        p.offset = state_bytes + placed.offset;
+    }
+    state_bytes
 }
 
 /// The root of `i`'s group in the union-find forest `group`, shortening the path on the way.

@@ -30,6 +30,7 @@ fn schedule(sizes: &[usize], uses: &[Vec<usize>]) -> Schedule {
         buffers,
         inputs: vec![BufId(0)],
         outputs: vec![],
+        states: vec![],
         weights: vec![],
     }
 }
@@ -115,6 +116,7 @@ mod in_place {
             ],
             inputs: vec![BufId(0)],
             outputs: vec![BufId(3)],
+            states: vec![],
             weights: vec![],
         }
     }
@@ -229,6 +231,7 @@ mod in_place {
             arena_bytes: 64,
             lower_bound: 64,
             in_place: vec![],
+            state_bytes: 0,
         };
         assert_eq!(plan.find_overlap(), Some((BufId(1), BufId(2))));
         plan.in_place = vec![InPlace {

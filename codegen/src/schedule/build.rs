@@ -47,6 +47,7 @@ impl Scheduler<'_> {
     pub fn source_buffer(&mut self, id: NodeId) -> BufId {
         let kind = match self.g.node(id).op {
             GOp::Input(i) => BufKind::Input(i),
+            GOp::State(i) => BufKind::State(i),
             GOp::Weight(w) => BufKind::Weight(w),
             _ => BufKind::Intermediate,
         };
@@ -78,6 +79,7 @@ impl KernelCtx {
 pub(super) fn build_schedule(
     g: &Graph,
     outputs: &[Lazy],
+    next: &[(usize, Lazy)],
     realization: &Realization,
 ) -> Result<Schedule, ScheduleError> {
     let mut b = Scheduler {
@@ -96,6 +98,7 @@ pub(super) fn build_schedule(
         }
     }
     inputs.sort();
+    let states = state_buffers(&mut b);
     let mut outs = Vec::new();
     for (i, o) in outputs.iter().enumerate() {
         let buf = b.buffer(o.base, BufKind::Output(i));
@@ -109,8 +112,7 @@ pub(super) fn build_schedule(
     }
     for &id in &realization.order {
         let node = g.node(id);
-        if !realization.realized[id.0 as usize] || matches!(node.op, GOp::Input(_) | GOp::Weight(_))
-        {
+        if !realization.realized[id.0 as usize] || node.op.is_source_buffer() {
             continue;
         }
         match &node.op {
@@ -149,14 +151,59 @@ pub(super) fn build_schedule(
             bufs: ctx.bufs,
         });
     }
+    for (n, value) in next {
+        store_state(&mut b, states[*n], value)?;
+    }
     Ok(Schedule {
         items: b.items,
         loops: b.loops,
         buffers: b.buffers,
         inputs: inputs.into_iter().map(|(_, b)| b).collect(),
         outputs: outs,
+        states: (states.into_iter().zip(&g.states))
+            .map(|(buf, s)| (buf, s.init.clone()))
+            .collect(),
         weights: b.weights,
     })
+}
+
+/// One buffer per state of the graph, whether or not a kernel reads it: a state that is only
+/// written is still kept.
+fn state_buffers(b: &mut Scheduler) -> Vec<BufId> {
+    let mut states: Vec<Option<BufId>> = vec![None; b.g.states.len()];
+    for (id, node) in b.g.nodes.iter().enumerate() {
+        if let GOp::State(n) = node.op {
+            states[n] = Some(b.buffer(NodeId(id as u32), BufKind::State(n)));
+        }
+    }
+    (states.into_iter().enumerate())
+        .map(|(n, buf)| {
+            buf.unwrap_or_else(|| {
+                let s = &b.g.states[n];
+                b.new_buffer(BufferInfo {
+                    kind: BufKind::State(n),
+                    dtype: s.dtype,
+                    shape: s.shape.clone(),
+                })
+            })
+        })
+        .collect()
+}
+
+/// The last kernels copy each state's next value (realized in its own buffer) over the state,
+/// after every kernel that reads the state's value as the run started.
+fn store_state(b: &mut Scheduler, state: BufId, value: &Lazy) -> Result<(), ScheduleError> {
+    let from = b.buffer(value.base, BufKind::Intermediate);
+    let shape = b.buffers[state.0 as usize].shape.clone();
+    let st = ShapeTracker::from_shape(&b.g.node(value.base).shape)
+        .reshape(&shape)
+        .map_err(crate::graph::GraphError::from)?;
+    let load = LazyOp::load(1, value.dtype, st);
+    b.items.push(ScheduleItem {
+        ast: vec![LazyOp::store(0, ShapeTracker::from_shape(&shape), load)],
+        bufs: vec![state, from],
+    });
+    Ok(())
 }
 
 /// The AST computing node `id` seen through `st` (a view over the node's shape).
@@ -183,7 +230,7 @@ fn expand_new(
 ) -> Result<LazyOp, ScheduleError> {
     let node = b.g.node(id);
     let realized = b.realization.realized[id.0 as usize];
-    if (realized && id != ctx.root) || matches!(node.op, GOp::Input(_) | GOp::Weight(_)) {
+    if (realized && id != ctx.root) || node.op.is_source_buffer() {
         let buf = b.source_buffer(id);
         return Ok(LazyOp::load(ctx.index(buf), node.dtype, st.clone()));
     }
@@ -215,7 +262,7 @@ fn expand_new(
             let inner = expand(b, ctx, s.base, &s.st)?;
             LazyOp::reduce(*op, axes.clone(), inner)
         }
-        GOp::Input(_) | GOp::Weight(_) => unreachable!("handled above"),
+        GOp::Input(_) | GOp::State(_) | GOp::Weight(_) => unreachable!("handled above"),
         GOp::Loop(_) | GOp::LoopResult(_) => {
             return Err(ScheduleError::Internal(format!(
                 "loop node {} read as a value in a kernel",

@@ -35,7 +35,7 @@ pub fn fold_constants(g: &mut Graph, outputs: &[Lazy]) -> Result<(), ScheduleErr
                 leaf_bytes[i] = leaf_numel[i] * node.dtype.size();
             }
             GOp::Const(_) => const_only[i] = true,
-            GOp::Input(_) => {}
+            GOp::Input(_) | GOp::State(_) => {}
             _ => {
                 const_only[i] = node.src.iter().all(|s| const_only[s.base.0 as usize]);
                 leaf_numel[i] = node.src.iter().fold(0usize, |n, s| {
@@ -68,7 +68,7 @@ pub fn fold_constants(g: &mut Graph, outputs: &[Lazy]) -> Result<(), ScheduleErr
         // A loop's values are its results', which fold on their own.
         let computed = !matches!(
             node.op,
-            GOp::Weight(_) | GOp::Const(_) | GOp::Input(_) | GOp::Loop(_)
+            GOp::Weight(_) | GOp::Const(_) | GOp::Input(_) | GOp::State(_) | GOp::Loop(_)
         );
         let numel: usize = node.shape.iter().product();
         let bytes = numel * node.dtype.size();

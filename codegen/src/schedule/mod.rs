@@ -28,6 +28,9 @@ pub struct BufId(pub u32);
 pub enum BufKind {
     /// The model's n-th input (written before a run).
     Input(usize),
+    /// The model's n-th state: kept from one run to the next, in a region of the arena of its
+    /// own.
+    State(usize),
     /// Constant weights (in flash).
     Weight(WeightId),
     /// Computed and consumed during a run.
@@ -84,6 +87,9 @@ pub struct Schedule {
     pub buffers: Vec<BufferInfo>,
     pub inputs: Vec<BufId>,
     pub outputs: Vec<BufId>,
+    /// Each state's buffer (the last items write their next values into them), and its
+    /// initial value (`None`: zeros).
+    pub states: Vec<(BufId, Option<crate::tensor::Tensor>)>,
     /// The weights `BufKind::Weight` refers to (the graph's, after folding).
     pub weights: Vec<WeightData>,
 }
@@ -109,19 +115,27 @@ pub fn compose(inner: &ShapeTracker, outer: &ShapeTracker) -> ShapeTracker {
 /// Folds constants, decides what to realize, and builds one kernel per realized node.
 pub fn create_schedule(graph: &Graph, outputs: &[Lazy]) -> Result<Schedule, ScheduleError> {
     let mut g = graph.clone();
-    fold::fold_constants(&mut g, outputs)?;
+    let mut wanted = outputs.to_vec();
+    wanted.extend(g.next_states().into_iter().map(|(_, v)| v));
+    fold::fold_constants(&mut g, &wanted)?;
     schedule_unfolded(&g, outputs)
 }
 
-/// Schedules without folding (used by folding itself).
+/// Schedules without folding (used by folding itself): the `outputs`, and the next value of
+/// each of the graph's states.
 pub fn schedule_unfolded(graph: &Graph, outputs: &[Lazy]) -> Result<Schedule, ScheduleError> {
     let mut g = graph.clone();
     let outputs: Vec<Lazy> = outputs
         .iter()
         .map(|o| realize::output_view(&mut g, o))
         .collect();
-    let realization = realize::realization(&g, &outputs);
-    build::build_schedule(&g, &outputs, &realization)
+    let next: Vec<(usize, Lazy)> = (g.next_states().into_iter())
+        .map(|(n, v)| (n, realize::output_view(&mut g, &v)))
+        .collect();
+    let mut wanted = outputs.clone();
+    wanted.extend(next.iter().map(|(_, v)| v.clone()));
+    let realization = realize::realization(&g, &wanted);
+    build::build_schedule(&g, &outputs, &next, &realization)
 }
 
 impl Schedule {

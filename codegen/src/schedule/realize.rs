@@ -54,7 +54,12 @@ pub fn realization(g: &Graph, outputs: &[Lazy]) -> Realization {
         let node = g.node(id);
         if matches!(
             node.op,
-            GOp::Input(_) | GOp::Weight(_) | GOp::Contiguous | GOp::Loop(_) | GOp::LoopResult(_)
+            GOp::Input(_)
+                | GOp::State(_)
+                | GOp::Weight(_)
+                | GOp::Contiguous
+                | GOp::Loop(_)
+                | GOp::LoopResult(_)
         ) {
             realized[id.0 as usize] = true;
         }

@@ -109,6 +109,7 @@ pub(super) fn emit_loop(
                 }),
             },
             BufKind::Window { .. } => return Err(internal("a window in a loop's body".into())),
+            BufKind::State(_) => return Err(internal("a model state in a loop's body".into())),
         };
         map.push(mapped);
     }

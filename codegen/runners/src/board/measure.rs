@@ -219,6 +219,7 @@ fn candidates_bundle(
         arena_bytes: offset,
         lower_bound: offset,
         in_place: Vec::new(),
+        state_bytes: 0,
     };
     let schedule = Schedule {
         loops: vec![],
@@ -233,6 +234,7 @@ fn candidates_bundle(
         buffers,
         inputs: Vec::new(),
         outputs: Vec::new(),
+        states: vec![],
         weights: Vec::new(),
     };
     let programs: Vec<Program> = programs.iter().map(|&p| p.clone()).collect();

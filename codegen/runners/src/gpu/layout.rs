@@ -313,6 +313,18 @@ pub(crate) fn prepare(
         gb.kernels.len(),
     )
     .map_err(GpuError::Schedule)?;
+    // The arena starts zeroed on the device: a state that starts from other values is not
+    // loaded there yet.
+    if let fw::StateInit::Weights(span) = plan.state.init {
+        let init = span.within(gb.bundle.weights.len() as u32);
+        if init.is_none_or(|r| gb.bundle.weights[r].iter().any(|&b| b != 0)) {
+            return Err(GpuError::Refused(
+                "the model's state starts from values other than zeros, which the GPU runners \
+                 do not load yet"
+                    .into(),
+            ));
+        }
+    }
     // The schedule's slices were checked against the weights size it names; the weights must
     // have it.
     if gb.bundle.weights.len() != plan.weights.bytes as usize {
