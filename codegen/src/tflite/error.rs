@@ -67,6 +67,9 @@ pub enum TfliteError {
     },
     #[error("subgraph input {name:?}: {reason}")]
     Input { name: String, reason: String },
+    /// A resource variable whose assignments disagree, or that is read and never assigned.
+    #[error("variable {name:?}: {reason}")]
+    Variable { name: String, reason: String },
 }
 
 /// Why one operator could not be lowered.

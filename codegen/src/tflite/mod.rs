@@ -39,6 +39,7 @@ pub fn import(model: &TfliteModel) -> Result<Imported, TfliteError> {
 pub fn import_with(model: &TfliteModel, config: &ImportConfig) -> Result<Imported, TfliteError> {
     check_supported(model)?;
     let mut graph = Graph::new();
+    ops::variable::declare(model, &mut graph)?;
     let mut inputs = Vec::new();
     let mut input_names = Vec::new();
     for &id in &model.inputs {
@@ -56,6 +57,7 @@ pub fn import_with(model: &TfliteModel, config: &ImportConfig) -> Result<Importe
         root: model,
         keep_f16: config.keep_f16,
         depth: 0,
+        init: false,
     };
     let outputs = lower(&mut graph, scope, model, &inputs)?;
     let output_names = model

@@ -272,6 +272,8 @@ fn scalar_of(t: TensorType) -> Option<Scalar> {
         TensorType::Int64 => Scalar::I64,
         TensorType::Uint64 => Scalar::U64,
         TensorType::Bool => Scalar::Bool,
+        // A resource handle: which variable, a compile-time int32 (as TFLM holds it).
+        TensorType::Resource => Scalar::I32,
         _ => return None,
     })
 }

@@ -31,7 +31,13 @@ type Out = Result<Vec<Lazy>, OpError>;
 
 /// Lowers subgraph `index` (the op's `role` subgraph: "then", "body", …) into `graph`, its
 /// inputs fed by `inputs`: its outputs.
-fn lower_subgraph(scope: Scope, graph: &mut Graph, role: &str, index: i32, inputs: &[Lazy]) -> Out {
+pub(super) fn lower_subgraph(
+    scope: Scope,
+    graph: &mut Graph,
+    role: &str,
+    index: i32,
+    inputs: &[Lazy],
+) -> Out {
     let sub = scope
         .root
         .subgraph(index)

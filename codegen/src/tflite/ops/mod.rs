@@ -30,6 +30,7 @@ mod signal;
 mod softmax;
 mod softmax16;
 mod svdf;
+pub(super) mod variable;
 
 pub use softmax::softmax_params;
 
@@ -79,6 +80,7 @@ pub(super) fn op_builder(op: &TfOp) -> Option<OpBuilder> {
         svdf::OPS,
         lstm::OPS,
         control::OPS,
+        variable::OPS,
     ]
     .iter()
     .flat_map(|ops| ops.iter())
@@ -94,6 +96,8 @@ pub(super) struct Scope<'a> {
     /// Whether float16 constants stay float16 in flash (see `ImportConfig`).
     pub keep_f16: bool,
     pub depth: usize,
+    /// Lowering `CALL_ONCE`'s subgraph: its assignments set the variables' initial values.
+    pub init: bool,
 }
 
 /// What a builder sees: the graph, its operator, and the values of the tensors so far.
