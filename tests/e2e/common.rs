@@ -171,3 +171,33 @@ pub fn available<E: std::fmt::Display>(what: &str, found: Result<(), E>) -> bool
         }
     }
 }
+
+/// One invocation of a streamed run: its inputs, and the outputs it should give.
+pub struct StreamStep {
+    pub inputs: Vec<Tensor>,
+    pub expected: Vec<Tensor>,
+}
+
+/// The steps of a streamed run, in order: `dir/00/inputs/input_<i>.npy` and
+/// `dir/00/expected/output_<i>.npy`, `dir/01/…`, until the first number missing.
+pub fn read_steps(dir: &std::path::Path) -> Result<Vec<StreamStep>> {
+    let mut steps = Vec::new();
+    loop {
+        let step = dir.join(format!("{:02}", steps.len()));
+        if !step.is_dir() {
+            break;
+        }
+        let read = |sub: &str, prefix: &str| {
+            read_dir_tensors(&step.join(sub), prefix)
+                .with_context(|| format!("{}", step.join(sub).display()))
+        };
+        steps.push(StreamStep {
+            inputs: read("inputs", "input")?,
+            expected: read("expected", "output")?,
+        });
+    }
+    if steps.is_empty() {
+        bail!("{}: no steps (00/, 01/, …)", dir.display());
+    }
+    Ok(steps)
+}
