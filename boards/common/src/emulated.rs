@@ -7,6 +7,12 @@
 //! the wrong size is an error. The host compiler (codegen's `board::run`) runs QEMU inside a
 //! fresh I/O folder.
 //!
+//! A streamed run (a model with state, over many invocations) asks for invocation `k` with a
+//! file `s<k>_run.bin`, empty, or of one byte to reset the state first; its input `i` is
+//! `s<k>_input_<i>.bin` and its output `i` is written to `s<k>_output_<i>.bin`. The firmware
+//! makes invocations 0, 1, … on one executor, the state carried between them, until the next
+//! `s<k>_run.bin` is missing.
+//!
 //! When the semihosting command line holds the word [`host::CHANNEL_WORD`] (QEMU's `-append`),
 //! the inputs and outputs go through the test-vector channel instead
 //! ([`kiln_firmware::channel`]) on the semihosting console, QEMU's standard input and output:
@@ -73,20 +79,47 @@ fn run_bundle(
 ) -> Result<u32, RunError> {
     let bundle = ScheduleView::parse(schedule, arena.len(), kernels().len())?;
     let mut executor = Executor::new(bundle, kernels(), arena, weights)?;
+    let calls = u32::try_from(executor.schedule().call_count()).unwrap_or(u32::MAX);
+    let mut invocations = 0u32;
+    while let Ok(asked) = File::open_read(FileName::invocation(invocations as usize)) {
+        if asked.size() > 0 {
+            executor.reset();
+        }
+        let k = invocations as usize;
+        invoke(
+            &mut executor,
+            |i| FileName::invocation_input(k, i),
+            |i| FileName::invocation_output(k, i),
+        )?;
+        invocations += 1;
+    }
+    if invocations == 0 {
+        invoke(&mut executor, FileName::input, FileName::output)?;
+        invocations = 1;
+    }
+    Ok(calls.saturating_mul(invocations))
+}
+
+/// One run: the inputs read from the files `input` names, the outputs written to `output`'s.
+fn invoke(
+    executor: &mut Executor<'_>,
+    input: impl Fn(usize) -> FileName,
+    output: impl Fn(usize) -> FileName,
+) -> Result<(), RunError> {
     for index in 0..executor.schedule().inputs().len() {
         let Some(bytes) = executor.input_mut(index) else {
             break;
         };
-        File::open_read(FileName::input(index))?.read_exact(bytes)?;
+        File::open_read(input(index))?.read_exact(bytes)?;
     }
     executor.run(&mut marker::mark)?;
     for index in 0..executor.schedule().outputs().len() {
         let Some(bytes) = executor.output(index) else {
             break;
         };
-        File::create(FileName::output(index))?.write_all(bytes)?;
+        File::create(output(index))?.write_all(bytes)?;
     }
-    Ok(u32::try_from(executor.schedule().call_count()).unwrap_or(u32::MAX))
+    Ok(())
 }
 
 /// Runs every case of a batch image in turn in one arena: case `c`'s input `i` is read from
@@ -110,20 +143,11 @@ fn run_case(index: usize, case: &crate::BatchCase, arena: &mut [u8]) -> Result<(
     let kernels = (case.kernels)();
     let bundle = ScheduleView::parse(case.schedule, arena.len(), kernels.len())?;
     let mut executor = Executor::new(bundle, kernels, arena, case.weights)?;
-    for input in 0..executor.schedule().inputs().len() {
-        let Some(bytes) = executor.input_mut(input) else {
-            break;
-        };
-        File::open_read(FileName::case_input(index, input))?.read_exact(bytes)?;
-    }
-    executor.run(&mut marker::mark)?;
-    for output in 0..executor.schedule().outputs().len() {
-        let Some(bytes) = executor.output(output) else {
-            break;
-        };
-        File::create(FileName::case_output(index, output))?.write_all(bytes)?;
-    }
-    Ok(())
+    invoke(
+        &mut executor,
+        |i| FileName::case_input(index, i),
+        |i| FileName::case_output(index, i),
+    )
 }
 
 /// [`run`] over the test-vector channel: a refused bundle is the session's `Error`.

@@ -53,6 +53,22 @@ impl FileName {
         Self::format(format_args!("output_{index}.bin"))
     }
 
+    /// `s<k>_run.bin`: invocation `k` of a streamed run is asked for (empty), after a reset of
+    /// the state (one byte).
+    pub fn invocation(k: usize) -> Self {
+        Self::format(format_args!("s{k}_run.bin"))
+    }
+
+    /// `s<k>_input_<index>.bin`: an input of invocation `k`.
+    pub fn invocation_input(k: usize, index: usize) -> Self {
+        Self::format(format_args!("s{k}_input_{index}.bin"))
+    }
+
+    /// `s<k>_output_<index>.bin`.
+    pub fn invocation_output(k: usize, index: usize) -> Self {
+        Self::format(format_args!("s{k}_output_{index}.bin"))
+    }
+
     /// `c<case>_input_<index>.bin`: an input of one case of a batch image.
     pub fn case_input(case: usize, index: usize) -> Self {
         Self::format(format_args!("c{case}_input_{index}.bin"))
@@ -158,6 +174,13 @@ impl File {
                 name,
             }),
         }
+    }
+
+    /// The file's length in bytes (0 if the host cannot tell).
+    pub fn size(&self) -> usize {
+        // SAFETY: FLEN takes a handle.
+        let found = unsafe { semihosting::syscall(nr::FLEN, &[self.handle]) } as isize;
+        found.max(0) as usize
     }
 
     /// Fills `buffer` with the whole file, which must be exactly as long.

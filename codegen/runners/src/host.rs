@@ -1,6 +1,7 @@
 //! The host board: a bundle's kernels compiled by the system C compiler into a shared library,
 //! run by the firmware crate's executor in this process.
 
+use crate::Invocation;
 use kiln_codegen::bundle::{Bundle, KERNELS_FILE};
 use kiln_codegen::kernel::Kernel;
 use kiln_codegen::optimize::{Candidates, CostModel, SearchError};
@@ -311,15 +312,6 @@ fn execute(
             run_times,
         })
     })
-}
-
-/// One invocation of a model kept loaded between invocations.
-#[derive(Clone, Copy, Debug)]
-pub enum Invocation<'a> {
-    /// A run on these inputs, from the state the previous runs left.
-    Run(&'a [Vec<u8>]),
-    /// The state back to its initial values ([`Executor::reset`]).
-    Reset,
 }
 
 /// Loads the kernels and the bundle once and makes each invocation in order on the same arena,

@@ -8,3 +8,12 @@
 pub mod board;
 pub mod gpu;
 pub mod host;
+
+/// One invocation of a model kept loaded between invocations.
+#[derive(Clone, Copy, Debug)]
+pub enum Invocation<'a> {
+    /// A run on these inputs, from the state the previous runs left.
+    Run(&'a [Vec<u8>]),
+    /// The state back to its initial values (`Executor::reset`).
+    Reset,
+}

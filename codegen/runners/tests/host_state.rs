@@ -8,7 +8,8 @@ use kiln_codegen::graph::Graph;
 use kiln_codegen::ops::{BinaryOp, ReduceOp};
 use kiln_codegen::target::Target;
 use kiln_codegen::tensor::Tensor;
-use kiln_runners::host::{self, Invocation};
+use kiln_runners::host;
+use kiln_runners::Invocation;
 
 const N: usize = 4;
 

@@ -12,6 +12,7 @@ use super::elf::Elf;
 use super::gdb::GdbStub;
 use super::rtt::{self, DebugError, RttError};
 use super::{io_error, root, BoardError, BoardInfo};
+use crate::Invocation;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -210,6 +211,109 @@ pub fn run_with_options(
     timeout: Duration,
     options: RunOptions,
 ) -> Result<BoardRun, BoardError> {
+    let files = |dir: &Path| match options.io {
+        Io::Files => write_files(dir, inputs, |i| format!("input_{i}.bin")),
+        Io::Channel | Io::Rtt => Ok(()),
+    };
+    let ran = launch(board, image, inputs, timeout, options, &files)?;
+    let outputs = match ran.channel_outputs {
+        Some(outputs) => outputs,
+        None => read_outputs(&ran.dir.path, |i| format!("output_{i}.bin"))?,
+    };
+    Ok(ran.counts.into_run(outputs, ran.wall_time))
+}
+
+/// Makes each invocation in order on one run of `image` on the emulated `board` (semihosting
+/// files), the model's state carried from each run to the next: each run's outputs and its
+/// steps' counts. The whole run's total is on the last.
+pub fn run_invocations(
+    board: &BoardInfo,
+    image: &BuiltImage,
+    invocations: &[Invocation<'_>],
+    timeout: Duration,
+) -> Result<Vec<BoardRun>, BoardError> {
+    let runs = plan_invocations(invocations);
+    let files = |dir: &Path| {
+        for (k, (reset, inputs)) in runs.iter().enumerate() {
+            let asked = dir.join(format!("s{k}_run.bin"));
+            let flag: &[u8] = if *reset { b"r" } else { b"" };
+            std::fs::write(&asked, flag).map_err(io_error(&asked))?;
+            write_files(dir, inputs, |i| format!("s{k}_input_{i}.bin"))?;
+        }
+        Ok(())
+    };
+    let options = RunOptions { io: Io::Files };
+    let ran = launch(board, image, &[], timeout, options, &files)?;
+    let per_run = |v: &[u64]| -> Vec<Vec<u64>> {
+        let n = v.len() / runs.len().max(1);
+        v.chunks(n.max(1)).map(<[u64]>::to_vec).collect()
+    };
+    let (insns, cycles) = (
+        per_run(&ran.counts.step_instructions),
+        per_run(&ran.counts.step_cycles),
+    );
+    let mut out = Vec::with_capacity(runs.len());
+    for k in 0..runs.len() {
+        let outputs = read_outputs(&ran.dir.path, |i| format!("s{k}_output_{i}.bin"))?;
+        let counts = Counts {
+            step_instructions: insns.get(k).cloned().unwrap_or_default(),
+            step_cycles: cycles.get(k).cloned().unwrap_or_default(),
+            ..ran.counts.clone()
+        };
+        out.push(counts.into_run(outputs, ran.wall_time));
+    }
+    Ok(out)
+}
+
+/// The runs of `invocations`, each with whether a reset comes before it.
+fn plan_invocations<'a>(invocations: &[Invocation<'a>]) -> Vec<(bool, &'a [Vec<u8>])> {
+    let mut runs = Vec::new();
+    let mut reset = false;
+    for invocation in invocations {
+        match *invocation {
+            Invocation::Reset => reset = true,
+            Invocation::Run(inputs) => {
+                runs.push((reset, inputs));
+                reset = false;
+            }
+        }
+    }
+    runs
+}
+
+/// Writes `tensors` into `dir`, tensor `i` as file `name(i)`.
+fn write_files(
+    dir: &Path,
+    tensors: &[Vec<u8>],
+    name: impl Fn(usize) -> String,
+) -> Result<(), BoardError> {
+    for (index, bytes) in tensors.iter().enumerate() {
+        let path = dir.join(name(index));
+        std::fs::write(&path, bytes).map_err(io_error(&path))?;
+    }
+    Ok(())
+}
+
+/// What QEMU left: its I/O folder, the outputs the channel brought back (none over files), the
+/// plugin's counts, and how long it ran.
+struct Launched {
+    dir: IoDir,
+    channel_outputs: Option<Vec<Vec<u8>>>,
+    counts: Counts,
+    wall_time: Duration,
+}
+
+/// Runs `image` under QEMU in a fresh I/O folder that `files` fills first, `inputs` going over
+/// the channel where `options` asks for one; checks that the plugin counted as many steps as
+/// the firmware says it ran.
+fn launch(
+    board: &BoardInfo,
+    image: &BuiltImage,
+    inputs: &[Vec<u8>],
+    timeout: Duration,
+    options: RunOptions,
+    files: &dyn Fn(&Path) -> Result<(), BoardError>,
+) -> Result<Launched, BoardError> {
     let qemu = emulator(board, image)?;
     let elf_bytes = std::fs::read(&image.elf).map_err(io_error(&image.elf))?;
     let elf = Elf::parse(&elf_bytes).map_err(|reason| BoardError::Image {
@@ -217,12 +321,7 @@ pub fn run_with_options(
         reason,
     })?;
     let io = IoDir::new()?;
-    if options.io == Io::Files {
-        for (index, bytes) in inputs.iter().enumerate() {
-            let path = io.path.join(format!("input_{index}.bin"));
-            std::fs::write(&path, bytes).map_err(io_error(&path))?;
-        }
-    }
+    files(&io.path)?;
     let log = io.path.join("insn.log");
     let socket = io.path.join("gdb.sock");
     let rtt_block = match options.io {
@@ -270,40 +369,32 @@ pub fn run_with_options(
         }
     };
     let wall_time = started.elapsed();
-    let (outputs, steps) = match session {
+    let (channel_outputs, steps) = match session {
         None if !status.success() => return Err(failure(&board.name, status, output)),
-        None => (read_outputs(&io.path)?, ran_steps(&output)),
+        None => (None, ran_steps(&output)),
         Some(session) => {
             let run = channel_session(&board.name, status, output.clone(), session)?;
-            (run.outputs, Some(run.steps as usize))
+            (Some(run.outputs), Some(run.steps as usize))
         }
     };
     let counts = match marker {
         Some(_) => read_counts(&log, &board.name)?,
         None => Counts::default(),
     };
-    let Counts {
-        step_instructions,
-        total_instructions,
-        step_cycles,
-        total_cycles,
-    } = counts;
-    if marker.is_some() && steps != Some(step_instructions.len()) {
+    if marker.is_some() && steps != Some(counts.step_instructions.len()) {
         return Err(BoardError::Qemu {
             board: board.name.clone(),
             status: format!(
                 "{} steps counted, the firmware says {steps:?}",
-                step_instructions.len()
+                counts.step_instructions.len()
             ),
             output,
         });
     }
-    Ok(BoardRun {
-        outputs,
-        step_instructions,
-        total_instructions,
-        step_cycles,
-        total_cycles,
+    Ok(Launched {
+        dir: io,
+        channel_outputs,
+        counts,
         wall_time,
     })
 }

@@ -22,6 +22,20 @@ pub(in crate::board) struct Counts {
     pub(in crate::board) total_cycles: Option<u64>,
 }
 
+impl Counts {
+    /// The run these counts are of, with its `outputs`.
+    pub(in crate::board) fn into_run(self, outputs: Vec<Vec<u8>>, wall_time: Duration) -> BoardRun {
+        BoardRun {
+            outputs,
+            step_instructions: self.step_instructions,
+            total_instructions: self.total_instructions,
+            step_cycles: self.step_cycles,
+            total_cycles: self.total_cycles,
+            wall_time,
+        }
+    }
+}
+
 /// The plugin's log: the running count at each marker store (before and after each step), then
 /// the total; each line `kiln-insn <instructions>` or, with a cycle estimate,
 /// `kiln-insn <instructions> <cycles>`.
@@ -91,10 +105,13 @@ pub(in crate::board) fn read_marks(text: &str) -> Vec<u64> {
 }
 
 /// `output_0.bin`, `output_1.bin`, … as the firmware wrote them.
-pub(in crate::board) fn read_outputs(dir: &Path) -> Result<Vec<Vec<u8>>, BoardError> {
+pub(in crate::board) fn read_outputs(
+    dir: &Path,
+    name: impl Fn(usize) -> String,
+) -> Result<Vec<Vec<u8>>, BoardError> {
     let mut outputs = Vec::new();
     loop {
-        let path = dir.join(format!("output_{}.bin", outputs.len()));
+        let path = dir.join(name(outputs.len()));
         if !path.exists() {
             return Ok(outputs);
         }
