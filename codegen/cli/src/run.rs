@@ -1,14 +1,17 @@
 //! `kiln compile` and `kiln run`.
 
+mod compare;
+mod steps;
+
+use compare::compare_as;
+pub use compare::{compare, output_diffs, Tolerance};
+
 use super::model::BeamCost;
 use super::model::{
     compile_gpu, compile_with_cost, read_inputs, write_outputs, Compiled, ModelArgs,
 };
 use anyhow::{bail, Context, Result};
-use kiln_codegen::dtype::Scalar;
 use kiln_codegen::target::Target;
-use kiln_codegen::tensor::Tensor;
-use kiln_codegen::tensorio;
 use kiln_runners::board;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -45,12 +48,19 @@ pub struct RunArgs {
     #[arg(long, default_value = "qemu-an386")]
     board: String,
     /// Folder with `input_0.npy` (or `.pb`), `input_1.npy`, … in the model's input order.
-    #[arg(long)]
-    inputs: PathBuf,
+    #[arg(long, required_unless_present = "steps", conflicts_with = "steps")]
+    inputs: Option<PathBuf>,
+    /// A streaming model over a sequence of invocations on one device, its state carried from
+    /// each to the next: `DIR/00/inputs/`, `DIR/01/inputs/`, … in order (outputs under
+    /// `--outputs`/NN; with `--expect E`, each compared with `E/NN/expected/`). The host and
+    /// the emulated boards (semihosting files).
+    #[arg(long, value_name = "DIR")]
+    steps: Option<PathBuf>,
     /// Folder to write `output_0.npy`, … into.
     #[arg(long)]
     outputs: PathBuf,
-    /// Folder with the expected `output_N.npy`/`.pb`: compare, and fail on a mismatch.
+    /// Folder with the expected `output_N.npy`/`.pb`: compare, and fail on a mismatch (with
+    /// `--steps`, a folder of steps `NN/expected/`).
     #[arg(long)]
     expect: Option<PathBuf>,
     /// Relative tolerance of the comparison of float outputs.
@@ -132,128 +142,6 @@ fn board_cost(name: &str) -> Result<BeamCost> {
         bail!("{name} is not emulated: a BEAM search cannot measure kernels on it");
     }
     Ok(BeamCost::Board(info))
-}
-
-/// How closely an output must match its expected value: floats within `atol + rtol·|want|`,
-/// integers within `lsb` steps (exact by default).
-#[derive(Clone, Copy, Debug)]
-pub struct Tolerance {
-    pub rtol: f64,
-    pub atol: f64,
-    pub lsb: u64,
-}
-
-impl Tolerance {
-    /// Floats within 1e-4 relative and 1e-5 absolute; integers exactly.
-    pub const DEFAULT: Tolerance = Tolerance {
-        rtol: 1e-4,
-        atol: 1e-5,
-        lsb: 0,
-    };
-}
-
-/// How one output differs from its expected values.
-pub struct OutputDiff {
-    /// The largest absolute difference (in steps, LSBs, for an integer output).
-    pub max_abs: f64,
-    pub max_rel: f64,
-    /// Elements outside the tolerance.
-    pub bad: usize,
-    pub len: usize,
-    /// The output is integer and compared in steps.
-    pub integer: bool,
-}
-
-impl OutputDiff {
-    fn of(got: &Tensor, want: &Tensor, tol: Tolerance) -> OutputDiff {
-        let integer = got.dtype().is_int() && want.dtype().is_int();
-        let (g, e) = (got.to_f64(), want.to_f64());
-        let (mut max_abs, mut max_rel, mut bad) = (0f64, 0f64, 0usize);
-        for (a, b) in g.iter().zip(&e) {
-            let d = (a - b).abs();
-            max_abs = max_abs.max(d);
-            max_rel = max_rel.max(d / b.abs().max(f64::MIN_POSITIVE));
-            let out = match integer {
-                true => d > tol.lsb as f64,
-                false => d > tol.atol + tol.rtol * b.abs() || a.is_nan() != b.is_nan(),
-            };
-            bad += usize::from(out);
-        }
-        OutputDiff {
-            max_abs,
-            max_rel,
-            bad,
-            len: g.len(),
-            integer,
-        }
-    }
-
-    /// The verdict line: the largest difference and whether it is within `tol`.
-    fn line(&self, dtype: Scalar, tol: Tolerance) -> String {
-        let verdict = match self.bad {
-            0 => "ok".to_string(),
-            bad => format!("MISMATCH in {bad} of {} elements", self.len),
-        };
-        if self.integer {
-            let allowed = match tol.lsb {
-                0 => "exact".to_string(),
-                l => format!("at most {l} LSB"),
-            };
-            format!(
-                "{dtype}, largest difference {} LSB ({allowed}): {verdict}",
-                self.max_abs
-            )
-        } else {
-            format!(
-                "max abs error {:.3e}, max rel error {:.3e}: {verdict}",
-                self.max_abs, self.max_rel
-            )
-        }
-    }
-}
-
-/// Each of `outputs` against the `output_N` tensors in `expect`.
-pub fn output_diffs(
-    c: &Compiled,
-    outputs: &[Vec<u8>],
-    expect: &Path,
-    tol: Tolerance,
-) -> Result<Vec<OutputDiff>> {
-    let want = tensorio::read_dir_tensors(expect, "output")
-        .with_context(|| format!("reading expected outputs from {}", expect.display()))?;
-    let outputs = c.model_outputs(outputs).map_err(anyhow::Error::msg)?;
-    if want.len() != outputs.len() {
-        bail!(
-            "the model has {} outputs, {} has {}",
-            outputs.len(),
-            expect.display(),
-            want.len()
-        );
-    }
-    let mut diffs = Vec::with_capacity(want.len());
-    for (i, ((name, dtype, shape, got), w)) in outputs.into_iter().zip(&want).enumerate() {
-        let g = Tensor::new(dtype.scalar, shape, got)
-            .with_context(|| format!("output {i} ({name})"))?;
-        if g.numel() != w.numel() {
-            bail!(
-                "output {i} ({name}): {} elements, expected {}",
-                g.numel(),
-                w.numel()
-            );
-        }
-        diffs.push(OutputDiff::of(&g, w, tol));
-    }
-    Ok(diffs)
-}
-
-/// The per-output comparison with `expect`, printed; true when every output matches.
-pub fn compare(c: &Compiled, outputs: &[Vec<u8>], expect: &Path, tol: Tolerance) -> Result<bool> {
-    let diffs = output_diffs(c, outputs, expect, tol)?;
-    let names = c.model_outputs(outputs).map_err(anyhow::Error::msg)?;
-    for (i, (d, (name, dtype, _, _))) in diffs.iter().zip(&names).enumerate() {
-        println!("output {i} ({name}): {}", d.line(dtype.scalar, tol));
-    }
-    Ok(diffs.iter().all(|d| d.bad == 0))
 }
 
 /// The result of running a compiled model somewhere: outputs and per-step cost.
@@ -554,10 +442,15 @@ fn place(a: &RunArgs) -> Result<Place> {
 
 pub fn run_cmd(a: RunArgs) -> Result<ExitCode> {
     let place = place(&a)?;
+    let inputs_dir = match (&a.steps, &a.inputs) {
+        (Some(dir), _) => return steps::run_steps(&a, dir),
+        (None, Some(dir)) => dir.clone(),
+        (None, None) => bail!("--inputs or --steps: the model's inputs"),
+    };
     let (c, ran) = match kiln_codegen::gpu::Api::from_name(&a.board) {
         Some(api) => {
             let (c, gb) = compile_gpu(&a.model, api, &kiln_runners::gpu::device_limits(api)?)?;
-            let inputs = read_inputs(&a.inputs, &c)?;
+            let inputs = read_inputs(&inputs_dir, &c)?;
             let run = kiln_runners::gpu::run(&gb, &inputs, 3)?;
             println!("device: {}", run.device);
             let times = run.step_times.iter().map(|d| d.as_secs_f64() * 1e6);
@@ -578,7 +471,7 @@ pub fn run_cmd(a: RunArgs) -> Result<ExitCode> {
                 _ => BeamCost::Host,
             };
             let c = compile_with_cost(&a.model, &target_for(&a.board), cost)?;
-            let inputs = read_inputs(&a.inputs, &c)?;
+            let inputs = read_inputs(&inputs_dir, &c)?;
             if a.probe.len() > 1 {
                 return run_on_boards(&a, &c, &inputs);
             }
@@ -594,6 +487,13 @@ pub fn run_cmd(a: RunArgs) -> Result<ExitCode> {
 fn report(a: &RunArgs, outputs: &Path, c: &Compiled, ran: &Ran) -> Result<ExitCode> {
     write_outputs(outputs, c, &ran.outputs)?;
     print_costs(c, ran);
+    if c.bundle.report.state_bytes > 0 {
+        println!(
+            "the model keeps {} B of state between runs: this run started from its initial \
+             values (--steps runs a sequence)",
+            c.bundle.report.state_bytes
+        );
+    }
     match &a.expect {
         Some(e) => {
             let tol = Tolerance {

@@ -1,0 +1,193 @@
+//! `kiln run --steps DIR`: a streaming model over a sequence of invocations on one device,
+//! its state carried from each to the next. Step `NN` reads `DIR/NN/inputs/`, writes
+//! `--outputs/NN/`, and with `--expect E` is compared with `E/NN/expected/`; the kernels' costs
+//! are summed over the steps.
+
+use super::{
+    compare_as, per_step, print_costs, target_for, EstimatedCycles, Ran, RunArgs, Tolerance,
+};
+use crate::model::{compile_with_cost, read_inputs, write_outputs, BeamCost, Compiled};
+use anyhow::{bail, Context, Result};
+use kiln_runners::{board, host, Invocation};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// The numbered step folders of `dir`, in order: `00`, `01`, … with none missing.
+fn step_dirs(dir: &Path) -> Result<Vec<PathBuf>> {
+    let entries = std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))?;
+    let mut numbers = Vec::new();
+    for entry in entries {
+        let name = entry?.file_name().to_string_lossy().into_owned();
+        if let Ok(n) = name.parse::<usize>() {
+            numbers.push((n, name));
+        }
+    }
+    numbers.sort();
+    if numbers.is_empty() {
+        bail!("{}: no step folders (00, 01, …)", dir.display());
+    }
+    for (k, (n, name)) in numbers.iter().enumerate() {
+        if *n != k {
+            bail!(
+                "{}: step {k:02} is missing (the folders go on with {name}): the steps must \
+                 be numbered from 00 without a gap",
+                dir.display()
+            );
+        }
+    }
+    Ok(numbers
+        .into_iter()
+        .map(|(_, name)| dir.join(name))
+        .collect())
+}
+
+/// Each step's inputs, read and checked against the model.
+fn read_steps(dirs: &[PathBuf], c: &Compiled) -> Result<Vec<Vec<Vec<u8>>>> {
+    (dirs.iter().enumerate())
+        .map(|(k, d)| read_inputs(&d.join("inputs"), c).with_context(|| format!("step {k:02}")))
+        .collect()
+}
+
+/// `kiln run --steps`: runs, writes, compares and reports every step.
+pub(super) fn run_steps(a: &RunArgs, dir: &Path) -> Result<ExitCode> {
+    let dirs = step_dirs(dir)?;
+    let expect_dirs = match &a.expect {
+        Some(e) => Some(step_dirs(e)?),
+        None => None,
+    };
+    if let (Some(e), Some(dirs_e)) = (&a.expect, &expect_dirs) {
+        if dirs_e.len() != dirs.len() {
+            bail!(
+                "{} has {} steps, {} has {}",
+                dir.display(),
+                dirs.len(),
+                e.display(),
+                dirs_e.len()
+            );
+        }
+    }
+    let c = compile_with_cost(&a.model, &target_for(&a.board), BeamCost::Host)?;
+    let inputs = read_steps(&dirs, &c)?;
+    let invocations: Vec<Invocation> = inputs.iter().map(|i| Invocation::Run(i)).collect();
+    let runs = run_invocations(a, &c, &invocations)?;
+    for (k, run) in runs.iter().enumerate() {
+        write_outputs(&a.outputs.join(format!("{k:02}")), &c, &run.outputs)?;
+    }
+    let all = summed(&runs);
+    print_costs(&c, &all);
+    let n = runs.len() as f64;
+    let cycles = (all.cycles.as_ref())
+        .map(|e| {
+            format!(
+                ", {:.0} est. cycles",
+                e.per_step.iter().sum::<u64>() as f64 / n
+            )
+        })
+        .unwrap_or_default();
+    println!(
+        "{} steps from the initial state, {} B of state carried between them; a step: {:.0} {} \
+         on average{cycles}",
+        runs.len(),
+        c.bundle.report.state_bytes,
+        all.step_cost.iter().sum::<f64>() / n,
+        all.unit
+    );
+    let Some(expect_dirs) = expect_dirs else {
+        return Ok(ExitCode::SUCCESS);
+    };
+    let tol = Tolerance {
+        rtol: a.rtol,
+        atol: a.atol,
+        lsb: a.lsb,
+    };
+    let mut matched = true;
+    for (k, (run, d)) in runs.iter().zip(&expect_dirs).enumerate() {
+        let prefix = format!("step {k:02}, ");
+        matched &= compare_as(&c, &run.outputs, &d.join("expected"), tol, &prefix)
+            .with_context(|| format!("step {k:02}"))?;
+    }
+    match matched {
+        true => println!("all {} steps match", runs.len()),
+        false => println!("MISMATCH in some of the {} steps", runs.len()),
+    }
+    Ok(if matched {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// Every invocation on `--board`: the host, or an emulated board over semihosting files.
+fn run_invocations(a: &RunArgs, c: &Compiled, invocations: &[Invocation]) -> Result<Vec<Ran>> {
+    let dir = tempfile::tempdir().context("a temporary folder for the bundle")?;
+    let bundle_dir = dir.path().join("bundle");
+    c.bundle.write(&bundle_dir)?;
+    let report = &c.bundle.report;
+    if a.board == "host" {
+        let lib = host::compile(&bundle_dir)?;
+        let runs = host::run_invocations(&c.bundle, &lib, invocations)?;
+        let ran = |r: host::HostRun| Ran {
+            outputs: r.outputs,
+            step_cost: r.step_times.iter().map(|d| d.as_secs_f64() * 1e6).collect(),
+            unit: "us",
+            image: None,
+            cycles: None,
+        };
+        return Ok(runs.into_iter().map(ran).collect());
+    }
+    let info = board::info(&a.board)?;
+    if !info.emulated || a.io.as_deref().is_some_and(|io| io != "files") {
+        bail!(
+            "--steps runs on the host and on the emulated boards over semihosting files; {} {} \
+             is not one yet",
+            a.board,
+            a.io.as_deref()
+                .map_or(String::new(), |io| format!("with --io {io}"))
+        );
+    }
+    board::check_fits(&info, &c.bundle)?;
+    let image = board::build_with_options(&info, &bundle_dir, Default::default(), &mut |_| {})?;
+    let timeout = std::time::Duration::from_secs(600);
+    let runs = board::run_invocations(&info, &image, invocations, timeout)?;
+    let core = board::Core::of(&info);
+    let ran = |r: board::BoardRun| Ran {
+        step_cost: per_step(report, r.step_instructions.iter().map(|&n| n as f64)),
+        cycles: core
+            .filter(|_| r.step_cycles.len() == r.step_instructions.len())
+            .map(|core| EstimatedCycles {
+                core,
+                per_step: per_step(report, r.step_cycles.iter().copied()),
+            }),
+        outputs: r.outputs,
+        unit: "instructions",
+        image: Some((image.flash_used, image.ram_used)),
+    };
+    Ok(runs.into_iter().map(ran).collect())
+}
+
+/// The runs as one: each kernel's cost and cycles summed over them, the last run's outputs.
+fn summed(runs: &[Ran]) -> Ran {
+    let last = runs.last().expect("at least one step");
+    let add = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(x, y)| x + y).collect::<Vec<_>>();
+    let step_cost = (runs.iter()).fold(vec![0.0; last.step_cost.len()], |sum, r| {
+        add(&sum, &r.step_cost)
+    });
+    let cycles = last.cycles.as_ref().map(|e| EstimatedCycles {
+        core: e.core,
+        per_step: (0..e.per_step.len())
+            .map(|i| {
+                let each = runs
+                    .iter()
+                    .filter_map(|r| r.cycles.as_ref()?.per_step.get(i));
+                each.sum()
+            })
+            .collect(),
+    });
+    Ran {
+        outputs: last.outputs.clone(),
+        step_cost,
+        unit: last.unit,
+        image: last.image,
+        cycles,
+    }
+}
