@@ -217,18 +217,7 @@ pub fn run_on(board: &str, c: &Compiled, inputs: &[Vec<u8>], place: &Place) -> R
         c.bundle.write(&bundle_dir)?;
         let lib = kiln_runners::host::compile(&bundle_dir)?;
         let run = kiln_runners::host::run_best_steps(&c.bundle, &lib, inputs, place.runs)?;
-        let step_cost = run
-            .step_times
-            .iter()
-            .map(|d| d.as_secs_f64() * 1e6)
-            .collect();
-        return Ok(Ran {
-            outputs: run.outputs,
-            step_cost,
-            unit: "us",
-            image: None,
-            cycles: None,
-        });
+        return Ok(Ran::on_host(run));
     }
     let info = board::info(board)?;
     let fit = board::check_fits(&info, &c.bundle)?;
@@ -258,24 +247,51 @@ pub fn run_on(board: &str, c: &Compiled, inputs: &[Vec<u8>], place: &Place) -> R
     let run = board::run_with_options(&info, &image, inputs, BOARD_TIMEOUT, options)?;
     spinner.finish_and_clear();
     println!("{fit}");
-    let report = &c.bundle.report;
-    let step_cost = per_step(report, run.step_instructions.iter().map(|&n| n as f64));
-    let cycles = match board::Core::of(&info) {
-        Some(core) if run.step_cycles.len() == run.step_instructions.len() => {
-            Some(EstimatedCycles {
-                core,
-                per_step: per_step(report, run.step_cycles.iter().copied()),
-            })
+    Ok(Ran::on_emulated(run, &c.bundle.report, &info, &image))
+}
+
+impl Ran {
+    /// A host run: each step's time in microseconds.
+    pub fn on_host(run: kiln_runners::host::HostRun) -> Ran {
+        Ran {
+            outputs: run.outputs,
+            step_cost: run
+                .step_times
+                .iter()
+                .map(|d| d.as_secs_f64() * 1e6)
+                .collect(),
+            unit: "us",
+            image: None,
+            cycles: None,
         }
-        _ => None,
-    };
-    Ok(Ran {
-        outputs: run.outputs,
-        step_cost,
-        unit: "instructions",
-        image: Some((image.flash_used, image.ram_used)),
-        cycles,
-    })
+    }
+
+    /// A run on an emulated board: each step's instructions, and its estimated cycles where
+    /// the board's core has an estimate.
+    pub fn on_emulated(
+        run: board::BoardRun,
+        report: &kiln_codegen::bundle::Report,
+        info: &board::BoardInfo,
+        image: &board::BuiltImage,
+    ) -> Ran {
+        let step_cost = per_step(report, run.step_instructions.iter().map(|&n| n as f64));
+        let cycles = match board::Core::of(info) {
+            Some(core) if run.step_cycles.len() == run.step_instructions.len() => {
+                Some(EstimatedCycles {
+                    core,
+                    per_step: per_step(report, run.step_cycles.iter().copied()),
+                })
+            }
+            _ => None,
+        };
+        Ran {
+            outputs: run.outputs,
+            step_cost,
+            unit: "instructions",
+            image: Some((image.flash_used, image.ram_used)),
+            cycles,
+        }
+    }
 }
 
 /// Per-call costs (loops unrolled) summed per step; costs already per step stay as they are.

@@ -4,7 +4,7 @@
 //! are summed over the steps.
 
 use super::{
-    compare_as, per_step, print_costs, target_for, EstimatedCycles, Ran, RunArgs, Tolerance,
+    compare_as, print_costs, target_for, EstimatedCycles, Ran, RunArgs, Tolerance, BOARD_TIMEOUT,
 };
 use crate::model::{compile_with_cost, read_inputs, write_outputs, BeamCost, Compiled};
 use anyhow::{bail, Context, Result};
@@ -122,18 +122,10 @@ fn run_invocations(a: &RunArgs, c: &Compiled, invocations: &[Invocation]) -> Res
     let dir = tempfile::tempdir().context("a temporary folder for the bundle")?;
     let bundle_dir = dir.path().join("bundle");
     c.bundle.write(&bundle_dir)?;
-    let report = &c.bundle.report;
     if a.board == "host" {
         let lib = host::compile(&bundle_dir)?;
         let runs = host::run_invocations(&c.bundle, &lib, invocations)?;
-        let ran = |r: host::HostRun| Ran {
-            outputs: r.outputs,
-            step_cost: r.step_times.iter().map(|d| d.as_secs_f64() * 1e6).collect(),
-            unit: "us",
-            image: None,
-            cycles: None,
-        };
-        return Ok(runs.into_iter().map(ran).collect());
+        return Ok(runs.into_iter().map(Ran::on_host).collect());
     }
     let info = board::info(&a.board)?;
     if !info.emulated || a.io.as_deref().is_some_and(|io| io != "files") {
@@ -147,21 +139,8 @@ fn run_invocations(a: &RunArgs, c: &Compiled, invocations: &[Invocation]) -> Res
     }
     board::check_fits(&info, &c.bundle)?;
     let image = board::build_with_options(&info, &bundle_dir, Default::default(), &mut |_| {})?;
-    let timeout = std::time::Duration::from_secs(600);
-    let runs = board::run_invocations(&info, &image, invocations, timeout)?;
-    let core = board::Core::of(&info);
-    let ran = |r: board::BoardRun| Ran {
-        step_cost: per_step(report, r.step_instructions.iter().map(|&n| n as f64)),
-        cycles: core
-            .filter(|_| r.step_cycles.len() == r.step_instructions.len())
-            .map(|core| EstimatedCycles {
-                core,
-                per_step: per_step(report, r.step_cycles.iter().copied()),
-            }),
-        outputs: r.outputs,
-        unit: "instructions",
-        image: Some((image.flash_used, image.ram_used)),
-    };
+    let runs = board::run_invocations(&info, &image, invocations, BOARD_TIMEOUT)?;
+    let ran = |r| Ran::on_emulated(r, &c.bundle.report, &info, &image);
     Ok(runs.into_iter().map(ran).collect())
 }
 
