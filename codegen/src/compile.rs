@@ -197,6 +197,10 @@ pub struct Compiled {
     /// The bundle's outputs: the model's, then the lengths of those in `bounded`.
     pub outputs: Vec<(String, DType, Vec<usize>)>,
     pub bounded: Vec<crate::graph::Bounded>,
+    /// The model file's inputs bound at compile time, and its outputs that only feed a state:
+    /// (index among the file's, name).
+    pub bound_inputs: Vec<crate::graph::FileTensor>,
+    pub state_outputs: Vec<crate::graph::FileTensor>,
 }
 
 /// A model output of a run: name, type, shape and bytes.
@@ -242,5 +246,7 @@ pub fn io_of(imported: &Imported, bundle: Bundle) -> Compiled {
         inputs,
         outputs,
         bounded: imported.bounded.clone(),
+        bound_inputs: imported.bound_inputs.clone(),
+        state_outputs: imported.state_outputs.clone(),
     }
 }

@@ -106,7 +106,17 @@ pub fn compile_file(name: &str, path: &std::path::Path) -> Result<Bundle> {
 
 /// Imports any model file (ONNX or TFLite) and compiles it for `target`.
 pub fn compile_file_for(name: &str, path: &std::path::Path, target: &Target) -> Result<Bundle> {
-    let imported = kiln_codegen::model::import_file(path, &Default::default())
+    compile_file_with(name, path, target, &Default::default())
+}
+
+/// [`compile_file_for`], imported with `options` (`--shape`, `--const`, `--state`, …).
+pub fn compile_file_with(
+    name: &str,
+    path: &std::path::Path,
+    target: &Target,
+    options: &kiln_codegen::model::ImportOptions,
+) -> Result<Bundle> {
+    let imported = kiln_codegen::model::import_file(path, options)
         .with_context(|| format!("importing {}", path.display()))?;
     Ok(compile_graph(
         name,

@@ -4,12 +4,20 @@
 //! then gives the first step's outputs again, as a freshly loaded model does (TFLM's own
 //! `reset()` refills each variable with its zero point instead, without rerunning
 //! `CALL_ONCE`). The vectors are `scripts/make_streaming_tflite.py`'s.
+//!
+//! ONNX models that take their state as inputs and give the next state as outputs are compiled
+//! with their states bound (`--state OUT=IN`) and their fixed inputs constant (`--const`): their
+//! steps, recorded by `scripts/make_onnx_streaming.py` from one onnxruntime session fed its own
+//! state back, hold every input and output of the file; the device gets only the others, and
+//! the outputs that are states are not compared (the next steps' outputs depend on them).
 
 use kiln_codegen::bundle::Bundle;
+use kiln_codegen::model::{Bindings, ConstInput, ImportOptions, StateLink};
+use kiln_codegen::target::Target;
 use kiln_runners::board;
 use kiln_runners::host;
 use kiln_runners::Invocation;
-use kiln_tests::{compare, compile_file, read_steps, root, StreamStep};
+use kiln_tests::{compare, compile_file_with, read_steps, root, StreamStep};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -26,11 +34,55 @@ struct Stream {
     bytes: Vec<Vec<Vec<u8>>>,
 }
 
+/// A model file, the options it is compiled with, and which of its inputs and outputs (by
+/// index) those options bind.
+struct Model {
+    name: &'static str,
+    path: PathBuf,
+    steps: PathBuf,
+    options: ImportOptions,
+    bound_inputs: &'static [usize],
+    state_outputs: &'static [usize],
+}
+
+impl Model {
+    /// A model compiled as it is.
+    fn plain(name: &'static str, path: PathBuf, steps: PathBuf) -> Model {
+        Model {
+            name,
+            path,
+            steps,
+            options: ImportOptions::default(),
+            bound_inputs: &[],
+            state_outputs: &[],
+        }
+    }
+}
+
+/// `tensors` without those at `indices`.
+fn without(
+    tensors: Vec<kiln_codegen::tensor::Tensor>,
+    indices: &[usize],
+) -> Vec<kiln_codegen::tensor::Tensor> {
+    (tensors.into_iter().enumerate())
+        .filter(|(i, _)| !indices.contains(i))
+        .map(|(_, t)| t)
+        .collect()
+}
+
 impl Stream {
-    fn new(name: &str, model: &Path, steps_dir: &Path, place: &str) -> Stream {
-        let bundle = compile_file(name, model).unwrap_or_else(|e| panic!("{name}: {e:#}"));
+    fn new(m: &Model, place: &str) -> Stream {
+        let name = m.name;
+        let bundle = compile_file_with(name, &m.path, &Target::c(), &m.options)
+            .unwrap_or_else(|e| panic!("{name}: {e:#}"));
         assert!(bundle.report.state_bytes > 0, "{name} keeps no state");
-        let steps = read_steps(steps_dir).unwrap_or_else(|e| panic!("{e:#}"));
+        let steps = read_steps(&m.steps).unwrap_or_else(|e| panic!("{e:#}"));
+        let steps: Vec<StreamStep> = (steps.into_iter())
+            .map(|s| StreamStep {
+                inputs: without(s.inputs, m.bound_inputs),
+                expected: without(s.expected, m.state_outputs),
+            })
+            .collect();
         assert!(steps.len() >= 20, "{name}: {} steps", steps.len());
         let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
             .join("streaming")
@@ -76,8 +128,9 @@ impl Stream {
 }
 
 /// Compiles `model`, runs its steps on the host, then a reset and the first step again.
-fn stream_on_host(name: &str, model: &Path, steps_dir: &Path) -> Vec<StreamStep> {
-    let s = Stream::new(name, model, steps_dir, "host");
+fn stream_on_host(m: &Model) -> Vec<StreamStep> {
+    let name = m.name;
+    let s = Stream::new(m, "host");
     let lib = host::compile(&s.dir).unwrap_or_else(|e| panic!("{name}: {e}"));
     let runs = host::run_invocations(&s.bundle, &lib, &s.invocations())
         .unwrap_or_else(|e| panic!("{name}: {e}"));
@@ -87,8 +140,9 @@ fn stream_on_host(name: &str, model: &Path, steps_dir: &Path) -> Vec<StreamStep>
 }
 
 /// The same on an emulated board, in one run of its firmware: each step's instructions too.
-fn stream_on_board(board_name: &str, name: &str, model: &Path, steps_dir: &Path) {
-    let s = Stream::new(name, model, steps_dir, board_name);
+fn stream_on_board(board_name: &str, m: &Model) {
+    let name = m.name;
+    let s = Stream::new(m, board_name);
     let info = board::info(board_name).unwrap();
     let image = board::build_with_options(&info, &s.dir, Default::default(), &mut |_| {})
         .unwrap_or_else(|e| panic!("building {name} for {board_name}: {e}"));
@@ -106,29 +160,68 @@ fn stream_on_board(board_name: &str, name: &str, model: &Path, steps_dir: &Path)
     println!("{name} on {board_name}: {least}..={most} instructions a window");
 }
 
-fn real(name: &str) -> (PathBuf, PathBuf) {
+fn real(name: &'static str) -> Model {
     let dir = root().join("tests/models/tflite-real");
-    (
+    let (path, steps) = (
         dir.join(format!("{name}.tflite")),
         dir.join(name).join("steps"),
-    )
+    );
+    Model::plain(name, path, steps)
 }
 
-fn generated(name: &str) -> (PathBuf, PathBuf) {
+fn generated(name: &'static str) -> Model {
     let dir = root().join("tests/models/tflite-streaming");
-    (
+    let (path, steps) = (
         dir.join(format!("{name}.tflite")),
         dir.join(name).join("steps"),
-    )
+    );
+    Model::plain(name, path, steps)
+}
+
+/// An ONNX model of `tests/models/onnx-streaming`, its states bound by `states` (`OUT=IN`) and
+/// its inputs fixed by `consts` (`NAME=VALUE`).
+fn onnx(
+    name: &'static str,
+    shapes: &[(&str, &[usize])],
+    consts: &[&str],
+    states: &[&str],
+) -> Model {
+    let dir = root().join("tests/models/onnx-streaming");
+    let (path, steps) = (
+        dir.join(format!("{name}.onnx")),
+        dir.join(name).join("steps"),
+    );
+    let bindings = Bindings {
+        consts: consts
+            .iter()
+            .map(|c| ConstInput::parse(c).unwrap())
+            .collect(),
+        states: states
+            .iter()
+            .map(|s| StateLink::parse(s).unwrap())
+            .collect(),
+    };
+    let options = ImportOptions {
+        shapes: shapes
+            .iter()
+            .map(|(n, d)| (n.to_string(), d.to_vec()))
+            .collect(),
+        bindings,
+        ..Default::default()
+    };
+    Model {
+        options,
+        ..Model::plain(name, path, steps)
+    }
 }
 
 /// microWakeWord's hey_jarvis: six int8 ring buffers in resource variables, initialized by
 /// CALL_ONCE.
 #[test]
 fn hey_jarvis_streams_like_tflm() {
-    let (model, dir) = real("hey_jarvis");
-    let steps = stream_on_host("hey_jarvis", &model, &dir);
-    stream_on_board("qemu-an386", "hey_jarvis", &model, &dir);
+    let m = real("hey_jarvis");
+    let steps = stream_on_host(&m);
+    stream_on_board("qemu-an386", &m);
     // The wake word's score moves as the windows come: the state matters.
     let first = &steps[0].expected[0];
     assert!(steps.iter().any(|s| s.expected[0].bytes() != first.bytes()));
@@ -136,20 +229,58 @@ fn hey_jarvis_streams_like_tflm() {
 
 #[test]
 fn float_ring_buffers_stream_like_tflm() {
-    let (model, steps) = generated("stream_conv_float");
-    stream_on_host("stream_conv_float", &model, &steps);
+    stream_on_host(&generated("stream_conv_float"));
 }
 
 #[test]
 fn int8_ring_buffers_stream_like_tflm() {
-    let (model, steps) = generated("stream_conv_int8");
-    stream_on_host("stream_conv_int8", &model, &steps);
-    stream_on_board("qemu-an386", "stream_conv_int8", &model, &steps);
+    let m = generated("stream_conv_int8");
+    stream_on_host(&m);
+    stream_on_board("qemu-an386", &m);
 }
 
 /// A variable read again after its assignment in the same run, from a non-zero start.
 #[test]
 fn a_variable_read_after_its_assignment_sees_the_new_value() {
-    let (model, steps) = generated("stream_accumulate_float");
-    stream_on_host("stream_accumulate_float", &model, &steps);
+    stream_on_host(&generated("stream_accumulate_float"));
+}
+
+/// Silero VAD: its LSTM state kept on the device (`--state stateN=state`), its sample rate
+/// fixed (`--const sr=16000`) so that only the 16 kHz branch of its `If` is imported.
+#[test]
+fn silero_vad_streams_like_onnxruntime_fed_its_own_state() {
+    let mut m = onnx(
+        "silero_vad",
+        &[("input", &[1, 576]), ("state", &[2, 1, 128])],
+        &["sr=16000"],
+        &["stateN=state"],
+    );
+    (m.bound_inputs, m.state_outputs) = (&[1, 2], &[1]);
+    let steps = stream_on_host(&m);
+    stream_on_board("qemu-an386", &m);
+    let speech = steps
+        .iter()
+        .filter(|s| s.expected[0].to_f64()[0] > 0.5)
+        .count();
+    assert!(
+        speech > 0 && speech < steps.len(),
+        "{speech} windows of speech"
+    );
+}
+
+/// A GRU step whose hidden state stays on the device (`--state hn=h`).
+#[test]
+fn gru_state_bound_streams_like_onnxruntime() {
+    let mut m = onnx("gru_stream", &[], &[], &["hn=h"]);
+    (m.bound_inputs, m.state_outputs) = (&[1], &[1]);
+    stream_on_host(&m);
+}
+
+/// An LSTM step with both its states on the device (`--state hn=h --state cn=c`).
+#[test]
+fn lstm_states_bound_stream_like_onnxruntime() {
+    let mut m = onnx("lstm_stream", &[], &[], &["hn=h", "cn=c"]);
+    (m.bound_inputs, m.state_outputs) = (&[1, 2], &[1, 2]);
+    stream_on_host(&m);
+    stream_on_board("qemu-an386", &m);
 }

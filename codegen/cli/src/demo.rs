@@ -71,13 +71,7 @@ fn run_part(part: &Part, dir: &Path) -> Result<bool> {
         "Kiln demo: {} on {BOARD} (Cortex-M4F, emulated)\n",
         part.title
     );
-    let args = ModelArgs {
-        model: p.join(part.file),
-        shapes: vec![],
-        beam: 0,
-        requant: Default::default(),
-        keep_f16: false,
-    };
+    let args = ModelArgs::file(p.join(part.file));
     let c = compile(&args, &crate::run::target_for(BOARD))?;
     let inputs = read_inputs(&p.join("in"), &c)?;
     let ran = run_on(BOARD, &c, &inputs, &Default::default())?;

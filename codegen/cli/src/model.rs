@@ -38,6 +38,31 @@ pub struct ModelArgs {
     /// without it they are widened once, at compile time.
     #[arg(long)]
     pub keep_f16: bool,
+    /// Fixes an input at compile time: `NAME=VALUE` (numbers, comma-separated, in the input's
+    /// type) or `NAME=path.npy`. Constant folding and `If` see its value, and the compiled
+    /// model no longer has that input.
+    #[arg(long = "const", value_name = "NAME=VALUE")]
+    pub consts: Vec<String>,
+    /// Keeps a state on the device: output OUT becomes input IN of the next run (zeros before
+    /// the first run and after a reset), and neither is an input or output of the compiled
+    /// model any more. Repeatable: `--state hn=h --state cn=c`.
+    #[arg(long = "state", value_name = "OUT=IN")]
+    pub states: Vec<String>,
+}
+
+impl ModelArgs {
+    /// The model file `model`, with every option at its default.
+    pub fn file(model: std::path::PathBuf) -> ModelArgs {
+        ModelArgs {
+            model,
+            shapes: Vec::new(),
+            beam: 0,
+            requant: RequantArg::default(),
+            keep_f16: false,
+            consts: Vec::new(),
+            states: Vec::new(),
+        }
+    }
 }
 
 /// `--requant`'s values.
@@ -73,10 +98,17 @@ fn import(args: &ModelArgs) -> Result<(String, kiln_codegen::graph::Imported)> {
         .iter()
         .map(|s| onnx::parse_shape_override(s))
         .collect::<Result<Vec<_>, _>>()?;
+    let bindings = model::Bindings {
+        consts: (args.consts.iter().map(|c| model::ConstInput::parse(c)))
+            .collect::<Result<_, _>>()?,
+        states: (args.states.iter().map(|s| model::StateLink::parse(s)))
+            .collect::<Result<_, _>>()?,
+    };
     let options = model::ImportOptions {
         shapes,
         requant: args.requant.into(),
         keep_f16: args.keep_f16,
+        bindings,
     };
     let imported = model::import_file(&args.model, &options)
         .with_context(|| format!("importing {}", args.model.display()))?;
@@ -190,10 +222,25 @@ pub fn compile_gpu(
     Ok((io_of(&imported, gb.bundle.clone()), gb))
 }
 
-/// Reads `input_N.npy`/`.pb` from `dir` and checks them against the model's inputs.
+/// Reads `input_N.npy`/`.pb` from `dir` and checks them against the model's inputs. A folder
+/// written for the model file, with the inputs bound at compile time (`--const`, `--state`),
+/// is read without them, and a note says so.
 pub fn read_inputs(dir: &Path, c: &Compiled) -> Result<Vec<Vec<u8>>> {
+    read_inputs_noting(dir, c, true)
+}
+
+/// [`read_inputs`], the note on unused files printed only if `note`.
+pub fn read_inputs_noting(dir: &Path, c: &Compiled, note: bool) -> Result<Vec<Vec<u8>>> {
     let tensors = tensorio::read_dir_tensors(dir, "input")
         .with_context(|| format!("reading inputs from {}", dir.display()))?;
+    let (tensors, unused) = without_bound(tensors, c.inputs.len(), &c.bound_inputs);
+    for (i, name) in unused.iter().filter(|_| note) {
+        eprintln!(
+            "note: {}: input_{i} ({name}) is not used: it is bound at compile time (--const or \
+             --state), and the compiled model has no such input",
+            dir.display()
+        );
+    }
     if tensors.len() != c.inputs.len() {
         bail!(
             "the model has {} inputs, {} has {}",
@@ -215,6 +262,26 @@ pub fn read_inputs(dir: &Path, c: &Compiled) -> Result<Vec<Vec<u8>>> {
         out.push(t.bytes().to_vec());
     }
     Ok(out)
+}
+
+/// A folder's tensors (`input_N` or `output_N`, in order) for a compiled model that has
+/// `count` of them: as they are, or, when the folder was written for the model file, without
+/// those bound at compile time (`bound`: index among the file's, name). Returns the tensors
+/// kept, and those left out with their index.
+pub fn without_bound(
+    tensors: Vec<Tensor>,
+    count: usize,
+    bound: &[(usize, String)],
+) -> (Vec<Tensor>, Vec<(usize, String)>) {
+    if bound.is_empty() || tensors.len() != count + bound.len() {
+        return (tensors, Vec::new());
+    }
+    let is_bound = |i: usize| bound.iter().any(|(b, _)| *b == i);
+    let kept = tensors
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| !is_bound(*i));
+    (kept.map(|(_, t)| t).collect(), bound.to_vec())
 }
 
 /// Writes outputs as `output_N.npy` into `dir`.

@@ -127,3 +127,73 @@ fn one_run_of_a_stateful_model_says_where_its_state_starts() {
         "{t}"
     );
 }
+
+fn onnx_model(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../tests/models/onnx-streaming/{name}"))
+}
+
+/// `--state hn=h`: the hidden state stays on the device, so the steps' `h` inputs (onnxruntime
+/// fed its own state) and `hn` outputs are left out, and said to be.
+#[test]
+fn a_bound_state_streams_without_its_input_and_output() {
+    let (m, steps) = (
+        onnx_model("gru_stream.onnx"),
+        onnx_model("gru_stream/steps"),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let (m, steps, out) = (
+        m.to_str().unwrap(),
+        steps.to_str().unwrap(),
+        out.to_str().unwrap(),
+    );
+    let o = kiln(&[
+        "run",
+        m,
+        "--board",
+        "host",
+        "--state",
+        "hn=h",
+        "--steps",
+        steps,
+        "--expect",
+        steps,
+        "--outputs",
+        out,
+    ]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    assert!(t.contains("input_1 (h) is not used"), "{t}");
+    assert_eq!(
+        t.matches("is not used").count(),
+        1,
+        "said once, not per step: {t}"
+    );
+    assert!(t.contains("all 24 steps match"), "{t}");
+    assert!(t.contains("of which state 128 B kept between runs"), "{t}");
+    assert!(!dir.path().join("out/00/output_1.npy").exists());
+}
+
+/// A `--state` or `--const` that names what the model lacks, or a value that does not fit:
+/// exit 2, the flag and the tensor named, nothing written.
+#[test]
+fn bad_bindings_are_errors_that_name_them() {
+    let m = onnx_model("gru_stream.onnx");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("bundle");
+    let cases: &[(&[&str], &str)] = &[
+        (&["--state", "hn=hidden"], "--state names input \"hidden\""),
+        (&["--state", "scores=h"], "output \"scores\" is f32 [1, 4]"),
+        (&["--const", "x=1,2"], "--const x: 2 value(s) given"),
+        (&["--const", "x"], "--const \"x\": no '='"),
+    ];
+    for (flags, words) in cases {
+        let mut args = vec!["compile", m.to_str().unwrap(), "-o", out.to_str().unwrap()];
+        args.extend_from_slice(flags);
+        let o = kiln(&args);
+        let t = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{flags:?}: {t}");
+        assert!(t.contains(words), "{flags:?}: {t}");
+        assert!(!out.exists(), "{flags:?} wrote {}", out.display());
+    }
+}

@@ -419,6 +419,9 @@ impl Lazy {
     }
 }
 
+/// An input or output of a model file: its index among the file's, and its name.
+pub type FileTensor = (usize, String);
+
 /// A model lowered to a graph: the graph, its output values and the model's value names.
 #[derive(Clone, Debug)]
 pub struct Imported {
@@ -428,6 +431,12 @@ pub struct Imported {
     pub input_names: Vec<String>,
     /// The outputs whose length along one axis is known only at run time.
     pub bounded: Vec<Bounded>,
+    /// The model file's inputs that the graph does not have, bound at compile time (constants
+    /// and states): (index among the file's inputs, name).
+    pub bound_inputs: Vec<FileTensor>,
+    /// The model file's outputs that are only a state's next value: (index among the file's
+    /// outputs, name).
+    pub state_outputs: Vec<FileTensor>,
 }
 
 /// An output of data-dependent length (`NonZero`'s): it holds an upper bound of elements along

@@ -13,10 +13,11 @@ use std::fmt::Write as _;
 use thiserror::Error;
 
 use super::ops::{self, checked_numel, dtype_of, materialize, Ctx, OpBuilder, OpError, Value};
-use super::{pin_dims, qdq, Narrow, OnnxError, OnnxModel, OnnxNode, Requant};
+use super::{pin_dims, qdq, Dim, Narrow, OnnxError, OnnxModel, OnnxNode, Requant, ValueInfo};
 use crate::graph::eval::evaluate;
 pub use crate::graph::Imported;
-use crate::graph::{Graph, Lazy};
+use crate::graph::{FileTensor, Graph, Lazy};
+use crate::model::{BindError, Binding, Bindings};
 use crate::tensor::Tensor;
 
 /// Known inputs up to this many elements (each) are computed on at compile time.
@@ -60,6 +61,8 @@ pub enum ImportError {
     InputTooLarge { input: String, dims: Vec<usize> },
     #[error("graph output {name:?} is not computed by any node")]
     MissingOutput { name: String },
+    #[error(transparent)]
+    Bind(#[from] BindError),
 }
 
 /// `3 unsupported ops in 4 nodes: Foo ×2 (a, b), Bar ×1 (c), …`.
@@ -117,6 +120,18 @@ pub fn import_with(
     shapes: &[(String, Vec<usize>)],
     requant: Requant,
 ) -> Result<Imported, ImportError> {
+    import_bound(model, shapes, requant, &Bindings::default())
+}
+
+/// Lowers `model` as [`import_with`] does, the inputs that `bindings` names bound: a constant
+/// input is a value known at compile time, a state input a state whose next value is the
+/// output that binds it.
+pub fn import_bound(
+    model: &OnnxModel,
+    shapes: &[(String, Vec<usize>)],
+    requant: Requant,
+    bindings: &Bindings,
+) -> Result<Imported, ImportError> {
     let (graph, _) = qdq::fuse(&model.graph);
     let unsupported: Vec<(String, String)> = model
         .graph
@@ -128,7 +143,8 @@ pub fn import_with(
     if !unsupported.is_empty() {
         return Err(ImportError::UnsupportedOps { ops: unsupported });
     }
-    let dims = pin_dims(&graph.inputs, shapes)?;
+    let names: Vec<&str> = graph.inputs.iter().map(|i| i.name.as_str()).collect();
+    bindings.check_inputs(&names)?;
     let mut imp = Importer {
         graph: Graph::new(),
         values: HashMap::new(),
@@ -138,18 +154,7 @@ pub fn import_with(
         requant,
         bounded: HashMap::new(),
     };
-    let mut input_names = Vec::with_capacity(dims.len());
-    for (info, (name, d)) in graph.inputs.iter().zip(dims) {
-        if checked_numel(&d).is_err() {
-            return Err(ImportError::InputTooLarge {
-                input: name,
-                dims: d,
-            });
-        }
-        let l = imp.graph.input(&name, dtype_of(info.elem, &name)?, &d);
-        imp.values.insert(name.clone(), Value::Tensor(l));
-        input_names.push(name);
-    }
+    let (input_names, bound_inputs) = imp.inputs(&graph.inputs, shapes, bindings)?;
     for (name, t) in &graph.initializers {
         imp.values.insert(name.clone(), Value::known(t.clone()));
     }
@@ -175,13 +180,16 @@ pub fn import_with(
             output_names.push(format!("{}.length", o.name));
         }
     }
-    Ok(Imported {
+    let imported = Imported {
         graph: imp.graph,
         outputs,
         output_names,
         input_names,
         bounded,
-    })
+        bound_inputs,
+        state_outputs: Vec::new(),
+    };
+    Ok(bindings.link_states(imported)?)
 }
 
 struct Importer {
@@ -199,6 +207,60 @@ struct Importer {
 }
 
 impl Importer {
+    /// Creates the model's inputs: graph inputs (free dims pinned by `shapes`), or constants
+    /// and states where `bindings` binds them. Returns the names of the graph's inputs, and the
+    /// bound ones with their index among the model's.
+    fn inputs(
+        &mut self,
+        inputs: &[ValueInfo],
+        shapes: &[(String, Vec<usize>)],
+        bindings: &Bindings,
+    ) -> Result<(Vec<String>, Vec<FileTensor>), ImportError> {
+        let is_const =
+            |i: &&ValueInfo| matches!(bindings.of_input(&i.name), Some(Binding::Const(_)));
+        let free: Vec<ValueInfo> = inputs.iter().filter(|i| !is_const(i)).cloned().collect();
+        let mut dims = pin_dims(&free, shapes)?.into_iter();
+        let (mut names, mut bound) = (Vec::new(), Vec::new());
+        for (index, info) in inputs.iter().enumerate() {
+            let name = info.name.clone();
+            let dtype = dtype_of(info.elem, &name)?;
+            let value = match bindings.of_input(&name) {
+                Some(Binding::Const(source)) => {
+                    let declared: Vec<Option<usize>> = (info.dims.iter())
+                        .map(|d| match d {
+                            Dim::Fixed(n) => Some(*n),
+                            Dim::Free(_) => None,
+                        })
+                        .collect();
+                    Value::known(source.tensor(&name, dtype.scalar, &declared)?)
+                }
+                binding => {
+                    let (_, d) = dims
+                        .next()
+                        .expect("pinned dims for each input not constant");
+                    if checked_numel(&d).is_err() {
+                        return Err(ImportError::InputTooLarge {
+                            input: name,
+                            dims: d,
+                        });
+                    }
+                    Value::Tensor(if binding == Some(Binding::State) {
+                        let state = self.graph.state(&name, dtype, &d, None);
+                        state.expect("no initial value to disagree with").0
+                    } else {
+                        names.push(name.clone());
+                        self.graph.input(&name, dtype, &d)
+                    })
+                }
+            };
+            if bindings.of_input(&name).is_some() {
+                bound.push((index, name.clone()));
+            }
+            self.values.insert(name, value);
+        }
+        Ok((names, bound))
+    }
+
     fn node(&mut self, node: &OnnxNode) -> Result<(), ImportError> {
         if is_control(node) {
             return self.control(node);

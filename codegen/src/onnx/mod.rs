@@ -19,7 +19,7 @@ mod tensor;
 
 pub use attr::{AttrValue, Attributes};
 pub use error::{AttrProblem, OnnxError, OPSET_RANGE};
-pub use import::{import, import_with, ImportError, Imported};
+pub use import::{import, import_bound, import_with, ImportError, Imported};
 pub use model::{load, load_bytes, Dim, OnnxGraph, OnnxModel, OnnxNode, ValueInfo};
 pub use qdq::Requant;
 pub use shape::{parse_shape_override, pin_dims};

@@ -70,6 +70,8 @@ pub enum TfliteError {
     /// A resource variable whose assignments disagree, or that is read and never assigned.
     #[error("variable {name:?}: {reason}")]
     Variable { name: String, reason: String },
+    #[error(transparent)]
+    Bind(#[from] crate::model::BindError),
 }
 
 /// Why one operator could not be lowered.

@@ -18,7 +18,8 @@ pub use kiln_tflite_schema::tflite as schema;
 pub use model::{load_bytes, op_name, Quant, TensorId, TfOp, TfTensor, TfliteModel};
 pub use ops::softmax_params;
 
-use crate::graph::{Graph, Imported, Lazy};
+use crate::graph::{FileTensor, Graph, Imported, Lazy};
+use crate::model::{Binding, Bindings};
 use std::collections::HashMap;
 
 /// Settings of a TFLite import beyond the file itself.
@@ -37,22 +38,20 @@ pub fn import(model: &TfliteModel) -> Result<Imported, TfliteError> {
 
 /// [`import`] with the settings of `config`.
 pub fn import_with(model: &TfliteModel, config: &ImportConfig) -> Result<Imported, TfliteError> {
+    import_bound(model, config, &Bindings::default())
+}
+
+/// [`import_with`], the inputs that `bindings` names bound: a constant input becomes a weight,
+/// a state input a state whose next value is the output that binds it.
+pub fn import_bound(
+    model: &TfliteModel,
+    config: &ImportConfig,
+    bindings: &Bindings,
+) -> Result<Imported, TfliteError> {
     check_supported(model)?;
     let mut graph = Graph::new();
     ops::variable::declare(model, &mut graph)?;
-    let mut inputs = Vec::new();
-    let mut input_names = Vec::new();
-    for &id in &model.inputs {
-        let t = model.tensor(id);
-        if t.data.is_some() {
-            return Err(TfliteError::Input {
-                name: t.name.clone(),
-                reason: "has constant contents".into(),
-            });
-        }
-        inputs.push(graph.input(&t.name, t.dtype.into(), &t.shape));
-        input_names.push(t.name.clone());
-    }
+    let (inputs, input_names, bound_inputs) = bind_inputs(model, &mut graph, bindings)?;
     let scope = ops::Scope {
         root: model,
         keep_f16: config.keep_f16,
@@ -65,13 +64,61 @@ pub fn import_with(model: &TfliteModel, config: &ImportConfig) -> Result<Importe
         .iter()
         .map(|&id| model.tensor(id).name.clone())
         .collect();
-    Ok(Imported {
+    let imported = Imported {
         graph,
         outputs,
         output_names,
         input_names,
         bounded: Vec::new(),
-    })
+        bound_inputs,
+        state_outputs: Vec::new(),
+    };
+    Ok(bindings.link_states(imported)?)
+}
+
+/// The values of the main subgraph's inputs: graph inputs, or weights and states where
+/// `bindings` binds them; the names of the graph's inputs; the bound ones, by index.
+type BoundInputs = (Vec<Lazy>, Vec<String>, Vec<FileTensor>);
+
+fn bind_inputs(
+    model: &TfliteModel,
+    graph: &mut Graph,
+    bindings: &Bindings,
+) -> Result<BoundInputs, TfliteError> {
+    let names: Vec<&str> = (model.inputs.iter())
+        .map(|&id| model.tensor(id).name.as_str())
+        .collect();
+    bindings.check_inputs(&names)?;
+    let (mut values, mut graph_inputs, mut bound) = (Vec::new(), Vec::new(), Vec::new());
+    for (index, &id) in model.inputs.iter().enumerate() {
+        let t = model.tensor(id);
+        if t.data.is_some() {
+            return Err(TfliteError::Input {
+                name: t.name.clone(),
+                reason: "has constant contents".into(),
+            });
+        }
+        let value = match bindings.of_input(&t.name) {
+            Some(Binding::Const(source)) => {
+                let dims: Vec<Option<usize>> = t.shape.iter().map(|&n| Some(n)).collect();
+                let value = source.tensor(&t.name, t.dtype, &dims)?;
+                graph.weight(&t.name, value)
+            }
+            Some(Binding::State) => {
+                let state = graph.state(&t.name, t.dtype.into(), &t.shape, None);
+                state.expect("no initial value to disagree with").0
+            }
+            None => {
+                graph_inputs.push(t.name.clone());
+                graph.input(&t.name, t.dtype.into(), &t.shape)
+            }
+        };
+        if bindings.of_input(&t.name).is_some() {
+            bound.push((index, t.name.clone()));
+        }
+        values.push(value);
+    }
+    Ok((values, graph_inputs, bound))
 }
 
 /// Lists every operator of every subgraph that Kiln has no builder for, in one error.

@@ -134,13 +134,7 @@ pub fn measure_kiln(
         beam,
         board_beam,
     } = *p;
-    let mut args = ModelArgs {
-        model: m.model.clone(),
-        shapes: vec![],
-        beam: 0,
-        requant: Default::default(),
-        keep_f16: false,
-    };
+    let mut args = ModelArgs::file(m.model.clone());
     // The compile time is without search; with --beam the searched bundle is measured.
     let started = Instant::now();
     let mut c = compile(&args, &Target::host())?;

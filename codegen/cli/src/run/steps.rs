@@ -6,7 +6,7 @@
 use super::{
     compare_as, print_costs, target_for, EstimatedCycles, Ran, RunArgs, Tolerance, BOARD_TIMEOUT,
 };
-use crate::model::{compile_with_cost, read_inputs, write_outputs, BeamCost, Compiled};
+use crate::model::{compile_with_cost, read_inputs_noting, write_outputs, BeamCost, Compiled};
 use anyhow::{bail, Context, Result};
 use kiln_runners::{board, host, Invocation};
 use std::path::{Path, PathBuf};
@@ -44,7 +44,9 @@ fn step_dirs(dir: &Path) -> Result<Vec<PathBuf>> {
 /// Each step's inputs, read and checked against the model.
 fn read_steps(dirs: &[PathBuf], c: &Compiled) -> Result<Vec<Vec<Vec<u8>>>> {
     (dirs.iter().enumerate())
-        .map(|(k, d)| read_inputs(&d.join("inputs"), c).with_context(|| format!("step {k:02}")))
+        .map(|(k, d)| {
+            read_inputs_noting(&d.join("inputs"), c, k == 0).with_context(|| format!("step {k:02}"))
+        })
         .collect()
 }
 

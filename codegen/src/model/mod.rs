@@ -1,6 +1,10 @@
 //! A model file of either format, chosen by its content: a TFLite flatbuffer carries the `TFL3`
 //! identifier at bytes 4..8; anything else is read as ONNX.
 
+mod bind;
+
+pub use bind::{BindError, Binding, Bindings, ConstInput, ConstSource, StateLink};
+
 use crate::graph::Imported;
 use crate::onnx::{self, ImportError, OnnxError, Requant};
 use crate::tflite::{self, TfliteError};
@@ -47,7 +51,7 @@ pub enum ModelError {
 
 /// How a model file is imported: one set of options for both formats, each read by the
 /// format it concerns.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct ImportOptions {
     /// Free ONNX input dims pinned (`--shape NAME=…`); a TFLite model's are fixed.
     pub shapes: Vec<(String, Vec<usize>)>,
@@ -57,6 +61,8 @@ pub struct ImportOptions {
     /// A TFLite model's float16 weights behind `DEQUANTIZE` stay float16 in flash, widened
     /// where they are read (`--keep-f16`); ONNX models keep their weights' types anyway.
     pub keep_f16: bool,
+    /// Inputs bound at compile time: constants (`--const`) and states (`--state`).
+    pub bindings: Bindings,
 }
 
 /// Imports the model file at `path`.
@@ -79,11 +85,17 @@ pub fn import_bytes(bytes: &[u8], options: &ImportOptions) -> Result<Imported, M
             let config = tflite::ImportConfig {
                 keep_f16: options.keep_f16,
             };
-            Ok(tflite::import_with(&model, &config)?)
+            Ok(tflite::import_bound(&model, &config, &options.bindings)?)
         }
         Format::Onnx => {
             let model = onnx::load_bytes(bytes)?;
-            Ok(onnx::import_with(&model, &options.shapes, options.requant)?)
+            let (shapes, requant) = (&options.shapes, options.requant);
+            Ok(onnx::import_bound(
+                &model,
+                shapes,
+                requant,
+                &options.bindings,
+            )?)
         }
     }
 }
