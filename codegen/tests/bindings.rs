@@ -3,9 +3,7 @@
 
 use kiln_codegen::dtype::DType;
 use kiln_codegen::graph::Imported;
-use kiln_codegen::model::{
-    import_file, BindError, Bindings, ConstInput, ImportOptions, ModelError, StateLink,
-};
+use kiln_codegen::model::{import_file, BindError, Bindings, ImportOptions, ModelError, StateLink};
 use kiln_codegen::onnx::ImportError;
 use kiln_codegen::tensor::Tensor;
 use kiln_codegen::tflite::TfliteError;
@@ -21,16 +19,7 @@ fn options(shapes: &[(&str, &[usize])], consts: &[&str], states: &[&str]) -> Imp
             .iter()
             .map(|(n, d)| (n.to_string(), d.to_vec()))
             .collect(),
-        bindings: Bindings {
-            consts: consts
-                .iter()
-                .map(|c| ConstInput::parse(c).unwrap())
-                .collect(),
-            states: states
-                .iter()
-                .map(|s| StateLink::parse(s).unwrap())
-                .collect(),
-        },
+        bindings: Bindings::parse(consts, states).unwrap(),
         ..Default::default()
     }
 }

@@ -12,7 +12,7 @@
 //! the outputs that are states are not compared (the next steps' outputs depend on them).
 
 use kiln_codegen::bundle::Bundle;
-use kiln_codegen::model::{Bindings, ConstInput, ImportOptions, StateLink};
+use kiln_codegen::model::{Bindings, ImportOptions};
 use kiln_codegen::target::Target;
 use kiln_runners::board;
 use kiln_runners::host;
@@ -191,16 +191,7 @@ fn onnx(
         dir.join(format!("{name}.onnx")),
         dir.join(name).join("steps"),
     );
-    let bindings = Bindings {
-        consts: consts
-            .iter()
-            .map(|c| ConstInput::parse(c).unwrap())
-            .collect(),
-        states: states
-            .iter()
-            .map(|s| StateLink::parse(s).unwrap())
-            .collect(),
-    };
+    let bindings = Bindings::parse(consts, states).unwrap();
     let options = ImportOptions {
         shapes: shapes
             .iter()

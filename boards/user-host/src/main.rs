@@ -1,6 +1,7 @@
-//! A user's own program with two Kiln models in it: keyword spotting (`kws`) and a small
-//! residual network (`residual`), each compiled by `build.rs` into a typed module. It runs
-//! both on the reference inputs and checks them against onnxruntime's outputs; the same
+//! A user's own program with three Kiln models in it: keyword spotting (`kws`), a small
+//! residual network (`residual`) and a streaming GRU whose state stays in its arena (`gru`),
+//! each compiled by `build.rs` into a typed module. It runs them on the reference inputs and
+//! checks them against onnxruntime's outputs; the same
 //! functions are its unit tests, which is how model code is tested on a PC before it goes on
 //! a board.
 
@@ -8,13 +9,19 @@ use std::process::ExitCode;
 
 kiln_firmware::include_model!(kws);
 kiln_firmware::include_model!(residual);
+kiln_firmware::include_model!(gru);
 
 /// Largest difference allowed from onnxruntime's outputs.
 const TOLERANCE: f32 = 1e-4;
 
 fn main() -> ExitCode {
     let mut ok = true;
-    for (name, result) in [("kws", check_kws()), ("residual", check_residual())] {
+    let checks = [
+        ("kws", check_kws()),
+        ("residual", check_residual()),
+        ("gru", check_gru()),
+    ];
+    for (name, result) in checks {
         match result {
             Ok(diff) => println!("{name}: matches the reference (max abs diff {diff:.2e})"),
             Err(e) => {
@@ -65,6 +72,33 @@ fn check_residual() -> Result<f32, String> {
     compare(out.y, &want)
 }
 
+/// The GRU over its 24 recorded steps, its hidden state carried in the arena from each to the
+/// next, then a reset and the first step again; the largest difference from onnxruntime fed its
+/// own state back.
+fn check_gru() -> Result<f32, String> {
+    let steps = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/models/onnx-streaming/gru_stream/steps"
+    );
+    let read = |k: usize, file: &str| -> Result<Vec<u8>, String> {
+        let path = format!("{steps}/{k:02}/{file}");
+        std::fs::read(&path).map_err(|e| format!("{path}: {e}"))
+    };
+    let mut arena = gru::Arena::zeroed();
+    let mut model = gru::Model::new(&mut arena).map_err(|e| e.to_string())?;
+    let mut worst = 0.0f32;
+    for k in (0..24).chain([0]) {
+        if k == 0 {
+            model.reset();
+        }
+        let x: [f32; 16] = npy::f32_array(&read(k, "inputs/input_0.npy")?)?;
+        let want: [f32; 4] = npy::f32_array(&read(k, "expected/output_0.npy")?)?;
+        let out = model.run(&x).map_err(|e| e.to_string())?;
+        worst = worst.max(compare(out.scores, &want).map_err(|e| format!("step {k}: {e}"))?);
+    }
+    Ok(worst)
+}
+
 fn compare<const N: usize>(got: &[f32; N], want: &[f32; N]) -> Result<f32, String> {
     let diffs = got.iter().zip(want).map(|(g, w)| (g - w).abs());
     // NaN, if any value is NaN: it compares false below.
@@ -110,6 +144,12 @@ mod tests {
     #[test]
     fn residual_matches_onnxruntime() {
         check_residual().unwrap();
+    }
+
+    #[test]
+    fn gru_streams_like_onnxruntime_fed_its_own_state() {
+        assert_eq!(gru::STATE_BYTES, 128);
+        check_gru().unwrap();
     }
 
     #[test]

@@ -98,12 +98,7 @@ fn import(args: &ModelArgs) -> Result<(String, kiln_codegen::graph::Imported)> {
         .iter()
         .map(|s| onnx::parse_shape_override(s))
         .collect::<Result<Vec<_>, _>>()?;
-    let bindings = model::Bindings {
-        consts: (args.consts.iter().map(|c| model::ConstInput::parse(c)))
-            .collect::<Result<_, _>>()?,
-        states: (args.states.iter().map(|s| model::StateLink::parse(s)))
-            .collect::<Result<_, _>>()?,
-    };
+    let bindings = model::Bindings::parse(&args.consts, &args.states)?;
     let options = model::ImportOptions {
         shapes,
         requant: args.requant.into(),

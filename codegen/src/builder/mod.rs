@@ -278,6 +278,28 @@ impl Builder {
         self
     }
 
+    /// Fixes input `input` at compile time (`kiln compile --const`): `value` is numbers in the
+    /// input's type (`"16000"`, `"1,0,0"`) or a `.npy` / `.pb` file. The generated `run` has
+    /// no parameter for it.
+    pub fn constant(mut self, input: &str, value: &str) -> Self {
+        self.import.bindings.consts.push(crate::model::ConstInput {
+            name: input.to_string(),
+            value: crate::model::ConstSource::from_text(value),
+        });
+        self
+    }
+
+    /// Keeps a state in the arena (`kiln compile --state OUT=IN`): output `output` becomes
+    /// input `input` of the next run, zeros before the first and after `Model::reset`. The
+    /// generated `run` has neither.
+    pub fn state(mut self, output: &str, input: &str) -> Self {
+        self.import.bindings.states.push(crate::model::StateLink {
+            output: output.to_string(),
+            input: input.to_string(),
+        });
+        self
+    }
+
     /// Where to write (default: cargo's `OUT_DIR`).
     pub fn out_dir(mut self, dir: impl AsRef<Path>) -> Self {
         self.out_dir = Some(dir.as_ref().to_path_buf());

@@ -151,3 +151,42 @@ fn shapes_pin_free_dims() {
         "{module}"
     );
 }
+
+/// `state` keeps the GRU's hidden state in the arena: `run` takes only `x` and returns only
+/// the scores; `constant` fixes an input, which `run` then lacks.
+#[test]
+fn states_and_constants_leave_the_run_signature() {
+    let out = tempfile::tempdir().unwrap();
+    let model = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/models/onnx-streaming/gru_stream.onnx");
+    let built = Builder::new(&model)
+        .state("hn", "h")
+        .out_dir(out.path())
+        .generate(Cpu::Host)
+        .unwrap_or_else(|e| panic!("{e:?}"));
+    let module = std::fs::read_to_string(&built.module).unwrap();
+    assert!(
+        module.contains("pub const STATE_BYTES: usize = 128;"),
+        "{module}"
+    );
+    assert!(
+        module.contains("pub fn run(&mut self, x: &[f32; 16])"),
+        "{module}"
+    );
+    assert!(module.contains("pub scores: &'m [f32; 4]"), "{module}");
+    assert!(!module.contains("pub hn:"), "{module}");
+    let zeros = vec!["0"; 16].join(",");
+    let fixed = Builder::new(&model)
+        .constant("x", &zeros)
+        .out_dir(out.path());
+    let module = std::fs::read_to_string(fixed.generate(Cpu::Host).unwrap().module).unwrap();
+    assert!(
+        module.contains("pub fn run(&mut self, h: &[f32; 32])"),
+        "{module}"
+    );
+    let err = Builder::new(&model)
+        .state("hn", "hidden")
+        .out_dir(out.path());
+    let shown = format!("{:?}", err.generate(Cpu::Host).unwrap_err());
+    assert!(shown.contains("--state names input \"hidden\""), "{shown}");
+}

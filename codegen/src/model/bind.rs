@@ -110,12 +110,20 @@ impl ConstInput {
     /// Parses `NAME=VALUE`; a VALUE ending in `.npy` or `.pb` is a tensor file.
     pub fn parse(given: &str) -> Result<ConstInput, BindError> {
         let (name, value) = split_flag("const", given)?;
-        let value = if value.ends_with(".npy") || value.ends_with(".pb") {
+        let value = ConstSource::from_text(&value);
+        Ok(ConstInput { name, value })
+    }
+}
+
+impl ConstSource {
+    /// A value as written: a path ending in `.npy` or `.pb` is a tensor file, anything else
+    /// numbers.
+    pub fn from_text(value: &str) -> ConstSource {
+        if value.ends_with(".npy") || value.ends_with(".pb") {
             ConstSource::File(PathBuf::from(value))
         } else {
-            ConstSource::Literal(value)
-        };
-        Ok(ConstInput { name, value })
+            ConstSource::Literal(value.to_string())
+        }
     }
 }
 
@@ -128,6 +136,19 @@ impl StateLink {
 }
 
 impl Bindings {
+    /// The bindings of `--const NAME=VALUE` flags `consts` and `--state OUT=IN` flags `states`.
+    pub fn parse(
+        consts: &[impl AsRef<str>],
+        states: &[impl AsRef<str>],
+    ) -> Result<Bindings, BindError> {
+        Ok(Bindings {
+            consts: (consts.iter().map(|c| ConstInput::parse(c.as_ref())))
+                .collect::<Result<_, _>>()?,
+            states: (states.iter().map(|s| StateLink::parse(s.as_ref())))
+                .collect::<Result<_, _>>()?,
+        })
+    }
+
     /// No input bound.
     pub fn is_empty(&self) -> bool {
         self.consts.is_empty() && self.states.is_empty()
