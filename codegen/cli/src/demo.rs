@@ -1,10 +1,13 @@
 //! `kiln demo`: the MLPerf Tiny keyword-spotting model on the default emulated board, twice:
 //! the float ONNX model against onnxruntime's output, and the int8 TFLite model against
-//! TensorFlow Lite Micro's, bit for bit. Each with its per-kernel cost and memory.
+//! TensorFlow Lite Micro's, bit for bit. Each with its per-kernel cost and memory. Then a
+//! streaming wake-word model over a sequence of windows, its state kept on the board, each
+//! window against TFLM's.
 
 use super::model::{compile, read_inputs, ModelArgs};
-use super::run::{compare, print_costs, run_on, Tolerance};
+use super::run::{compare, output_diffs, print_costs, run_on, Tolerance};
 use anyhow::{Context, Result};
+use kiln_runners::Invocation;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -46,12 +49,11 @@ pub struct Args {}
 pub fn run(_: Args) -> Result<ExitCode> {
     let dir = tempfile::tempdir().context("a temporary folder")?;
     let mut all_ok = true;
-    for (i, part) in PARTS.iter().enumerate() {
-        if i > 0 {
-            println!();
-        }
+    for part in &PARTS {
         all_ok &= run_part(part, dir.path())?;
+        println!();
     }
+    all_ok &= run_stream()?;
     Ok(if all_ok {
         ExitCode::SUCCESS
     } else {
@@ -99,4 +101,83 @@ fn run_part(part: &Part, dir: &Path) -> Result<bool> {
         false => println!("DOES NOT match {}", part.reference),
     }
     Ok(ok)
+}
+
+/// The streaming wake-word model, its recorded windows and the reference's outputs for them.
+const STREAM_MODEL: &str = "tests/models/tflite-real/hey_jarvis.tflite";
+const STREAM_STEPS: &str = "tests/models/tflite-real/hey_jarvis/steps";
+/// The audio a window of it covers: three 10 ms feature frames.
+const WINDOW_MS: f64 = 30.0;
+
+/// Runs the wake-word model over its windows in one run of the board's firmware, the state
+/// carried from each to the next; prints the costs summed over the windows, the state, a
+/// window's cost at the core's clock, the scores, and the verdict; true on a match.
+fn run_stream() -> Result<bool> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let steps = root.join(STREAM_STEPS);
+    let dirs = crate::run::steps::step_dirs(&steps)?;
+    println!(
+        "Kiln demo: microWakeWord's \"hey jarvis\" (streaming int8 TFLite) over {} windows on \
+         {BOARD} (Cortex-M4F, emulated)\n",
+        dirs.len()
+    );
+    let c = compile(
+        &ModelArgs::file(root.join(STREAM_MODEL)),
+        &crate::run::target_for(BOARD),
+    )?;
+    let inputs = crate::run::steps::read_steps(&dirs, &c)?;
+    let invocations: Vec<Invocation> = inputs.iter().map(|i| Invocation::Run(i)).collect();
+    let runs = crate::run::steps::run_invocations(BOARD, None, &c, &invocations)?;
+    println!("Each kernel's cost summed over the {} windows:", runs.len());
+    print_costs(&c, &crate::run::steps::summed(&runs));
+    let report = &c.bundle.report;
+    println!(
+        "state: {} B of the {} B arena, kept on the board from one window to the next",
+        report.state_bytes, report.arena_bytes
+    );
+    println!("{}", window_cost(&runs));
+    let mut scores = Vec::new();
+    let mut matched = 0;
+    for (run, d) in runs.iter().zip(&dirs) {
+        scores.push(
+            run.outputs[0]
+                .first()
+                .copied()
+                .unwrap_or_default()
+                .to_string(),
+        );
+        let diffs = output_diffs(&c, &run.outputs, &d.join("expected"), Tolerance::DEFAULT)?;
+        matched += usize::from(diffs.iter().all(|d| d.bad == 0));
+    }
+    println!(
+        "wake word probability per window (of 255; the windows are recorded features, not \
+         the wake word): {}",
+        scores.join(" ")
+    );
+    let n = runs.len();
+    match matched == n {
+        true => println!("all {n} windows match TensorFlow Lite Micro bit for bit"),
+        false => println!(
+            "{} of {n} windows DO NOT match TensorFlow Lite Micro",
+            n - matched
+        ),
+    }
+    Ok(matched == n)
+}
+
+/// `a window: N instructions, M est. cycles, T ms at F MHz (of 30 ms of audio)`, averaged.
+fn window_cost(runs: &[crate::run::Ran]) -> String {
+    let n = runs.len() as f64;
+    let instructions = runs.iter().flat_map(|r| &r.step_cost).sum::<f64>() / n;
+    let mut line = format!("a window: {instructions:.0} instructions");
+    let cycles = runs.iter().filter_map(|r| r.cycles.as_ref());
+    let per_window = cycles.clone().flat_map(|e| &e.per_step).sum::<u64>() as f64 / n;
+    if let Some(mhz) = (cycles.clone().next()).and_then(|e| crate::run::reference_mhz(e.core)) {
+        let ms = per_window / (mhz * 1e3);
+        line += &format!(
+            ", {per_window:.0} est. cycles, {ms:.2} ms at {mhz:.0} MHz (a window is \
+             {WINDOW_MS:.0} ms of audio)"
+        );
+    }
+    line
 }

@@ -1,7 +1,7 @@
 //! `kiln compile` and `kiln run`.
 
 mod compare;
-mod steps;
+pub(crate) mod steps;
 
 use compare::compare_as;
 pub use compare::{compare, output_diffs, Tolerance};
@@ -165,7 +165,7 @@ pub struct EstimatedCycles {
 
 /// The clock the estimated cycles of `core` are turned into time at: the one its best
 /// published MLPerf Tiny results were measured at (the benchmark's speed table), if any.
-fn reference_mhz(core: board::Core) -> Option<f64> {
+pub(crate) fn reference_mhz(core: board::Core) -> Option<f64> {
     let short = match core {
         board::Core::M4 => "M4",
         board::Core::M33 => "M33",

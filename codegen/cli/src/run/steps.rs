@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 /// The numbered step folders of `dir`, in order: `00`, `01`, … with none missing.
-fn step_dirs(dir: &Path) -> Result<Vec<PathBuf>> {
+pub(crate) fn step_dirs(dir: &Path) -> Result<Vec<PathBuf>> {
     let entries = std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))?;
     let mut numbers = Vec::new();
     for entry in entries {
@@ -42,7 +42,7 @@ fn step_dirs(dir: &Path) -> Result<Vec<PathBuf>> {
 }
 
 /// Each step's inputs, read and checked against the model.
-fn read_steps(dirs: &[PathBuf], c: &Compiled) -> Result<Vec<Vec<Vec<u8>>>> {
+pub(crate) fn read_steps(dirs: &[PathBuf], c: &Compiled) -> Result<Vec<Vec<Vec<u8>>>> {
     (dirs.iter().enumerate())
         .map(|(k, d)| {
             read_inputs_noting(&d.join("inputs"), c, k == 0).with_context(|| format!("step {k:02}"))
@@ -71,7 +71,7 @@ pub(super) fn run_steps(a: &RunArgs, dir: &Path) -> Result<ExitCode> {
     let c = compile_with_cost(&a.model, &target_for(&a.board), BeamCost::Host)?;
     let inputs = read_steps(&dirs, &c)?;
     let invocations: Vec<Invocation> = inputs.iter().map(|i| Invocation::Run(i)).collect();
-    let runs = run_invocations(a, &c, &invocations)?;
+    let runs = run_invocations(&a.board, a.io.as_deref(), &c, &invocations)?;
     for (k, run) in runs.iter().enumerate() {
         write_outputs(&a.outputs.join(format!("{k:02}")), &c, &run.outputs)?;
     }
@@ -119,24 +119,28 @@ pub(super) fn run_steps(a: &RunArgs, dir: &Path) -> Result<ExitCode> {
     })
 }
 
-/// Every invocation on `--board`: the host, or an emulated board over semihosting files.
-fn run_invocations(a: &RunArgs, c: &Compiled, invocations: &[Invocation]) -> Result<Vec<Ran>> {
+/// Every invocation on `board`: the host, or an emulated board over semihosting files (`io`:
+/// `--io`, which must be `files` if given).
+pub(crate) fn run_invocations(
+    board: &str,
+    io: Option<&str>,
+    c: &Compiled,
+    invocations: &[Invocation],
+) -> Result<Vec<Ran>> {
     let dir = tempfile::tempdir().context("a temporary folder for the bundle")?;
     let bundle_dir = dir.path().join("bundle");
     c.bundle.write(&bundle_dir)?;
-    if a.board == "host" {
+    if board == "host" {
         let lib = host::compile(&bundle_dir)?;
         let runs = host::run_invocations(&c.bundle, &lib, invocations)?;
         return Ok(runs.into_iter().map(Ran::on_host).collect());
     }
-    let info = board::info(&a.board)?;
-    if !info.emulated || a.io.as_deref().is_some_and(|io| io != "files") {
+    let info = board::info(board)?;
+    if !info.emulated || io.is_some_and(|io| io != "files") {
         bail!(
-            "--steps runs on the host and on the emulated boards over semihosting files; {} {} \
-             is not one yet",
-            a.board,
-            a.io.as_deref()
-                .map_or(String::new(), |io| format!("with --io {io}"))
+            "--steps runs on the host and on the emulated boards over semihosting files; {board} \
+             {} is not one yet",
+            io.map_or(String::new(), |io| format!("with --io {io}"))
         );
     }
     board::check_fits(&info, &c.bundle)?;
@@ -147,7 +151,7 @@ fn run_invocations(a: &RunArgs, c: &Compiled, invocations: &[Invocation]) -> Res
 }
 
 /// The runs as one: each kernel's cost and cycles summed over them, the last run's outputs.
-fn summed(runs: &[Ran]) -> Ran {
+pub(crate) fn summed(runs: &[Ran]) -> Ran {
     let last = runs.last().expect("at least one step");
     let add = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(x, y)| x + y).collect::<Vec<_>>();
     let step_cost = (runs.iter()).fold(vec![0.0; last.step_cost.len()], |sum, r| {
