@@ -14,13 +14,20 @@
 //! device                                   host
 //!   Hello { version, arena_bytes, steps,
 //!           inputs: [bytes..], outputs: [bytes..] }  ─▶
+//!   then any number of invocations, each either a run:
 //!                                     ◀─  Input { index, offset, chunk }   (each input, in order)
 //!                                     ◀─  Run
 //!   StepCycles { step, count }  ─▶        (each step, when the board has a cycle counter)
 //!   Output { index, offset, chunk }  ─▶   (each output, in order)
 //!   Done { steps }  ─▶
+//!   or a reset of the model's state to its initial values (no answer):
+//!                                     ◀─  Reset
+//!   and the session's end:
+//!                                     ◀─  End
 //! ```
 //!
+//! The runs of a session share one executor: a model with state (a streaming model) carries
+//! it from each run to the next until a `Reset`. Every run sends every input in full.
 //! A device that refuses its bundle sends `Error { message }` instead of `Hello`; one that gets
 //! a message it cannot use sends `Error` and stops. `Hello`'s first field is the version, and
 //! `Hello` is variant 0 of [`ToHost`] in every version: a host reads those two before the rest,
@@ -32,7 +39,7 @@ use core::fmt::{self, Write};
 use serde::{Deserialize, Serialize};
 
 /// The protocol's version, the first field of [`Hello`].
-pub const CHANNEL_VERSION: u16 = 1;
+pub const CHANNEL_VERSION: u16 = 2;
 
 /// Most tensor bytes in one `Input` or `Output` message.
 pub const MAX_CHUNK: usize = 256;
@@ -94,6 +101,10 @@ pub enum ToDevice<'a> {
     },
     /// Every input was sent: run the model.
     Run,
+    /// Return the model's state to its initial values; allowed between runs only.
+    Reset,
+    /// The session is over: the device stops serving it.
+    End,
 }
 
 /// Encodes `message` as one frame (ending with its zero) at the start of `buffer`.
@@ -228,10 +239,11 @@ impl Write for Text {
     }
 }
 
-/// One session on the device: sends `Hello`, takes the inputs, runs the model (`hook` sees each
-/// kernel call; what it returns on `After` is sent as that step's `StepCycles`), sends the
-/// outputs and `Done`. Returns the number of steps run. A message the protocol does not allow
-/// is answered with `Error` and ends the session.
+/// One session on the device: sends `Hello`, then serves the host's invocations until `End`.
+/// A run takes the inputs, runs the model (`hook` sees each kernel call; what it returns on
+/// `After` is sent as that step's `StepCycles`), and sends the outputs and `Done`; a `Reset`
+/// resets the state. Returns the number of runs. A message the protocol does not allow is
+/// answered with `Error` and ends the session.
 pub fn serve<T: Transport>(
     link: &mut Link<T>,
     executor: &mut Executor,
@@ -239,7 +251,26 @@ pub fn serve<T: Transport>(
 ) -> Result<u32, LinkError<T::Error>> {
     let hello = hello_of(executor);
     link.send(&ToHost::Hello(hello.clone()))?;
-    receive_inputs(link, executor, &hello)?;
+    let mut runs = 0u32;
+    loop {
+        match receive_request(link, executor, &hello)? {
+            Request::Run => {
+                run_once(link, executor, &hello, &mut hook)?;
+                runs = runs.saturating_add(1);
+            }
+            Request::Reset => executor.reset(),
+            Request::End => return Ok(runs),
+        }
+    }
+}
+
+/// Runs the model on the inputs received, and sends the steps' cycles, the outputs and `Done`.
+fn run_once<T: Transport>(
+    link: &mut Link<T>,
+    executor: &mut Executor,
+    hello: &Hello,
+    hook: &mut impl FnMut(KernelEvent) -> Option<u32>,
+) -> Result<(), LinkError<T::Error>> {
     let mut sent = Ok(());
     let ran = executor.run(&mut |event| {
         if let (Some(count), KernelEvent::After { step, .. }) = (hook(event), event) {
@@ -263,8 +294,7 @@ pub fn serve<T: Transport>(
             })?;
         }
     }
-    link.send(&ToHost::Done { steps: hello.steps })?;
-    Ok(hello.steps)
+    link.send(&ToHost::Done { steps: hello.steps })
 }
 
 /// What the device says of the model it runs.
@@ -285,19 +315,28 @@ fn hello_of(executor: &Executor) -> Hello {
     }
 }
 
-/// Takes the inputs' chunks into the executor until `Run`, with every input complete. Any
-/// other message is answered with `Error` and ends the session.
-fn receive_inputs<T: Transport>(
+/// What the host asked for once its inputs (if any) were in.
+enum Request {
+    Run,
+    Reset,
+    End,
+}
+
+/// Takes the inputs' chunks into the executor until `Run` with every input complete, or a
+/// `Reset` or `End` before any chunk. Any other message is answered with `Error` and ends the
+/// session.
+fn receive_request<T: Transport>(
     link: &mut Link<T>,
     executor: &mut Executor,
     hello: &Hello,
-) -> Result<(), LinkError<T::Error>> {
+) -> Result<Request, LinkError<T::Error>> {
     let mut received = [0u32; MAX_MODEL_TENSORS];
     let refusal = loop {
+        let started = received.iter().any(|&n| n > 0);
         match link.receive()? {
             ToDevice::Run => {
                 match (0..hello.inputs.len()).find(|&i| received[i] != hello.inputs[i]) {
-                    None => return Ok(()),
+                    None => return Ok(Request::Run),
                     Some(i) => {
                         break Refusal::Incomplete {
                             index: i,
@@ -307,6 +346,9 @@ fn receive_inputs<T: Transport>(
                     }
                 }
             }
+            ToDevice::Reset if !started => return Ok(Request::Reset),
+            ToDevice::End if !started => return Ok(Request::End),
+            ToDevice::Reset | ToDevice::End => break Refusal::BetweenInputs,
             ToDevice::Input {
                 index,
                 offset,
@@ -341,6 +383,8 @@ fn receive_inputs<T: Transport>(
 
 /// Why the device refused a host message.
 enum Refusal {
+    /// `Reset` or `End` after some of a run's inputs.
+    BetweenInputs,
     NoInput {
         index: usize,
     },
@@ -363,6 +407,7 @@ enum Refusal {
 impl fmt::Display for Refusal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
+            Refusal::BetweenInputs => write!(f, "Reset or End amid a run's inputs"),
             Refusal::NoInput { index } => write!(f, "the model has no input {index}"),
             Refusal::OutOfOrder {
                 index,

@@ -139,25 +139,34 @@ fn stream_on_host(m: &Model) -> Vec<StreamStep> {
     s.steps
 }
 
-/// The same on an emulated board, in one run of its firmware: each step's instructions too.
-fn stream_on_board(board_name: &str, m: &Model) {
+/// The same on an emulated board, in one run of its firmware, its inputs and outputs over `io`
+/// (semihosting files, or one session of the test-vector channel on the console or on RTT, as
+/// a real board speaks it): each step's instructions too.
+fn stream_on_board(board_name: &str, m: &Model, io: board::Io) {
     let name = m.name;
-    let s = Stream::new(m, board_name);
+    let place = format!("{board_name}-{}", io.name());
+    let s = Stream::new(m, &place);
     let info = board::info(board_name).unwrap();
-    let image = board::build_with_options(&info, &s.dir, Default::default(), &mut |_| {})
+    let build = board::BuildOptions {
+        rtt: io == board::Io::Rtt,
+        ..Default::default()
+    };
+    let image = board::build_with_options(&info, &s.dir, build, &mut |_| {})
         .unwrap_or_else(|e| panic!("building {name} for {board_name}: {e}"));
     let timeout = Duration::from_secs(600);
-    let runs = board::run_invocations(&info, &image, &s.invocations(), timeout)
-        .unwrap_or_else(|e| panic!("{name} on {board_name}: {}", kiln_codegen::error::chain(&e)));
+    let options = board::RunOptions { io };
+    let runs =
+        board::run_invocations_with_options(&info, &image, &s.invocations(), timeout, options)
+            .unwrap_or_else(|e| panic!("{name} on {place}: {}", kiln_codegen::error::chain(&e)));
     let outputs: Vec<&[Vec<u8>]> = runs.iter().map(|r| r.outputs.as_slice()).collect();
-    s.check(&outputs, board_name);
+    s.check(&outputs, &place);
     let per_run: Vec<u64> = (runs.iter())
         .map(|r| r.step_instructions.iter().sum())
         .collect();
     // Every run calls every kernel; their branches (saturation, clamps) follow the data.
     let (least, most) = (per_run.iter().min().unwrap(), per_run.iter().max().unwrap());
     assert!(*least > 0 && most - least <= most / 100, "{per_run:?}");
-    println!("{name} on {board_name}: {least}..={most} instructions a window");
+    println!("{name} on {place}: {least}..={most} instructions a window");
 }
 
 fn real(name: &'static str) -> Model {
@@ -212,7 +221,9 @@ fn onnx(
 fn hey_jarvis_streams_like_tflm() {
     let m = real("hey_jarvis");
     let steps = stream_on_host(&m);
-    stream_on_board("qemu-an386", &m);
+    stream_on_board("qemu-an386", &m, board::Io::Files);
+    // Over RTT, as on a real board under a probe: one channel session, a `Reset` message.
+    stream_on_board("qemu-an386", &m, board::Io::Rtt);
     // The wake word's score moves as the windows come: the state matters.
     let first = &steps[0].expected[0];
     assert!(steps.iter().any(|s| s.expected[0].bytes() != first.bytes()));
@@ -227,7 +238,8 @@ fn float_ring_buffers_stream_like_tflm() {
 fn int8_ring_buffers_stream_like_tflm() {
     let m = generated("stream_conv_int8");
     stream_on_host(&m);
-    stream_on_board("qemu-an386", &m);
+    stream_on_board("qemu-an386", &m, board::Io::Files);
+    stream_on_board("qemu-an386", &m, board::Io::Channel);
 }
 
 /// A variable read again after its assignment in the same run, from a non-zero start.
@@ -248,7 +260,7 @@ fn silero_vad_streams_like_onnxruntime_fed_its_own_state() {
     );
     (m.bound_inputs, m.state_outputs) = (&[1, 2], &[1]);
     let steps = stream_on_host(&m);
-    stream_on_board("qemu-an386", &m);
+    stream_on_board("qemu-an386", &m, board::Io::Files);
     let speech = steps
         .iter()
         .filter(|s| s.expected[0].to_f64()[0] > 0.5)
@@ -273,5 +285,5 @@ fn lstm_states_bound_stream_like_onnxruntime() {
     let mut m = onnx("lstm_stream", &[], &[], &["hn=h", "cn=c"]);
     (m.bound_inputs, m.state_outputs) = (&[1, 2], &[1, 2]);
     stream_on_host(&m);
-    stream_on_board("qemu-an386", &m);
+    stream_on_board("qemu-an386", &m, board::Io::Channel);
 }

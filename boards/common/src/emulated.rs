@@ -172,8 +172,8 @@ fn run_channel(schedule: &'static [u8], weights: &'static [u8], arena: &'static 
         None
     });
     match served {
-        Ok(steps) => {
-            host::eprint(format_args!("kiln: ran {steps} steps\n"));
+        Ok(runs) => {
+            host::eprint(format_args!("kiln: served {runs} runs\n"));
             host::exit(true)
         }
         Err(error) => {

@@ -169,8 +169,8 @@ fn serve_case(
         }
     });
     match served {
-        Ok(steps) => {
-            defmt::info!("kiln: ran {} steps ({} cycles counted)", steps, total);
+        Ok(runs) => {
+            defmt::info!("kiln: served {} runs ({} cycles counted)", runs, total);
             for index in 0..executor.schedule().outputs().len() {
                 if let Some(bytes) = executor.output(index) {
                     let crc = checksum(bytes);

@@ -127,7 +127,7 @@ fn run_stream() -> Result<bool> {
     )?;
     let inputs = crate::run::steps::read_steps(&dirs, &c)?;
     let invocations: Vec<Invocation> = inputs.iter().map(|i| Invocation::Run(i)).collect();
-    let runs = crate::run::steps::run_invocations(BOARD, None, &c, &invocations)?;
+    let runs = crate::run::run_stream_on(BOARD, &c, &invocations, &Default::default())?;
     println!("Each kernel's cost summed over the {} windows:", runs.len());
     print_costs(&c, &crate::run::steps::summed(&runs));
     let report = &c.bundle.report;

@@ -12,7 +12,7 @@ use super::model::{
 };
 use anyhow::{bail, Context, Result};
 use kiln_codegen::target::Target;
-use kiln_runners::board;
+use kiln_runners::{board, Invocation};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -211,13 +211,34 @@ const BOARD_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
 /// Runs a compiled model on `board` (`host` or a board folder's name: emulated, or real
 /// through a debug probe).
 pub fn run_on(board: &str, c: &Compiled, inputs: &[Vec<u8>], place: &Place) -> Result<Ran> {
+    if board == "host" {
+        let dir = tempfile::tempdir().context("a temporary folder for the bundle")?;
+        let bundle_dir = dir.path().join("bundle");
+        c.bundle.write(&bundle_dir)?;
+        let lib = kiln_runners::host::compile(&bundle_dir)?;
+        let run = kiln_runners::host::run_best_steps(&c.bundle, &lib, inputs, place.runs)?;
+        return Ok(Ran::on_host(run));
+    }
+    let mut runs = run_stream_on(board, c, &[Invocation::Run(inputs)], place)?;
+    Ok(runs.pop().expect("one run"))
+}
+
+/// Makes each invocation in order on one device, the model's state carried from each run to
+/// the next: on the host, on an emulated board (over `place`'s I/O), or on a real one through
+/// its debug probe. Each run's outputs and costs.
+pub fn run_stream_on(
+    board: &str,
+    c: &Compiled,
+    invocations: &[Invocation<'_>],
+    place: &Place,
+) -> Result<Vec<Ran>> {
     let dir = tempfile::tempdir().context("a temporary folder for the bundle")?;
     let bundle_dir = dir.path().join("bundle");
     if board == "host" {
         c.bundle.write(&bundle_dir)?;
         let lib = kiln_runners::host::compile(&bundle_dir)?;
-        let run = kiln_runners::host::run_best_steps(&c.bundle, &lib, inputs, place.runs)?;
-        return Ok(Ran::on_host(run));
+        let runs = kiln_runners::host::run_invocations(&c.bundle, &lib, invocations)?;
+        return Ok(runs.into_iter().map(Ran::on_host).collect());
     }
     let info = board::info(board)?;
     let fit = board::check_fits(&info, &c.bundle)?;
@@ -235,19 +256,25 @@ pub fn run_on(board: &str, c: &Compiled, inputs: &[Vec<u8>], place: &Place) -> R
     let image = board::build_with_options(&info, &bundle_dir, options, &mut |m| {
         spinner.set_message(format!("{board}: {m}"))
     })?;
-    if !info.emulated {
+    let runs = if info.emulated {
+        spinner.set_message(format!("{board}: running under QEMU"));
+        let options = board::RunOptions { io };
+        let runs = board::run_invocations_with_options(
+            &info,
+            &image,
+            invocations,
+            BOARD_TIMEOUT,
+            options,
+        )?;
+        let ran = |r| Ran::on_emulated(r, &c.bundle.report, &info, &image);
+        runs.into_iter().map(ran).collect()
+    } else {
         spinner.set_message(format!("{board}: flashing through the debug probe"));
-        let ran = run_on_probe(&info, &image, inputs, place, &c.bundle.report);
-        spinner.finish_and_clear();
-        println!("{fit}");
-        return ran;
-    }
-    spinner.set_message(format!("{board}: running under QEMU"));
-    let options = board::RunOptions { io };
-    let run = board::run_with_options(&info, &image, inputs, BOARD_TIMEOUT, options)?;
+        run_on_probe(&info, &image, invocations, place, &c.bundle.report)?
+    };
     spinner.finish_and_clear();
     println!("{fit}");
-    Ok(Ran::on_emulated(run, &c.bundle.report, &info, &image))
+    Ok(runs)
 }
 
 impl Ran {
@@ -310,32 +337,30 @@ fn per_step<T: Copy + Default + std::ops::AddAssign>(
     steps
 }
 
-/// Runs an image on a real board through a debug probe: each step's cost is the cycles its
-/// counter measured (DWT, or SysTick on a Cortex-M0+).
+/// Runs an image's invocations on a real board through a debug probe: each step's cost is the
+/// cycles its counter measured (DWT, or SysTick on a Cortex-M0+).
 #[cfg(feature = "probe")]
 fn run_on_probe(
     info: &board::BoardInfo,
     image: &board::BuiltImage,
-    inputs: &[Vec<u8>],
+    invocations: &[Invocation<'_>],
     place: &Place,
     report: &kiln_codegen::bundle::Report,
-) -> Result<Ran> {
+) -> Result<Vec<Ran>> {
     let options = board::probe::ProbeOptions {
         serial: place.probe.clone(),
         timeout: BOARD_TIMEOUT,
     };
-    let run = board::probe::run(info, image, inputs, &options)?;
-    println!("{}: ran through {}", info.name, run.probe);
-    Ok(Ran {
-        outputs: run.session.outputs,
-        step_cost: per_step(
-            report,
-            run.session.step_cycles.iter().map(|&n| f64::from(n)),
-        ),
+    let (probe, runs) = board::probe::stream(info, image, invocations, &options)?;
+    println!("{}: ran through {probe}", info.name);
+    let ran = |run: board::channel::ChannelRun| Ran {
+        step_cost: per_step(report, run.step_cycles.iter().map(|&n| f64::from(n))),
+        outputs: run.outputs,
         unit: "cycles",
         image: Some((image.flash_used, image.ram_used)),
         cycles: None,
-    })
+    };
+    Ok(runs.into_iter().map(ran).collect())
 }
 
 /// Checks, before a build, that the probe a real board runs through is attached.
@@ -355,10 +380,10 @@ fn find_probe(info: &board::BoardInfo, _: &Place) -> Result<()> {
 fn run_on_probe(
     info: &board::BoardInfo,
     _: &board::BuiltImage,
-    _: &[Vec<u8>],
+    _: &[Invocation<'_>],
     _: &Place,
     _: &kiln_codegen::bundle::Report,
-) -> Result<Ran> {
+) -> Result<Vec<Ran>> {
     let board = info.name.clone();
     Err(board::BoardError::NoProbeSupport { board }.into())
 }
@@ -459,7 +484,7 @@ fn place(a: &RunArgs) -> Result<Place> {
 pub fn run_cmd(a: RunArgs) -> Result<ExitCode> {
     let place = place(&a)?;
     let inputs_dir = match (&a.steps, &a.inputs) {
-        (Some(dir), _) => return steps::run_steps(&a, dir),
+        (Some(dir), _) => return steps::run_steps(&a, dir, &place),
         (None, Some(dir)) => dir.clone(),
         (None, None) => bail!("--inputs or --steps: the model's inputs"),
     };
@@ -555,7 +580,11 @@ fn run_on_boards(a: &RunArgs, c: &Compiled, inputs: &[Vec<u8>]) -> Result<ExitCo
                 };
                 let (info, image) = (&info, &image);
                 let report = &c.bundle.report;
-                scope.spawn(move || run_on_probe(info, image, inputs, &place, report))
+                scope.spawn(move || {
+                    let runs =
+                        run_on_probe(info, image, &[Invocation::Run(inputs)], &place, report);
+                    runs.map(|mut runs| runs.pop().expect("one run"))
+                })
             })
             .collect();
         let joined = threads.into_iter().map(|t| t.join());

@@ -90,10 +90,11 @@ fn a_session_gives_the_outputs_and_cycles() {
             chunk: second,
         },
         ToDevice::Run,
+        ToDevice::End,
     ];
     for step in [1, 3, 1000] {
         let (result, mut frames) = session(&messages, step);
-        assert_eq!(result, Ok(3));
+        assert_eq!(result, Ok(1));
         assert_eq!(frames.len(), 1 + 3 + 2 + 1, "{frames:?}");
         assert_eq!(hello_version(&mut frames[0].clone()), Some(CHANNEL_VERSION));
         let decoded: Vec<ToHost> = frames.iter_mut().map(|f| decode(f).unwrap()).collect();
@@ -160,12 +161,57 @@ fn the_device_refuses_what_the_protocol_does_not_allow() {
         chunk: &chunk[..4],
     }];
     assert_eq!(text(&gap), "input 0: chunk at byte 4, expected byte 0");
+    for stop in [ToDevice::Reset, ToDevice::End] {
+        let amid = [
+            ToDevice::Input {
+                index: 0,
+                offset: 0,
+                chunk: &chunk[..4],
+            },
+            stop,
+        ];
+        assert_eq!(text(&amid), "Reset or End amid a run's inputs");
+    }
+}
+
+/// The accumulator (`out = state + x`, the state kept) over one session: runs on ones, a
+/// reset, and a run again; each run's first output element.
+#[test]
+fn runs_of_a_session_share_the_state_until_a_reset() {
+    let (schedule, weights) = crate::exec::tests::accumulator(None);
+    let view = ScheduleView::parse(&schedule, 96, 3).unwrap();
+    let mut arena = AlignedBytes::new(&[0; 96]);
+    let mut aligned = AlignedBytes::new(&weights);
+    let weights = aligned.get(weights.len());
+    let mut executor = Executor::new(view, &KERNELS, arena.get(96), weights).unwrap();
+    let ones = crate::testdata::le_bytes(&[1.0f32; 8]);
+    let input = ToDevice::Input {
+        index: 0,
+        offset: 0,
+        chunk: &ones,
+    };
+    let run = [input.clone(), ToDevice::Run];
+    let messages: Vec<ToDevice> =
+        [&run[..], &run, &[ToDevice::Reset], &run, &[ToDevice::End]].concat();
+    let mut script = Script::new(&messages, 5);
+    let mut link = Link::new(&mut script);
+    assert_eq!(serve(&mut link, &mut executor, |_| None), Ok(3));
+    let mut firsts = Vec::new();
+    for mut frame in frames(&script.output) {
+        if let Some(ToHost::Output { chunk, .. }) = decode(&mut frame) {
+            firsts.push(f32::from_le_bytes(chunk[..4].try_into().unwrap()));
+        }
+    }
+    assert_eq!(firsts, [1.0, 2.0, 1.0]);
 }
 
 #[test]
 fn a_closed_stream_or_a_bad_frame_ends_the_session() {
     let (result, frames) = session(&[], 4);
     assert_eq!((result, frames.len()), (Err(LinkError::Closed), 1));
+    // A session ends with `End`, not with the stream.
+    let (result, _) = session(&[ToDevice::Reset], 4);
+    assert_eq!(result, Err(LinkError::Closed));
     let mut script = Script::new(&[], 4);
     script.input = std::vec![0x02, 0x07, 0x00];
     let mut link = Link::new(&mut script);

@@ -246,7 +246,7 @@ fn a_loop_runs_its_body_over_moving_windows() {
 
 /// `out = state + x`, then `state = out + 0`: a running sum kept between runs, starting from
 /// `init` (in the weights, before 8 zeros) or from zeros.
-fn accumulator(init: Option<&[f32]>) -> (Vec<u8>, Vec<u8>) {
+pub(crate) fn accumulator(init: Option<&[f32]>) -> (Vec<u8>, Vec<u8>) {
     use crate::schedule::{encode, Arg, Manifest, StateDesc, StateInit, Step, TensorDesc};
     use crate::testdata::le_bytes;
     let slot = |k: u32| Span::new(k * 32, 32);

@@ -4,11 +4,12 @@
 //! are summed over the steps.
 
 use super::{
-    compare_as, print_costs, target_for, EstimatedCycles, Ran, RunArgs, Tolerance, BOARD_TIMEOUT,
+    compare_as, print_costs, run_stream_on, target_for, EstimatedCycles, Place, Ran, RunArgs,
+    Tolerance,
 };
 use crate::model::{compile_with_cost, read_inputs_noting, write_outputs, BeamCost, Compiled};
 use anyhow::{bail, Context, Result};
-use kiln_runners::{board, host, Invocation};
+use kiln_runners::Invocation;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -51,7 +52,7 @@ pub(crate) fn read_steps(dirs: &[PathBuf], c: &Compiled) -> Result<Vec<Vec<Vec<u
 }
 
 /// `kiln run --steps`: runs, writes, compares and reports every step.
-pub(super) fn run_steps(a: &RunArgs, dir: &Path) -> Result<ExitCode> {
+pub(super) fn run_steps(a: &RunArgs, dir: &Path, place: &Place) -> Result<ExitCode> {
     let dirs = step_dirs(dir)?;
     let expect_dirs = match &a.expect {
         Some(e) => Some(step_dirs(e)?),
@@ -71,7 +72,13 @@ pub(super) fn run_steps(a: &RunArgs, dir: &Path) -> Result<ExitCode> {
     let c = compile_with_cost(&a.model, &target_for(&a.board), BeamCost::Host)?;
     let inputs = read_steps(&dirs, &c)?;
     let invocations: Vec<Invocation> = inputs.iter().map(|i| Invocation::Run(i)).collect();
-    let runs = run_invocations(&a.board, a.io.as_deref(), &c, &invocations)?;
+    if kiln_codegen::gpu::Api::from_name(&a.board).is_some() {
+        bail!(
+            "--steps runs on the host and on the boards; {} is not one yet",
+            a.board
+        );
+    }
+    let runs = run_stream_on(&a.board, &c, &invocations, place)?;
     for (k, run) in runs.iter().enumerate() {
         write_outputs(&a.outputs.join(format!("{k:02}")), &c, &run.outputs)?;
     }
@@ -117,37 +124,6 @@ pub(super) fn run_steps(a: &RunArgs, dir: &Path) -> Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
-}
-
-/// Every invocation on `board`: the host, or an emulated board over semihosting files (`io`:
-/// `--io`, which must be `files` if given).
-pub(crate) fn run_invocations(
-    board: &str,
-    io: Option<&str>,
-    c: &Compiled,
-    invocations: &[Invocation],
-) -> Result<Vec<Ran>> {
-    let dir = tempfile::tempdir().context("a temporary folder for the bundle")?;
-    let bundle_dir = dir.path().join("bundle");
-    c.bundle.write(&bundle_dir)?;
-    if board == "host" {
-        let lib = host::compile(&bundle_dir)?;
-        let runs = host::run_invocations(&c.bundle, &lib, invocations)?;
-        return Ok(runs.into_iter().map(Ran::on_host).collect());
-    }
-    let info = board::info(board)?;
-    if !info.emulated || io.is_some_and(|io| io != "files") {
-        bail!(
-            "--steps runs on the host and on the emulated boards over semihosting files; {board} \
-             {} is not one yet",
-            io.map_or(String::new(), |io| format!("with --io {io}"))
-        );
-    }
-    board::check_fits(&info, &c.bundle)?;
-    let image = board::build_with_options(&info, &bundle_dir, Default::default(), &mut |_| {})?;
-    let runs = board::run_invocations(&info, &image, invocations, BOARD_TIMEOUT)?;
-    let ran = |r| Ran::on_emulated(r, &c.bundle.report, &info, &image);
-    Ok(runs.into_iter().map(ran).collect())
 }
 
 /// The runs as one: each kernel's cost and cycles summed over them, the last run's outputs.

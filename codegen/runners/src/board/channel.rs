@@ -3,6 +3,7 @@
 //! streams: QEMU's standard output and input (the board's semihosting console), or an RTT up
 //! channel and down channel ([`super::rtt`]) read by a debug probe or QEMU's gdbstub.
 
+use crate::Invocation;
 use kiln_firmware::channel::{
     decode, encode, hello_version, Hello, ToDevice, ToHost, CHANNEL_VERSION, MAX_CHUNK, MAX_FRAME,
 };
@@ -47,8 +48,8 @@ fn seen(text: &str) -> String {
 }
 
 /// Runs one session: waits for the device's `Hello`, sends `inputs` (raw little-endian, one per
-/// model input, each as long as the device says) and `Run`, and collects what comes back until
-/// `Done`.
+/// model input, each as long as the device says) and `Run`, collects what comes back until
+/// `Done`, and ends the session.
 pub fn exchange(
     from_device: impl Read,
     to_device: impl Write,
@@ -72,44 +73,71 @@ impl<R: Read, W: Write> Host<R, W> {
         }
     }
 
-    /// Runs the next session, as [`exchange`].
+    /// Runs the next session with one run, as [`exchange`].
     pub fn exchange(&mut self, inputs: &[Vec<u8>]) -> Result<ChannelRun, ChannelError> {
+        let mut runs = self.session(&[Invocation::Run(inputs)])?;
+        Ok(runs.pop().expect("a session of one run gives one"))
+    }
+
+    /// Runs the next session: waits for the device's `Hello`, makes each invocation in order
+    /// (a run: its inputs, `Run`, and what comes back until `Done`; or a `Reset`), and ends it
+    /// with `End`. Returns each run's results.
+    pub fn session(
+        &mut self,
+        invocations: &[Invocation<'_>],
+    ) -> Result<Vec<ChannelRun>, ChannelError> {
         let hello = match self.frames.next()? {
             ToHost::Hello(hello) => hello,
             ToHost::Error { message } => return Err(ChannelError::Device(message.to_string())),
             other => return Err(ChannelError::Protocol(format!("{other:?} before Hello"))),
         };
         let sizes: Vec<usize> = hello.inputs.iter().map(|&n| n as usize).collect();
-        let given: Vec<usize> = inputs.iter().map(Vec::len).collect();
-        if sizes != given {
-            return Err(ChannelError::Inputs(format!(
-                "the model takes inputs of {sizes:?} bytes, given {given:?}"
-            )));
+        let mut runs = Vec::new();
+        for invocation in invocations {
+            let inputs = match invocation {
+                Invocation::Reset => {
+                    send(&mut self.to_device, &ToDevice::Reset)?;
+                    continue;
+                }
+                Invocation::Run(inputs) => inputs,
+            };
+            let given: Vec<usize> = inputs.iter().map(Vec::len).collect();
+            if sizes != given {
+                return Err(ChannelError::Inputs(format!(
+                    "the model takes inputs of {sizes:?} bytes, given {given:?}"
+                )));
+            }
+            send_inputs(&mut self.to_device, inputs)?;
+            runs.push(collect_results(&mut self.frames, hello.clone())?);
         }
-        send_inputs(&mut self.to_device, inputs)?;
-        collect_results(&mut self.frames, hello)
+        send(&mut self.to_device, &ToDevice::End)?;
+        self.to_device.flush()?;
+        Ok(runs)
     }
+}
+
+/// Sends one message.
+fn send(mut to_device: impl Write, message: &ToDevice) -> Result<(), ChannelError> {
+    let mut buffer = [0u8; MAX_FRAME];
+    let frame = encode(message, &mut buffer).expect("a chunk message fits a frame");
+    to_device.write_all(frame)?;
+    Ok(())
 }
 
 /// Sends each input in chunks, then `Run`.
 fn send_inputs(mut to_device: impl Write, inputs: &[Vec<u8>]) -> Result<(), ChannelError> {
-    let mut buffer = [0u8; MAX_FRAME];
-    let mut send = |message: &ToDevice| -> Result<(), ChannelError> {
-        let frame = encode(message, &mut buffer).expect("a chunk message fits a frame");
-        to_device.write_all(frame)?;
-        Ok(())
-    };
     for (index, input) in inputs.iter().enumerate() {
         for (n, chunk) in input.chunks(MAX_CHUNK).enumerate() {
             let offset = (n * MAX_CHUNK) as u32;
-            send(&ToDevice::Input {
+            let message = ToDevice::Input {
                 index: index as u8,
                 offset,
                 chunk,
-            })?;
+            };
+            send(&mut to_device, &message)?;
         }
     }
-    send(&ToDevice::Run)?;
+    send(&mut to_device, &ToDevice::Run)?;
     to_device.flush()?;
     Ok(())
 }
@@ -324,6 +352,48 @@ mod tests {
         let run = exchange(from_device, to_device, std::slice::from_ref(&input)).unwrap();
         assert_eq!(run.outputs, vec![input, vec![1, 2, 3]]);
         assert_eq!((run.step_cycles, run.steps), (vec![10, 11, 11], 3));
+    }
+
+    /// A session of runs and resets: what the device receives, in order, and each run's outputs.
+    #[test]
+    fn a_session_makes_each_invocation_then_ends() {
+        let (seen_tx, seen) = mpsc::channel();
+        let (from_device, to_device) = device(move |link| {
+            link.send(&ToHost::Hello(hello(&[2], &[2]))).unwrap();
+            let mut input = Vec::new();
+            loop {
+                let message = link.receive().unwrap();
+                let _ = seen_tx.send(format!("{message:?}"));
+                match message {
+                    ToDevice::Input { chunk, .. } => input = chunk.to_vec(),
+                    ToDevice::Run => {
+                        let (index, offset, chunk) = (0, 0, &input[..]);
+                        let output = ToHost::Output {
+                            index,
+                            offset,
+                            chunk,
+                        };
+                        link.send(&output).unwrap();
+                        link.send(&ToHost::Done { steps: 2 }).unwrap();
+                    }
+                    ToDevice::Reset => {}
+                    ToDevice::End => return,
+                }
+            }
+        });
+        let (a, b) = (vec![vec![1, 2]], vec![vec![3, 4]]);
+        let invocations = [Invocation::Run(&a), Invocation::Reset, Invocation::Run(&b)];
+        let runs = Host::new(from_device, to_device)
+            .session(&invocations)
+            .unwrap();
+        let outputs: Vec<&Vec<Vec<u8>>> = runs.iter().map(|r| &r.outputs).collect();
+        assert_eq!(outputs, [&a, &b]);
+        let seen: Vec<String> = seen.iter().collect();
+        let kinds: Vec<&str> = seen
+            .iter()
+            .map(|m| m.split([' ', '{']).next().unwrap())
+            .collect();
+        assert_eq!(kinds, ["Input", "Run", "Reset", "Input", "Run", "End"]);
     }
 
     #[test]

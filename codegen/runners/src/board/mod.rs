@@ -33,7 +33,10 @@ pub use batch::{
 };
 pub use build::{build, build_with_options, build_with_progress, BuildOptions, BuiltImage};
 pub use fit::{bytes_text, check_fits, Fit, Memory, Need};
-pub use qemu::{run, run_invocations, run_with_options, BoardRun, Core, Io, RunOptions};
+pub use qemu::{
+    run, run_invocations, run_invocations_with_options, run_with_options, BoardRun, Core, Io,
+    RunOptions,
+};
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -9,6 +9,7 @@
 use super::channel::{ChannelError, ChannelRun};
 use super::rtt::{self, DebugError, DebugMemory, RttError, Sessions};
 use super::{BoardError, BoardInfo, BuiltImage};
+use crate::Invocation;
 use probe_rs::flashing::{self, ElfLoader};
 use probe_rs::probe::list::Lister;
 use probe_rs::probe::DebugProbeInfo;
@@ -93,11 +94,24 @@ pub fn run(
     inputs: &[Vec<u8>],
     options: &ProbeOptions,
 ) -> Result<ProbeRun, BoardError> {
-    let (probe, mut sessions) = sessions_on(board, image, &[inputs], options)?;
+    let (probe, mut runs) = stream(board, image, &[Invocation::Run(inputs)], options)?;
+    let session = runs.pop().expect("a session of one run gives one");
+    Ok(ProbeRun { probe, session })
+}
+
+/// [`run`] for a session of many invocations (runs and resets) on one executor, the model's
+/// state carried between them: the probe's name and each run's results.
+pub fn stream(
+    board: &BoardInfo,
+    image: &BuiltImage,
+    invocations: &[Invocation<'_>],
+    options: &ProbeOptions,
+) -> Result<(String, Vec<ChannelRun>), BoardError> {
+    let (probe, mut sessions) = sessions_on(board, image, &[invocations], options)?;
     let name = format!("{} on probe {probe}", board.name);
     match (sessions.stopped, sessions.runs.pop()) {
         (Some(error), _) => Err(session_error(name, error)),
-        (None, Some(Ok(session))) => Ok(ProbeRun { probe, session }),
+        (None, Some(Ok(runs))) => Ok((probe, runs)),
         (None, Some(Err(error))) => Err(session_error(name, RttError::Channel(error))),
         (None, None) => unreachable!("one session ran or the sessions stopped"),
     }
@@ -111,7 +125,9 @@ pub fn run_each(
     inputs: &[&[Vec<u8>]],
     options: &ProbeOptions,
 ) -> Result<Sessions, BoardError> {
-    sessions_on(board, image, inputs, options).map(|(_, sessions)| sessions)
+    let each: Vec<[Invocation; 1]> = inputs.iter().map(|i| [Invocation::Run(i)]).collect();
+    let each: Vec<&[Invocation]> = each.iter().map(|s| &s[..]).collect();
+    sessions_on(board, image, &each, options).map(|(_, sessions)| sessions.one_run_each())
 }
 
 /// The error of a session on a real board (`board` names the probe too).
@@ -128,9 +144,9 @@ fn session_error(board: String, error: RttError) -> BoardError {
 fn sessions_on(
     board: &BoardInfo,
     image: &BuiltImage,
-    inputs: &[&[Vec<u8>]],
+    each: &[&[Invocation<'_>]],
     options: &ProbeOptions,
-) -> Result<(String, Sessions), BoardError> {
+) -> Result<(String, Sessions<Vec<ChannelRun>>), BoardError> {
     let Some(chip) = board.probe_chip.as_deref() else {
         return Err(BoardError::NotReal {
             board: board.name.clone(),
@@ -176,7 +192,7 @@ fn sessions_on(
         return Err(error);
     }
     let mut memory = ProbeMemory { core };
-    let sessions = rtt::exchange_each(&mut memory, block, inputs, options.timeout);
+    let sessions = rtt::sessions(&mut memory, block, each, options.timeout);
     // The firmware ends in a semihosting exit, which halts it under a debugger; halt it here
     // too whatever happened, so that nothing runs on.
     let _ = memory.core.halt(CORE_TIMEOUT);

@@ -18,6 +18,7 @@
 //! offset, the reader its read offset; a ring holds at most `size − 1` bytes.
 
 use super::channel::{self, ChannelError, ChannelRun};
+use crate::Invocation;
 use std::cell::RefCell;
 use std::io::{Read, Write};
 use std::time::{Duration, Instant};
@@ -245,33 +246,68 @@ pub fn exchange(
     inputs: &[Vec<u8>],
     timeout: Duration,
 ) -> Result<ChannelRun, RttError> {
-    let mut sessions = exchange_each(memory, address, &[inputs], timeout);
+    let mut runs = stream(memory, address, &[Invocation::Run(inputs)], timeout)?;
+    Ok(runs.pop().expect("a session of one run gives one"))
+}
+
+/// [`exchange`] for a session of many invocations (runs and resets) on one executor, the
+/// model's state carried between them: each run's results.
+pub fn stream(
+    memory: &mut dyn DebugMemory,
+    address: u32,
+    invocations: &[Invocation<'_>],
+    timeout: Duration,
+) -> Result<Vec<ChannelRun>, RttError> {
+    let mut sessions = sessions(memory, address, &[invocations], timeout);
     match (sessions.stopped, sessions.runs.pop()) {
         (Some(error), _) => Err(error),
-        (None, Some(run)) => Ok(run?),
+        (None, Some(runs)) => Ok(runs?),
         (None, None) => unreachable!("one session ran or the sessions stopped"),
     }
 }
 
 /// What the sessions of a batch image gave: one per case until they `stopped`.
 #[derive(Debug)]
-pub struct Sessions {
+pub struct Sessions<T = ChannelRun> {
     /// Each case's session in order: its run, or the device's own error (a refused bundle, a
     /// failed step), after which the device goes on to the next case.
-    pub runs: Vec<Result<ChannelRun, ChannelError>>,
+    pub runs: Vec<Result<T, ChannelError>>,
     /// Why the sessions ended before the last case, if they did.
     pub stopped: Option<RttError>,
 }
 
-/// Runs one session per entry of `inputs`, in order, over the channel pair `kiln` of the
-/// control block at `address` (a batch image serves one model after another), all within
-/// `timeout`. A device error ends its session alone; anything else ends them all.
+/// Runs one session of one run per entry of `inputs`, in order, over the channel pair `kiln`
+/// of the control block at `address` (a batch image serves one model after another), all
+/// within `timeout`. A device error ends its session alone; anything else ends them all.
 pub fn exchange_each(
     memory: &mut dyn DebugMemory,
     address: u32,
     inputs: &[&[Vec<u8>]],
     timeout: Duration,
 ) -> Sessions {
+    let each: Vec<[Invocation; 1]> = inputs.iter().map(|i| [Invocation::Run(i)]).collect();
+    let each: Vec<&[Invocation]> = each.iter().map(|s| &s[..]).collect();
+    sessions(memory, address, &each, timeout).one_run_each()
+}
+
+impl Sessions<Vec<ChannelRun>> {
+    /// Sessions of one run each, as their runs.
+    pub fn one_run_each(self) -> Sessions {
+        let one = |runs: Vec<ChannelRun>| runs.into_iter().next().expect("one run");
+        Sessions {
+            runs: self.runs.into_iter().map(|r| r.map(one)).collect(),
+            stopped: self.stopped,
+        }
+    }
+}
+
+/// One session per entry of `each`, its invocations in order; see [`exchange_each`].
+pub fn sessions(
+    memory: &mut dyn DebugMemory,
+    address: u32,
+    each: &[&[Invocation<'_>]],
+    timeout: Duration,
+) -> Sessions<Vec<ChannelRun>> {
     let deadline = Instant::now() + timeout;
     let rings = ControlBlock::attach(memory, address, timeout).and_then(|block| {
         let up = block.ring(true, CHANNEL_NAME)?.clone();
@@ -301,10 +337,10 @@ pub fn exchange_each(
         ring: &down,
     };
     let mut host = channel::Host::new(from_device, to_device);
-    let mut runs = Vec::with_capacity(inputs.len());
+    let mut runs = Vec::with_capacity(each.len());
     let mut stopped = None;
-    for inputs in inputs {
-        match host.exchange(inputs) {
+    for invocations in each {
+        match host.session(invocations) {
             Ok(run) => runs.push(Ok(run)),
             Err(error @ ChannelError::Device(_)) => runs.push(Err(error)),
             Err(error) => {

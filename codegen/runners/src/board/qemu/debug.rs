@@ -69,18 +69,11 @@ pub(in crate::board) fn run_rtt(
     command: &mut Command,
     dir: &Path,
     board: &str,
-    (socket, block, inputs): (&Path, u32, &[Vec<u8>]),
+    (socket, block, invocations): (&Path, u32, &[Invocation<'_>]),
     timeout: Duration,
-) -> Result<
-    (
-        std::process::ExitStatus,
-        String,
-        Result<ChannelRun, ChannelError>,
-    ),
-    BoardError,
-> {
+) -> Result<ChannelOutcome, BoardError> {
     let run = run_under_gdb(command, dir, board, socket, timeout, |stub| {
-        let session = rtt::exchange(stub, block, inputs, timeout);
+        let session = rtt::stream(stub, block, invocations, timeout);
         // The firmware exits after its session, whether it ran or refused the bundle.
         let ends = matches!(
             session,

@@ -211,39 +211,49 @@ pub fn run_with_options(
     timeout: Duration,
     options: RunOptions,
 ) -> Result<BoardRun, BoardError> {
-    let files = |dir: &Path| match options.io {
-        Io::Files => write_files(dir, inputs, |i| format!("input_{i}.bin")),
-        Io::Channel | Io::Rtt => Ok(()),
-    };
-    let ran = launch(board, image, inputs, timeout, options, &files)?;
-    let outputs = match ran.channel_outputs {
-        Some(outputs) => outputs,
-        None => read_outputs(&ran.dir.path, |i| format!("output_{i}.bin"))?,
-    };
-    Ok(ran.counts.into_run(outputs, ran.wall_time))
+    let mut runs =
+        run_invocations_with_options(board, image, &[Invocation::Run(inputs)], timeout, options)?;
+    Ok(runs.pop().expect("one run"))
 }
 
-/// Makes each invocation in order on one run of `image` on the emulated `board` (semihosting
-/// files), the model's state carried from each run to the next: each run's outputs and its
-/// steps' counts. The whole run's total is on the last.
+/// [`run_invocations_with_options`] over semihosting files.
 pub fn run_invocations(
     board: &BoardInfo,
     image: &BuiltImage,
     invocations: &[Invocation<'_>],
     timeout: Duration,
 ) -> Result<Vec<BoardRun>, BoardError> {
+    run_invocations_with_options(board, image, invocations, timeout, RunOptions::default())
+}
+
+/// Makes each invocation in order on one run of `image` on the emulated `board`, the model's
+/// state carried from each run to the next, over semihosting files or one session of the
+/// test-vector channel: each run's outputs and its steps' counts. The whole run's total is on
+/// the last.
+pub fn run_invocations_with_options(
+    board: &BoardInfo,
+    image: &BuiltImage,
+    invocations: &[Invocation<'_>],
+    timeout: Duration,
+    options: RunOptions,
+) -> Result<Vec<BoardRun>, BoardError> {
     let runs = plan_invocations(invocations);
-    let files = |dir: &Path| {
-        for (k, (reset, inputs)) in runs.iter().enumerate() {
-            let asked = dir.join(format!("s{k}_run.bin"));
-            let flag: &[u8] = if *reset { b"r" } else { b"" };
-            std::fs::write(&asked, flag).map_err(io_error(&asked))?;
-            write_files(dir, inputs, |i| format!("s{k}_input_{i}.bin"))?;
+    let single = matches!(invocations, [Invocation::Run(_)]);
+    let files = |dir: &Path| match options.io {
+        Io::Channel | Io::Rtt => Ok(()),
+        // One run: the plain file names, as a user's firmware reads them.
+        Io::Files if single => write_files(dir, runs[0].1, |i| format!("input_{i}.bin")),
+        Io::Files => {
+            for (k, (reset, inputs)) in runs.iter().enumerate() {
+                let asked = dir.join(format!("s{k}_run.bin"));
+                let flag: &[u8] = if *reset { b"r" } else { b"" };
+                std::fs::write(&asked, flag).map_err(io_error(&asked))?;
+                write_files(dir, inputs, |i| format!("s{k}_input_{i}.bin"))?;
+            }
+            Ok(())
         }
-        Ok(())
     };
-    let options = RunOptions { io: Io::Files };
-    let ran = launch(board, image, &[], timeout, options, &files)?;
+    let ran = launch(board, image, invocations, timeout, options, &files)?;
     let per_run = |v: &[u64]| -> Vec<Vec<u64>> {
         let n = v.len() / runs.len().max(1);
         v.chunks(n.max(1)).map(<[u64]>::to_vec).collect()
@@ -252,9 +262,14 @@ pub fn run_invocations(
         per_run(&ran.counts.step_instructions),
         per_run(&ran.counts.step_cycles),
     );
+    let mut channel_outputs = ran.channel_outputs.clone().map(Vec::into_iter);
     let mut out = Vec::with_capacity(runs.len());
     for k in 0..runs.len() {
-        let outputs = read_outputs(&ran.dir.path, |i| format!("s{k}_output_{i}.bin"))?;
+        let outputs = match (&mut channel_outputs, single) {
+            (Some(outputs), _) => outputs.next().unwrap_or_default(),
+            (None, true) => read_outputs(&ran.dir.path, |i| format!("output_{i}.bin"))?,
+            (None, false) => read_outputs(&ran.dir.path, |i| format!("s{k}_output_{i}.bin"))?,
+        };
         let counts = Counts {
             step_instructions: insns.get(k).cloned().unwrap_or_default(),
             step_cycles: cycles.get(k).cloned().unwrap_or_default(),
@@ -294,22 +309,22 @@ fn write_files(
     Ok(())
 }
 
-/// What QEMU left: its I/O folder, the outputs the channel brought back (none over files), the
-/// plugin's counts, and how long it ran.
+/// What QEMU left: its I/O folder, each run's outputs the channel brought back (none over
+/// files), the plugin's counts, and how long it ran.
 struct Launched {
     dir: IoDir,
-    channel_outputs: Option<Vec<Vec<u8>>>,
+    channel_outputs: Option<Vec<Vec<Vec<u8>>>>,
     counts: Counts,
     wall_time: Duration,
 }
 
-/// Runs `image` under QEMU in a fresh I/O folder that `files` fills first, `inputs` going over
-/// the channel where `options` asks for one; checks that the plugin counted as many steps as
-/// the firmware says it ran.
+/// Runs `image` under QEMU in a fresh I/O folder that `files` fills first, `invocations` going
+/// over the channel where `options` asks for one; checks that the plugin counted as many steps
+/// as the firmware says it ran.
 fn launch(
     board: &BoardInfo,
     image: &BuiltImage,
-    inputs: &[Vec<u8>],
+    invocations: &[Invocation<'_>],
     timeout: Duration,
     options: RunOptions,
     files: &dyn Fn(&Path) -> Result<(), BoardError>,
@@ -358,11 +373,15 @@ fn launch(
         }
         Io::Channel => {
             let (status, output, session) =
-                run_channel(&mut command, &io.path, &board.name, inputs, timeout)?;
+                run_channel(&mut command, &io.path, &board.name, invocations, timeout)?;
             (status, output, Some(session))
         }
         Io::Rtt => {
-            let rtt = (socket.as_path(), rtt_block.expect("checked above"), inputs);
+            let rtt = (
+                socket.as_path(),
+                rtt_block.expect("checked above"),
+                invocations,
+            );
             let (status, output, session) =
                 run_rtt(&mut command, &io.path, &board.name, rtt, timeout)?;
             (status, output, Some(session))
@@ -373,8 +392,12 @@ fn launch(
         None if !status.success() => return Err(failure(&board.name, status, output)),
         None => (None, ran_steps(&output)),
         Some(session) => {
-            let run = channel_session(&board.name, status, output.clone(), session)?;
-            (Some(run.outputs), Some(run.steps as usize))
+            let runs = channel_session(&board.name, status, output.clone(), session)?;
+            let steps = runs.iter().map(|r| r.steps as usize).sum();
+            (
+                Some(runs.into_iter().map(|r| r.outputs).collect()),
+                Some(steps),
+            )
         }
     };
     let counts = match marker {

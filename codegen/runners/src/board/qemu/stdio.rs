@@ -22,22 +22,24 @@ pub(in crate::board) fn channel_command_line(args: &[String]) -> Vec<String> {
     out
 }
 
+/// What a run over the channel left: QEMU's exit status, its standard error, and the session's
+/// runs or the error it ended in.
+pub(in crate::board) type ChannelOutcome = (
+    std::process::ExitStatus,
+    String,
+    Result<Vec<ChannelRun>, ChannelError>,
+);
+
 /// Runs `command` in `dir` with its standard input and output as the channel, on which a thread
-/// runs the session; its standard error is captured. Kills QEMU after `timeout`.
+/// runs the session of `invocations`; its standard error is captured. Kills QEMU after
+/// `timeout`.
 pub(in crate::board) fn run_channel(
     command: &mut Command,
     dir: &Path,
     board: &str,
-    inputs: &[Vec<u8>],
+    invocations: &[Invocation<'_>],
     timeout: Duration,
-) -> Result<
-    (
-        std::process::ExitStatus,
-        String,
-        Result<channel::ChannelRun, ChannelError>,
-    ),
-    BoardError,
-> {
+) -> Result<ChannelOutcome, BoardError> {
     let err = dir.join("qemu.stderr");
     let file = std::fs::File::create(&err).map_err(io_error(&err))?;
     let mut child = command
@@ -50,10 +52,22 @@ pub(in crate::board) fn run_channel(
     let (Some(to_device), Some(from_device)) = (child.stdin.take(), child.stdout.take()) else {
         unreachable!("both were asked to be piped")
     };
-    let inputs = inputs.to_vec();
+    // The session's thread owns its invocations: `None` is a reset.
+    let owned: Vec<Option<Vec<Vec<u8>>>> = (invocations.iter())
+        .map(|i| match i {
+            Invocation::Run(inputs) => Some(inputs.to_vec()),
+            Invocation::Reset => None,
+        })
+        .collect();
     let session = std::thread::spawn(move || {
         let mut from_device = from_device;
-        let result = channel::exchange(&mut from_device, to_device, &inputs);
+        let invocations: Vec<Invocation> = (owned.iter())
+            .map(|i| {
+                i.as_ref()
+                    .map_or(Invocation::Reset, |inputs| Invocation::Run(inputs))
+            })
+            .collect();
+        let result = channel::Host::new(&mut from_device, to_device).session(&invocations);
         // Whatever else the device writes, so that it never blocks on a full pipe.
         let _ = std::io::copy(&mut from_device, &mut std::io::sink());
         result
@@ -77,12 +91,12 @@ pub(in crate::board) fn run_channel(
 
 /// What a session gave, or the error it ended in: the firmware's own message when it sent
 /// one.
-pub(in crate::board) fn channel_session(
+pub(in crate::board) fn channel_session<T>(
     board: &str,
     status: std::process::ExitStatus,
     output: String,
-    session: Result<ChannelRun, ChannelError>,
-) -> Result<ChannelRun, BoardError> {
+    session: Result<T, ChannelError>,
+) -> Result<T, BoardError> {
     let board = board.to_string();
     match session {
         Ok(run) if status.success() => Ok(run),

@@ -129,13 +129,13 @@ fn the_channel_has_stdio_to_itself() {
 fn the_channel_error_decides_the_error() {
     let failed = Command::new("false").status().unwrap();
     let ok = Command::new("true").status().unwrap();
-    let device = |m: &str| Err(ChannelError::Device(m.into()));
+    let device = |m: &str| Err::<ChannelRun, _>(ChannelError::Device(m.into()));
     let refused = channel_session("b", failed, String::new(), device("bundle refused: x"));
     assert!(matches!(refused, Err(BoardError::Refused { message, .. }) if message == "x"));
     let failed_run = channel_session("b", failed, String::new(), device("run failed: y"));
     assert!(matches!(failed_run, Err(BoardError::DeviceFailed { .. })));
     let stderr = "kiln: channel: the host closed the console\n".to_string();
-    let inputs = Err(ChannelError::Inputs("sizes".into()));
+    let inputs = Err::<ChannelRun, _>(ChannelError::Inputs("sizes".into()));
     let host = channel_session("b", failed, stderr.clone(), inputs);
     assert!(
         matches!(
@@ -147,12 +147,17 @@ fn the_channel_error_decides_the_error() {
         ),
         "{host:?}"
     );
-    let closed = Err(ChannelError::Closed(String::new()));
+    let closed = Err::<ChannelRun, _>(ChannelError::Closed(String::new()));
     let device = channel_session("b", failed, stderr, closed);
     assert!(
         matches!(device, Err(BoardError::DeviceFailed { .. })),
         "{device:?}"
     );
-    let early = channel_session("b", ok, String::new(), Err(ChannelError::Closed("".into())));
+    let early = channel_session(
+        "b",
+        ok,
+        String::new(),
+        Err::<ChannelRun, _>(ChannelError::Closed("".into())),
+    );
     assert!(early.is_err());
 }
