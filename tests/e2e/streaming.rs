@@ -12,6 +12,7 @@
 //! the outputs that are states are not compared (the next steps' outputs depend on them).
 
 use kiln_codegen::bundle::Bundle;
+use kiln_codegen::gpu::Api;
 use kiln_codegen::model::{Bindings, ImportOptions};
 use kiln_codegen::target::Target;
 use kiln_runners::board;
@@ -169,6 +170,31 @@ fn stream_on_board(board_name: &str, m: &Model, io: board::Io) {
     println!("{name} on {place}: {least}..={most} instructions a window");
 }
 
+/// The same on an edge GPU through `api` (OpenCL on PoCL, Vulkan on lavapipe): the state stays
+/// in device memory between the runs, and a reset writes its initial values there again.
+fn stream_on_gpu(api: kiln_codegen::gpu::Api, m: &Model) {
+    let name = m.name;
+    let place = api.name();
+    let s = Stream::new(m, place);
+    let imported = kiln_codegen::model::import_file(&m.path, &m.options).unwrap();
+    let limits =
+        kiln_runners::gpu::device_limits(api).unwrap_or_else(|e| panic!("no {place} device: {e}"));
+    let gb = kiln_codegen::gpu::compile(
+        name,
+        &imported.graph,
+        &imported.outputs,
+        api,
+        &limits,
+        &mut |_, _| {},
+    )
+    .unwrap_or_else(|e| panic!("{name} for {place}: {e}"));
+    assert_eq!(gb.bundle.report.state_bytes, s.bundle.report.state_bytes);
+    let runs = kiln_runners::gpu::run_invocations(&gb, &s.invocations())
+        .unwrap_or_else(|e| panic!("{name} on {place}: {e}"));
+    let outputs: Vec<&[Vec<u8>]> = runs.iter().map(|r| r.outputs.as_slice()).collect();
+    s.check(&outputs, place);
+}
+
 fn real(name: &'static str) -> Model {
     let dir = root().join("tests/models/tflite-real");
     let (path, steps) = (
@@ -240,12 +266,17 @@ fn int8_ring_buffers_stream_like_tflm() {
     stream_on_host(&m);
     stream_on_board("qemu-an386", &m, board::Io::Files);
     stream_on_board("qemu-an386", &m, board::Io::Channel);
+    stream_on_gpu(Api::OpenCl, &m);
+    stream_on_gpu(Api::Vulkan, &m);
 }
 
 /// A variable read again after its assignment in the same run, from a non-zero start.
 #[test]
 fn a_variable_read_after_its_assignment_sees_the_new_value() {
-    stream_on_host(&generated("stream_accumulate_float"));
+    let m = generated("stream_accumulate_float");
+    stream_on_host(&m);
+    // Its state starts from values other than zeros: the GPU writes them, at load and reset.
+    stream_on_gpu(Api::Vulkan, &m);
 }
 
 /// Silero VAD: its LSTM state kept on the device (`--state stateN=state`), its sample rate
@@ -261,6 +292,7 @@ fn silero_vad_streams_like_onnxruntime_fed_its_own_state() {
     (m.bound_inputs, m.state_outputs) = (&[1, 2], &[1]);
     let steps = stream_on_host(&m);
     stream_on_board("qemu-an386", &m, board::Io::Files);
+    stream_on_gpu(Api::OpenCl, &m);
     let speech = steps
         .iter()
         .filter(|s| s.expected[0].to_f64()[0] > 0.5)
@@ -286,4 +318,5 @@ fn lstm_states_bound_stream_like_onnxruntime() {
     (m.bound_inputs, m.state_outputs) = (&[1, 2], &[1, 2]);
     stream_on_host(&m);
     stream_on_board("qemu-an386", &m, board::Io::Channel);
+    stream_on_gpu(Api::OpenCl, &m);
 }

@@ -278,6 +278,18 @@ pub fn run_stream_on(
 }
 
 impl Ran {
+    /// A run on an edge GPU: each step's device time in microseconds.
+    pub fn on_gpu(run: kiln_runners::gpu::GpuRun, report: &kiln_codegen::bundle::Report) -> Ran {
+        let times = run.step_times.iter().map(|d| d.as_secs_f64() * 1e6);
+        Ran {
+            outputs: run.outputs,
+            step_cost: per_step(report, times),
+            unit: "us (device)",
+            image: None,
+            cycles: None,
+        }
+    }
+
     /// A host run: each step's time in microseconds.
     pub fn on_host(run: kiln_runners::host::HostRun) -> Ran {
         Ran {
@@ -494,15 +506,7 @@ pub fn run_cmd(a: RunArgs) -> Result<ExitCode> {
             let inputs = read_inputs(&inputs_dir, &c)?;
             let run = kiln_runners::gpu::run(&gb, &inputs, 3)?;
             println!("device: {}", run.device);
-            let times = run.step_times.iter().map(|d| d.as_secs_f64() * 1e6);
-            let step_cost = per_step(&c.bundle.report, times);
-            let ran = Ran {
-                outputs: run.outputs,
-                step_cost,
-                unit: "us (device)",
-                image: None,
-                cycles: None,
-            };
+            let ran = Ran::on_gpu(run, &c.bundle.report);
             (c, ran)
         }
         None => {

@@ -7,7 +7,9 @@ use super::{
     compare_as, print_costs, run_stream_on, target_for, EstimatedCycles, Place, Ran, RunArgs,
     Tolerance,
 };
-use crate::model::{compile_with_cost, read_inputs_noting, write_outputs, BeamCost, Compiled};
+use crate::model::{
+    compile_gpu, compile_with_cost, read_inputs_noting, write_outputs, BeamCost, Compiled,
+};
 use anyhow::{bail, Context, Result};
 use kiln_runners::Invocation;
 use std::path::{Path, PathBuf};
@@ -69,16 +71,7 @@ pub(super) fn run_steps(a: &RunArgs, dir: &Path, place: &Place) -> Result<ExitCo
             );
         }
     }
-    let c = compile_with_cost(&a.model, &target_for(&a.board), BeamCost::Host)?;
-    let inputs = read_steps(&dirs, &c)?;
-    let invocations: Vec<Invocation> = inputs.iter().map(|i| Invocation::Run(i)).collect();
-    if kiln_codegen::gpu::Api::from_name(&a.board).is_some() {
-        bail!(
-            "--steps runs on the host and on the boards; {} is not one yet",
-            a.board
-        );
-    }
-    let runs = run_stream_on(&a.board, &c, &invocations, place)?;
+    let (c, runs) = run_all(a, &dirs, place)?;
     for (k, run) in runs.iter().enumerate() {
         write_outputs(&a.outputs.join(format!("{k:02}")), &c, &run.outputs)?;
     }
@@ -124,6 +117,33 @@ pub(super) fn run_steps(a: &RunArgs, dir: &Path, place: &Place) -> Result<ExitCo
     } else {
         ExitCode::from(1)
     })
+}
+
+/// Compiles the model for `--board` and runs every step's inputs on one device: the compiled
+/// model and each run.
+fn run_all(a: &RunArgs, dirs: &[PathBuf], place: &Place) -> Result<(Compiled, Vec<Ran>)> {
+    match kiln_codegen::gpu::Api::from_name(&a.board) {
+        Some(api) => {
+            let limits = kiln_runners::gpu::device_limits(api)?;
+            let (c, gb) = compile_gpu(&a.model, api, &limits)?;
+            let inputs = read_steps(dirs, &c)?;
+            let invocations: Vec<Invocation> = inputs.iter().map(|i| Invocation::Run(i)).collect();
+            let runs = kiln_runners::gpu::run_invocations(&gb, &invocations)?;
+            if let Some(run) = runs.first() {
+                println!("device: {}", run.device);
+            }
+            let ran = |run| Ran::on_gpu(run, &c.bundle.report);
+            let runs = runs.into_iter().map(ran).collect();
+            Ok((c, runs))
+        }
+        None => {
+            let c = compile_with_cost(&a.model, &target_for(&a.board), BeamCost::Host)?;
+            let inputs = read_steps(dirs, &c)?;
+            let invocations: Vec<Invocation> = inputs.iter().map(|i| Invocation::Run(i)).collect();
+            let runs = run_stream_on(&a.board, &c, &invocations, place)?;
+            Ok((c, runs))
+        }
+    }
 }
 
 /// The runs as one: each kernel's cost and cycles summed over them, the last run's outputs.

@@ -81,6 +81,42 @@ pub(crate) struct Prepared {
     pub inputs: Vec<(usize, Vec<u8>)>,
     /// Arena offset and exact bytes of each output.
     pub outputs: Vec<(usize, usize)>,
+    /// Arena offset and initial bytes of the model's state (empty without one), written before
+    /// the first run and at each reset.
+    pub state: (usize, Vec<u8>),
+}
+
+impl Prepared {
+    /// Each of `inputs` with the arena offset it is written at, checked against the inputs
+    /// the bundle was prepared with (their count and sizes).
+    pub(crate) fn input_writes<'a>(
+        &self,
+        inputs: &'a [Vec<u8>],
+    ) -> Result<Vec<(usize, &'a [u8])>, GpuError> {
+        if inputs.len() != self.inputs.len() {
+            return Err(GpuError::InputCount {
+                expected: self.inputs.len(),
+                got: inputs.len(),
+            });
+        }
+        let each = self.inputs.iter().zip(inputs).enumerate();
+        each.map(
+            |(index, ((offset, planned), data))| match data.len() == planned.len() {
+                true => Ok((*offset, &data[..])),
+                false => Err(GpuError::InputSize {
+                    index,
+                    expected: planned.len(),
+                    got: data.len(),
+                }),
+            },
+        )
+        .collect()
+    }
+
+    /// The inputs it was prepared with.
+    pub(crate) fn first_inputs(&self) -> Vec<Vec<u8>> {
+        self.inputs.iter().map(|(_, data)| data.clone()).collect()
+    }
 }
 
 /// A run of maximal slices of a region that stays together on the device: its planned range,
@@ -313,18 +349,18 @@ pub(crate) fn prepare(
         gb.kernels.len(),
     )
     .map_err(GpuError::Schedule)?;
-    // The arena starts zeroed on the device: a state that starts from other values is not
-    // loaded there yet.
-    if let fw::StateInit::Weights(span) = plan.state.init {
-        let init = span.within(gb.bundle.weights.len() as u32);
-        if init.is_none_or(|r| gb.bundle.weights[r].iter().any(|&b| b != 0)) {
-            return Err(GpuError::Refused(
-                "the model's state starts from values other than zeros, which the GPU runners \
-                 do not load yet"
-                    .into(),
-            ));
+    let state_init = match plan.state.init {
+        fw::StateInit::Zeros => vec![0; plan.state.span.bytes as usize],
+        fw::StateInit::Weights(span) => {
+            let range = span.within(gb.bundle.weights.len() as u32).ok_or_else(|| {
+                GpuError::Schedule(BundleError::WeightsSizeMismatch {
+                    found: gb.bundle.weights.len(),
+                    expected: span.offset as usize + span.bytes as usize,
+                })
+            })?;
+            gb.bundle.weights[range].to_vec()
         }
-    }
+    };
     // The schedule's slices were checked against the weights size it names; the weights must
     // have it.
     if gb.bundle.weights.len() != plan.weights.bytes as usize {
@@ -352,6 +388,10 @@ pub(crate) fn prepare(
     let (mut arena_spans, mut weight_spans) = (Vec::new(), Vec::new());
     for t in plan.inputs.iter().chain(&plan.outputs) {
         arena_spans.push(t.span);
+    }
+    // The state stays whole on the device, so that a reset writes it at once.
+    if plan.state.span.bytes > 0 {
+        arena_spans.push(plan.state.span);
     }
     let args = calls.iter().flat_map(|c| &c.args).copied();
     for (region, s) in args.chain(window_ranges(&parsed)) {
@@ -451,6 +491,10 @@ pub(crate) fn prepare(
             .iter()
             .map(|t| Ok((offset(t)?, t.span.bytes as usize)))
             .collect::<Result<_, GpuError>>()?,
+        state: match plan.state.span.bytes {
+            0 => (0, Vec::new()),
+            _ => (arena.device(plan.state.span)?, state_init),
+        },
     })
 }
 
@@ -490,6 +534,7 @@ pub(crate) fn prepare_calls(
         launches,
         inputs,
         outputs,
+        state: (0, Vec::new()),
     })
 }
 

@@ -5,6 +5,7 @@ mod layout;
 pub mod opencl;
 pub mod vulkan;
 
+use crate::Invocation;
 use kiln_codegen::gpu::{opencl_source, spirv, Api, GpuBundle, GpuError, GpuKernel};
 use kiln_codegen::target::DeviceLimits;
 use std::time::Duration;
@@ -49,14 +50,61 @@ pub struct GpuRun {
     pub arena_bytes: usize,
 }
 
-/// Runs `gb` `runs` times (at least once) on its interface's device on this machine; the step
-/// times are each step's fastest run (the first run includes the driver's compilation on some
-/// drivers), the outputs the last run's.
+/// Runs `gb` `runs` times (at least once) on its interface's device on this machine, each from
+/// the model's initial state; the step times are each step's fastest run (the first run
+/// includes the driver's compilation on some drivers), the outputs the last run's.
 pub fn run(gb: &GpuBundle, inputs: &[Vec<u8>], runs: usize) -> Result<GpuRun, GpuError> {
     match gb.api {
         Api::OpenCl => opencl::run_repeated(&opencl::device()?, gb, inputs, runs),
         Api::Vulkan => vulkan::run_repeated(&vulkan::device()?, gb, inputs, runs),
     }
+}
+
+/// Makes each invocation in order on one loaded bundle on its interface's device, the model's
+/// state kept in device memory from each run to the next until a reset: each run's outputs and
+/// step times.
+pub fn run_invocations(
+    gb: &GpuBundle,
+    invocations: &[Invocation<'_>],
+) -> Result<Vec<GpuRun>, GpuError> {
+    match gb.api {
+        Api::OpenCl => opencl::run_invocations(&opencl::device()?, gb, invocations),
+        Api::Vulkan => vulkan::run_invocations(&vulkan::device()?, gb, invocations),
+    }
+}
+
+/// What a runtime's execution gives for one run: the outputs and each launch's device time.
+type Executed = (Vec<Vec<u8>>, Vec<Duration>);
+
+/// `runs` runs (at least one) on `inputs`, a reset between each two.
+fn repeated(inputs: &[Vec<u8>], runs: usize) -> Vec<Invocation<'_>> {
+    let mut invocations = vec![Invocation::Run(inputs)];
+    for _ in 1..runs.max(1) {
+        invocations.extend([Invocation::Reset, Invocation::Run(inputs)]);
+    }
+    invocations
+}
+
+/// The inputs of the first run of `invocations` (none without a run).
+fn first_inputs<'a>(invocations: &[Invocation<'a>]) -> &'a [Vec<u8>] {
+    let mut runs = invocations.iter().filter_map(|i| match *i {
+        Invocation::Run(inputs) => Some(inputs),
+        Invocation::Reset => None,
+    });
+    runs.next().unwrap_or(&[])
+}
+
+/// Runs of the same inputs as one: each step's fastest time, the last run's outputs.
+fn fastest(runs: Vec<GpuRun>) -> GpuRun {
+    let mut runs = runs.into_iter();
+    let mut best = runs.next().expect("at least one run");
+    for run in runs {
+        for (b, t) in best.step_times.iter_mut().zip(&run.step_times) {
+            *b = (*b).min(*t);
+        }
+        best.outputs = run.outputs;
+    }
+    best
 }
 
 /// The flat list of buffers after a run of [`layout::prepare_calls`], one list per call.

@@ -9,6 +9,7 @@ use super::layout::{prepare, prepare_calls, ArenaCopy, Prepared, Region, Slice};
 use super::{
     opencl_source, regroup, Api, CallsRun, GpuBundle, GpuError, GpuKernel, GpuRun, KernelCall,
 };
+use crate::Invocation;
 use kiln_codegen::target::DeviceLimits;
 use opencl3::command_queue::{enqueue_copy_buffer, CommandQueue, CL_QUEUE_PROFILING_ENABLE};
 use opencl3::context::Context;
@@ -124,14 +125,25 @@ pub fn run_on(dev: &ClDevice, gb: &GpuBundle, inputs: &[Vec<u8>]) -> Result<GpuR
     run_repeated(dev, gb, inputs, 1)
 }
 
-/// Runs `gb` `runs` times on `dev` (the kernels built once); the step times are each step's
-/// fastest run, the outputs the last run's.
+/// Runs `gb` `runs` times on `dev` (the kernels built once), each from the model's initial
+/// state; the step times are each step's fastest run, the outputs the last run's.
 pub fn run_repeated(
     dev: &ClDevice,
     gb: &GpuBundle,
     inputs: &[Vec<u8>],
     runs: usize,
 ) -> Result<GpuRun, GpuError> {
+    let runs = run_invocations(dev, gb, &super::repeated(inputs, runs))?;
+    Ok(super::fastest(runs))
+}
+
+/// Makes each invocation in order on `dev` on one loaded bundle, the model's state carried
+/// from each run to the next until a reset: each run's outputs and step times.
+pub fn run_invocations(
+    dev: &ClDevice,
+    gb: &GpuBundle,
+    invocations: &[Invocation<'_>],
+) -> Result<Vec<GpuRun>, GpuError> {
     if gb.api != Api::OpenCl {
         return Err(GpuError::Refused(format!(
             "the bundle is for {}, not OpenCL",
@@ -139,15 +151,16 @@ pub fn run_repeated(
         )));
     }
     gb.check(&dev.limits)?;
-    let prep = prepare(gb, inputs, dev.align)?;
+    let prep = prepare(gb, super::first_inputs(invocations), dev.align)?;
     let what = format!("bundle {}", gb.bundle.report.model);
-    let (outputs, step_times) = execute(dev, &gb.kernels, &prep, &what, runs)?;
-    Ok(GpuRun {
+    let runs = execute(dev, &gb.kernels, &prep, &what, invocations)?;
+    let run = |(outputs, step_times)| GpuRun {
         outputs,
         step_times,
         device: dev.name.clone(),
         arena_bytes: prep.arena_bytes,
-    })
+    };
+    Ok(runs.into_iter().map(run).collect())
 }
 
 /// Runs independent calls of `kernels` on `dev`, in order.
@@ -158,22 +171,31 @@ pub fn run_calls(
 ) -> Result<CallsRun, GpuError> {
     kernels.iter().try_for_each(|k| k.check(&dev.limits))?;
     let prep = prepare_calls(calls, kernels.len(), dev.align)?;
-    let (flat, times) = execute(dev, kernels, &prep, "kernel calls", 1)?;
+    let inputs = prep.first_inputs();
+    let mut runs = execute(
+        dev,
+        kernels,
+        &prep,
+        "kernel calls",
+        &[Invocation::Run(&inputs)],
+    )?;
+    let (flat, times) = runs.pop().expect("one run");
     Ok(CallsRun {
         buffers: regroup(calls, flat),
         times,
     })
 }
 
-/// Builds the kernels; `runs` times writes the inputs and launches every launch in order;
-/// reads the outputs. Returns each launch's fastest time.
+/// Builds the kernels and loads the weights and the state's initial values; then for each
+/// invocation resets the state, or writes the inputs, launches every launch in order and reads
+/// the outputs. Returns each run's outputs and launch times.
 fn execute(
     dev: &ClDevice,
     table: &[GpuKernel],
     prep: &Prepared,
     what: &str,
-    runs: usize,
-) -> Result<(Vec<Vec<u8>>, Vec<Duration>), GpuError> {
+    invocations: &[Invocation<'_>],
+) -> Result<Vec<super::Executed>, GpuError> {
     let context = Context::from_device(&dev.device).map_err(driver("clCreateContext"))?;
     #[allow(deprecated)]
     let queue = CommandQueue::create_default(&context, CL_QUEUE_PROFILING_ENABLE)
@@ -196,22 +218,30 @@ fn execute(
         kernels.push(kernel);
     }
     let mut mem = Memory::new(&context, &queue, prep.arena_bytes, prep.weights.clone())?;
-    let mut best = vec![Duration::MAX; prep.launches.len()];
-    for _ in 0..runs.max(1) {
-        let times = launch_all(&queue, table, &kernels, &mut mem, prep)?;
-        for (b, t) in best.iter_mut().zip(times) {
-            *b = (*b).min(t);
+    let (state_at, state) = &prep.state;
+    mem.write(*state_at, state)?;
+    let mut runs = Vec::new();
+    for invocation in invocations {
+        let inputs = match invocation {
+            Invocation::Reset => {
+                mem.write(*state_at, state)?;
+                continue;
+            }
+            Invocation::Run(inputs) => prep.input_writes(inputs)?,
+        };
+        for (offset, data) in inputs {
+            mem.write(offset, data)?;
         }
+        let times = launch_all(&queue, table, &kernels, &mut mem, prep)?;
+        let outputs = (prep.outputs.iter())
+            .map(|&(offset, bytes)| mem.read(offset, bytes))
+            .collect::<Result<Vec<_>, _>>()?;
+        runs.push((outputs, times));
     }
-    let outputs = prep
-        .outputs
-        .iter()
-        .map(|&(offset, bytes)| mem.read(offset, bytes))
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok((outputs, best))
+    Ok(runs)
 }
 
-/// One run: the inputs written, every launch enqueued (with the copies around it, which the
+/// One run, its inputs written: every launch enqueued (with the copies around it, which the
 /// in-order queue runs in turn with the kernels), waited for; each launch's time.
 fn launch_all(
     queue: &CommandQueue,
@@ -220,9 +250,6 @@ fn launch_all(
     mem: &mut Memory,
     prep: &Prepared,
 ) -> Result<Vec<Duration>, GpuError> {
-    for (offset, data) in &prep.inputs {
-        mem.write(*offset, data)?;
-    }
     let mut events: Vec<Event> = Vec::with_capacity(prep.launches.len());
     for launch in &prep.launches {
         for &c in &launch.before {
@@ -310,6 +337,9 @@ impl<'a> Memory<'a> {
     }
 
     fn write(&mut self, offset: usize, data: &[u8]) -> Result<(), GpuError> {
+        if data.is_empty() {
+            return Ok(());
+        }
         // SAFETY: a blocking write from a live slice, within the arena.
         unsafe {
             self.queue

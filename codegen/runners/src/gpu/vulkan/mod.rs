@@ -14,8 +14,8 @@ pub use context::Vk;
 
 use super::layout::{prepare, prepare_calls, Prepared};
 use super::{regroup, spirv, Api, CallsRun, GpuBundle, GpuError, GpuKernel, GpuRun, KernelCall};
+use crate::Invocation;
 use kiln_codegen::target::DeviceLimits;
-use std::time::Duration;
 
 const API: &str = "Vulkan";
 
@@ -40,14 +40,26 @@ pub fn run_on(vk: &Vk, gb: &GpuBundle, inputs: &[Vec<u8>]) -> Result<GpuRun, Gpu
     run_repeated(vk, gb, inputs, 1)
 }
 
-/// Runs `gb` `runs` times on `vk` (the pipelines made and the launches recorded once); the
-/// step times are each step's fastest run, the outputs the last run's.
+/// Runs `gb` `runs` times on `vk` (the pipelines made and the launches recorded once), each
+/// from the model's initial state; the step times are each step's fastest run, the outputs the
+/// last run's.
 pub fn run_repeated(
     vk: &Vk,
     gb: &GpuBundle,
     inputs: &[Vec<u8>],
     runs: usize,
 ) -> Result<GpuRun, GpuError> {
+    let runs = run_invocations(vk, gb, &super::repeated(inputs, runs))?;
+    Ok(super::fastest(runs))
+}
+
+/// Makes each invocation in order on `vk` on one loaded bundle, the model's state carried from
+/// each run to the next until a reset: each run's outputs and step times.
+pub fn run_invocations(
+    vk: &Vk,
+    gb: &GpuBundle,
+    invocations: &[Invocation<'_>],
+) -> Result<Vec<GpuRun>, GpuError> {
     if gb.api != Api::Vulkan {
         return Err(GpuError::Refused(format!(
             "the bundle is for {}, not Vulkan",
@@ -55,15 +67,16 @@ pub fn run_repeated(
         )));
     }
     check(vk, &gb.kernels)?;
-    let prep = prepare(gb, inputs, vk.align)?;
+    let prep = prepare(gb, super::first_inputs(invocations), vk.align)?;
     check_ranges(vk, &gb.kernels, &prep)?;
-    let (outputs, step_times) = execute(vk, &gb.kernels, &prep, runs)?;
-    Ok(GpuRun {
+    let runs = execute(vk, &gb.kernels, &prep, invocations)?;
+    let run = |(outputs, step_times)| GpuRun {
         outputs,
         step_times,
         device: vk.name.clone(),
         arena_bytes: prep.arena_bytes,
-    })
+    };
+    Ok(runs.into_iter().map(run).collect())
 }
 
 /// Runs independent calls of `kernels` on `vk`, in order.
@@ -75,7 +88,9 @@ pub fn run_calls(
     check(vk, kernels)?;
     let prep = prepare_calls(calls, kernels.len(), vk.align)?;
     check_ranges(vk, kernels, &prep)?;
-    let (flat, times) = execute(vk, kernels, &prep, 1)?;
+    let inputs = prep.first_inputs();
+    let mut runs = execute(vk, kernels, &prep, &[Invocation::Run(&inputs)])?;
+    let (flat, times) = runs.pop().expect("one run");
     Ok(CallsRun {
         buffers: regroup(calls, flat),
         times,
@@ -131,14 +146,15 @@ fn check_ranges(vk: &Vk, kernels: &[GpuKernel], prep: &Prepared) -> Result<(), G
     Ok(())
 }
 
-/// Compiles the shaders and records the launches; `runs` times writes the inputs and submits;
-/// reads the outputs. Returns each launch's fastest time.
+/// Compiles the shaders, records the launches, and loads the weights and the state's initial
+/// values; then for each invocation resets the state, or writes the inputs, submits and reads
+/// the outputs. Returns each run's outputs and launch times.
 fn execute(
     vk: &Vk,
     kernels: &[GpuKernel],
     prep: &Prepared,
-    runs: usize,
-) -> Result<(Vec<Vec<u8>>, Vec<Duration>), GpuError> {
+    invocations: &[Invocation<'_>],
+) -> Result<Vec<super::Executed>, GpuError> {
     let shaders: Vec<(&str, &str)> = kernels
         .iter()
         .map(|k| (k.name.as_str(), k.src.as_str()))
@@ -153,26 +169,35 @@ fn execute(
     let (arena_buf, weights_buf) = (exec.buffers[0].buffer, exec.buffers[1].buffer);
     exec.pipelines(kernels, &spirv)?;
     exec.record(kernels, &prep.launches, arena_buf, weights_buf)?;
-    let mut best = vec![Duration::MAX; prep.launches.len()];
-    for _ in 0..runs.max(1) {
-        // SAFETY: the queue is idle; every input lies within the mapped arena (the layout
-        // placed it there).
-        unsafe {
-            for (offset, data) in &prep.inputs {
-                std::ptr::copy_nonoverlapping(data.as_ptr(), arena.add(*offset), data.len());
+    // SAFETY (each write below): the queue is idle, and every input and the state lie within
+    // the mapped arena (the layout placed them there).
+    let write = |offset: usize, data: &[u8]| unsafe {
+        std::ptr::copy_nonoverlapping(data.as_ptr(), arena.add(offset), data.len())
+    };
+    let (state_at, state) = &prep.state;
+    write(*state_at, state);
+    let mut runs = Vec::new();
+    for invocation in invocations {
+        let inputs = match invocation {
+            Invocation::Reset => {
+                write(*state_at, state);
+                continue;
             }
+            Invocation::Run(inputs) => prep.input_writes(inputs)?,
+        };
+        for (offset, data) in inputs {
+            write(offset, data);
         }
-        for (b, t) in best.iter_mut().zip(exec.submit(prep.launches.len())?) {
-            *b = (*b).min(t);
-        }
+        let times = exec.submit(prep.launches.len())?;
+        let outputs = prep
+            .outputs
+            .iter()
+            // SAFETY: the queue is idle; each output lies within the mapped arena.
+            .map(|&(offset, bytes)| unsafe {
+                std::slice::from_raw_parts(arena.add(offset), bytes).to_vec()
+            })
+            .collect();
+        runs.push((outputs, times));
     }
-    let outputs = prep
-        .outputs
-        .iter()
-        // SAFETY: the queue is idle; each output lies within the mapped arena.
-        .map(|&(offset, bytes)| unsafe {
-            std::slice::from_raw_parts(arena.add(offset), bytes).to_vec()
-        })
-        .collect();
-    Ok((outputs, best))
+    Ok(runs)
 }
