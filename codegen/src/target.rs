@@ -99,6 +99,18 @@ impl Target {
         }
     }
 
+    /// The target a microcontroller's kernels are generated for, by its Rust target triple:
+    /// packed int8 dot products ([`Target::c_dsp`]) on the cores with the DSP extension
+    /// (Armv7E-M: Cortex-M4 and M7; Armv8-M Mainline: the Cortex-M33, DSP included in
+    /// `-mcpu=cortex-m33`), plain C elsewhere. Boards and build scripts both ask it.
+    pub fn for_triple(triple: &str) -> Self {
+        let dsp = ["thumbv7em", "thumbv8m.main"];
+        match dsp.iter().any(|arch| triple.starts_with(arch)) {
+            true => Target::c_dsp(),
+            false => Target::c(),
+        }
+    }
+
     /// C for the CPU that builds it: reduces over float vectors (GCC/Clang vector extensions,
     /// which the C compiler maps onto the CPU's vector unit) of 8 lanes, or 16 where the CPU
     /// has 512-bit vectors.

@@ -77,22 +77,41 @@ pub enum Cpu {
     Rv32imac,
 }
 
+/// Each CPU but the host with the Rust target triple it is built for (the first of a triple is
+/// the one that triple implies).
+const TRIPLES: [(Cpu, &str); 10] = [
+    (Cpu::CortexM0, "thumbv6m-none-eabi"),
+    (Cpu::CortexM0Plus, "thumbv6m-none-eabi"),
+    (Cpu::CortexM3, "thumbv7m-none-eabi"),
+    (Cpu::CortexM4, "thumbv7em-none-eabi"),
+    (Cpu::CortexM4F, "thumbv7em-none-eabihf"),
+    (Cpu::CortexM7F, "thumbv7em-none-eabihf"),
+    (Cpu::CortexM33, "thumbv8m.main-none-eabi"),
+    (Cpu::CortexM33F, "thumbv8m.main-none-eabihf"),
+    (Cpu::Rv32imc, "riscv32imc-unknown-none-elf"),
+    (Cpu::Rv32imac, "riscv32imac-unknown-none-elf"),
+];
+
 impl Cpu {
     /// The CPU a Rust target triple implies, for the triples Kiln knows; `host` is the triple
     /// of the machine the build runs on.
     pub fn from_triple(triple: &str, host: &str) -> Option<Cpu> {
-        Some(match triple {
-            t if t == host => Cpu::Host,
-            "thumbv6m-none-eabi" => Cpu::CortexM0,
-            "thumbv7m-none-eabi" => Cpu::CortexM3,
-            "thumbv7em-none-eabi" => Cpu::CortexM4,
-            "thumbv7em-none-eabihf" => Cpu::CortexM4F,
-            "thumbv8m.main-none-eabi" => Cpu::CortexM33,
-            "thumbv8m.main-none-eabihf" => Cpu::CortexM33F,
-            "riscv32imc-unknown-none-elf" => Cpu::Rv32imc,
-            "riscv32imac-unknown-none-elf" => Cpu::Rv32imac,
-            _ => return None,
-        })
+        if triple == host {
+            return Some(Cpu::Host);
+        }
+        TRIPLES
+            .iter()
+            .find(|(_, t)| *t == triple)
+            .map(|(cpu, _)| *cpu)
+    }
+
+    /// The target its kernels are generated for: the one `kiln run` uses on a board of the
+    /// same core ([`Target::for_triple`]); plain C on the host.
+    pub fn kernel_target(self) -> Target {
+        match TRIPLES.iter().find(|(cpu, _)| *cpu == self) {
+            Some((_, triple)) => Target::for_triple(triple),
+            None => Target::c(),
+        }
     }
 
     /// The C compiler's flags for this CPU, beside the ones `cc` picks for the target. On Arm,
@@ -362,7 +381,7 @@ impl Builder {
             Some(d) => d.clone(),
             None => PathBuf::from(build_var("OUT_DIR", "out_dir")?),
         };
-        let compiled = self.compile(&name)?;
+        let compiled = self.compile(&name, cpu)?;
         let kiln_dir = out_dir.join("kiln");
         let bundle_dir = kiln_dir.join(&name);
         let bundle_err = |source| BuildError::Bundle {
@@ -386,7 +405,7 @@ impl Builder {
         })
     }
 
-    fn compile(&self, name: &str) -> Result<Compiled, BuildError> {
+    fn compile(&self, name: &str, cpu: Cpu) -> Result<Compiled, BuildError> {
         let bytes = std::fs::read(&self.model).map_err(|source| BuildError::Load {
             model: self.model.clone(),
             source,
@@ -399,7 +418,7 @@ impl Builder {
             name,
             &imported.graph,
             &imported.outputs,
-            &Target::c(),
+            &cpu.kernel_target(),
             self.optimize,
             &mut |_, _| {},
         )

@@ -190,3 +190,26 @@ fn states_and_constants_leave_the_run_signature() {
     let shown = format!("{:?}", err.generate(Cpu::Host).unwrap_err());
     assert!(shown.contains("--state names input \"hidden\""), "{shown}");
 }
+
+/// A build script gets the kernels `kiln run` uses on a board of the same core: packed int8
+/// dot products on the cores with the DSP extension, plain C on the others.
+#[test]
+fn the_cpu_picks_the_kernels_a_board_of_its_core_gets() {
+    let model = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/models/mlperf-tiny/tflite/kws_ref_model.tflite");
+    let out = tempfile::tempdir().unwrap();
+    let kernels = |cpu: Cpu| {
+        let built = Builder::new(&model).out_dir(out.path()).generate(cpu);
+        built.unwrap_or_else(|e| panic!("{e:?}")).kernels_c
+    };
+    for cpu in [Cpu::CortexM4F, Cpu::CortexM7F, Cpu::CortexM33] {
+        assert!(kernels(cpu).contains("kiln_dot4("), "{cpu:?}");
+    }
+    for cpu in [Cpu::CortexM0Plus, Cpu::CortexM3, Cpu::Rv32imc, Cpu::Host] {
+        assert!(!kernels(cpu).contains("kiln_dot4("), "{cpu:?}");
+    }
+    assert_eq!(
+        Cpu::from_triple("thumbv7em-none-eabihf", "x86_64-unknown-linux-gnu"),
+        Some(Cpu::CortexM4F)
+    );
+}

@@ -67,18 +67,11 @@ pub struct BoardInfo {
 }
 
 impl BoardInfo {
-    /// The target its kernels are generated for: plain C, with packed int8 dot products on the
-    /// cores that have the DSP extension (Armv7E-M: Cortex-M4 and M7; Armv8-M Mainline: the
-    /// Cortex-M33, whose kernels the board builds with `-mcpu=cortex-m33`, DSP included).
+    /// The target its kernels are generated for ([`Target::for_triple`] of its target).
+    ///
+    /// [`Target::for_triple`]: kiln_codegen::target::Target::for_triple
     pub fn kernel_target(&self) -> kiln_codegen::target::Target {
-        let dsp = ["thumbv7em", "thumbv8m.main"]
-            .iter()
-            .any(|arch| self.target.starts_with(arch));
-        if dsp {
-            kiln_codegen::target::Target::c_dsp()
-        } else {
-            kiln_codegen::target::Target::c()
-        }
+        kiln_codegen::target::Target::for_triple(&self.target)
     }
 }
 
