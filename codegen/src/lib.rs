@@ -16,6 +16,7 @@
 //! [`optimize::CostModel`] for the BEAM search) and the command line (`kiln-cli`) are crates
 //! above this one.
 
+pub mod bind;
 pub mod builder;
 pub mod bundle;
 pub mod compile;

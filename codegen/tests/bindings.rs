@@ -38,6 +38,7 @@ fn bind_error(e: ModelError) -> BindError {
     match e {
         ModelError::OnnxImport(ImportError::Bind(b)) => b,
         ModelError::Tflite(TfliteError::Bind(b)) => b,
+        ModelError::Bind(b) => b,
         other => panic!("not a binding error: {other}"),
     }
 }
@@ -84,6 +85,11 @@ fn a_constant_from_a_file_must_have_the_inputs_type() {
     kiln_codegen::tensorio::write_npy(&path, &f).unwrap();
     let e = gru(&[&format!("x={}", path.display())], &[]).unwrap_err();
     assert!(e.to_string().contains("[1, 1, 16]"), "{e}");
+    let missing = gru(&["x=no/such/file.npy"], &[]).unwrap_err().to_string();
+    assert!(
+        missing.contains("--const x") && missing.contains("no/such/file.npy"),
+        "{missing}"
+    );
 }
 
 #[test]

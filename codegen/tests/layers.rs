@@ -14,12 +14,15 @@ const LAYERS: &[&str] = &[
     "shape",
     "tensor",
     // The stages: import → graph → schedule → kernels → optimize → linearize → render → plan
-    // → bundle. The importer builds a graph; `tensorio` reads tensors in ONNX's format.
+    // → bundle. The importer builds a graph; `tensorio` reads tensors in ONNX's format, and
+    // `model` imports a file of either format, its `--const` files read through `tensorio`.
     "graph",
+    // Inputs bound at compile time (`--const`, `--state`), which both importers read.
+    "bind",
     "onnx",
     "tflite",
-    "model",
     "tensorio",
+    "model",
     "schedule",
     "kernel",
     "optimize",

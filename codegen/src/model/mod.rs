@@ -1,9 +1,7 @@
 //! A model file of either format, chosen by its content: a TFLite flatbuffer carries the `TFL3`
 //! identifier at bytes 4..8; anything else is read as ONNX.
 
-mod bind;
-
-pub use bind::{BindError, Binding, Bindings, ConstInput, ConstSource, StateLink};
+pub use crate::bind::{BindError, Binding, Bindings, ConstInput, ConstSource, StateLink};
 
 use crate::graph::Imported;
 use crate::onnx::{self, ImportError, OnnxError, Requant};
@@ -45,6 +43,8 @@ pub enum ModelError {
     OnnxImport(#[from] ImportError),
     #[error(transparent)]
     Tflite(#[from] TfliteError),
+    #[error(transparent)]
+    Bind(#[from] BindError),
     #[error("--shape {name}: a TFLite model's input shapes are fixed in the file")]
     TfliteShape { name: String },
 }
@@ -76,6 +76,8 @@ pub fn import_file(path: &Path, options: &ImportOptions) -> Result<Imported, Mod
 
 /// Imports a model from its file's bytes.
 pub fn import_bytes(bytes: &[u8], options: &ImportOptions) -> Result<Imported, ModelError> {
+    let read = |path: &Path| crate::tensorio::read_tensor(path).map_err(|e| e.to_string());
+    let bindings = options.bindings.read_files(read)?;
     match Format::of(bytes) {
         Format::Tflite => {
             if let Some((name, _)) = options.shapes.first() {
@@ -85,17 +87,12 @@ pub fn import_bytes(bytes: &[u8], options: &ImportOptions) -> Result<Imported, M
             let config = tflite::ImportConfig {
                 keep_f16: options.keep_f16,
             };
-            Ok(tflite::import_bound(&model, &config, &options.bindings)?)
+            Ok(tflite::import_bound(&model, &config, &bindings)?)
         }
         Format::Onnx => {
             let model = onnx::load_bytes(bytes)?;
             let (shapes, requant) = (&options.shapes, options.requant);
-            Ok(onnx::import_bound(
-                &model,
-                shapes,
-                requant,
-                &options.bindings,
-            )?)
+            Ok(onnx::import_bound(&model, shapes, requant, &bindings)?)
         }
     }
 }

@@ -14,10 +14,10 @@ use thiserror::Error;
 
 use super::ops::{self, checked_numel, dtype_of, materialize, Ctx, OpBuilder, OpError, Value};
 use super::{pin_dims, qdq, Dim, Narrow, OnnxError, OnnxModel, OnnxNode, Requant, ValueInfo};
+use crate::bind::{BindError, Binding, Bindings};
 use crate::graph::eval::evaluate;
 pub use crate::graph::Imported;
 use crate::graph::{FileTensor, Graph, Lazy};
-use crate::model::{BindError, Binding, Bindings};
 use crate::tensor::Tensor;
 
 /// Known inputs up to this many elements (each) are computed on at compile time.

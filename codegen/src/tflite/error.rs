@@ -71,7 +71,7 @@ pub enum TfliteError {
     #[error("variable {name:?}: {reason}")]
     Variable { name: String, reason: String },
     #[error(transparent)]
-    Bind(#[from] crate::model::BindError),
+    Bind(#[from] crate::bind::BindError),
 }
 
 /// Why one operator could not be lowered.

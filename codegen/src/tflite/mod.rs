@@ -18,8 +18,8 @@ pub use kiln_tflite_schema::tflite as schema;
 pub use model::{load_bytes, op_name, Quant, TensorId, TfOp, TfTensor, TfliteModel};
 pub use ops::softmax_params;
 
+use crate::bind::{Binding, Bindings};
 use crate::graph::{FileTensor, Graph, Imported, Lazy};
-use crate::model::{Binding, Bindings};
 use std::collections::HashMap;
 
 /// Settings of a TFLite import beyond the file itself.

@@ -7,7 +7,6 @@
 use crate::dtype::Scalar;
 use crate::graph::{Graph, Imported};
 use crate::tensor::Tensor;
-use crate::tensorio;
 use std::path::PathBuf;
 use thiserror::Error;
 
@@ -16,8 +15,10 @@ use thiserror::Error;
 pub enum ConstSource {
     /// Numbers as written, comma-separated (`16000`, `1,0,0`), read in the input's type.
     Literal(String),
-    /// A `.npy` or `.pb` tensor file.
+    /// A `.npy` or `.pb` tensor file, read by [`Bindings::read_files`] before an import.
     File(PathBuf),
+    /// A tensor (a file's, once read).
+    Tensor(Tensor),
 }
 
 /// `--const NAME=VALUE`: input NAME fixed at compile time.
@@ -149,6 +150,24 @@ impl Bindings {
         })
     }
 
+    /// The bindings with each constant's file read by `read` (`.npy` or `.pb`).
+    pub fn read_files(
+        &self,
+        read: impl Fn(&std::path::Path) -> Result<Tensor, String>,
+    ) -> Result<Bindings, BindError> {
+        let mut out = self.clone();
+        for c in &mut out.consts {
+            if let ConstSource::File(path) = &c.value {
+                let t = read(path).map_err(|reason| BindError::ConstValue {
+                    name: c.name.clone(),
+                    reason,
+                })?;
+                c.value = ConstSource::Tensor(t);
+            }
+        }
+        Ok(out)
+    }
+
     /// No input bound.
     pub fn is_empty(&self) -> bool {
         self.consts.is_empty() && self.states.is_empty()
@@ -265,8 +284,11 @@ impl ConstSource {
         };
         let t = match self {
             ConstSource::File(path) => {
-                tensorio::read_tensor(path).map_err(|e| bad(e.to_string()))?
+                let why =
+                    "it was not read (`Bindings::read_files`, which `model::import_file` calls)";
+                return Err(bad(format!("{}: {why}", path.display())));
             }
+            ConstSource::Tensor(t) => t.clone(),
             ConstSource::Literal(text) => literal(text, dtype, dims).map_err(bad)?,
         };
         if t.dtype() != dtype {
