@@ -129,13 +129,14 @@ fn run_stream() -> Result<bool> {
     let invocations: Vec<Invocation> = inputs.iter().map(|i| Invocation::Run(i)).collect();
     let runs = crate::run::run_stream_on(BOARD, &c, &invocations, &Default::default())?;
     println!("Each kernel's cost summed over the {} windows:", runs.len());
-    print_costs(&c, &crate::run::steps::summed(&runs));
+    let all = crate::run::steps::summed(&runs);
+    print_costs(&c, &all);
     let report = &c.bundle.report;
     println!(
         "state: {} B of the {} B arena, kept on the board from one window to the next",
         report.state_bytes, report.arena_bytes
     );
-    println!("{}", window_cost(&runs));
+    println!("{}", window_cost(&all, runs.len()));
     let mut scores = Vec::new();
     let mut matched = 0;
     for (run, d) in runs.iter().zip(&dirs) {
@@ -165,14 +166,16 @@ fn run_stream() -> Result<bool> {
     Ok(matched == n)
 }
 
-/// `a window: N instructions, M est. cycles, T ms at F MHz (of 30 ms of audio)`, averaged.
-fn window_cost(runs: &[crate::run::Ran]) -> String {
-    let n = runs.len() as f64;
-    let instructions = runs.iter().flat_map(|r| &r.step_cost).sum::<f64>() / n;
+/// `a window: N instructions, M est. cycles, T ms at F MHz (of 30 ms of audio)`, averaged over
+/// the `windows` runs summed as `all`.
+fn window_cost(all: &crate::run::Ran, windows: usize) -> String {
+    let (instructions, cycles) = crate::run::steps::average(all, windows);
     let mut line = format!("a window: {instructions:.0} instructions");
-    let cycles = runs.iter().filter_map(|r| r.cycles.as_ref());
-    let per_window = cycles.clone().flat_map(|e| &e.per_step).sum::<u64>() as f64 / n;
-    if let Some(mhz) = (cycles.clone().next()).and_then(|e| crate::run::reference_mhz(e.core)) {
+    let mhz = all
+        .cycles
+        .as_ref()
+        .and_then(|e| crate::run::reference_mhz(e.core));
+    if let (Some(per_window), Some(mhz)) = (cycles, mhz) {
         let ms = per_window / (mhz * 1e3);
         line += &format!(
             ", {per_window:.0} est. cycles, {ms:.2} ms at {mhz:.0} MHz (a window is \

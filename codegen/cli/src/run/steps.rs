@@ -77,21 +77,13 @@ pub(super) fn run_steps(a: &RunArgs, dir: &Path, place: &Place) -> Result<ExitCo
     }
     let all = summed(&runs);
     print_costs(&c, &all);
-    let n = runs.len() as f64;
-    let cycles = (all.cycles.as_ref())
-        .map(|e| {
-            format!(
-                ", {:.0} est. cycles",
-                e.per_step.iter().sum::<u64>() as f64 / n
-            )
-        })
-        .unwrap_or_default();
+    let (cost, cycles) = average(&all, runs.len());
+    let cycles = cycles.map_or(String::new(), |c| format!(", {c:.0} est. cycles"));
     println!(
-        "{} steps from the initial state, {} B of state carried between them; a step: {:.0} {} \
+        "{} steps from the initial state, {} B of state carried between them; a step: {cost:.0} {} \
          on average{cycles}",
         runs.len(),
         c.bundle.report.state_bytes,
-        all.step_cost.iter().sum::<f64>() / n,
         all.unit
     );
     let Some(expect_dirs) = expect_dirs else {
@@ -144,6 +136,15 @@ fn run_all(a: &RunArgs, dirs: &[PathBuf], place: &Place) -> Result<(Compiled, Ve
             Ok((c, runs))
         }
     }
+}
+
+/// A run's cost on average over `runs` runs summed as `all` ([`summed`]): in `all`'s unit, and
+/// in estimated cycles where the board has an estimate.
+pub(crate) fn average(all: &Ran, runs: usize) -> (f64, Option<f64>) {
+    let n = runs.max(1) as f64;
+    let cost = all.step_cost.iter().sum::<f64>() / n;
+    let cycles = (all.cycles.as_ref()).map(|e| e.per_step.iter().sum::<u64>() as f64 / n);
+    (cost, cycles)
 }
 
 /// The runs as one: each kernel's cost and cycles summed over them, the last run's outputs.
