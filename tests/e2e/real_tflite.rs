@@ -77,6 +77,20 @@ fn on_board(board_name: &str, name: &str) {
     );
 }
 
+fn on_gpu(api: kiln_codegen::gpu::Api, name: &str) {
+    let imported = kiln_codegen::model::import_file(&model(name), &Default::default()).unwrap();
+    let limits = kiln_runners::gpu::device_limits(api)
+        .unwrap_or_else(|e| panic!("no {} device: {e}", api.name()));
+    let (graph, outputs) = (&imported.graph, &imported.outputs);
+    let gb = kiln_codegen::gpu::compile(name, graph, outputs, api, &limits, &mut |_, _| {})
+        .unwrap_or_else(|e| panic!("{name} for {}: {e}", api.name()));
+    let (inputs, want) = vectors(name);
+    let inputs: Vec<Vec<u8>> = inputs.into_iter().map(Tensor::into_bytes).collect();
+    let run = kiln_runners::gpu::run(&gb, &inputs, 1)
+        .unwrap_or_else(|e| panic!("{name} on {}: {e}", api.name()));
+    compare(name, &run.outputs, &want, RTOL, ATOL).unwrap_or_else(|e| panic!("{e:#}"));
+}
+
 /// The import error of a model Kiln cannot run yet.
 fn import_error(name: &str) -> String {
     match kiln_codegen::model::import_file(&model(name), &Default::default()) {
@@ -153,10 +167,13 @@ fn tflm_mnist_lstm_int8() {
     on_board("qemu-an386", "trained_lstm_int8");
 }
 
-/// TFLM's DTLN noise suppression: two int8 LSTMs over a 257-bin spectrum frame, exact.
+/// TFLM's DTLN noise suppression: two int8 LSTMs over a 257-bin spectrum frame, exact on the
+/// host and both GPU targets.
 #[test]
 fn tflm_dtln_noise_suppression() {
     on_host("dtln_noise_suppression");
+    on_gpu(kiln_codegen::gpu::Api::OpenCl, "dtln_noise_suppression");
+    on_gpu(kiln_codegen::gpu::Api::Vulkan, "dtln_noise_suppression");
 }
 
 /// TFLM's micro_speech audio front end keeps its noise estimate between invocations (spectral

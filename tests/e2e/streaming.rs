@@ -318,5 +318,7 @@ fn lstm_states_bound_stream_like_onnxruntime() {
     (m.bound_inputs, m.state_outputs) = (&[1, 2], &[1, 2]);
     stream_on_host(&m);
     stream_on_board("qemu-an386", &m, board::Io::Channel);
+    // Both states are updated in place, a kernel reading and writing one buffer.
     stream_on_gpu(Api::OpenCl, &m);
+    stream_on_gpu(Api::Vulkan, &m);
 }

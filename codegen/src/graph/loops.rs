@@ -157,8 +157,14 @@ impl LoopBody {
 impl Graph {
     /// Runs `body` over `operands`; returns its results. Each operand becomes a buffer of its
     /// own, which the loop's kernels read in place.
+    /// A body run once is no loop: its nodes join this graph, so that its kernels fuse with
+    /// the ones around it and a state it updates can be updated in place (a streaming RNN
+    /// step).
     pub fn repeat(&mut self, body: LoopBody, operands: &[Lazy]) -> Result<Vec<Lazy>, GraphError> {
         body.check(operands)?;
+        if body.count == 1 {
+            return self.run_once(&body, operands);
+        }
         let operands: Vec<Lazy> = operands.iter().map(|o| self.buffered(o)).collect();
         let types = body.result_types();
         let mut loop_value = self.push(
@@ -175,6 +181,75 @@ impl Graph {
                 self.push(GOp::LoopResult(k), dtype, shape, vec![loop_value.clone()])
             })
             .collect())
+    }
+
+    /// The results of `body` run once over `operands`, its nodes copied into this graph.
+    fn run_once(&mut self, body: &LoopBody, operands: &[Lazy]) -> Result<Vec<Lazy>, GraphError> {
+        let mut inputs = Vec::with_capacity(body.inputs.len());
+        for (input, info) in body.inputs.iter().zip(&body.graph.inputs) {
+            inputs.push(match *input {
+                LoopInput::Invariant { operand } => operands[operand].clone(),
+                LoopInput::Row { operand, .. } => operands[operand].reshape(&info.shape)?,
+                LoopInput::State { init, .. } => operands[init].clone(),
+            });
+        }
+        let outputs = self.splice(&body.graph, &inputs, &body.outputs)?;
+        let mut results = Vec::with_capacity(body.results.len());
+        for r in &body.results {
+            results.push(match *r {
+                LoopResult::Stacked { output, .. } => {
+                    let o = &outputs[output];
+                    o.reshape(&[&[1], o.shape()].concat())?
+                }
+                LoopResult::Final { input } => match body.inputs[input] {
+                    LoopInput::State { next, .. } => outputs[next].clone(),
+                    _ => unreachable!("checked: a final result is a state's"),
+                },
+            });
+        }
+        Ok(results)
+    }
+
+    /// Copies the nodes of `body` into this graph, its inputs being `inputs`: the values of
+    /// `outputs` (`body`'s) in this graph.
+    pub fn splice(
+        &mut self,
+        body: &Graph,
+        inputs: &[Lazy],
+        outputs: &[Lazy],
+    ) -> Result<Vec<Lazy>, GraphError> {
+        let through = |mapped: &[Lazy], s: &Lazy| {
+            let m = &mapped[s.base.0 as usize];
+            Lazy {
+                base: m.base,
+                st: m.st.compose(&s.st),
+                dtype: s.dtype,
+            }
+        };
+        let mut mapped: Vec<Lazy> = Vec::with_capacity(body.nodes.len());
+        for node in &body.nodes {
+            let value = match &node.op {
+                GOp::Input(i) => inputs[*i].clone(),
+                GOp::Weight(w) => {
+                    let data = body.weights[w.0 as usize].clone();
+                    let id = super::WeightId(self.weights.len() as u32);
+                    self.weights.push(data);
+                    self.push(GOp::Weight(id), node.dtype, node.shape.clone(), vec![])
+                }
+                GOp::State(_) => {
+                    return Err(GraphError::Invalid {
+                        op: "loop",
+                        reason: "a body with a state of its own".into(),
+                    })
+                }
+                op => {
+                    let src = node.src.iter().map(|s| through(&mapped, s)).collect();
+                    self.push(op.clone(), node.dtype, node.shape.clone(), src)
+                }
+            };
+            mapped.push(value);
+        }
+        Ok(outputs.iter().map(|o| through(&mapped, o)).collect())
     }
 
     /// `x` as a whole buffer: itself when it is a plain view of a node that has one, else a

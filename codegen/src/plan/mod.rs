@@ -188,7 +188,6 @@ pub fn in_place_pairs(s: &Schedule) -> Vec<InPlace> {
         {
             continue;
         }
-        let nodes = root.lazyops();
         for (j, &src) in item.bufs.iter().enumerate() {
             if j == store.idx.0 as usize || src == out {
                 continue;
@@ -203,16 +202,8 @@ pub fn in_place_pairs(s: &Schedule) -> Vec<InPlace> {
             {
                 continue;
             }
-            let mut loads = nodes.iter().filter_map(|n| match n.op() {
-                Op::Load(m) if m.idx.0 as usize == j => Some(m),
-                _ => None,
-            });
-            let mut any = false;
-            let same_index = loads.all(|m| {
-                any = true;
-                m.dtype == store.dtype && m.st == store.st
-            });
-            if any && same_index {
+            // Every argument but the output is loaded.
+            if item.reads_only_the_stored_element(j) {
                 pairs.push(InPlace { step, out, src });
                 break;
             }

@@ -144,12 +144,18 @@ impl LazyOp {
     /// The tree with the view of every load and store that `f` maps replaced by the view it
     /// gives; shared subtrees stay shared.
     pub fn map_views(&self, f: &dyn Fn(&MemBuffer) -> Option<ShapeTracker>) -> LazyOp {
-        self.map_views_memo(f, &mut HashMap::new())
+        self.map_buffers(&|m| f(m).map(|st| MemBuffer { st, ..m.clone() }))
     }
 
-    fn map_views_memo(
+    /// The tree with every load and store whose buffer access `f` maps replaced by the access
+    /// it gives (another view, another argument); shared subtrees stay shared.
+    pub fn map_buffers(&self, f: &dyn Fn(&MemBuffer) -> Option<MemBuffer>) -> LazyOp {
+        self.map_buffers_memo(f, &mut HashMap::new())
+    }
+
+    fn map_buffers_memo(
         &self,
-        f: &dyn Fn(&MemBuffer) -> Option<ShapeTracker>,
+        f: &dyn Fn(&MemBuffer) -> Option<MemBuffer>,
         done: &mut HashMap<*const LazyNode, LazyOp>,
     ) -> LazyOp {
         if let Some(x) = done.get(&self.key()) {
@@ -158,19 +164,11 @@ impl LazyOp {
         let src: Vec<LazyOp> = self
             .src()
             .iter()
-            .map(|s| s.map_views_memo(f, done))
+            .map(|s| s.map_buffers_memo(f, done))
             .collect();
         let op = match self.op() {
-            Op::Load(m) | Op::Store(m) => match f(m) {
-                Some(st) => {
-                    let m = MemBuffer { st, ..m.clone() };
-                    match self.op() {
-                        Op::Load(_) => Op::Load(m),
-                        _ => Op::Store(m),
-                    }
-                }
-                None => self.op().clone(),
-            },
+            Op::Load(m) => f(m).map_or_else(|| self.op().clone(), Op::Load),
+            Op::Store(m) => f(m).map_or_else(|| self.op().clone(), Op::Store),
             op => op.clone(),
         };
         let unchanged =

@@ -2,9 +2,7 @@
 //! views, realized ones become loads.
 
 use super::realize::Realization;
-use super::{
-    compose, BufId, BufKind, BufferInfo, Schedule, ScheduleError, ScheduleItem, ScheduleLoop,
-};
+use super::{BufId, BufKind, BufferInfo, Schedule, ScheduleError, ScheduleItem, ScheduleLoop};
 use crate::graph::{GOp, Graph, Lazy, NodeId, WeightData};
 use crate::schedule::ast::LazyOp;
 use crate::shape::ShapeTracker;
@@ -235,7 +233,7 @@ fn expand_new(
         return Ok(LazyOp::load(ctx.index(buf), node.dtype, st.clone()));
     }
     let through = |b: &mut Scheduler, ctx: &mut KernelCtx, s: &Lazy| {
-        expand(b, ctx, s.base, &compose(&s.st, st))
+        expand(b, ctx, s.base, &s.st.compose(st))
     };
     Ok(match &node.op {
         GOp::Const(c) => LazyOp::constant(*c, node.dtype, st.clone()),

@@ -10,7 +10,7 @@
 //! the kernels compute is unchanged, so only speed depends on the choice; the model's inputs
 //! and outputs, the weights and the buffers a loop moves windows over keep their layout.
 
-use super::{compose, BufKind, Schedule};
+use super::{BufKind, Schedule};
 use crate::shape::{ShapeTracker, View};
 use crate::target::Target;
 
@@ -50,7 +50,7 @@ pub fn channels_last(shape: &[usize]) -> Option<ShapeTracker> {
 /// the layout goes below it as a view of its own.
 pub fn relaid(layout: &ShapeTracker, shape: &[usize], st: &ShapeTracker) -> ShapeTracker {
     let [l] = layout.views.as_slice() else {
-        return compose(layout, st);
+        return layout.compose(st);
     };
     match st
         .views
@@ -62,7 +62,7 @@ pub fn relaid(layout: &ShapeTracker, shape: &[usize], st: &ShapeTracker) -> Shap
             views[0] = v;
             ShapeTracker { views }
         }
-        None => compose(layout, st),
+        None => layout.compose(st),
     }
 }
 
@@ -230,7 +230,7 @@ mod tests {
             .unwrap();
         let moved = relaid(&layout, &shape, &st);
         assert_eq!(moved.views.len(), st.views.len());
-        let stacked = compose(&layout, &st);
+        let stacked = layout.compose(&st);
         assert_eq!(read(&moved), read(&stacked));
         assert!(
             read(&moved).iter().any(Option::is_none),
@@ -245,7 +245,7 @@ mod tests {
         let flat = ShapeTracker::from_shape(&shape).reshape(&[1, 192]).unwrap();
         let moved = relaid(&layout, &shape, &flat);
         assert_eq!(moved.views.len(), 2, "one step carries across axes");
-        assert_eq!(read(&moved), read(&compose(&layout, &flat)));
+        assert_eq!(read(&moved), read(&layout.compose(&flat)));
     }
 
     /// A convolution of 8 → 16 channels, then a depthwise one, on a 6×6 image, padded by 1.

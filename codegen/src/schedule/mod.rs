@@ -13,10 +13,10 @@ pub mod layout;
 pub(crate) mod realize;
 pub use realize::MAX_KERNEL_INPUTS;
 mod repeat;
+mod state;
 
 use crate::dtype::DType;
 use crate::graph::{Graph, GraphError, Lazy, WeightData, WeightId};
-use crate::shape::ShapeTracker;
 use ast::LazyOp;
 
 /// A buffer of the compiled model.
@@ -105,13 +105,6 @@ pub enum ScheduleError {
     Internal(String),
 }
 
-/// `inner` seen through `outer` (a view over `inner`'s shape).
-pub fn compose(inner: &ShapeTracker, outer: &ShapeTracker) -> ShapeTracker {
-    let mut views = inner.views.clone();
-    views.extend(outer.views.iter().cloned());
-    ShapeTracker { views }.simplify()
-}
-
 /// Folds constants, decides what to realize, and builds one kernel per realized node.
 pub fn create_schedule(graph: &Graph, outputs: &[Lazy]) -> Result<Schedule, ScheduleError> {
     let mut g = graph.clone();
@@ -135,7 +128,8 @@ pub fn schedule_unfolded(graph: &Graph, outputs: &[Lazy]) -> Result<Schedule, Sc
     let mut wanted = outputs.clone();
     wanted.extend(next.iter().map(|(_, v)| v.clone()));
     let realization = realize::realization(&g, &wanted);
-    build::build_schedule(&g, &outputs, &next, &realization)
+    let schedule = build::build_schedule(&g, &outputs, &next, &realization)?;
+    Ok(state::update_states_in_place(schedule))
 }
 
 impl Schedule {

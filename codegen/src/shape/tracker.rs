@@ -113,6 +113,13 @@ impl ShapeTracker {
         Err(ShapeError::Rank { op, shape, got })
     }
 
+    /// `self` seen through `outer` (a view over `self`'s shape).
+    pub fn compose(&self, outer: &ShapeTracker) -> ShapeTracker {
+        let mut views = self.views.clone();
+        views.extend(outer.views.iter().cloned());
+        ShapeTracker { views }.simplify()
+    }
+
     /// The same elements in row-major order under `new_shape`: folded into the last view when
     /// one view can express it, else a new view on top.
     pub fn reshape(&self, new_shape: &[usize]) -> Result<Self, ShapeError> {
