@@ -11,6 +11,11 @@ It writes, with STEPS = 24 steps per model, NN = 00..23:
         folder are left alone; note that scripts/make_real_tflite.py rebuilds
         tests/models/tflite-real/ from scratch, so rerun this script after it);
 
+    tests/models/tflite-real/audio_preprocessor_int8/steps/NN/inputs/input_0.npy (int16
+        [1, 480]) and .../expected/output_0.npy (int8 [40]), the same way, for TFLM's
+        micro_speech audio front end, whose spectral subtraction keeps a noise estimate
+        between invocations (inputs: see audio_frames);
+
     tests/models/tflite-streaming/<name>.tflite
     tests/models/tflite-streaming/<name>/steps/NN/inputs/input_0.npy
     tests/models/tflite-streaming/<name>/steps/NN/expected/output_0.npy
@@ -79,6 +84,8 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 OUT = ROOT / "tests/models/tflite-streaming"
 REAL = ROOT / "tests/models/tflite-real"
 HEY_JARVIS = "hey_jarvis"
+AUDIO_PREPROCESSOR = "audio_preprocessor_int8"
+SPECTRAL = "spectral_subtraction_clamped"
 STEPS = 24
 SEARCH_ITERS = 3000
 MAX_MODEL_BYTES = 20 * 1024
@@ -402,6 +409,7 @@ def hey_jarvis_inputs(data, info):
 
 
 def write_steps(folder, inputs, outs):
+    """Step n's input, and its output (or its list of outputs)."""
     steps = folder / "steps"
     if steps.exists():
         shutil.rmtree(steps)
@@ -409,16 +417,19 @@ def write_steps(folder, inputs, outs):
         (steps / f"{n:02d}" / "inputs").mkdir(parents=True)
         (steps / f"{n:02d}" / "expected").mkdir(parents=True)
         np.save(steps / f"{n:02d}" / "inputs" / "input_0.npy", x)
-        np.save(steps / f"{n:02d}" / "expected" / "output_0.npy", y)
+        for k, yk in enumerate(y if isinstance(y, list) else [y]):
+            np.save(steps / f"{n:02d}" / "expected" / f"output_{k}.npy", yk)
 
 
 def check_written(folder, inputs, outs):
     for n in range(STEPS):
         x = np.load(folder / f"steps/{n:02d}/inputs/input_0.npy")
-        y = np.load(folder / f"steps/{n:02d}/expected/output_0.npy")
         assert x.dtype == inputs[n].dtype and x.shape == inputs[n].shape
-        assert y.dtype == outs[n].dtype and y.shape == outs[n].shape
-        assert np.array_equal(x, inputs[n]) and np.array_equal(y, outs[n])
+        assert np.array_equal(x, inputs[n])
+        for k, want in enumerate(outs[n] if isinstance(outs[n], list) else [outs[n]]):
+            y = np.load(folder / f"steps/{n:02d}/expected/output_{k}.npy")
+            assert y.dtype == want.dtype and y.shape == want.shape
+            assert np.array_equal(y, want)
 
 
 def build_generated(name, cls, int8, about):
@@ -471,6 +482,89 @@ def build_hey_jarvis():
     check_written(REAL / HEY_JARVIS, inputs, outs)
     return {"how": how, "outs": [int(o.reshape(-1)[0]) for o in outs],
             "reset_same": reset_same, "litert": diff, "info": info}
+
+
+def audio_frames(rng):
+    """24 windows of 480 int16 samples (30 ms at 16 kHz) every 320 samples (20 ms) of one
+    signal: seeded Gaussian noise throughout (standard deviation 200), a 1 kHz tone with a
+    300 Hz undertone under a raised-cosine envelope from 0.16 s to 0.32 s, then quieter noise."""
+    rate, hop, width = 16000, 320, 480
+    n = hop * (STEPS - 1) + width
+    t = np.arange(n) / rate
+    noise = rng.normal(0.0, 200.0, n) * np.where(t < 0.36, 1.0, 0.4)
+    env = np.clip((t - 0.16) / 0.16, 0.0, 1.0)
+    env = np.where((t >= 0.16) & (t <= 0.32), 0.5 - 0.5 * np.cos(2 * np.pi * env), 0.0)
+    tone = env * (6000 * np.sin(2 * np.pi * 1000 * t) + 2500 * np.sin(2 * np.pi * 300 * t))
+    signal = np.clip(np.round(noise + tone), -32768, 32767).astype(np.int16)
+    return [signal[k * hop:k * hop + width].reshape(1, width) for k in range(STEPS)]
+
+
+def build_audio_preprocessor():
+    """TFLM's micro_speech audio front end: its spectral subtraction keeps a noise estimate
+    between invocations, so each step's features depend on the steps before."""
+    print(f"{AUDIO_PREPROCESSOR}:")
+    data = (REAL / f"{AUDIO_PREPROCESSOR}.tflite").read_bytes()
+    inputs = audio_frames(np.random.default_rng(seed_of(AUDIO_PREPROCESSOR)))
+    outs, it = tflm_run(data, inputs)
+    if distinct(outs) < 2:
+        sys.exit(f"{AUDIO_PREPROCESSOR}: the {STEPS} outputs are all equal")
+    fresh, _ = tflm_run(data, inputs[5:6])
+    if np.array_equal(fresh[0], outs[5]):
+        sys.exit(f"{AUDIO_PREPROCESSOR}: step 05 does not depend on the steps before it")
+    reset_same = check_restart(AUDIO_PREPROCESSOR, data, inputs, outs, it)
+    write_steps(REAL / AUDIO_PREPROCESSOR, inputs, outs)
+    check_written(REAL / AUDIO_PREPROCESSOR, inputs, outs)
+    return {"reset_same": reset_same, "distinct": distinct(outs)}
+
+
+def spectral_subtraction_model():
+    """One SignalFilterBankSpectralSubtraction op (24 channels, clamping on, different
+    coefficients on odd channels), written with the TFLite suite's flatbuffer writer; its two
+    outputs are the subtracted channels and the noise estimate."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import tflite_suite_cases as sc
+    from flatbuffers import flexbuffers
+    g = sc.Graph(np.random.default_rng(0))
+    x = g.input("channels", "uint32", np.zeros(24, np.uint32))
+    y = g.output("subtracted", "uint32", (24,))
+    noise = g.output("noise_estimate", "uint32", (24,))
+    options = {"alternate_one_minus_smoothing": 15684, "alternate_smoothing": 700,
+               "clamping": True, "min_signal_remaining": 1638, "num_channels": 24,
+               "one_minus_smoothing": 14884, "smoothing": 1500, "smoothing_bits": 10,
+               "spectral_subtraction_bits": 14}
+    code = "SignalFilterBankSpectralSubtraction"
+    g.op(code, [x], [y, noise], custom=code, custom_options=bytes(flexbuffers.Dumps(options)))
+    return g.serialize()
+
+
+def spectral_inputs(rng):
+    """Loud frames, then quiet ones (the estimate above the signal: clamping), then loud again;
+    a few channels near 2^32 so that `x << smoothing_bits` wraps as TFLM's uint32 does."""
+    levels = [1 << 20] * 8 + [1 << 12] * 8 + [1 << 22] * 8
+    frames = []
+    for level in levels:
+        x = rng.integers(0, level, 24, dtype=np.uint64)
+        x[rng.integers(0, 24, 2)] = rng.integers(2**31, 2**32, 2, dtype=np.uint64)
+        frames.append(x.astype(np.uint32))
+    return frames
+
+
+def build_spectral_subtraction():
+    print(f"{SPECTRAL}:")
+    data = spectral_subtraction_model()
+    inputs = spectral_inputs(np.random.default_rng(seed_of(SPECTRAL)))
+    it = tflm.Interpreter.from_bytes(data, arena_size=TFLM_ARENA)
+    outs = []
+    for x in inputs:
+        it.set_input(x, 0)
+        it.invoke()
+        outs.append([np.array(it.get_output(k), copy=True) for k in range(2)])
+    if distinct([o[1] for o in outs]) < 2:
+        sys.exit(f"{SPECTRAL}: the noise estimate never changes")
+    (OUT / f"{SPECTRAL}.tflite").write_bytes(data)
+    write_steps(OUT / SPECTRAL, inputs, outs)
+    check_written(OUT / SPECTRAL, inputs, outs)
+    return {"bytes": len(data), "sha": sha256(data)}
 
 
 def write_readme(rows, jarvis):
@@ -555,6 +649,26 @@ def write_readme(rows, jarvis):
         "(real 0), so reset() does reproduce its step 00 "
         f"({'checked' if jarvis['reset_same'] else 'NOT, in fact'}).",
         "",
+        "So does TFLM's micro_speech audio front end "
+        "`tests/models/tflite-real/audio_preprocessor_int8.tflite` (its licence: "
+        "`tests/models/tflite-real/LICENSE-tflite-micro`), in "
+        "`tests/models/tflite-real/audio_preprocessor_int8/steps/`: int16 [1, 480] in (30 ms "
+        "at 16 kHz, windows 20 ms apart of one signal: seeded noise, a tone burst from 0.16 s "
+        "to 0.32 s, quieter noise after 0.36 s), int8 [40] out. Its state is not a variable "
+        "but the noise estimate of its `SignalFilterBankSpectralSubtraction` custom op, zeros "
+        "after loading and after reset() "
+        f"({'checked' if jarvis['audio']['reset_same'] else 'NOT, in fact'}); "
+        f"{jarvis['audio']['distinct']} distinct outputs in {STEPS} steps.",
+        "",
+        f"`{SPECTRAL}.tflite` ({jarvis['spectral']['bytes']} bytes, SHA-256 "
+        f"`{jarvis['spectral']['sha'][:16]}…`) is one `SignalFilterBankSpectralSubtraction` op "
+        "written with the TFLite suite's flatbuffer writer (scripts/tflite_suite_cases.py): "
+        "24 uint32 channels, clamping on, other coefficients on odd channels (the micro_speech "
+        "front end has clamping off). Its steps hold both outputs, the subtracted channels "
+        "(`output_0`) and the noise estimate (`output_1`); the inputs are 8 loud frames, 8 "
+        "quiet ones (the estimate above the signal), 8 loud ones, with two channels a frame "
+        "near 2^32 (`x << smoothing_bits` wraps in uint32).",
+        "",
         "## Regenerating",
         "",
         "```",
@@ -583,14 +697,17 @@ def main():
         shutil.rmtree(OUT)
     OUT.mkdir(parents=True)
     jarvis = build_hey_jarvis()
+    jarvis["audio"] = build_audio_preprocessor()
+    jarvis["spectral"] = build_spectral_subtraction()
     rows = [build_generated(*g) for g in GENERATED]
     write_readme(rows, jarvis)
     sums = [f"{sha256(p.read_bytes())}  {p.relative_to(OUT)}\n"
             for p in sorted(OUT.rglob("*")) if p.is_file() and p.name != "SHA256SUMS"]
     (OUT / "SHA256SUMS").write_text("".join(sums))
     total = sum(p.stat().st_size for p in OUT.rglob("*") if p.is_file())
-    total += sum(p.stat().st_size for p in (REAL / HEY_JARVIS / "steps").rglob("*")
-                 if p.is_file())
+    for name in (HEY_JARVIS, AUDIO_PREPROCESSOR):
+        total += sum(p.stat().st_size for p in (REAL / name / "steps").rglob("*")
+                     if p.is_file())
     print(f"total size of the files written: {total} bytes")
 
 

@@ -122,3 +122,56 @@ proptest! {
         }
     }
 }
+
+/// Spectral subtraction's options, all present and valid for 24 channels, with `key` set to
+/// `value`.
+fn spectral_options(key: &str, value: i64) -> Vec<u8> {
+    let mut pairs = vec![
+        ("alternate_one_minus_smoothing", 15684),
+        ("alternate_smoothing", 700),
+        ("min_signal_remaining", 1638),
+        ("num_channels", 24),
+        ("one_minus_smoothing", 14884),
+        ("smoothing", 1500),
+        ("smoothing_bits", 10),
+        ("spectral_subtraction_bits", 14),
+    ];
+    pairs
+        .iter_mut()
+        .filter(|p| p.0 == key)
+        .for_each(|p| p.1 = value);
+    int_options(&pairs)
+}
+
+#[test]
+fn spectral_subtraction_names_the_option_that_is_missing_or_wrong() {
+    let path = format!(
+        "{}/../tests/models/tflite-streaming/spectral_subtraction_clamped.tflite",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let mut m = tflite::load_bytes(&bytes).unwrap();
+    tflite::import(&m).expect("the model as written imports");
+    m.ops[0].custom_options.clear();
+    let e = error_chain(&m);
+    assert!(
+        e.contains("CUSTOM:SignalFilterBankSpectralSubtraction"),
+        "{e}"
+    );
+    assert!(
+        e.contains("custom option \"num_channels\" is missing"),
+        "{e}"
+    );
+    m.ops[0].custom_options = spectral_options("num_channels", 7);
+    let e = error_chain(&m);
+    assert!(
+        e.contains("shape [24], custom option \"num_channels\" 7"),
+        "{e}"
+    );
+    m.ops[0].custom_options = spectral_options("smoothing_bits", 40);
+    let e = error_chain(&m);
+    assert!(
+        e.contains("\"smoothing_bits\" is 40, outside 0..=31"),
+        "{e}"
+    );
+}

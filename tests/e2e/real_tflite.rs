@@ -175,14 +175,3 @@ fn tflm_dtln_noise_suppression() {
     on_gpu(kiln_codegen::gpu::Api::OpenCl, "dtln_noise_suppression");
     on_gpu(kiln_codegen::gpu::Api::Vulkan, "dtln_noise_suppression");
 }
-
-/// TFLM's micro_speech audio front end keeps its noise estimate between invocations (spectral
-/// subtraction's state): the error names that op.
-#[test]
-fn tflm_audio_preprocessor_names_its_stateful_op() {
-    let e = import_error("audio_preprocessor_int8");
-    assert!(
-        e.contains("CUSTOM:SignalFilterBankSpectralSubtraction"),
-        "{e}"
-    );
-}

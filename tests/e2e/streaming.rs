@@ -255,6 +255,26 @@ fn hey_jarvis_streams_like_tflm() {
     assert!(steps.iter().any(|s| s.expected[0].bytes() != first.bytes()));
 }
 
+/// TFLM's micro_speech audio front end: the noise estimate of its spectral subtraction is its
+/// state, zeros at load and after a reset.
+#[test]
+fn the_audio_front_end_streams_like_tflm() {
+    let m = real("audio_preprocessor_int8");
+    stream_on_host(&m);
+    stream_on_board("qemu-an386", &m, board::Io::Files);
+    stream_on_gpu(Api::OpenCl, &m);
+}
+
+/// Spectral subtraction with clamping (the estimate forced down to a quieter signal) and
+/// channels whose `x << smoothing_bits` wraps; both outputs, the estimate included.
+#[test]
+fn clamped_spectral_subtraction_streams_like_tflm() {
+    let m = generated("spectral_subtraction_clamped");
+    stream_on_host(&m);
+    stream_on_gpu(Api::OpenCl, &m);
+    stream_on_gpu(Api::Vulkan, &m);
+}
+
 #[test]
 fn float_ring_buffers_stream_like_tflm() {
     stream_on_host(&generated("stream_conv_float"));

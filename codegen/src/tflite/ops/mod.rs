@@ -29,6 +29,7 @@ mod sigmoid_table;
 mod signal;
 mod softmax;
 mod softmax16;
+mod spectral;
 mod svdf;
 pub(super) mod variable;
 
@@ -56,6 +57,7 @@ pub(super) fn op_builder(op: &TfOp) -> Option<OpBuilder> {
             signal::CUSTOM,
             rfft::CUSTOM,
             filter_bank::CUSTOM,
+            spectral::CUSTOM,
             detection::CUSTOM,
         ]
         .iter()
