@@ -86,6 +86,26 @@ REAL = ROOT / "tests/models/tflite-real"
 HEY_JARVIS = "hey_jarvis"
 AUDIO_PREPROCESSOR = "audio_preprocessor_int8"
 SPECTRAL = "spectral_subtraction_clamped"
+# TFLM's signal ops that keep samples between invocations, one op a model: (name, op, input
+# type and shape, outputs (name, type, shape), options, input range).
+SIGNAL_STATE = [
+    ("signal_delay", "SignalDelay", ("int16", (2, 5)), [("delayed", "int16", (2, 5))],
+     {"delay_length": 7}, 4000),
+    ("signal_framer_prefill", "SignalFramer", ("int16", (2, 16)),
+     [("frames", "int16", (2, 2, 12)), ("valid", "bool", ())],
+     {"frame_size": 12, "frame_step": 8, "prefill": True}, 4000),
+    ("signal_framer", "SignalFramer", ("int16", (8,)),
+     [("frames", "int16", (1, 20)), ("valid", "bool", ())],
+     {"frame_size": 20, "frame_step": 8, "prefill": False}, 4000),
+    ("signal_stacker", "SignalStacker", ("int16", (6,)),
+     [("stacked", "int16", (24,)), ("valid", "bool", ())],
+     {"num_channels": 6, "stacker_left_context": 2, "stacker_right_context": 1,
+      "stacker_step": 2}, 4000),
+    ("signal_overlap_add_int16", "SignalOverlapAdd", ("int16", (2, 3, 10)),
+     [("samples", "int16", (2, 12))], {"T": 7, "frame_step": 4}, 32767),
+    ("signal_overlap_add_float", "SignalOverlapAdd", ("float32", (3, 10)),
+     [("samples", "float32", (12,))], {"T": 0, "frame_step": 4}, 1),
+]
 STEPS = 24
 SEARCH_ITERS = 3000
 MAX_MODEL_BYTES = 20 * 1024
@@ -567,6 +587,48 @@ def build_spectral_subtraction():
     return {"bytes": len(data), "sha": sha256(data)}
 
 
+def signal_state_model(op, input_, outputs, options):
+    """One signal op, written with the TFLite suite's flatbuffer writer."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import tflite_suite_cases as sc
+    from flatbuffers import flexbuffers
+    g = sc.Graph(np.random.default_rng(0))
+    dtype, shape = input_
+    x = g.input("x", dtype, np.zeros(shape, sc.DTYPES[dtype][1]))
+    ys = [g.output(name, t, shp) for name, t, shp in outputs]
+    g.op(op, [x], ys, custom=op, custom_options=bytes(flexbuffers.Dumps(options)))
+    return g.serialize()
+
+
+def build_signal_state(name, op, input_, outputs, options, scale):
+    """24 steps of seeded inputs through one TFLM interpreter, every output recorded. Where a
+    validity output is false TFLM leaves the frames unwritten: those steps' frames are not a
+    reference (the tests compare only the validity there)."""
+    print(f"{name}:")
+    data = signal_state_model(op, input_, outputs, options)
+    dtype, shape = input_
+    rng = np.random.default_rng(seed_of(name))
+    if dtype == "float32":
+        inputs = [rng.uniform(-scale, scale, shape).astype(np.float32) for _ in range(STEPS)]
+    else:
+        inputs = [rng.integers(-scale, scale + 1, shape).astype(np.int16) for _ in range(STEPS)]
+    it = tflm.Interpreter.from_bytes(data, arena_size=TFLM_ARENA)
+    outs = []
+    for x in inputs:
+        it.set_input(x, 0)
+        it.invoke()
+        outs.append([np.array(it.get_output(k), copy=True) for k in range(len(outputs))])
+    valid = [bool(o[1]) for o in outs] if len(outputs) > 1 else [True] * STEPS
+    print(f"  valid at steps {[n for n, v in enumerate(valid) if v]}")
+    if sum(valid) < 2 or distinct([o[0] for o, v in zip(outs, valid) if v]) < 2:
+        sys.exit(f"{name}: fewer than two distinct valid outputs")
+    (OUT / f"{name}.tflite").write_bytes(data)
+    write_steps(OUT / name, inputs, outs)
+    check_written(OUT / name, inputs, outs)
+    return {"name": name, "op": op, "options": options, "bytes": len(data),
+            "sha": sha256(data), "valid": valid}
+
+
 def write_readme(rows, jarvis):
     tflm_version = tflite_micro.__version__
     lines = [
@@ -669,6 +731,20 @@ def write_readme(rows, jarvis):
         "quiet ones (the estimate above the signal), 8 loud ones, with two channels a frame "
         "near 2^32 (`x << smoothing_bits` wraps in uint32).",
         "",
+        "TFLM's signal ops that keep samples between invocations, one op a model written the "
+        "same way, seeded inputs (int16 uniform in ±4000, or over the full range for the int16 "
+        "overlap-add, whose sums saturate; floats in ±1), every output recorded. Where a "
+        "model's second output (`valid`) is false, TFLM leaves its frames unwritten, so those "
+        "steps' frames are no reference:",
+        "",
+        "| model | op | options | bytes | SHA-256 | steps valid |",
+        "| --- | --- | --- | ---: | --- | --- |",
+    ] + [
+        f"| `{r['name']}.tflite` | `{r['op']}` | `{r['options']}` | {r['bytes']} | "
+        f"`{r['sha'][:16]}…` | {sum(r['valid'])} of {STEPS} |"
+        for r in jarvis["signal_state"]
+    ] + [
+        "",
         "## Regenerating",
         "",
         "```",
@@ -699,6 +775,7 @@ def main():
     jarvis = build_hey_jarvis()
     jarvis["audio"] = build_audio_preprocessor()
     jarvis["spectral"] = build_spectral_subtraction()
+    jarvis["signal_state"] = [build_signal_state(*m) for m in SIGNAL_STATE]
     rows = [build_generated(*g) for g in GENERATED]
     write_readme(rows, jarvis)
     sums = [f"{sha256(p.read_bytes())}  {p.relative_to(OUT)}\n"

@@ -143,14 +143,19 @@ fn spectral_options(key: &str, value: i64) -> Vec<u8> {
     int_options(&pairs)
 }
 
-#[test]
-fn spectral_subtraction_names_the_option_that_is_missing_or_wrong() {
+/// A model of `tests/models/tflite-streaming`.
+fn streaming_model(name: &str) -> TfliteModel {
     let path = format!(
-        "{}/../tests/models/tflite-streaming/spectral_subtraction_clamped.tflite",
+        "{}/../tests/models/tflite-streaming/{name}.tflite",
         env!("CARGO_MANIFEST_DIR")
     );
     let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    let mut m = tflite::load_bytes(&bytes).unwrap();
+    tflite::load_bytes(&bytes).unwrap()
+}
+
+#[test]
+fn spectral_subtraction_names_the_option_that_is_missing_or_wrong() {
+    let mut m = streaming_model("spectral_subtraction_clamped");
     tflite::import(&m).expect("the model as written imports");
     m.ops[0].custom_options.clear();
     let e = error_chain(&m);
@@ -172,6 +177,45 @@ fn spectral_subtraction_names_the_option_that_is_missing_or_wrong() {
     let e = error_chain(&m);
     assert!(
         e.contains("\"smoothing_bits\" is 40, outside 0..=31"),
+        "{e}"
+    );
+}
+
+#[test]
+fn signal_ops_with_state_name_the_option_that_does_not_fit() {
+    let mut m = streaming_model("signal_framer");
+    tflite::import(&m).expect("the model as written imports");
+    m.ops[0].custom_options = int_options(&[("frame_size", 20), ("frame_step", 3)]);
+    let e = error_chain(&m);
+    assert!(e.contains("CUSTOM:SignalFramer"), "{e}");
+    assert!(
+        e.contains("8 samples a row are not a whole number of frame_step 3"),
+        "{e}"
+    );
+    let mut m = streaming_model("signal_stacker");
+    tflite::import(&m).expect("the model as written imports");
+    let stacker = |step| {
+        int_options(&[
+            ("num_channels", 6),
+            ("stacker_left_context", 2),
+            ("stacker_right_context", 1),
+            ("stacker_step", step),
+        ])
+    };
+    m.ops[0].custom_options = stacker(5);
+    let e = error_chain(&m);
+    assert!(
+        e.contains("stacker_step 5 is over the 4 frames stacked"),
+        "{e}"
+    );
+    m.ops[0].custom_options = stacker(0);
+    let e = error_chain(&m);
+    assert!(e.contains("custom option \"stacker_step\" is 0"), "{e}");
+    let mut m = streaming_model("signal_delay");
+    m.ops[0].custom_options.clear();
+    let e = error_chain(&m);
+    assert!(
+        e.contains("custom option \"delay_length\" is missing"),
         "{e}"
     );
 }

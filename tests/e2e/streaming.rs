@@ -33,6 +33,7 @@ struct Stream {
     steps: Vec<StreamStep>,
     /// Each step's input bytes.
     bytes: Vec<Vec<Vec<u8>>>,
+    valid: Option<usize>,
 }
 
 /// A model file, the options it is compiled with, and which of its inputs and outputs (by
@@ -44,6 +45,10 @@ struct Model {
     options: ImportOptions,
     bound_inputs: &'static [usize],
     state_outputs: &'static [usize],
+    /// The bool output that says whether the others hold a frame (a framer or stacker whose
+    /// buffer has not filled): where TFLM's is false it left them unwritten, so only the flag
+    /// is compared.
+    valid: Option<usize>,
 }
 
 impl Model {
@@ -56,6 +61,7 @@ impl Model {
             options: ImportOptions::default(),
             bound_inputs: &[],
             state_outputs: &[],
+            valid: None,
         }
     }
 }
@@ -99,6 +105,7 @@ impl Stream {
             dir,
             steps,
             bytes,
+            valid: m.valid,
         }
     }
 
@@ -116,7 +123,11 @@ impl Stream {
         let expected = self.steps.iter().chain(&self.steps[..1]);
         for (k, (got, want)) in outputs.iter().zip(expected).enumerate() {
             let step = format!("{} on {place}, run {k:02}", self.name);
-            compare(&step, got, &want.expected, RTOL, ATOL).unwrap_or_else(|e| panic!("{e:#}"));
+            let (got, want) = match self.valid {
+                Some(v) if want.expected[v].bytes() == [0] => (&got[v..=v], &want.expected[v..=v]),
+                _ => (*got, &want.expected[..]),
+            };
+            compare(&step, got, want, RTOL, ATOL).unwrap_or_else(|e| panic!("{e:#}"));
         }
         println!(
             "{} on {place}: {} steps and a reset, state {} B of a {} B arena",
@@ -164,9 +175,13 @@ fn stream_on_board(board_name: &str, m: &Model, io: board::Io) {
     let per_run: Vec<u64> = (runs.iter())
         .map(|r| r.step_instructions.iter().sum())
         .collect();
-    // Every run calls every kernel; their branches (saturation, clamps) follow the data.
+    // Every run calls every kernel; their branches (saturation, clamps) follow the data, by
+    // 1% of a window or a few instructions on a tiny model.
     let (least, most) = (per_run.iter().min().unwrap(), per_run.iter().max().unwrap());
-    assert!(*least > 0 && most - least <= most / 100, "{per_run:?}");
+    assert!(
+        *least > 0 && most - least <= (most / 100).max(16),
+        "{per_run:?}"
+    );
     println!("{name} on {place}: {least}..={most} instructions a window");
 }
 
@@ -273,6 +288,32 @@ fn clamped_spectral_subtraction_streams_like_tflm() {
     stream_on_host(&m);
     stream_on_gpu(Api::OpenCl, &m);
     stream_on_gpu(Api::Vulkan, &m);
+}
+
+/// TFLM's signal ops that keep samples between invocations, one op a model: every step exact
+/// (or, where the op says its frame is not ready, the same flag).
+#[test]
+fn signal_ops_with_state_stream_like_tflm() {
+    for (name, valid) in [
+        ("signal_delay", None),
+        ("signal_framer_prefill", Some(1)),
+        ("signal_framer", Some(1)),
+        ("signal_stacker", Some(1)),
+        ("signal_overlap_add_int16", None),
+        ("signal_overlap_add_float", None),
+    ] {
+        let m = Model {
+            valid,
+            ..generated(name)
+        };
+        stream_on_host(&m);
+        stream_on_gpu(Api::OpenCl, &m);
+    }
+    let m = Model {
+        valid: Some(1),
+        ..generated("signal_stacker")
+    };
+    stream_on_board("qemu-an386", &m, board::Io::Files);
 }
 
 #[test]

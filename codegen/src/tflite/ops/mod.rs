@@ -27,6 +27,7 @@ mod rfft;
 mod shape;
 mod sigmoid_table;
 mod signal;
+mod signal_state;
 mod softmax;
 mod softmax16;
 mod spectral;
@@ -58,6 +59,7 @@ pub(super) fn op_builder(op: &TfOp) -> Option<OpBuilder> {
             rfft::CUSTOM,
             filter_bank::CUSTOM,
             spectral::CUSTOM,
+            signal_state::CUSTOM,
             detection::CUSTOM,
         ]
         .iter()
