@@ -280,7 +280,9 @@ def write_tsv(path, header, rows):
     path.write_text("\n".join("\t".join(r) for r in [header] + rows) + "\n")
 
 
-def write_case(out, case, data, inputs, outputs):
+def write_case(out, case, data, inputs, outputs, invocations=1):
+    """The case's files; a case whose reference ran the model more than once on the inputs (a
+    stateful op) says how many times in `invocations`."""
     d = out / case.name
     if d.exists():
         shutil.rmtree(d)
@@ -290,6 +292,8 @@ def write_case(out, case, data, inputs, outputs):
         np.save(d / f"input_{i}.npy", a)
     for i, a in enumerate(outputs):
         np.save(d / f"output_{i}.npy", a)
+    if invocations > 1:
+        (d / "invocations").write_text(f"{invocations}\n")
 
 
 def load_case(out, name):
@@ -444,7 +448,7 @@ def process(case, out):
     for y in outs:
         if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
             print(f"  note {case.name}: output has non-finite values")
-    write_case(out, case, data, g.feeds, outs)
+    write_case(out, case, data, g.feeds, outs, g.invocations)
     data2, ins2, outs2 = load_case(out, case.name)
     again, err = reference(ref, data2, ins2, len(outs2), g.invocations)
     assert err is None and len(again) == len(outs2) and all(map(same, again, outs2)), \

@@ -219,3 +219,17 @@ fn signal_ops_with_state_name_the_option_that_does_not_fit() {
         "{e}"
     );
 }
+
+#[test]
+fn a_circular_buffer_that_tflm_runs_periodically_is_refused_by_name() {
+    let mut m = model("circular_buffer_int8");
+    tflite::import(&m).expect("cycles_max 1 imports");
+    m.ops[0].custom_options = int_options(&[("cycles_max", 2)]);
+    let e = error_chain(&m);
+    assert!(e.contains("CUSTOM:CIRCULAR_BUFFER"), "{e}");
+    assert!(e.contains("once every 2 invocations (cycles_max 2"), "{e}");
+    // Without the option TFLM guesses from the shapes: 2 for a buffer of 3 slots.
+    m.ops[0].custom_options.clear();
+    let e = error_chain(&m);
+    assert!(e.contains("cycles_max 2"), "{e}");
+}

@@ -316,6 +316,38 @@ fn signal_ops_with_state_stream_like_tflm() {
     stream_on_board("qemu-an386", &m, board::Io::Files);
 }
 
+/// TFLM's `CIRCULAR_BUFFER` (the TFLite suite's case): three invocations on one frame fill the
+/// buffer with it, as TFLM's third output holds; before that the empty slots are zeros.
+#[test]
+fn a_circular_buffer_fills_like_tflm() {
+    let dir = root().join("tests/tflite-suite/circular_buffer_int8");
+    let bundle = compile_file_with(
+        "circular",
+        &dir.join("model.tflite"),
+        &Target::c(),
+        &Default::default(),
+    )
+    .unwrap_or_else(|e| panic!("{e:#}"));
+    let frame = kiln_codegen::tensorio::read_tensor(&dir.join("input_0.npy")).unwrap();
+    let want = kiln_codegen::tensorio::read_tensor(&dir.join("output_0.npy")).unwrap();
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("streaming/circular_buffer");
+    let _ = std::fs::remove_dir_all(&out);
+    bundle.write(&out).unwrap();
+    let lib = host::compile(&out).unwrap();
+    let input = vec![frame.bytes().to_vec()];
+    let mut invocations = vec![Invocation::Run(&input); 3];
+    invocations.extend([Invocation::Reset, Invocation::Run(&input)]);
+    let runs = host::run_invocations(&bundle, &lib, &invocations).unwrap();
+    let depth = frame.bytes().len();
+    for (k, run) in runs.iter().enumerate() {
+        let filled = if k < 3 { k + 1 } else { 1 };
+        let mut expected = vec![0u8; depth * (3 - filled)];
+        expected.extend(frame.bytes().repeat(filled));
+        assert_eq!(run.outputs[0], expected, "run {k}");
+    }
+    assert_eq!(runs[2].outputs[0], want.bytes(), "TFLM's third output");
+}
+
 #[test]
 fn float_ring_buffers_stream_like_tflm() {
     stream_on_host(&generated("stream_conv_float"));

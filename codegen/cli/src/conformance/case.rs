@@ -13,6 +13,7 @@ use kiln_codegen::render::{ProgramError, RenderError};
 use kiln_codegen::target::Target;
 use kiln_codegen::tensor::Tensor;
 use kiln_codegen::tensorio::{self, TensorIoError};
+use kiln_runners::Invocation;
 
 /// Relative tolerance of float outputs.
 pub const RTOL: f64 = 1e-3;
@@ -129,6 +130,8 @@ pub struct Prepared {
     pub outputs: Vec<(Scalar, Vec<usize>)>,
     /// The outputs of data-dependent length, cut to it before they are compared.
     pub bounded: Vec<kiln_codegen::graph::Bounded>,
+    /// How many times one loaded model runs on the inputs; the last outputs are compared.
+    pub invocations: usize,
 }
 
 /// Runs the case in folder `dir` on the host (its kernels over the host's float vectors) and
@@ -146,9 +149,18 @@ pub fn run_case(dir: &Path) -> Outcome {
         Ok(l) => l,
         Err(e) => return fail("C compiler", e),
     };
-    match kiln_runners::host::run(&case.bundle, &lib, &case.inputs) {
-        Ok(ran) => check_outputs(&case, &ran.outputs),
+    let runs = vec![Invocation::Run(&case.inputs); case.invocations];
+    match kiln_runners::host::run_invocations(&case.bundle, &lib, &runs) {
+        Ok(ran) => check_last(&case, ran.last().map(|r| &r.outputs)),
         Err(e) => fail("host run", chain(&e)),
+    }
+}
+
+/// The outputs of a case's last run against its expected ones.
+fn check_last(case: &Prepared, last: Option<&Vec<Vec<u8>>>) -> Outcome {
+    match last {
+        Some(outputs) => check_outputs(case, outputs),
+        None => fail("run", "no invocation ran"),
     }
 }
 
@@ -183,6 +195,8 @@ pub struct ImportedCase {
     pub imported: onnx::import::Imported,
     pub inputs: Vec<(String, Tensor)>,
     pub expected: Vec<Tensor>,
+    /// How many times the reference ran the model on the inputs (a stateful op's case).
+    pub invocations: usize,
 }
 
 /// Loads, imports and compiles the case in folder `dir` for `target`; the outcome when it gets
@@ -225,8 +239,9 @@ pub fn run_case_gpu(dir: &Path, api: Api) -> Outcome {
         Ok(c) => c,
         Err(outcome) => return outcome,
     };
-    match kiln_runners::gpu::run(&gb, &case.inputs, 1) {
-        Ok(ran) => check_outputs(&case, &ran.outputs),
+    let runs = vec![Invocation::Run(&case.inputs); case.invocations];
+    match kiln_runners::gpu::run_invocations(&gb, &runs) {
+        Ok(ran) => check_last(&case, ran.last().map(|r| &r.outputs)),
         Err(e) => gpu_outcome(api.name(), &e),
     }
 }
@@ -249,6 +264,7 @@ fn prepared(case: ImportedCase, bundle: Bundle) -> Result<Prepared, Outcome> {
         imported,
         inputs,
         expected,
+        invocations,
     } = case;
     let mut raw = Vec::new();
     for (i, ((_, t), v)) in inputs.iter().zip(&imported.graph.inputs).enumerate() {
@@ -273,6 +289,7 @@ fn prepared(case: ImportedCase, bundle: Bundle) -> Result<Prepared, Outcome> {
         expected,
         outputs,
         bounded: imported.bounded.clone(),
+        invocations,
     })
 }
 
@@ -346,6 +363,7 @@ pub fn import_case(dir: &Path, data: &Path) -> Result<ImportedCase, Outcome> {
         imported,
         inputs,
         expected,
+        invocations: 1,
     })
 }
 

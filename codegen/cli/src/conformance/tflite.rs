@@ -16,6 +16,9 @@ use kiln_codegen::tflite::{self, OpError, TfliteError};
 /// The model file of a TFLite case.
 pub const MODEL_FILE: &str = "model.tflite";
 
+/// A case's count of invocations, where the reference ran the model more than once.
+pub const INVOCATIONS: &str = "invocations";
+
 /// The suite's list of cases: `case<TAB>op<TAB>type<TAB>reference<TAB>about`.
 pub const MANIFEST: &str = "cases.tsv";
 
@@ -123,7 +126,28 @@ pub fn import_case(dir: &Path) -> Result<ImportedCase, Outcome> {
         imported,
         inputs,
         expected,
+        invocations: invocations(dir)?,
     })
+}
+
+/// How many times the reference ran the model on the inputs: the number in the case's
+/// `invocations` file (a stateful op's case), else 1.
+fn invocations(dir: &Path) -> Result<usize, Outcome> {
+    let path = dir.join(INVOCATIONS);
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return Ok(1);
+    };
+    match text.trim().parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(fail(
+            "invocations",
+            format!(
+                "{}: {:?} is not a count of 1 or more",
+                path.display(),
+                text.trim()
+            ),
+        )),
+    }
 }
 
 /// Sorts an import error into a skip (an op, a type or an option the importer says it lacks)

@@ -3,6 +3,7 @@
 //! exactly as TFLite Micro's reference kernel computes it, a float op to float arithmetic.
 
 mod activation;
+mod circular_buffer;
 mod compare;
 mod control;
 mod conv;
@@ -60,6 +61,7 @@ pub(super) fn op_builder(op: &TfOp) -> Option<OpBuilder> {
             filter_bank::CUSTOM,
             spectral::CUSTOM,
             signal_state::CUSTOM,
+            circular_buffer::CUSTOM,
             detection::CUSTOM,
         ]
         .iter()
