@@ -233,3 +233,34 @@ fn a_circular_buffer_that_tflm_runs_periodically_is_refused_by_name() {
     let e = error_chain(&m);
     assert!(e.contains("cycles_max 2"), "{e}");
 }
+
+/// The suite's model with 4-bit look-up-table weights, and where its ancillary tensor (the
+/// decoding's 16-byte header: encoding 0, version 1, …, table version 1, width 4) starts.
+fn compressed_model() -> (Vec<u8>, usize) {
+    let bytes = bytes("decode_fully_connected_int8_lut4");
+    let header = [0u8, 1, 0, 0, 1, 4];
+    let found: Vec<usize> = (0..bytes.len() - header.len())
+        .filter(|&i| bytes[i..i + header.len()] == header)
+        .collect();
+    assert_eq!(found.len(), 1, "the header once in the file");
+    (bytes, found[0])
+}
+
+#[test]
+fn a_decode_names_the_encoding_or_field_it_cannot_read() {
+    let (bytes, at) = compressed_model();
+    tflite::load_bytes(&bytes).expect("the model as written reads");
+    let error = |offset: usize, value: u8| {
+        let mut b = bytes.clone();
+        b[at + offset] = value;
+        let e = tflite::load_bytes(&b).expect_err("the file is refused");
+        kiln_codegen::error::chain(&e)
+    };
+    let e = error(0, 1);
+    assert!(e.contains("CUSTOM:TFLM_DECODE"), "{e}");
+    assert!(e.contains("encoding 1 (Huffman)"), "{e}");
+    assert!(error(4, 2).contains("look-up table version 2, not 1"));
+    assert!(error(5, 0).contains("an index width of 0 bits"));
+    // A stride past the tables: a channel's index reads outside them.
+    assert!(error(6, 200).contains("of a value table of"));
+}

@@ -6,6 +6,7 @@
 //! the same lowering). Quantized operators become integer arithmetic that is
 //! bit-exact with TensorFlow Lite Micro's reference kernels; float ones, float arithmetic.
 
+mod decode;
 mod error;
 mod flex;
 mod model;

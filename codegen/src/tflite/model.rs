@@ -158,6 +158,10 @@ pub fn load_bytes(bytes: &[u8]) -> Result<TfliteModel, TfliteError> {
         .map(|(i, g)| read_subgraph(i, g, &codes, &buffers, bytes));
     let mut main = subgraphs.next().ok_or(TfliteError::NoSubgraph)??;
     main.bodies = subgraphs.collect::<Result<_, _>>()?;
+    super::decode::decode_constants(&mut main)?;
+    for body in &mut main.bodies {
+        super::decode::decode_constants(body)?;
+    }
     Ok(main)
 }
 
