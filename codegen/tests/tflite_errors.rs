@@ -70,4 +70,18 @@ proptest! {
         bytes[at] = value;
         let _ = import_bytes(&bytes, &ImportOptions::default());
     }
+
+    /// Any byte of a model with a DECODE op (its indices, its header, its tables) changed: an
+    /// error or a model, never a panic.
+    #[test]
+    fn a_corrupted_decode_never_panics(at in 0usize..4_000, value in any::<u8>()) {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/tflite-suite/decode_fully_connected_int8_lut4/model.tflite"
+        );
+        let mut bytes = std::fs::read(path).unwrap();
+        let at = at % bytes.len();
+        bytes[at] = value;
+        let _ = import_bytes(&bytes, &ImportOptions::default());
+    }
 }
