@@ -265,6 +265,9 @@ fn hey_jarvis_streams_like_tflm() {
     stream_on_board("qemu-an386", &m, board::Io::Files);
     // Over RTT, as on a real board under a probe: one channel session, a `Reset` message.
     stream_on_board("qemu-an386", &m, board::Io::Rtt);
+    // The GPUs keep the state in device memory; its copies share a source but not their sizes.
+    stream_on_gpu(Api::OpenCl, &m);
+    stream_on_gpu(Api::Vulkan, &m);
     // The wake word's score moves as the windows come: the state matters.
     let first = &steps[0].expected[0];
     assert!(steps.iter().any(|s| s.expected[0].bytes() != first.bytes()));

@@ -120,6 +120,38 @@ fn mlp_matches_the_host_with_device_and_portable_limits() {
     }
 }
 
+/// Two elementwise kernels of 720 and 240 elements: on a GPU their sources are the same but
+/// for the name (the sizes are in the launch, not the source).
+fn two_sizes() -> Model {
+    let mut g = Graph::new();
+    let mut outs = Vec::new();
+    for (name, n) in [("a", 720), ("b", 240)] {
+        let x = g.input(name, DType::F32, &[n]);
+        let one = g.constant(1.0, DType::F32, &[n]);
+        outs.push(
+            g.binary(kiln_codegen::ops::BinaryOp::Add, &x, &one)
+                .unwrap(),
+        );
+    }
+    let inputs = vec![bytes(&data(720, 11)), bytes(&data(240, 12))];
+    (g, outs, inputs)
+}
+
+/// Kernels that share a source but not their launch sizes keep one kernel-table entry each,
+/// with its own sizes: sharing one launched the 240-element kernel over 720 elements, writing
+/// past its buffer (hey_jarvis's state copies did).
+#[test]
+fn kernels_of_one_source_and_other_sizes_launch_with_their_own() {
+    for api in APIS {
+        let Some(l) = limits(api) else { continue };
+        let gb = check("two_sizes", api, &l, two_sizes);
+        let mut groups: Vec<[usize; 3]> = gb.kernels.iter().map(|k| k.groups).collect();
+        groups.dedup();
+        assert_eq!(gb.kernels.len(), 2, "{:?}", gb.bundle.kernel_names);
+        assert_eq!(groups.len(), 2, "{groups:?}");
+    }
+}
+
 #[test]
 fn a_gpu_bundle_writes_sources_spirv_and_a_launch_table() {
     for api in APIS {
