@@ -174,3 +174,69 @@ for _cb, _scale in ((0, 1600), (3, 65536), (0, -7)):
 for _shift in (6, 14):
     add(f"signal_pcan_uint32_shift{_shift}", "SignalPCAN", "uint32",
         f"TFLM signal custom op: PCAN gain control, snr_shift {_shift}", _pcan(_shift))
+
+
+# The signal ops that keep state between invocations: TFLM runs each model several times on
+# the same inputs (g.invocations), and its last outputs are the reference.
+def _stateful(op, x, outputs, options, invocations):
+    """One op on input `x` (dtype, data), its outputs (name, dtype, shape), run `invocations`
+    times."""
+    def build(g):
+        dtype, data = x
+        xi = g.input("x", dtype, data(g.rng))
+        ys = [g.output(name, t, shape) for name, t, shape in outputs]
+        g.op(op, [xi], ys, custom=op, custom_options=_flex(options))
+        g.invocations = invocations
+    return build
+
+
+def _i16(shape, scale=4000):
+    return lambda rng: ints(rng, shape, -scale, scale, "int16")
+
+
+add("signal_delay_int16", "SignalDelay", "int16",
+    "TFLM signal custom op: [2,5] frames delayed by 7 samples, the third invocation",
+    _stateful("SignalDelay", ("int16", _i16((2, 5))), [("y", "int16", (2, 5))],
+              {"delay_length": 7}, 3))
+add("signal_framer_int16_prefill", "SignalFramer", "int16",
+    "TFLM signal custom op: frames of 12 every 8 samples of [2,16], prefilled, the third "
+    "invocation",
+    _stateful("SignalFramer", ("int16", _i16((2, 16))),
+              [("y", "int16", (2, 2, 12)), ("valid", "bool", ())],
+              {"frame_size": 12, "frame_step": 8, "prefill": True}, 3))
+add("signal_framer_int16", "SignalFramer", "int16",
+    "TFLM signal custom op: a frame of 20 every 8 samples, not prefilled: valid from the "
+    "third invocation, which is the reference",
+    _stateful("SignalFramer", ("int16", _i16((8,))),
+              [("y", "int16", (1, 20)), ("valid", "bool", ())],
+              {"frame_size": 20, "frame_step": 8, "prefill": False}, 3))
+add("signal_stacker_int16", "SignalStacker", "int16",
+    "TFLM signal custom op: 6 channels stacked with 2 frames of left and 1 of right context, "
+    "step 2: the fourth invocation (valid)",
+    _stateful("SignalStacker", ("int16", _i16((6,))),
+              [("y", "int16", (24,)), ("valid", "bool", ())],
+              {"num_channels": 6, "stacker_left_context": 2, "stacker_right_context": 1,
+               "stacker_step": 2}, 4))
+add("signal_overlap_add_int16", "SignalOverlapAdd", "int16",
+    "TFLM signal custom op: 3 frames of 10 overlap-added every 4 samples, full-range values "
+    "(the sums saturate), the third invocation",
+    _stateful("SignalOverlapAdd", ("int16", _i16((2, 3, 10), 32767)),
+              [("y", "int16", (2, 12))], {"T": 7, "frame_step": 4}, 3))
+add("signal_overlap_add_float32", "SignalOverlapAdd", "float32",
+    "TFLM signal custom op: 3 float frames of 10 overlap-added every 4 samples, the third "
+    "invocation",
+    _stateful("SignalOverlapAdd", ("float32", lambda rng: uniform(rng, (3, 10))),
+              [("y", "float32", (12,))], {"T": 0, "frame_step": 4}, 3))
+add("signal_filter_bank_spectral_subtraction_uint32", "SignalFilterBankSpectralSubtraction",
+    "uint32",
+    "TFLM signal custom op: 24 channels, clamping, other coefficients on odd channels, some "
+    "inputs whose shift wraps: the fifth invocation",
+    _stateful("SignalFilterBankSpectralSubtraction",
+              ("uint32", lambda rng: np.concatenate(
+                  [ints(rng, (20,), 0, 1 << 20, "uint32"),
+                   ints(rng, (4,), 1 << 31, (1 << 32) - 1, "uint32")])),
+              [("y", "uint32", (24,)), ("noise_estimate", "uint32", (24,))],
+              {"alternate_one_minus_smoothing": 15684, "alternate_smoothing": 700,
+               "clamping": True, "min_signal_remaining": 1638, "num_channels": 24,
+               "one_minus_smoothing": 14884, "smoothing": 1500, "smoothing_bits": 10,
+               "spectral_subtraction_bits": 14}, 5))

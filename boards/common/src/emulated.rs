@@ -123,7 +123,9 @@ fn invoke(
 }
 
 /// Runs every case of a batch image in turn in one arena: case `c`'s input `i` is read from
-/// `c<c>_input_<i>.bin`, its output `i` written to `c<c>_output_<i>.bin`. Each case ends with a
+/// `c<c>_input_<i>.bin`, its output `i` written to `c<c>_output_<i>.bin` (a case with a
+/// `c<c>_runs.bin` of `n` bytes runs `n` times on those inputs, its state kept between the
+/// runs, and writes the last outputs). Each case ends with a
 /// line on standard output, `kiln: case <c> ok` or `kiln: case <c> failed: <why>`; a failed
 /// case does not stop the others. Exits with status 0 once every case has been tried. Each case
 /// starts on a zeroed arena, and its steps store to the marker like [`run`]'s, so the host can
@@ -143,11 +145,15 @@ fn run_case(index: usize, case: &crate::BatchCase, arena: &mut [u8]) -> Result<(
     let kernels = (case.kernels)();
     let bundle = ScheduleView::parse(case.schedule, arena.len(), kernels.len())?;
     let mut executor = Executor::new(bundle, kernels, arena, case.weights)?;
-    invoke(
-        &mut executor,
-        |i| FileName::case_input(index, i),
-        |i| FileName::case_output(index, i),
-    )
+    let runs = File::open_read(FileName::case_runs(index)).map_or(1, |f| f.size().max(1));
+    for _ in 0..runs {
+        invoke(
+            &mut executor,
+            |i| FileName::case_input(index, i),
+            |i| FileName::case_output(index, i),
+        )?;
+    }
+    Ok(())
 }
 
 /// [`run`] over the test-vector channel: a refused bundle is the session's `Error`.

@@ -79,6 +79,12 @@ impl FileName {
         Self::format(format_args!("c{case}_output_{index}.bin"))
     }
 
+    /// `c<case>_runs.bin`: where a case runs its model more than once on its inputs (a
+    /// stateful op's case), one byte per run.
+    pub fn case_runs(case: usize) -> Self {
+        Self::format(format_args!("c{case}_runs.bin"))
+    }
+
     fn format(args: fmt::Arguments) -> Self {
         let mut name = FileName {
             bytes: [0; 24],

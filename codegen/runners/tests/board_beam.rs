@@ -206,10 +206,12 @@ fn a_model_searched_on_the_board_runs_there_like_the_host() {
         board::BatchCase {
             bundle: &searched,
             inputs: &inputs,
+            invocations: 1,
         },
         board::BatchCase {
             bundle: &hand,
             inputs: &inputs,
+            invocations: 1,
         },
     ];
     let runs = board::run_batches_counted(

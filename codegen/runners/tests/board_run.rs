@@ -500,22 +500,27 @@ fn many_models_run_in_one_image_and_a_bad_one_fails_alone() {
         board::BatchCase {
             bundle: &small,
             inputs: &small_inputs,
+            invocations: 1,
         },
         board::BatchCase {
             bundle: &damaged,
             inputs: &tiny_inputs,
+            invocations: 1,
         },
         board::BatchCase {
             bundle: &tiny,
             inputs: &tiny_inputs,
+            invocations: 1,
         },
         board::BatchCase {
             bundle: &small,
             inputs: &small_inputs,
+            invocations: 1,
         },
         board::BatchCase {
             bundle: &half,
             inputs: &half_inputs,
+            invocations: 1,
         },
     ];
     let mut seen = Vec::new();

@@ -161,15 +161,6 @@ fn run_on_board(
     let mut prepared = Vec::with_capacity(compiled.len());
     for (&index, p) in passed.iter().zip(compiled) {
         match p {
-            // A board's batch runs each case once, from a freshly loaded model.
-            Ok(p) if p.invocations > 1 => {
-                results[index].outcome = Outcome::Skip {
-                    reason: format!(
-                        "{}: {} invocations of one model (a batch runs one)",
-                        board.name, p.invocations
-                    ),
-                }
-            }
             Ok(p) => prepared.push((index, p)),
             Err(outcome) => bail!(
                 "{} passed on the host but now gives {outcome:?}",
@@ -182,6 +173,7 @@ fn run_on_board(
         .map(|(_, p)| kiln_runners::board::BatchCase {
             bundle: &p.bundle,
             inputs: &p.inputs,
+            invocations: p.invocations,
         })
         .collect();
     let bar = indicatif::ProgressBar::new(batch.len() as u64);

@@ -27,6 +27,9 @@ use std::time::Duration;
 pub struct BatchCase<'a> {
     pub bundle: &'a Bundle,
     pub inputs: &'a [Vec<u8>],
+    /// How many times the model runs on the inputs, its state kept between the runs; the last
+    /// outputs are the case's. Above 1 only over semihosting files, uncounted.
+    pub invocations: usize,
 }
 
 /// What became of one model: its outputs, or why it gave none.
@@ -180,8 +183,9 @@ fn batches(
         });
     }
     check_io(board, io)?;
-    let mut outcomes: Vec<Option<CountedOutcome>> =
-        cases.iter().map(|c| unsupported(board, c)).collect();
+    let mut outcomes: Vec<Option<CountedOutcome>> = (cases.iter())
+        .map(|c| unsupported(board, c, counted.is_some() || *io != BatchIo::Files))
+        .collect();
     let runnable: Vec<usize> = (0..cases.len())
         .filter(|&i| outcomes[i].is_none())
         .collect();
@@ -236,8 +240,17 @@ fn batches(
         .collect())
 }
 
-/// The outcome of a case the board cannot build at all, found before building.
-fn unsupported(board: &BoardInfo, case: &BatchCase) -> Option<CountedOutcome> {
+/// The outcome of a case the board cannot build at all, or the batch cannot run as asked
+/// (several invocations where it runs each case once: over a channel, or counted), found
+/// before building.
+fn unsupported(board: &BoardInfo, case: &BatchCase, once: bool) -> Option<CountedOutcome> {
+    if once && case.invocations > 1 {
+        let why = format!(
+            "{} invocations of one model: a batch runs them over semihosting files, uncounted",
+            case.invocations
+        );
+        return Some(Err(CaseError::Unsupported(why)));
+    }
     super::unsupported_kernels(board, &case.bundle.kernels_c)
         .map(|reason| Err(CaseError::Unsupported(reason.to_string())))
 }
@@ -347,6 +360,10 @@ fn run_files(
         for (i, bytes) in case.inputs.iter().enumerate() {
             let path = io.path.join(format!("c{c}_input_{i}.bin"));
             std::fs::write(&path, bytes).map_err(io_error(&path))?;
+        }
+        if case.invocations > 1 {
+            let path = io.path.join(format!("c{c}_runs.bin"));
+            std::fs::write(&path, vec![0u8; case.invocations]).map_err(io_error(&path))?;
         }
     }
     let mut command = std::process::Command::new(&qemu[0]);

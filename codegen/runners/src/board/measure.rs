@@ -154,6 +154,7 @@ pub fn count_candidates(
             .map(|bundle| BatchCase {
                 bundle,
                 inputs: &[],
+                invocations: 1,
             })
             .collect();
         let outcomes = run_batches_counted(board, &cases, CASE_TIME, progress)?;
