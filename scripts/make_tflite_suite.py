@@ -64,6 +64,7 @@ import tflite_suite_hybrid  # noqa: E402,F401
 import tflite_suite_sequence  # noqa: E402,F401
 import tflite_suite_signal  # noqa: E402,F401
 import tflite_suite_decode  # noqa: E402,F401
+import tflite_suite_variables  # noqa: E402,F401
 import tensorflow as tf  # noqa: E402
 import tflite_micro  # noqa: E402
 from tflite_micro.python.tflite_micro import runtime as tflm  # noqa: E402
