@@ -16,7 +16,7 @@ fn the_demo_runs_every_part_and_matches() {
         t.contains("matches TensorFlow Lite Micro bit for bit"),
         "{t}"
     );
-    assert!(t.contains("state: 2848 B of the 5968 B arena"), "{t}");
+    assert!(t.contains("state: 2848 B of the 5920 B arena"), "{t}");
     assert!(
         t.contains("ms at 120 MHz (a window is 30 ms of audio)"),
         "{t}"
