@@ -53,9 +53,8 @@ fn positive(ctx: &Ctx, key: &str) -> Result<usize, OpError> {
 
 /// `x`'s elements `start..end` of its last axis.
 fn slice_last(x: &Lazy, start: usize, end: usize) -> R {
-    let mut arg: Vec<(usize, usize)> = x.shape().iter().map(|&d| (0, d)).collect();
-    *arg.last_mut().expect("at least one axis") = (start, end);
-    Ok(x.shrink(&arg)?)
+    let last = x.shape().len() - 1;
+    Ok(x.slice_axis(last, start as i64, end as i64, 1)?)
 }
 
 /// `parts` joined along their last axis.
@@ -270,9 +269,8 @@ fn overlap_add(ctx: &mut Ctx) -> Out {
     let (mut buffer, n) = state(g, &name, x.dtype, &[&outer[..], &[size]].concat(), None)?;
     let mut out = Vec::with_capacity(n_frames);
     for k in 0..n_frames {
-        let mut arg: Vec<(usize, usize)> = x.shape().iter().map(|&d| (0, d)).collect();
-        arg[rank - 2] = (k, k + 1);
-        let frame = x.shrink(&arg)?.reshape(&[&outer[..], &[size]].concat())?;
+        let frame = x.slice_axis(rank - 2, k as i64, k as i64 + 1, 1)?;
+        let frame = frame.reshape(&[&outer[..], &[size]].concat())?;
         let sum = if x.dtype == DType::F32 {
             g.binary(BinaryOp::Add, &buffer, &frame)?
         } else {
