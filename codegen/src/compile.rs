@@ -12,9 +12,10 @@ use crate::linearize::{linearize, LinearizeError};
 use crate::onnx::import::Imported;
 use crate::optimize::{optimize, Optimize, SearchError, SearchStats};
 use crate::plan::{in_place_pairs, plan_arena_with, InPlace};
-use crate::render::{to_program, Program, ProgramError};
-use crate::schedule::{create_schedule, BufKind, Schedule, ScheduleError, ScheduleItem};
+use crate::render::{to_program_aliasing, Program, ProgramError};
+use crate::schedule::{schedule_for, BufKind, Schedule, ScheduleError, ScheduleItem};
 use crate::target::Target;
+use crate::tensor::Tensor;
 use std::collections::HashMap;
 
 /// Errors of compiling a graph.
@@ -37,6 +38,9 @@ pub enum CompileError {
 
 /// Compiles a graph's `outputs` for `target` into a bundle named `name`, each kernel's opts
 /// chosen as `how` says. `progress` is called after each kernel with (done, total).
+///
+/// Each stage reads the values of the stages before it and makes its own: none is changed
+/// after it is made.
 pub fn compile(
     name: &str,
     graph: &Graph,
@@ -45,16 +49,17 @@ pub fn compile(
     how: Optimize<'_>,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<(Bundle, SearchStats), CompileError> {
-    let mut schedule = create_schedule(graph, outputs)?;
-    crate::schedule::layout::choose_layouts(&mut schedule, target);
+    let schedule = schedule_for(graph, outputs, target)?;
     let mut kernels = kernels_of(&schedule, target)?;
     let sizes = buffer_bytes(&schedule);
-    let stats = optimize(&mut kernels, &sizes, how, &|k| linearize(k).is_ok())?;
-    let mut programs = render_all(&kernels, progress)?;
-    store_relayouts(&mut schedule, &kernels, &programs);
-    let in_place = run_in_place(&schedule, target, &mut programs);
+    let stats = optimize(&mut kernels, &sizes, how, &|k| {
+        linearize(&k.laid_out().0).is_ok()
+    })?;
+    let (kernels, weights) = lay_out_weights(&schedule, &kernels);
+    let in_place = in_place_steps(&schedule, target);
+    let programs = render_all(&kernels, &aliased_buffers(&schedule, &in_place), progress)?;
     let plan = plan_arena_with(&schedule, &in_place);
-    let bundle = bundle::build(name, &schedule, &programs, &plan, target.name)?;
+    let bundle = bundle::build(name, &schedule, &weights, &programs, &plan, target.name)?;
     Ok((bundle, stats))
 }
 
@@ -111,55 +116,65 @@ fn buffer_bytes(schedule: &Schedule) -> Vec<Vec<usize>> {
         .collect()
 }
 
-/// Every kernel linearized and rendered.
+/// Every kernel linearized and rendered, each step's buffers in `aliased` without `restrict`.
 fn render_all(
     kernels: &[Kernel],
+    aliased: &[Vec<u32>],
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<Vec<Program>, CompileError> {
     let mut programs = Vec::with_capacity(kernels.len());
-    for k in kernels {
-        programs.push(to_program(k)?);
+    for (k, aliased) in kernels.iter().zip(aliased) {
+        programs.push(to_program_aliasing(k, aliased)?);
         progress(programs.len(), kernels.len());
     }
     Ok(programs)
 }
 
-/// The weights the kernels read in a new order (lanes innermost) are stored in that order.
-fn store_relayouts(schedule: &mut Schedule, kernels: &[Kernel], programs: &[Program]) {
-    let mut reordered = Vec::new();
-    for (i, (k, p)) in kernels.iter().zip(programs).enumerate() {
-        for r in &p.relayouts {
-            if let KernelBuffer::Mem(m) = &k.bufs[r.buf] {
-                reordered.push((schedule.items[i].bufs[m.idx.0 as usize], r.clone()));
+/// The step between optimize and linearize: each kernel reads its free weights in the order
+/// its lanes want them ([`Kernel::laid_out`]). Returns those kernels and every weight of the
+/// schedule as it is to be stored, in that order.
+fn lay_out_weights(schedule: &Schedule, kernels: &[Kernel]) -> (Vec<Kernel>, Vec<Tensor>) {
+    let mut weights: Vec<Tensor> = schedule.weights.iter().map(|w| w.tensor.clone()).collect();
+    let mut laid = Vec::with_capacity(kernels.len());
+    for (item, k) in schedule.items.iter().zip(kernels) {
+        let (k, relayouts) = k.laid_out();
+        for r in &relayouts {
+            let KernelBuffer::Mem(m) = &k.bufs[r.buf] else {
+                continue;
+            };
+            let buf = item.bufs[m.idx.0 as usize];
+            if let BufKind::Weight(w) = schedule.buffers[buf.0 as usize].kind {
+                // A relayout is a permutation of the weight's elements: as many bytes.
+                let data = &mut weights[w.0 as usize];
+                let reordered = reorder_bytes(r, data.bytes(), data.dtype().size());
+                data.bytes_mut().copy_from_slice(&reordered);
             }
         }
+        laid.push(k);
     }
-    for (buf, r) in reordered {
-        if let BufKind::Weight(w) = schedule.buffers[buf.0 as usize].kind {
-            // A relayout is a permutation of the weight's elements: as many bytes.
-            let data = &mut schedule.weights[w.0 as usize].tensor;
-            let reordered = reorder_bytes(&r, data.bytes(), data.dtype().size());
-            data.bytes_mut().copy_from_slice(&reordered);
-        }
+    (laid, weights)
+}
+
+/// On a target whose kernels may write over an input, the steps that do so.
+fn in_place_steps(schedule: &Schedule, target: &Target) -> Vec<InPlace> {
+    match target.writes_in_place {
+        true => in_place_pairs(schedule),
+        false => Vec::new(),
     }
 }
 
-/// On a target whose kernels may write over an input, the kernels that can do so; they lose
-/// `restrict` on those two pointers.
-fn run_in_place(schedule: &Schedule, target: &Target, programs: &mut [Program]) -> Vec<InPlace> {
-    if !target.writes_in_place {
-        return Vec::new();
+/// Per step, the buffers (by position) that share memory with another one of the step's.
+fn aliased_buffers(schedule: &Schedule, in_place: &[InPlace]) -> Vec<Vec<u32>> {
+    let mut aliased = vec![Vec::new(); schedule.items.len()];
+    for p in in_place {
+        let bufs = &schedule.items[p.step].bufs;
+        let shared = bufs
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| **b == p.out || **b == p.src);
+        aliased[p.step].extend(shared.map(|(j, _)| j as u32));
     }
-    let in_place = in_place_pairs(schedule);
-    for p in &in_place {
-        let item = &schedule.items[p.step];
-        for (j, b) in item.bufs.iter().enumerate() {
-            if *b == p.out || *b == p.src {
-                programs[p.step].drop_restrict(j as u32);
-            }
-        }
-    }
-    in_place
+    aliased
 }
 
 /// The weights of `item` (positions in `k.bufs`, with their element counts) that no other

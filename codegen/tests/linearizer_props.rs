@@ -182,7 +182,9 @@ struct Stats {
 
 fn interp_case(case: &Case, want: &[Val], kind: Kind, stats: &mut Stats) -> Option<Call> {
     let threaded = kind == Kind::Threaded;
-    let (k, opts) = kernel_for(case, kind, stats)?;
+    let (free, opts) = kernel_for(case, kind, stats)?;
+    // The kernel as compiled: its free inputs read in the orders `input_data` stores them in.
+    let k = free.laid_out().0;
     let name = k.target.name;
     for o in &opts {
         *stats.opts.entry(format!("{:?}", o.op)).or_default() += 1;
@@ -197,7 +199,7 @@ fn interp_case(case: &Case, want: &[Val], kind: Kind, stats: &mut Stats) -> Opti
         }
         Err(e) => panic!("{what}\nlinearize failed: {e}"),
     };
-    let mut bufs = buffers(case, &k);
+    let mut bufs = buffers(case, &free);
     run(&lin.uops, &mut bufs, &HashMap::new())
         .unwrap_or_else(|e| panic!("{what}\ninterpreter: {e}\n{}", lin.uops.listing()));
     check(
@@ -211,7 +213,7 @@ fn interp_case(case: &Case, want: &[Val], kind: Kind, stats: &mut Stats) -> Opti
     }
     let program = to_program(&k).unwrap_or_else(|e| panic!("{what}\nrender failed: {e}"));
     let mut order: Vec<(u32, Vec<f64>)> = vec![(0, vec![0.0; want.len()])];
-    order.extend(input_data(case, &k));
+    order.extend(input_data(case, &free));
     let buffers = program
         .buffers
         .iter()

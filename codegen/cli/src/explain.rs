@@ -110,6 +110,7 @@ fn explained(example_name: &str, target: &str, opts: &[String]) -> Result<(Kerne
     for o in opts {
         k.apply_opt(parse_opt(o)?)?;
     }
+    let k = k.laid_out().0;
     let p = to_program(&k)?;
     Ok((k, p))
 }

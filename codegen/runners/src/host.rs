@@ -5,7 +5,7 @@ use crate::Invocation;
 use kiln_codegen::bundle::{Bundle, KERNELS_FILE};
 use kiln_codegen::kernel::Kernel;
 use kiln_codegen::optimize::{Candidates, CostModel, SearchError};
-use kiln_codegen::render::{candidate_key, candidate_programs};
+use kiln_codegen::render::{candidate_key, candidate_programs, Linkage};
 use kiln_firmware::exec::{Executor, KernelEvent, KernelFn};
 use kiln_firmware::schedule::ScheduleView;
 use std::path::{Path, PathBuf};
@@ -154,11 +154,9 @@ fn timing_source(programs: &[kiln_codegen::render::Program]) -> String {
     use std::fmt::Write as _;
     let mut c = String::from("#include <time.h>\n");
     for (i, p) in programs.iter().enumerate() {
-        let src = p.src.replacen(
-            &format!("void {}(", p.name),
-            &format!("static void kiln_cand{i}("),
-            1,
-        );
+        let src = p
+            .source
+            .with_name(&format!("kiln_cand{i}"), Linkage::Internal);
         let args: Vec<String> = p
             .buffers
             .iter()

@@ -57,7 +57,7 @@ fn run_both(api: Api, p: &Program, out: usize, inputs: &[Vec<f32>]) -> Vec<f32> 
     }
     interpret(&p.uops, &mut bufs, &HashMap::new()).expect("interpreter");
     let want = f32s(&bufs[&ArgId(0)].to_bytes());
-    let k = GpuKernel::from_program(api, p, &p.name);
+    let k = GpuKernel::from_program(p, &p.name);
     let call = KernelCall {
         kernel: 0,
         buffers: p
@@ -229,13 +229,13 @@ fn device_limits_and_missing_features_are_named() {
             Opt::new(OptOp::Group, 0, 128),
         ];
         let p = program(api, &roomy, &ast, &opts);
-        let k = GpuKernel::from_program(api, &p, &p.name);
+        let k = GpuKernel::from_program(&p, &p.name);
         let e = k.check(&real).unwrap_err();
         assert!(matches!(e, GpuError::OverLimit { .. }), "{e}");
         assert!(e.to_string().contains("threads per work-group"), "{e}");
         // A device without local memory cannot run a grouped reduce.
         let p = program(api, &real, &ast, &[Opt::new(OptOp::Group, 0, 16)]);
-        let k = GpuKernel::from_program(api, &p, &p.name);
+        let k = GpuKernel::from_program(&p, &p.name);
         let none = DeviceLimits {
             shared_bytes: 0,
             ..real.clone()
@@ -273,7 +273,7 @@ fn device_limits_and_missing_features_are_named() {
         };
         let p = program(Api::OpenCl, &with_half, &half, &[]);
         assert!(p.src.contains("cl_khr_fp16"), "{}", p.src);
-        let k = GpuKernel::from_program(Api::OpenCl, &p, &p.name);
+        let k = GpuKernel::from_program(&p, &p.name);
         let e = k.check(&pocl).unwrap_err().to_string();
         assert!(e.contains("16-bit floats (fp16)"), "{e}");
     }
@@ -292,7 +292,7 @@ fn booleans_are_stored_as_bytes() {
     for api in APIS {
         let Some(l) = limits(api) else { continue };
         let p = program(api, &l, &ast, &[Opt::new(OptOp::Local, 0, 16)]);
-        let k = GpuKernel::from_program(api, &p, &p.name);
+        let k = GpuKernel::from_program(&p, &p.name);
         let call = KernelCall {
             kernel: 0,
             buffers: vec![vec![7u8; n], bytes(&a), bytes(&b)],
@@ -311,7 +311,7 @@ fn booleans_are_stored_as_bytes() {
         );
         let ast = vec![LazyOp::store(0, ShapeTracker::from_shape(&[n]), sel)];
         let p = program(api, &l, &ast, &[Opt::new(OptOp::Local, 0, 16)]);
-        let k = GpuKernel::from_program(api, &p, &p.name);
+        let k = GpuKernel::from_program(&p, &p.name);
         let call = KernelCall {
             kernel: 0,
             buffers: vec![vec![0u8; 4 * n], want.clone(), bytes(&a), bytes(&b)],
@@ -346,7 +346,7 @@ fn sixty_four_bit_integers_are_stored_and_summed() {
             let extension = kiln_codegen::render::glsl::INT64_EXTENSION;
             assert!(p.src.contains(extension), "{}", p.src);
         }
-        let k = GpuKernel::from_program(api, &p, &p.name);
+        let k = GpuKernel::from_program(&p, &p.name);
         let call = KernelCall {
             kernel: 0,
             buffers: vec![vec![0u8; 8 * rows], x_bytes.clone()],
@@ -398,7 +398,7 @@ fn narrow_integers_and_booleans_are_reduced() {
         for api in APIS {
             let Some(l) = limits(api) else { continue };
             let p = program(api, &l, &ast, &[]);
-            let k = GpuKernel::from_program(api, &p, &p.name);
+            let k = GpuKernel::from_program(&p, &p.name);
             let call = KernelCall {
                 kernel: 0,
                 buffers: vec![vec![0u8; size * rows], x_bytes.clone()],

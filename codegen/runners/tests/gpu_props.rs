@@ -66,7 +66,7 @@ fn prepare(api: Api, limits: &DeviceLimits, seed: u64) -> Option<Prepared> {
             encode(&case, v)
         })
         .collect();
-    let kernel = GpuKernel::from_program(api, &p, &format!("k{seed:x}"));
+    let kernel = GpuKernel::from_program(&p, &format!("k{seed:x}"));
     let opts: Vec<String> = opts.iter().map(|o| o.to_string()).collect();
     Some(Prepared {
         case,

@@ -1,8 +1,8 @@
 //! A kernel of a GPU bundle: made from a rendered program, checked against a device.
 
-use super::{Api, GpuError, GpuKernel};
+use super::{GpuError, GpuKernel};
 use crate::dtype::Scalar;
-use crate::render::Program;
+use crate::render::{Linkage, Program};
 use crate::target::DeviceLimits;
 use crate::uop::UOpKind;
 
@@ -11,17 +11,10 @@ impl GpuKernel {
         self.local.iter().product()
     }
 
-    /// The kernel of a program rendered for `api`, named `name` (OpenCL kernels in one file
-    /// need distinct names).
-    pub fn from_program(api: Api, p: &Program, name: &str) -> GpuKernel {
-        let src = match api {
-            Api::OpenCl => p.src.replacen(
-                &format!("__kernel void {}(", p.name),
-                &format!("__kernel void {name}("),
-                1,
-            ),
-            Api::Vulkan => p.src.clone(),
-        };
+    /// The kernel of a program rendered for a GPU interface, named `name` (OpenCL kernels in
+    /// one file need distinct names; a GLSL shader's entry stays `main`).
+    pub fn from_program(p: &Program, name: &str) -> GpuKernel {
+        let src = p.source.with_name(name, Linkage::External);
         let size = |v: &Option<Vec<usize>>| {
             let mut out = [1usize; 3];
             for (o, s) in out.iter_mut().zip(v.iter().flatten()) {

@@ -174,11 +174,11 @@ pub fn compile(
 /// sizes from the programs of its steps. The bundle's C kernel table is replaced by a note: a
 /// GPU bundle's kernels are in the files [`write_sources`] writes.
 pub fn from_bundle(api: Api, mut bundle: Bundle) -> Result<GpuBundle, GpuError> {
-    let kernel_of_step = step_kernels(&bundle)?;
     let mut kernels: Vec<Option<GpuKernel>> = vec![None; bundle.kernel_names.len()];
-    for (p, &k) in bundle.programs.iter().zip(&kernel_of_step) {
+    for (p, &k) in bundle.programs.iter().zip(&bundle.step_kernels) {
+        let k = k as usize;
         if kernels[k].is_none() {
-            kernels[k] = Some(GpuKernel::from_program(api, p, &bundle.kernel_names[k]));
+            kernels[k] = Some(GpuKernel::from_program(p, &bundle.kernel_names[k]));
         }
     }
     let kernels = kernels
@@ -200,23 +200,6 @@ pub fn from_bundle(api: Api, mut bundle: Bundle) -> Result<GpuBundle, GpuError> 
         bundle,
         kernels,
     })
-}
-
-/// The kernel index of each call entry of the bundle's schedule (one per program).
-fn step_kernels(bundle: &Bundle) -> Result<Vec<usize>, GpuError> {
-    let plan =
-        kiln_firmware::schedule::read_manifest(&bundle.schedule).map_err(GpuError::Schedule)?;
-    let parsed = kiln_firmware::schedule::ScheduleView::parse(
-        &bundle.schedule,
-        plan.arena_bytes as usize,
-        bundle.kernel_names.len(),
-    )
-    .map_err(GpuError::Schedule)?;
-    let calls = parsed.entries().filter_map(|e| match e {
-        kiln_firmware::schedule::Entry::Call(step) => Some(step.kernel.0 as usize),
-        kiln_firmware::schedule::Entry::Loop { .. } => None,
-    });
-    Ok(calls.collect())
 }
 
 /// The OpenCL source file of a bundle.

@@ -199,6 +199,21 @@ pub fn relayouts(k: &Kernel) -> Vec<Relayout> {
         .collect()
 }
 
+impl Kernel {
+    /// The kernel reading its free weights in the orders [`relayouts`] chooses, and those
+    /// relayouts, which the weights' bytes must follow; no weight is free any more. The step
+    /// between optimizing a kernel and linearizing it.
+    pub fn laid_out(&self) -> (Kernel, Vec<Relayout>) {
+        let relayouts = relayouts(self);
+        let mut k = self.clone();
+        for r in &relayouts {
+            k.sts[r.buf] = r.st.clone();
+        }
+        k.free_layout.clear();
+        (k, relayouts)
+    }
+}
+
 /// `bytes` (elements of `size` bytes) in the new order of `r`.
 pub fn reorder_bytes(r: &Relayout, bytes: &[u8], size: usize) -> Vec<u8> {
     let mut out = Vec::with_capacity(bytes.len());

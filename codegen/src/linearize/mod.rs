@@ -48,8 +48,6 @@ pub struct Linearized {
     pub local_size: Option<Vec<usize>>,
     /// The kernel as linearized (with its temp buffers).
     pub kernel: Kernel,
-    /// The buffers the program reads in a new order (see [`crate::kernel::layout`]).
-    pub relayouts: Vec<crate::kernel::layout::Relayout>,
 }
 
 type Accs = HashMap<*const crate::schedule::ast::LazyNode, Vec<UOpId>>;
@@ -110,11 +108,7 @@ fn cat(parts: &[&[Node]]) -> Vec<Node> {
 
 /// Linearizes `kernel` into a UOp program.
 pub fn linearize(kernel: &Kernel) -> Result<Linearized, LinearizeError> {
-    let mut k = kernel.clone();
-    let relayouts = crate::kernel::layout::relayouts(&k);
-    for r in &relayouts {
-        k.sts[r.buf] = r.st.clone();
-    }
+    let k = kernel.clone();
     let vector_axis = k.vector_axis();
     let lin = Lin {
         k,
@@ -127,10 +121,7 @@ pub fn linearize(kernel: &Kernel) -> Result<Linearized, LinearizeError> {
         vector_groups: Vec::new(),
         region: 0,
     };
-    Ok(Linearized {
-        relayouts,
-        ..lin.run()?
-    })
+    lin.run()
 }
 
 impl Lin {
@@ -182,7 +173,6 @@ impl Lin {
             global_size,
             local_size,
             kernel: self.k,
-            relayouts: Vec::new(),
         })
     }
 

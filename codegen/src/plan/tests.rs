@@ -201,7 +201,7 @@ mod in_place {
             .map(|it| to_program(&Kernel::new(it.ast.clone(), Target::c()).unwrap()).unwrap())
             .collect();
         let legal = plan_arena_with(&s, &in_place_pairs(&s));
-        assert!(crate::bundle::build("chain", &s, &programs, &legal, "c").is_ok());
+        assert!(crate::bundle::build("chain", &s, &[], &programs, &legal, "c").is_ok());
         // Step 0 writing t1 over the model input: not legal, whatever the placements say.
         let mut forged = legal.clone();
         forged.in_place.push(InPlace {
@@ -209,7 +209,7 @@ mod in_place {
             out: BufId(1),
             src: BufId(0),
         });
-        let err = crate::bundle::build("chain", &s, &programs, &forged, "c").unwrap_err();
+        let err = crate::bundle::build("chain", &s, &[], &programs, &forged, "c").unwrap_err();
         assert!(
             err.to_string()
                 .contains("may not write buffer 1 over buffer 0"),

@@ -10,10 +10,13 @@ pub mod cstyle;
 pub mod glsl;
 pub mod opencl;
 mod program;
+mod source;
 
 pub use program::{
-    candidate_key, candidate_programs, flops_mem, to_program, Program, ProgramBuffer, ProgramError,
+    candidate_key, candidate_programs, flops_mem, to_program, to_program_aliasing, Program,
+    ProgramBuffer, ProgramError,
 };
+pub use source::{KernelSource, Linkage};
 
 use crate::dtype::{DType, Scalar};
 use crate::target::Language;

@@ -1,7 +1,7 @@
 //! A rendered kernel: name, source, launch sizes and cost estimates; and its process-replay
 //! record.
 
-use super::{cstyle, RenderError};
+use super::{cstyle, KernelSource, Linkage, RenderError};
 use crate::kernel::{Kernel, KernelBuffer, Opt};
 use crate::linearize::{linearize, LinearizeError, Linearized};
 use crate::optimize::{Candidates, SearchError};
@@ -21,6 +21,9 @@ pub struct ProgramBuffer {
 #[derive(Clone, Debug)]
 pub struct Program {
     pub name: String,
+    /// The source with its name open, for a file of several kernels to name.
+    pub source: KernelSource,
+    /// The source on its own: `source` named `name`, exported.
     pub src: String,
     pub uops: Linear,
     pub global_size: Option<Vec<usize>>,
@@ -30,25 +33,8 @@ pub struct Program {
     pub flops: u64,
     pub mem_bytes: u64,
     pub applied_opts: Vec<Opt>,
-    /// The kernel's buffers (by position) it reads in a new order: their data must be stored
-    /// so (see [`crate::kernel::layout`]).
-    pub relayouts: Vec<crate::kernel::layout::Relayout>,
     /// AST listing, for reports and process replay.
     pub ast: String,
-}
-
-impl Program {
-    /// Drops `restrict` from the parameter `data{buf}`, so that it may alias another one (a
-    /// kernel run in place).
-    pub fn drop_restrict(&mut self, buf: u32) {
-        for end in [",", ")"] {
-            let from = format!("restrict data{buf}{end}");
-            if self.src.contains(&from) {
-                self.src = self.src.replacen(&from, &format!("data{buf}{end}"), 1);
-                return;
-            }
-        }
-    }
 }
 
 /// Why a kernel did not become a program.
@@ -62,8 +48,14 @@ pub enum ProgramError {
 
 /// Linearizes and renders `k` for its target.
 pub fn to_program(k: &Kernel) -> Result<Program, ProgramError> {
+    to_program_aliasing(k, &[])
+}
+
+/// [`to_program`] for a kernel run in place: the buffers in `aliased` (by id) may overlap
+/// another buffer of the kernel, and lose `restrict`.
+pub fn to_program_aliasing(k: &Kernel, aliased: &[u32]) -> Result<Program, ProgramError> {
     let lin: Linearized = linearize(k)?;
-    let src = cstyle::render(&lin.name, &lin.uops, &k.target)?;
+    let source = cstyle::render(&lin.name, &lin.uops, &k.target, aliased)?;
     let mut buffers: Vec<ProgramBuffer> = Vec::new();
     for u in &lin.uops.uops {
         if let UOpKind::DefineGlobal { buf, mutable } = u.kind {
@@ -88,8 +80,9 @@ pub fn to_program(k: &Kernel) -> Result<Program, ProgramError> {
         let _ = write!(ast, "{s}");
     }
     Ok(Program {
+        src: source.with_name(&lin.name, Linkage::External),
+        source,
         name: lin.name,
-        src,
         global_size: lin.global_size,
         local_size: lin.local_size,
         buffers,
@@ -97,7 +90,6 @@ pub fn to_program(k: &Kernel) -> Result<Program, ProgramError> {
         mem_bytes: ast_mem.min(uop_mem * threads as u64),
         applied_opts: k.applied_opts.clone(),
         uops: lin.uops,
-        relayouts: lin.relayouts,
         ast,
     })
 }
@@ -198,7 +190,7 @@ impl Program {
 /// What a cost model keys a BEAM candidate by: the source it renders to (`None` when it does
 /// not linearize, so the search leaves it out).
 pub fn candidate_key(candidate: &Kernel) -> Option<String> {
-    to_program(candidate).ok().map(|p| p.src)
+    to_program(&candidate.laid_out().0).ok().map(|p| p.src)
 }
 
 /// The programs of a group of BEAM candidates, for a cost model to measure.
@@ -207,7 +199,7 @@ pub fn candidate_programs(group: &Candidates) -> Result<Vec<Program>, SearchErro
         .kernels
         .iter()
         .map(|k| {
-            to_program(k).map_err(|e| SearchError::Measure {
+            to_program(&k.laid_out().0).map_err(|e| SearchError::Measure {
                 kernel: group.label.clone(),
                 source: Box::new(e),
             })

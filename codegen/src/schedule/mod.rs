@@ -105,6 +105,17 @@ pub enum ScheduleError {
     Internal(String),
 }
 
+/// [`create_schedule`], its buffers then laid out for `target` ([`layout::choose_layouts`]).
+pub fn schedule_for(
+    graph: &Graph,
+    outputs: &[Lazy],
+    target: &crate::target::Target,
+) -> Result<Schedule, ScheduleError> {
+    let mut s = create_schedule(graph, outputs)?;
+    layout::choose_layouts(&mut s, target);
+    Ok(s)
+}
+
 /// Folds constants, decides what to realize, and builds one kernel per realized node.
 pub fn create_schedule(graph: &Graph, outputs: &[Lazy]) -> Result<Schedule, ScheduleError> {
     let mut g = graph.clone();

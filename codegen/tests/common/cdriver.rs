@@ -2,7 +2,7 @@
 //! on their inputs and returns their outputs.
 
 use kiln_codegen::dtype::DType;
-use kiln_codegen::render::Program;
+use kiln_codegen::render::{Linkage, Program};
 use std::fmt::Write;
 use std::path::Path;
 use std::process::Command;
@@ -49,11 +49,7 @@ pub fn run_batch(dir: &Path, calls: &[Call]) -> Vec<Vec<f64>> {
     let mut input = Vec::new();
     for (i, c) in calls.iter().enumerate() {
         let name = format!("k_{i}");
-        src.push_str(&c.program.src.replacen(
-            &format!(" {}(", c.program.name),
-            &format!(" {name}("),
-            1,
-        ));
+        src.push_str(&c.program.source.with_name(&name, Linkage::External));
         let _ = writeln!(main, "  {{");
         let mut args = Vec::new();
         for (j, (dt, data)) in c.buffers.iter().enumerate() {

@@ -239,7 +239,7 @@ fn candidates_bundle(
         weights: Vec::new(),
     };
     let programs: Vec<Program> = programs.iter().map(|&p| p.clone()).collect();
-    bundle::build(kernel, &schedule, &programs, &plan, "c").map_err(|source| {
+    bundle::build(kernel, &schedule, &[], &programs, &plan, "c").map_err(|source| {
         BoardError::Candidates {
             kernel: kernel.to_string(),
             source,

@@ -96,7 +96,11 @@ impl Renderer<'_> {
             return Ok(());
         }
         let c = if mutable { "" } else { "const " };
-        let p = format!("{}{c}{t}* {} data{buf}", d.buffer_prefix, d.restrict);
+        let restrict = match self.aliased.contains(&buf) {
+            true => String::new(),
+            false => format!("{} ", d.restrict),
+        };
+        let p = format!("{}{c}{t}* {restrict}data{buf}", d.buffer_prefix);
         self.params.push((buf, p));
         Ok(())
     }

@@ -2,7 +2,7 @@
 
 use super::Renderer;
 use crate::dtype::Scalar;
-use crate::render::Entry;
+use crate::render::{Entry, KernelSource};
 use crate::uop::UOpKind;
 use std::collections::BTreeSet;
 use std::fmt::Write;
@@ -25,7 +25,7 @@ const EXACT_FLOAT: &str = "#ifndef KILN_EXACT_FLOAT\n\
 const EXACT_FLOAT_PRAGMA: &str = "#if defined(__clang__)\n#pragma STDC FP_CONTRACT OFF\n#endif";
 
 impl Renderer<'_> {
-    pub(super) fn finish(mut self) -> String {
+    pub(super) fn finish(mut self) -> KernelSource {
         self.params.sort_by_key(|p| p.0);
         let params: Vec<&str> = self.params.iter().map(|p| p.1.as_str()).collect();
         let params = params.join(", ");
@@ -60,22 +60,26 @@ impl Renderer<'_> {
         for h in &self.helpers {
             let _ = writeln!(s, "{h}");
         }
-        let _ = match d.entry {
-            Entry::Params => writeln!(
-                s,
-                "{attribute}{} {}({}) {{",
-                d.kernel_prefix, self.name, params
-            ),
-            Entry::Bindings => writeln!(s, "{} main() {{", d.kernel_prefix),
+        let mut tail = match d.entry {
+            Entry::Params => {
+                s.push_str(&attribute);
+                format!("({params}) {{\n")
+            }
+            Entry::Bindings => "() {\n".to_string(),
         };
         if exact {
-            let _ = writeln!(s, "{EXACT_FLOAT_PRAGMA}");
+            let _ = writeln!(tail, "{EXACT_FLOAT_PRAGMA}");
         }
         for l in &self.lines {
-            let _ = writeln!(s, "{l}");
+            let _ = writeln!(tail, "{l}");
         }
-        s.push_str("}\n");
-        s
+        tail.push_str("}\n");
+        KernelSource {
+            head: s,
+            prefix: d.kernel_prefix,
+            takes_name: d.entry == Entry::Params,
+            tail,
+        }
     }
 
     /// Whether the kernel computes with floats (`values`) and writes only integer buffers.

@@ -8,16 +8,23 @@ mod body;
 mod dot;
 mod entry;
 
-use super::{fill, Dialect, Entry, RenderError, VectorAccess};
+use super::{fill, Dialect, Entry, KernelSource, RenderError, VectorAccess};
 use crate::dtype::{DType, Scalar};
 use crate::target::Target;
 use crate::uop::{Linear, UOp, UOpId, UOpKind};
 use std::collections::BTreeSet;
 
-/// Renders `prog` as one function named `name`. Returns the source, which starts with the
-/// helper definitions it needs (guarded, so several kernels can share one file).
-pub fn render(name: &str, prog: &Linear, target: &Target) -> Result<String, RenderError> {
-    let mut r = Renderer::new(name, prog, target);
+/// Renders `prog` as one function (`name` labels it in errors; whoever writes the source names
+/// it). The source starts with the helper definitions it needs (guarded, so several kernels can
+/// share one file). The buffers in `aliased` may overlap another buffer of the kernel (it runs
+/// in place): their pointers are not `restrict`.
+pub fn render(
+    name: &str,
+    prog: &Linear,
+    target: &Target,
+    aliased: &[u32],
+) -> Result<KernelSource, RenderError> {
+    let mut r = Renderer::new(name, prog, target, aliased);
     r.check_precision()?;
     r.body()?;
     Ok(r.finish())
@@ -60,10 +67,12 @@ struct Renderer<'a> {
     fused: Vec<Option<Fused>>,
     counters: std::collections::HashMap<&'static str, usize>,
     depth: usize,
+    /// Buffers that may overlap another one: no `restrict`.
+    aliased: &'a [u32],
 }
 
 impl<'a> Renderer<'a> {
-    fn new(name: &'a str, prog: &'a Linear, target: &'a Target) -> Self {
+    fn new(name: &'a str, prog: &'a Linear, target: &'a Target, aliased: &'a [u32]) -> Self {
         let mut uses = vec![0; prog.uops.len()];
         let mut first_user = vec![None; prog.uops.len()];
         for (j, u) in prog.uops.iter().enumerate() {
@@ -89,6 +98,7 @@ impl<'a> Renderer<'a> {
             fused: vec![None; prog.uops.len()],
             counters: Default::default(),
             depth: 1,
+            aliased,
         };
         r.fuse_patterns();
         r
