@@ -1,3 +1,3 @@
 fn main() {
-    kiln_board_build::build(&["-mcpu=cortex-m4", "-mfloat-abi=hard", "-mfpu=fpv4-sp-d16"]);
+    kiln_board_build::build();
 }

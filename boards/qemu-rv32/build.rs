@@ -1,3 +1,3 @@
 fn main() {
-    kiln_board_build::build(&["-march=rv32imac", "-mabi=ilp32"]);
+    kiln_board_build::build();
 }

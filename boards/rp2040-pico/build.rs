@@ -1,3 +1,3 @@
 fn main() {
-    kiln_board_build::build(&["-mcpu=cortex-m0plus", "-mfloat-abi=soft"]);
+    kiln_board_build::build();
 }

@@ -1,4 +1,4 @@
-//! Compiles the two models this firmware runs for its CPU (from cargo's target), writes the
+//! Compiles the three models this firmware runs for its CPU (from cargo's target), writes the
 //! reference vectors it checks itself against, and picks the board's memory map.
 
 use std::path::{Path, PathBuf};
@@ -9,9 +9,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .name("kws")
         .build()?;
     kiln_codegen::Builder::new("../../tests/models/residual.onnx").build()?;
+    // MLPerf Tiny's int8 keyword spotter, as TFLite ships it: bit-exact with TFLM.
+    kiln_codegen::Builder::new("../../tests/models/mlperf-tiny/tflite/kws_ref_model.tflite")
+        .name("kws_int8")
+        .build()?;
 
     let out = PathBuf::from(env::var("OUT_DIR")?);
-    for (name, folder) in [("kws", "kws_float"), ("residual", "residual")] {
+    let vectors = [
+        ("kws", "kws_float"),
+        ("residual", "residual"),
+        ("kws_int8", "kws_int8"),
+    ];
+    for (name, folder) in vectors {
         for file in ["input_0", "output_0"] {
             let npy = Path::new("../../tests/data")
                 .join(folder)

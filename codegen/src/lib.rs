@@ -42,3 +42,4 @@ pub mod tflite;
 pub mod uop;
 
 pub use builder::{BuildError, Builder, Built, Cpu};
+pub use kiln_devices::CPU_VAR;

@@ -2,6 +2,8 @@
 //! device's limits) and the language its kernels are rendered in. A target is data: the
 //! optimizer, the linearizer and the renderer read it; none of them names a target.
 
+use kiln_devices::Cpu;
+
 /// The language a target's kernels are written in; the renderer holds each one's dialect.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Language {
@@ -99,15 +101,24 @@ impl Target {
         }
     }
 
-    /// The target a microcontroller's kernels are generated for, by its Rust target triple:
-    /// packed int8 dot products ([`Target::c_dsp`]) on the cores with the DSP extension
-    /// (Armv7E-M: Cortex-M4 and M7; Armv8-M Mainline: the Cortex-M33, DSP included in
-    /// `-mcpu=cortex-m33`), plain C elsewhere. Boards and build scripts both ask it.
-    pub fn for_triple(triple: &str) -> Self {
-        let dsp = ["thumbv7em", "thumbv8m.main"];
-        match dsp.iter().any(|arch| triple.starts_with(arch)) {
-            true => Target::c_dsp(),
-            false => Target::c(),
+    /// The target a CPU's kernels are generated for, whoever asks (`kiln run` on a board, a
+    /// board's or a user's build script): this machine's vectors on the host, packed int8 dot
+    /// products ([`Target::c_dsp`]) on the cores with the DSP extension, plain C elsewhere.
+    pub fn for_cpu(cpu: Cpu) -> Self {
+        match cpu {
+            Cpu::Host => Target::host(),
+            cpu if cpu.dsp() => Target::c_dsp(),
+            _ => Target::c(),
+        }
+    }
+
+    /// The target of a name the command line takes: `c`, `c-dsp`, `host`.
+    pub fn by_name(name: &str) -> Option<Self> {
+        match name {
+            "c" => Some(Target::c()),
+            "c-dsp" => Some(Target::c_dsp()),
+            "host" => Some(Target::host()),
+            _ => None,
         }
     }
 

@@ -3,7 +3,6 @@
 
 use anyhow::{bail, Context, Result};
 use kiln_codegen::bundle::Bundle;
-use kiln_codegen::compile::compile_graph;
 use kiln_codegen::target::Target;
 use kiln_codegen::tensor::Tensor;
 use kiln_codegen::tensorio::read_dir_tensors;
@@ -109,23 +108,21 @@ pub fn compile_file_for(name: &str, path: &std::path::Path, target: &Target) -> 
     compile_file_with(name, path, target, &Default::default())
 }
 
-/// [`compile_file_for`], imported with `options` (`--shape`, `--const`, `--state`, …).
+/// [`compile_file_for`], imported with `options` (`--shape`, `--const`, `--state`, …): the
+/// entry point every caller of the compiler shares.
 pub fn compile_file_with(
     name: &str,
     path: &std::path::Path,
     target: &Target,
     options: &kiln_codegen::model::ImportOptions,
 ) -> Result<Bundle> {
-    let imported = kiln_codegen::model::import_file(path, options)
-        .with_context(|| format!("importing {}", path.display()))?;
-    Ok(compile_graph(
-        name,
-        &imported.graph,
-        &imported.outputs,
-        target,
-        true,
-        &mut |_, _| {},
-    )?)
+    let options = kiln_codegen::compile::FileOptions {
+        name: Some(name.to_string()),
+        import: options.clone(),
+        ..Default::default()
+    };
+    let (compiled, _) = kiln_codegen::compile::compile_file(path, options, target, &mut |_, _| {})?;
+    Ok(compiled.bundle)
 }
 
 /// Imports and compiles a test model (by name) for the C target.

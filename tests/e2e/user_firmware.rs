@@ -1,9 +1,12 @@
-//! The example of a user's own firmware (`boards/user-firmware`): its build script compiles two
+//! The example of a user's own firmware (`boards/user-firmware`): its build script compiles three
 //! models with `kiln_codegen::Builder`, and the firmware checks them against onnxruntime's
-//! outputs. It runs on qemu-an386 and builds for the nRF52840-DK. (Its host twin,
+//! outputs (TFLM's, exactly, for the int8 TFLite model). It runs on qemu-an386 and builds for the nRF52840-DK. (Its host twin,
 //! `boards/user-host`, is a member of this workspace: its unit tests run with the others.)
 
-use kiln_tests::root;
+use kiln_codegen::Cpu;
+use kiln_runners::board;
+use kiln_tests::{compile_file_for, root};
+use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::sync::Mutex;
 
@@ -42,7 +45,7 @@ fn text(output: &Output) -> String {
 }
 
 #[test]
-fn user_firmware_runs_both_models_on_qemu_an386() {
+fn user_firmware_runs_its_three_models_on_qemu_an386() {
     let output = firmware_cargo(&["run", "--release", "--quiet"]);
     let shown = text(&output);
     assert!(output.status.success(), "{shown}");
@@ -50,12 +53,64 @@ fn user_firmware_runs_both_models_on_qemu_an386() {
     assert!(stdout.contains("user-firmware on qemu-an386"), "{shown}");
     // One line per kernel call from the run hook, named by the generated KERNEL_NAMES.
     assert_eq!(stdout.matches("  step ").count(), 14, "{shown}");
-    for model in ["kws", "residual"] {
+    for model in ["kws", "residual", "kws_int8"] {
         assert!(
             stdout.contains(&format!("{model}: ok, max abs diff")),
             "{shown}"
         );
     }
+}
+
+/// A firmware for a Cortex-M4F built through `build.rs` gets, for each of its models, the
+/// kernels `kiln run --board qemu-an386` compiles (the board's kernel target): the `Builder`,
+/// the board and the runners read one table of CPUs.
+#[test]
+fn the_firmwares_kernels_are_those_kiln_run_compiles_for_qemu_an386() {
+    let output = firmware_cargo(&["build", "--release", "--quiet"]);
+    assert!(output.status.success(), "{}", text(&output));
+    let _one = CARGO.lock().unwrap_or_else(|e| e.into_inner());
+    let board = board::info("qemu-an386").unwrap();
+    assert_eq!(
+        Some(board.cpu),
+        Cpu::from_triple("thumbv7em-none-eabihf", "the host")
+    );
+    let target = board.kernel_target();
+    let models = [
+        ("kws", "codegen/models/kws_float.onnx"),
+        ("residual", "tests/models/residual.onnx"),
+        (
+            "kws_int8",
+            "tests/models/mlperf-tiny/tflite/kws_ref_model.tflite",
+        ),
+    ];
+    for (name, model) in models {
+        let built = std::fs::read_to_string(built_kernels(name)).unwrap();
+        let bundle = compile_file_for(name, &root().join(model), &target).unwrap();
+        let run = bundle.kernels_c_with_prefix(&format!("kiln_{name}"));
+        assert!(
+            built == run,
+            "{name}: the firmware's kernels differ from kiln run's"
+        );
+    }
+    // The int8 model's dot products take the Cortex-M4's packed multiply-accumulates.
+    let int8 = std::fs::read_to_string(built_kernels("kws_int8")).unwrap();
+    assert!(int8.contains("__smlad("), "no packed dot products");
+}
+
+/// The `kernels.c` the firmware's build script wrote for model `name` last.
+fn built_kernels(name: &str) -> PathBuf {
+    let builds = root().join("target/boards/user-firmware/thumbv7em-none-eabihf/release/build");
+    let newest = std::fs::read_dir(&builds)
+        .unwrap()
+        .filter_map(|e| {
+            let file = e.ok()?.path().join("out/kiln").join(name).join("kernels.c");
+            let modified = file.metadata().ok()?.modified().ok()?;
+            Some((modified, file))
+        })
+        .max();
+    newest
+        .unwrap_or_else(|| panic!("no kernels.c of {name} under {}", builds.display()))
+        .1
 }
 
 #[test]

@@ -1,14 +1,16 @@
-//! Build-script helper for Kiln's board crates. A board's `build.rs` is one call with the C
-//! compiler flags for its CPU:
+//! Build-script helper for Kiln's board crates. A board's `build.rs` is one call:
 //!
 //! ```no_run
-//! kiln_board_build::build(&["-mcpu=cortex-m4", "-mfloat-abi=hard", "-mfpu=fpv4-sp-d16"]);
+//! kiln_board_build::build();
 //! ```
+//!
+//! The board names its CPU in its `.cargo/config.toml` (`[env] KILN_CPU = "cortex-m4f"`); the
+//! C compiler's flags for it come from the one table of CPUs, `kiln-devices`, which the
+//! compiler and the runners read too.
 //!
 //! It takes the bundle from the folder named by `KILN_BUNDLE_DIR` (default: the test bundle
 //! `boards/testdata/add-relu`), which holds `kernels.c`, `schedule.bin` and `weights.bin`, and:
-//! - compiles `kernels.c` with the `cc` crate: `-O2 -fno-math-errno` and the board's flags
-//!   (on Arm also `-mfp16-format=ieee`, for float16 tensors);
+//! - compiles `kernels.c` with the `cc` crate: `-O2 -fno-math-errno` and the CPU's flags;
 //! - writes `$OUT_DIR/bundle.rs` for `main.rs` to `include!`: `SCHEDULE` and `WEIGHTS`
 //!   (flash, `include_bytes!`) and `ARENA`, a static sized by the bundle's manifest;
 //! - puts the board's `memory.x` on the linker's path, with a linker-script assertion that the
@@ -25,6 +27,7 @@
 //! set, sizes the arena instead of the manifest: firmware with a fixed arena, which refuses
 //! bundles that need more.
 
+use kiln_devices::{Cpu, CPU_VAR};
 use kiln_firmware::schedule::read_manifest;
 use std::path::{Path, PathBuf};
 use std::{env, fs};
@@ -36,10 +39,24 @@ const MIN_STACK_BYTES: u32 = 4096;
 const DEFAULT_BUNDLE: &str = "../testdata/add-relu";
 
 /// Everything a board's build script does; see the crate documentation.
-pub fn build(cflags: &[&str]) {
-    if let Err(message) = try_build(cflags) {
+pub fn build() {
+    if let Err(message) = board_cpu().and_then(|cpu| try_build(cpu.cflags())) {
         panic!("kiln-board-build: {message}");
     }
+}
+
+/// The CPU the board's config names.
+fn board_cpu() -> Result<Cpu, String> {
+    println!("cargo:rerun-if-env-changed={CPU_VAR}");
+    let known = || Cpu::names().join(", ");
+    let name = env::var(CPU_VAR).map_err(|_| {
+        format!(
+            "{CPU_VAR} is not set: name the board's CPU in the [env] of its .cargo/config.toml \
+             (one of {})",
+            known()
+        )
+    })?;
+    Cpu::by_name(&name).ok_or_else(|| format!("{CPU_VAR} = {name:?} is not one of {}", known()))
 }
 
 fn try_build(cflags: &[&str]) -> Result<(), String> {
@@ -78,12 +95,7 @@ fn compile_bundle(dir: &Path, cflags: &[&str], library: &str) -> [PathBuf; 3] {
     for file in &files {
         println!("cargo:rerun-if-changed={}", file.display());
     }
-    let mut build = cc::Build::new();
-    if env::var("CARGO_CFG_TARGET_ARCH").as_deref() == Ok("arm") {
-        // `_Float16` for float16 tensors; the runtime's `c-math` has the conversions.
-        build.flag("-mfp16-format=ieee");
-    }
-    build
+    cc::Build::new()
         .file(&files[0])
         .opt_level(2)
         .flag("-fno-math-errno")

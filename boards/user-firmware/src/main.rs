@@ -1,7 +1,9 @@
-//! A user's own bare-metal firmware with two Kiln models in it. `build.rs` compiles keyword
-//! spotting (`kws`) and a small residual network (`residual`) into typed modules; this runs
-//! both on reference inputs, compares with onnxruntime's outputs, and reports each kernel's cost
-//! through the run hook: kernel calls under QEMU, DWT cycles on a real Cortex-M4F.
+//! A user's own bare-metal firmware with three Kiln models in it. `build.rs` compiles keyword
+//! spotting (`kws`, float ONNX), a small residual network (`residual`) and MLPerf Tiny's int8
+//! keyword spotter as TFLite ships it (`kws_int8`) into typed modules; this runs each on a
+//! reference input, compares with onnxruntime's outputs (TFLM's, exactly, for the int8 one),
+//! and reports each kernel's cost through the run hook: kernel calls under QEMU, DWT cycles on
+//! a real Cortex-M4F.
 #![no_std]
 #![no_main]
 
@@ -17,6 +19,7 @@ use cortex_m as _;
 
 kiln_firmware::include_model!(kws);
 kiln_firmware::include_model!(residual);
+kiln_firmware::include_model!(kws_int8);
 
 /// Largest difference allowed from onnxruntime's outputs.
 const TOLERANCE: f32 = 1e-4;
@@ -27,20 +30,24 @@ const TOLERANCE: f32 = 1e-4;
 static mut KWS_ARENA: kws::Arena = kws::Arena::zeroed();
 #[link_section = ".bss.kiln_arenas"]
 static mut RESIDUAL_ARENA: residual::Arena = residual::Arena::zeroed();
+#[link_section = ".bss.kiln_arenas"]
+static mut KWS_INT8_ARENA: kws_int8::Arena = kws_int8::Arena::zeroed();
 
 #[cortex_m_rt::entry]
 fn main() -> ! {
     let mut clock = board::start();
     // SAFETY: `main` runs once: these are the only references to the arenas.
-    let (kws_arena, residual_arena) = unsafe {
+    let (kws_arena, residual_arena, kws_int8_arena) = unsafe {
         (
             &mut *core::ptr::addr_of_mut!(KWS_ARENA),
             &mut *core::ptr::addr_of_mut!(RESIDUAL_ARENA),
+            &mut *core::ptr::addr_of_mut!(KWS_INT8_ARENA),
         )
     };
     let kws_ok = run_kws(kws_arena, &mut clock);
     let residual_ok = run_residual(residual_arena, &mut clock);
-    board::exit(kws_ok && residual_ok)
+    let kws_int8_ok = run_kws_int8(kws_int8_arena, &mut clock);
+    board::exit(kws_ok && residual_ok && kws_int8_ok)
 }
 
 fn run_kws(arena: &mut kws::Arena, clock: &mut board::Clock) -> bool {
@@ -86,6 +93,29 @@ fn run_residual(arena: &mut residual::Arena, clock: &mut board::Clock) -> bool {
     match model.run(&input) {
         Ok(out) => report("residual", out.y, &want, clock.now().wrapping_sub(started)),
         Err(e) => board::failed("residual", e),
+    }
+}
+
+fn run_kws_int8(arena: &mut kws_int8::Arena, clock: &mut board::Clock) -> bool {
+    let input: &[u8; 490] = include_bytes!(concat!(env!("OUT_DIR"), "/kws_int8_input_0.bin"));
+    let want: &[u8; 12] = include_bytes!(concat!(env!("OUT_DIR"), "/kws_int8_output_0.bin"));
+    let mut model = match kws_int8::Model::new(arena) {
+        Ok(model) => model,
+        Err(e) => return board::failed("kws_int8", e),
+    };
+    let started = clock.now();
+    let result = model.run(&input.map(|b| b as i8));
+    let cost = clock.now().wrapping_sub(started);
+    match result {
+        Ok(out) => {
+            // Integer outputs compare exactly: the largest difference in steps, 0 to pass.
+            let diff = out.identity.iter().zip(want).fold(0u8, |worst, (&g, &w)| {
+                worst.max((i16::from(g) - i16::from(w as i8)).unsigned_abs() as u8)
+            });
+            board::result("kws_int8", f32::from(diff), 0.0, cost);
+            diff == 0
+        }
+        Err(e) => board::failed("kws_int8", e),
     }
 }
 

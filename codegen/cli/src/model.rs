@@ -3,7 +3,7 @@
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 pub use kiln_codegen::compile::Compiled;
-use kiln_codegen::compile::{compile as compile_model, io_of};
+use kiln_codegen::compile::{compile_file, FileOptions};
 use kiln_codegen::onnx::Requant;
 use kiln_codegen::optimize::{Beam, Cache, CostModel, Optimize};
 use kiln_codegen::target::Target;
@@ -91,28 +91,19 @@ fn progress(len: usize, what: &str) -> ProgressBar {
     bar
 }
 
-/// Loads and imports the model; returns its name and the graph.
-fn import(args: &ModelArgs) -> Result<(String, kiln_codegen::graph::Imported)> {
+/// How the flags say the model is imported.
+fn import_options(args: &ModelArgs) -> Result<model::ImportOptions> {
     let shapes = args
         .shapes
         .iter()
         .map(|s| onnx::parse_shape_override(s))
         .collect::<Result<Vec<_>, _>>()?;
-    let bindings = model::Bindings::parse(&args.consts, &args.states)?;
-    let options = model::ImportOptions {
+    Ok(model::ImportOptions {
         shapes,
         requant: args.requant.into(),
         keep_f16: args.keep_f16,
-        bindings,
-    };
-    let imported = model::import_file(&args.model, &options)
-        .with_context(|| format!("importing {}", args.model.display()))?;
-    let name = args
-        .model
-        .file_stem()
-        .map(|s| s.to_string_lossy().to_string())
-        .unwrap_or_default();
-    Ok((name, imported))
+        bindings: model::Bindings::parse(&args.consts, &args.states)?,
+    })
 }
 
 /// What a BEAM search (`--beam`) measures its candidates by.
@@ -151,7 +142,7 @@ pub fn compile(args: &ModelArgs, target: &Target) -> Result<Compiled> {
 
 /// [`compile`], with a BEAM search (`--beam`) measured by `cost`.
 pub fn compile_with_cost(args: &ModelArgs, target: &Target, cost: BeamCost) -> Result<Compiled> {
-    let (name, imported) = import(args)?;
+    let import = import_options(args)?;
     let bar = progress(0, "kernels");
     let mut tick = |done: usize, total: usize| {
         bar.set_length(total as u64);
@@ -169,15 +160,12 @@ pub fn compile_with_cost(args: &ModelArgs, target: &Target, cost: BeamCost) -> R
         }),
     };
     let started = std::time::Instant::now();
-    let (bundle, stats) = compile_model(
-        &name,
-        &imported.graph,
-        &imported.outputs,
-        target,
+    let options = FileOptions {
+        import,
         how,
-        &mut tick,
-    )
-    .with_context(|| format!("compiling {}", args.model.display()))?;
+        ..FileOptions::default()
+    };
+    let (compiled, stats) = compile_file(&args.model, options, target, &mut tick)?;
     if args.beam > 0 {
         let by = cost.describe();
         eprintln!(
@@ -188,7 +176,7 @@ pub fn compile_with_cost(args: &ModelArgs, target: &Target, cost: BeamCost) -> R
         );
     }
     bar.finish_and_clear();
-    Ok(io_of(&imported, bundle))
+    Ok(compiled)
 }
 
 /// The same for an edge GPU with `limits`; also returns the GPU bundle (sources and launch
@@ -198,23 +186,20 @@ pub fn compile_gpu(
     api: kiln_codegen::gpu::Api,
     limits: &kiln_codegen::target::DeviceLimits,
 ) -> Result<(Compiled, kiln_codegen::gpu::GpuBundle)> {
-    let (name, imported) = import(args)?;
+    let options = FileOptions {
+        import: import_options(args)?,
+        ..FileOptions::default()
+    };
     let bar = progress(0, "kernels");
     let mut tick = |done: usize, total: usize| {
         bar.set_length(total as u64);
         bar.set_position(done as u64);
     };
-    let gb = kiln_codegen::gpu::compile(
-        &name,
-        &imported.graph,
-        &imported.outputs,
-        api,
-        limits,
-        &mut tick,
-    )
-    .with_context(|| format!("compiling {}", args.model.display()))?;
+    let (compiled, _) = compile_file(&args.model, options, &api.target(limits), &mut tick)?;
     bar.finish_and_clear();
-    Ok((io_of(&imported, gb.bundle.clone()), gb))
+    let gb = kiln_codegen::gpu::from_bundle(api, compiled.bundle.clone())
+        .with_context(|| format!("compiling {} for {}", args.model.display(), api.name()))?;
+    Ok((compiled, gb))
 }
 
 /// Reads `input_N.npy`/`.pb` from `dir` and checks them against the model's inputs. A folder

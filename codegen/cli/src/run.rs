@@ -90,20 +90,16 @@ pub struct RunArgs {
 }
 
 pub fn compile_cmd(a: CompileArgs) -> Result<ExitCode> {
-    if a.board.is_some() && !matches!(a.target.as_str(), "host" | "c" | "c-dsp") {
+    let cpu_target = Target::by_name(&a.target);
+    if a.board.is_some() && cpu_target.is_none() {
         bail!("--board measures the BEAM search of C kernels: it needs --target host");
     }
-    let c = match (
-        a.target.as_str(),
-        kiln_codegen::gpu::Api::from_name(&a.target),
-    ) {
-        ("host" | "c" | "c-dsp", _) => {
-            // Kernels searched on a board are for that board: plain C.
-            let (target, cost) = match (&a.board, a.target.as_str()) {
-                (Some(name), _) => (target_for(name), board_cost(name)?),
-                (None, "host") => (Target::host(), BeamCost::Host),
-                (None, "c-dsp") => (Target::c_dsp(), BeamCost::Host),
-                (None, _) => (Target::c(), BeamCost::Host),
+    let c = match (cpu_target, kiln_codegen::gpu::Api::from_name(&a.target)) {
+        (Some(target), _) => {
+            // Kernels searched on a board are for that board's CPU.
+            let (target, cost) = match &a.board {
+                Some(name) => (target_for(name), board_cost(name)?),
+                None => (target, BeamCost::Host),
             };
             let c = compile_with_cost(&a.model, &target, cost)?;
             c.bundle.write(&a.output)?;
@@ -114,7 +110,10 @@ pub fn compile_cmd(a: CompileArgs) -> Result<ExitCode> {
             gb.write(&a.output)?;
             c
         }
-        (other, None) => bail!("unknown target `{other}` (known: host, c, c-dsp, opencl, vulkan)"),
+        (None, None) => bail!(
+            "unknown target `{}` (known: host, c, c-dsp, opencl, vulkan)",
+            a.target
+        ),
     };
     if let Some(dir) = &a.replay {
         c.bundle.write_replay(dir)?;

@@ -43,112 +43,16 @@ use std::path::{Path, PathBuf};
 mod module;
 
 use crate::bundle::BundleError;
-use crate::compile::{compile_graph, io_of, CompileError, Compiled};
+use crate::compile::{compile_file, CompileError, Compiled, FileError, FileOptions};
 use crate::dtype::{DType, Scalar};
-use crate::model::{import_bytes, ImportOptions, ModelError};
+use crate::model::{ImportOptions, ModelError};
+use crate::optimize::Optimize;
 use crate::target::Target;
 use module::IoTensor;
 
-/// The CPU a model's kernels are compiled for: it picks the C compiler's flags.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Cpu {
-    /// The machine the build runs on (unit tests of firmware code, simulators).
-    Host,
-    /// Cortex-M0 (`thumbv6m-none-eabi`), no FPU.
-    CortexM0,
-    /// Cortex-M0+ (`thumbv6m-none-eabi`: RP2040), no FPU.
-    CortexM0Plus,
-    /// Cortex-M3 (`thumbv7m-none-eabi`), no FPU.
-    CortexM3,
-    /// Cortex-M4 without its FPU (`thumbv7em-none-eabi`).
-    CortexM4,
-    /// Cortex-M4F (`thumbv7em-none-eabihf`: nRF52840, STM32F4).
-    CortexM4F,
-    /// Cortex-M7 with a single-precision FPU (`thumbv7em-none-eabihf`).
-    CortexM7F,
-    /// Cortex-M33 without its FPU (`thumbv8m.main-none-eabi`).
-    CortexM33,
-    /// Cortex-M33 with its FPU (`thumbv8m.main-none-eabihf`).
-    CortexM33F,
-    /// RISC-V rv32imc (`riscv32imc-unknown-none-elf`: ESP32-C3).
-    Rv32imc,
-    /// RISC-V rv32imac (`riscv32imac-unknown-none-elf`).
-    Rv32imac,
-}
-
-/// Each CPU but the host with the Rust target triple it is built for (the first of a triple is
-/// the one that triple implies).
-const TRIPLES: [(Cpu, &str); 10] = [
-    (Cpu::CortexM0, "thumbv6m-none-eabi"),
-    (Cpu::CortexM0Plus, "thumbv6m-none-eabi"),
-    (Cpu::CortexM3, "thumbv7m-none-eabi"),
-    (Cpu::CortexM4, "thumbv7em-none-eabi"),
-    (Cpu::CortexM4F, "thumbv7em-none-eabihf"),
-    (Cpu::CortexM7F, "thumbv7em-none-eabihf"),
-    (Cpu::CortexM33, "thumbv8m.main-none-eabi"),
-    (Cpu::CortexM33F, "thumbv8m.main-none-eabihf"),
-    (Cpu::Rv32imc, "riscv32imc-unknown-none-elf"),
-    (Cpu::Rv32imac, "riscv32imac-unknown-none-elf"),
-];
-
-impl Cpu {
-    /// The CPU a Rust target triple implies, for the triples Kiln knows; `host` is the triple
-    /// of the machine the build runs on.
-    pub fn from_triple(triple: &str, host: &str) -> Option<Cpu> {
-        if triple == host {
-            return Some(Cpu::Host);
-        }
-        TRIPLES
-            .iter()
-            .find(|(_, t)| *t == triple)
-            .map(|(cpu, _)| *cpu)
-    }
-
-    /// The target its kernels are generated for: the one `kiln run` uses on a board of the
-    /// same core ([`Target::for_triple`]); plain C on the host.
-    pub fn kernel_target(self) -> Target {
-        match TRIPLES.iter().find(|(cpu, _)| *cpu == self) {
-            Some((_, triple)) => Target::for_triple(triple),
-            None => Target::c(),
-        }
-    }
-
-    /// The C compiler's flags for this CPU, beside the ones `cc` picks for the target. On Arm,
-    /// `-mfp16-format=ieee` gives float16 tensors `_Float16`; the runtime's `c-math` feature
-    /// provides the conversions GCC calls.
-    pub fn cflags(self) -> &'static [&'static str] {
-        const FP16: &str = "-mfp16-format=ieee";
-        match self {
-            Cpu::Host => &[],
-            Cpu::CortexM0 => &["-mcpu=cortex-m0", "-mfloat-abi=soft", FP16],
-            Cpu::CortexM0Plus => &["-mcpu=cortex-m0plus", "-mfloat-abi=soft", FP16],
-            Cpu::CortexM3 => &["-mcpu=cortex-m3", "-mfloat-abi=soft", FP16],
-            Cpu::CortexM4 => &["-mcpu=cortex-m4", "-mfloat-abi=soft", FP16],
-            Cpu::CortexM4F => &[
-                "-mcpu=cortex-m4",
-                "-mfloat-abi=hard",
-                "-mfpu=fpv4-sp-d16",
-                FP16,
-            ],
-            Cpu::CortexM7F => &[
-                "-mcpu=cortex-m7",
-                "-mfloat-abi=hard",
-                "-mfpu=fpv5-sp-d16",
-                FP16,
-            ],
-            Cpu::CortexM33 => &["-mcpu=cortex-m33", "-mfloat-abi=soft", FP16],
-            Cpu::CortexM33F => &[
-                "-mcpu=cortex-m33",
-                "-mfloat-abi=hard",
-                "-mfpu=fpv5-sp-d16",
-                FP16,
-            ],
-            Cpu::Rv32imc => &["-march=rv32imc", "-mabi=ilp32"],
-            Cpu::Rv32imac => &["-march=rv32imac", "-mabi=ilp32"],
-        }
-    }
-}
+/// The CPU a model's kernels are compiled for (the one table of [`kiln_devices`]): it picks
+/// the kernels' target and the C compiler's flags.
+pub use kiln_devices::Cpu;
 
 /// Why a model could not be built into a crate. Its `Debug` form is its message with its
 /// causes, so that a build script's `main() -> Result<(), BuildError>` prints a clear error,
@@ -196,6 +100,12 @@ pub enum BuildError {
     },
     #[error("no CPU is known for target {triple}: name one with `Builder::cpu`")]
     UnknownTarget { triple: String },
+    #[error("{var} names CPU {name:?}, which is not one of {}", known.join(", "))]
+    UnknownCpu {
+        var: &'static str,
+        name: String,
+        known: Vec<&'static str>,
+    },
     #[error(
         "{var} is not set: call `build` from a build script, or set it with `Builder::{setter}`"
     )]
@@ -337,12 +247,7 @@ impl Builder {
         println!("cargo:rerun-if-changed={}", self.model.display());
         let cpu = match self.cpu {
             Some(cpu) => cpu,
-            None => {
-                let target = build_var("TARGET", "cpu")?;
-                let host = build_var("HOST", "cpu")?;
-                Cpu::from_triple(&target, &host)
-                    .ok_or(BuildError::UnknownTarget { triple: target })?
-            }
+            None => build_cpu()?,
         };
         let built = self.generate(cpu)?;
         let library = format!("kiln_{}", built.name);
@@ -406,27 +311,32 @@ impl Builder {
     }
 
     fn compile(&self, name: &str, cpu: Cpu) -> Result<Compiled, BuildError> {
-        let bytes = std::fs::read(&self.model).map_err(|source| BuildError::Load {
-            model: self.model.clone(),
-            source,
-        })?;
-        let imported = import_bytes(&bytes, &self.import).map_err(|source| BuildError::Import {
-            model: self.model.clone(),
-            source: Box::new(source),
-        })?;
-        let bundle = compile_graph(
-            name,
-            &imported.graph,
-            &imported.outputs,
-            &cpu.kernel_target(),
-            self.optimize,
-            &mut |_, _| {},
-        )
-        .map_err(|source| BuildError::Compile {
-            model: self.model.clone(),
-            source: Box::new(source),
-        })?;
-        Ok(io_of(&imported, bundle))
+        let options = FileOptions {
+            name: Some(name.to_string()),
+            import: self.import.clone(),
+            how: match self.optimize {
+                true => Optimize::Heuristics,
+                false => Optimize::Off,
+            },
+        };
+        let target = Target::for_cpu(cpu);
+        match compile_file(&self.model, options, &target, &mut |_, _| {}) {
+            Ok((compiled, _)) => Ok(compiled),
+            Err(FileError::Import { path, source }) => Err(match *source {
+                ModelError::Read { source, .. } => BuildError::Load {
+                    model: path,
+                    source,
+                },
+                other => BuildError::Import {
+                    model: path,
+                    source: Box::new(other),
+                },
+            }),
+            Err(FileError::Compile { path, source }) => Err(BuildError::Compile {
+                model: path,
+                source,
+            }),
+        }
     }
 
     /// The Rust module over the bundle in `dir`.
@@ -514,6 +424,22 @@ fn is_identifier(name: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
         && name != "_"
         && !KEYWORDS.contains(&name)
+}
+
+/// The CPU of the crate being built: the one `KILN_CPU` names (a board's `.cargo/config.toml`
+/// sets it), else the one cargo's `TARGET` implies.
+fn build_cpu() -> Result<Cpu, BuildError> {
+    println!("cargo:rerun-if-env-changed={}", kiln_devices::CPU_VAR);
+    if let Ok(name) = std::env::var(kiln_devices::CPU_VAR) {
+        return Cpu::by_name(&name).ok_or_else(|| BuildError::UnknownCpu {
+            var: kiln_devices::CPU_VAR,
+            name,
+            known: Cpu::names(),
+        });
+    }
+    let target = build_var("TARGET", "cpu")?;
+    let host = build_var("HOST", "cpu")?;
+    Cpu::from_triple(&target, &host).ok_or(BuildError::UnknownTarget { triple: target })
 }
 
 fn build_var(var: &'static str, setter: &'static str) -> Result<String, BuildError> {

@@ -33,14 +33,10 @@ pub fn targets(names: &[String]) -> Result<Vec<ReplayTarget>> {
     names
         .iter()
         .map(|n| {
-            Ok(match n.as_str() {
-                "c" => ReplayTarget::Cpu(Target::c()),
-                "c-dsp" => ReplayTarget::Cpu(Target::c_dsp()),
-                "host" => ReplayTarget::Cpu(Target::host()),
-                other => match Api::from_name(other) {
-                    Some(api) => ReplayTarget::Gpu(api),
-                    None => bail!("no target `{other}` (known: c, c-dsp, host, opencl, vulkan)"),
-                },
+            Ok(match (Target::by_name(n), Api::from_name(n)) {
+                (Some(t), _) => ReplayTarget::Cpu(t),
+                (None, Some(api)) => ReplayTarget::Gpu(api),
+                (None, None) => bail!("no target `{n}` (known: c, c-dsp, host, opencl, vulkan)"),
             })
         })
         .collect()

@@ -5,6 +5,7 @@
 //! and regions whose `ORIGIN`/`LENGTH` are sums and differences of numbers with an optional
 //! `K` or `M` suffix. Anything else is skipped, or an error naming the line.
 
+use kiln_codegen::Cpu;
 use std::collections::HashMap;
 
 /// The string settings of a cargo config, keyed by `section.key` (`build.target`,
@@ -36,6 +37,22 @@ impl CargoConfig {
 
     pub fn get(&self, key: &str) -> Option<&str> {
         self.values.get(key).map(String::as_str)
+    }
+}
+
+/// The CPU a board's config names (`[env] KILN_CPU`), which must build for its `target`.
+pub fn cpu_of(config: &CargoConfig, target: &str) -> Result<Cpu, String> {
+    let var = kiln_codegen::CPU_VAR;
+    let name = config
+        .get(&format!("env.{var}"))
+        .ok_or_else(|| format!("no {var} under [env]: the board's CPU is not named"))?;
+    let cpu = Cpu::by_name(name)
+        .ok_or_else(|| format!("{var} = {name:?} is not one of {}", Cpu::names().join(", ")))?;
+    match cpu.info().triple == Some(target) {
+        true => Ok(cpu),
+        false => Err(format!(
+            "{var} = {name:?} does not build for target {target}"
+        )),
     }
 }
 
@@ -160,6 +177,25 @@ fn size(term: &str) -> Option<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_board_names_a_cpu_of_the_table_that_builds_for_its_target() {
+        let config = |cpu: &str| CargoConfig::parse(&format!("[env]\nKILN_CPU = \"{cpu}\"\n"));
+        let m4f = config("cortex-m4f");
+        assert_eq!(cpu_of(&m4f, "thumbv7em-none-eabihf"), Ok(Cpu::CortexM4F));
+        let wrong = cpu_of(&m4f, "thumbv6m-none-eabi").unwrap_err();
+        assert!(
+            wrong.contains("does not build for target thumbv6m-none-eabi"),
+            "{wrong}"
+        );
+        let unknown = cpu_of(&config("cortex-m99"), "thumbv6m-none-eabi").unwrap_err();
+        assert!(
+            unknown.contains("\"cortex-m99\" is not one of host, cortex-m0,"),
+            "{unknown}"
+        );
+        let none = cpu_of(&CargoConfig::parse("[build]\n"), "thumbv6m-none-eabi").unwrap_err();
+        assert!(none.contains("no KILN_CPU under [env]"), "{none}");
+    }
 
     #[test]
     fn reads_flash_and_ram() {

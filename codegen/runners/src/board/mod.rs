@@ -38,6 +38,7 @@ pub use qemu::{
     RunOptions,
 };
 
+use kiln_codegen::Cpu;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -51,6 +52,8 @@ pub struct BoardInfo {
     pub name: String,
     /// The Rust target triple: `thumbv7em-none-eabihf`.
     pub target: String,
+    /// Its CPU, as its config names it (`KILN_CPU`).
+    pub cpu: Cpu,
     /// Runs under QEMU (else under a debug probe).
     pub emulated: bool,
     /// Bytes of the memory the code and weights go to.
@@ -67,11 +70,12 @@ pub struct BoardInfo {
 }
 
 impl BoardInfo {
-    /// The target its kernels are generated for ([`Target::for_triple`] of its target).
+    /// The target its kernels are generated for: its CPU's ([`Target::for_cpu`]), as a build
+    /// script building for that CPU would.
     ///
-    /// [`Target::for_triple`]: kiln_codegen::target::Target::for_triple
+    /// [`Target::for_cpu`]: kiln_codegen::target::Target::for_cpu
     pub fn kernel_target(&self) -> kiln_codegen::target::Target {
-        kiln_codegen::target::Target::for_triple(&self.target)
+        kiln_codegen::target::Target::for_cpu(self.cpu)
     }
 }
 
@@ -316,9 +320,11 @@ pub fn info(name: &str) -> Result<BoardInfo, BoardError> {
         });
     let memory =
         config::memory_map(&files.memory_x).map_err(|reason| files.error("memory.x", reason))?;
+    let cpu = files.cpu()?;
     Ok(BoardInfo {
         name: name.to_string(),
         target: files.target.clone(),
+        cpu,
         emulated,
         flash_bytes: memory.flash_bytes,
         ram_bytes: memory.ram_bytes,
@@ -392,6 +398,12 @@ impl BoardFiles {
             Some(dir) => self.dir.join(dir),
             None => root().join("target/boards").join(&self.name),
         }
+    }
+
+    /// The CPU its config names (`[env] KILN_CPU`), which must build for its target.
+    pub fn cpu(&self) -> Result<Cpu, BoardError> {
+        config::cpu_of(&self.config, &self.target)
+            .map_err(|reason| self.error(".cargo/config.toml", reason))
     }
 
     pub fn error(&self, file: &str, reason: String) -> BoardError {

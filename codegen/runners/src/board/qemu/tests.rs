@@ -52,6 +52,7 @@ fn the_core_comes_from_the_cpu_or_the_machine() {
     let board = |line: &str| BoardInfo {
         name: "b".into(),
         target: "t".into(),
+        cpu: kiln_codegen::Cpu::CortexM4F,
         emulated: true,
         flash_bytes: 1,
         ram_bytes: 1,

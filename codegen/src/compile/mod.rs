@@ -4,12 +4,10 @@
 //! compiler never runs a kernel itself.
 
 use crate::bundle::{self, Bundle, BundleError};
-use crate::dtype::DType;
 use crate::graph::{Graph, Lazy, WeightId};
 use crate::kernel::layout::reorder_bytes;
 use crate::kernel::{Kernel, KernelBuffer, KernelError};
 use crate::linearize::{linearize, LinearizeError};
-use crate::onnx::import::Imported;
 use crate::optimize::{optimize, Optimize, SearchError, SearchStats};
 use crate::plan::{in_place_pairs, plan_arena_with, InPlace};
 use crate::render::{to_program_aliasing, Program, ProgramError};
@@ -17,6 +15,9 @@ use crate::schedule::{schedule_for, BufKind, Schedule, ScheduleError, ScheduleIt
 use crate::target::Target;
 use crate::tensor::Tensor;
 use std::collections::HashMap;
+
+mod file;
+pub use file::{compile_file, io_of, Compiled, FileError, FileOptions, ModelOutput};
 
 /// Errors of compiling a graph.
 #[derive(Debug, thiserror::Error)]
@@ -203,65 +204,4 @@ fn free_weights(
             }
         })
         .collect()
-}
-
-/// A compiled model with the names, types and shapes of its inputs and outputs.
-pub struct Compiled {
-    pub bundle: Bundle,
-    pub inputs: Vec<(String, DType, Vec<usize>)>,
-    /// The bundle's outputs: the model's, then the lengths of those in `bounded`.
-    pub outputs: Vec<(String, DType, Vec<usize>)>,
-    pub bounded: Vec<crate::graph::Bounded>,
-    /// The model file's inputs bound at compile time, and its outputs that only feed a state:
-    /// (index among the file's, name).
-    pub bound_inputs: Vec<crate::graph::FileTensor>,
-    pub state_outputs: Vec<crate::graph::FileTensor>,
-}
-
-/// A model output of a run: name, type, shape and bytes.
-pub type ModelOutput = (String, DType, Vec<usize>, Vec<u8>);
-
-impl Compiled {
-    /// The model's outputs from the `raw` outputs of a run: those of data-dependent length cut
-    /// to it, their length outputs left out.
-    pub fn model_outputs(&self, raw: &[Vec<u8>]) -> Result<Vec<ModelOutput>, String> {
-        let shapes: Vec<(DType, Vec<usize>)> = self
-            .outputs
-            .iter()
-            .map(|(_, d, s)| (*d, s.clone()))
-            .collect();
-        let cut = crate::graph::cut_bounded(&self.bounded, &shapes, raw)?;
-        let kept = (0..self.outputs.len()).filter(|k| !self.bounded.iter().any(|b| b.length == *k));
-        Ok(kept
-            .zip(cut)
-            .map(|(k, (shape, bytes))| {
-                let (name, dtype, _) = &self.outputs[k];
-                (name.clone(), *dtype, shape, bytes)
-            })
-            .collect())
-    }
-}
-
-/// The bundle of an imported model, with the model's inputs and outputs.
-pub fn io_of(imported: &Imported, bundle: Bundle) -> Compiled {
-    let inputs = imported
-        .graph
-        .inputs
-        .iter()
-        .map(|i| (i.name.clone(), i.dtype, i.shape.clone()))
-        .collect();
-    let outputs = imported
-        .output_names
-        .iter()
-        .zip(&imported.outputs)
-        .map(|(n, o)| (n.clone(), o.dtype, o.shape().to_vec()))
-        .collect();
-    Compiled {
-        bundle,
-        inputs,
-        outputs,
-        bounded: imported.bounded.clone(),
-        bound_inputs: imported.bound_inputs.clone(),
-        state_outputs: imported.state_outputs.clone(),
-    }
 }
