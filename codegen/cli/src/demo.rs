@@ -74,7 +74,7 @@ fn run_part(part: &Part, dir: &Path) -> Result<bool> {
         part.title
     );
     let args = ModelArgs::file(p.join(part.file));
-    let c = compile(&args, &crate::run::target_for(BOARD))?;
+    let c = compile(&args, &crate::run::target_for(BOARD)?)?;
     let inputs = read_inputs(&p.join("in"), &c)?;
     let ran = run_on(BOARD, &c, &inputs, &Default::default())?;
     print_costs(&c, &ran);
@@ -123,7 +123,7 @@ fn run_stream() -> Result<bool> {
     );
     let c = compile(
         &ModelArgs::file(root.join(STREAM_MODEL)),
-        &crate::run::target_for(BOARD),
+        &crate::run::target_for(BOARD)?,
     )?;
     let inputs = crate::run::steps::read_steps(&dirs, &c)?;
     let invocations: Vec<Invocation> = inputs.iter().map(|i| Invocation::Run(i)).collect();

@@ -5,14 +5,12 @@ use indicatif::{ProgressBar, ProgressStyle};
 pub use kiln_codegen::compile::Compiled;
 use kiln_codegen::compile::{compile_file, FileOptions};
 use kiln_codegen::onnx::Requant;
-use kiln_codegen::optimize::{Beam, Cache, CostModel, Optimize};
+use kiln_codegen::optimize::{Beam, Cache, Optimize};
 use kiln_codegen::target::Target;
 use kiln_codegen::tensor::Tensor;
 use kiln_codegen::tensorio;
 use kiln_codegen::{model, onnx};
-use kiln_runners::board::measure::BoardInstructions;
-use kiln_runners::board::BoardInfo;
-use kiln_runners::host::HostWallTime;
+use kiln_runners::{Measure, Runner};
 use std::path::Path;
 
 /// `--shape NAME=1x49x10x1` flags, and the model file.
@@ -106,30 +104,24 @@ fn import_options(args: &ModelArgs) -> Result<model::ImportOptions> {
     })
 }
 
-/// What a BEAM search (`--beam`) measures its candidates by.
-#[derive(Clone, Debug, Default)]
-pub enum BeamCost {
-    /// Wall time on this host.
-    #[default]
-    Host,
-    /// Instructions executed on an emulated board under QEMU.
-    Board(BoardInfo),
-}
+/// What a BEAM search (`--beam`) measures its candidates by: where a runner runs.
+pub struct BeamCost(Measure);
 
 impl BeamCost {
-    fn model(&self) -> Box<dyn CostModel> {
-        match self {
-            BeamCost::Host => Box::new(HostWallTime),
-            BeamCost::Board(board) => Box::new(BoardInstructions {
-                board: board.clone(),
-            }),
-        }
+    /// Wall time on this host.
+    pub fn host() -> Result<BeamCost> {
+        BeamCost::of(kiln_runners::by_name("host", &Default::default())?.as_ref())
     }
 
-    fn describe(&self) -> String {
-        match self {
-            BeamCost::Host => "wall time on this host".to_string(),
-            BeamCost::Board(board) => format!("instructions on {}", board.name),
+    /// Measured where `runner` runs (the host, an emulated board).
+    pub fn of(runner: &dyn Runner) -> Result<BeamCost> {
+        match runner.measure() {
+            Some(m) => Ok(BeamCost(m)),
+            None => bail!(
+                "{}: a BEAM search cannot measure kernels there (the host and the emulated \
+                 boards can)",
+                runner.name()
+            ),
         }
     }
 }
@@ -137,27 +129,47 @@ impl BeamCost {
 /// Imports, schedules, linearizes, renders and bundles the model (a BEAM search measured on
 /// this host).
 pub fn compile(args: &ModelArgs, target: &Target) -> Result<Compiled> {
-    compile_with_cost(args, target, BeamCost::Host)
+    compile_with_cost(args, target, BeamCost::host()?)
+}
+
+/// The model compiled to run on `runner`: for its target, a BEAM search (`--beam`) measured
+/// there.
+pub fn compile_for(args: &ModelArgs, runner: &dyn Runner) -> Result<Compiled> {
+    let target = runner.target();
+    match args.beam {
+        0 => compile_searched(args, &target, None),
+        _ => compile_with_cost(args, &target, BeamCost::of(runner)?),
+    }
 }
 
 /// [`compile`], with a BEAM search (`--beam`) measured by `cost`.
 pub fn compile_with_cost(args: &ModelArgs, target: &Target, cost: BeamCost) -> Result<Compiled> {
+    compile_searched(args, target, Some(cost))
+}
+
+/// The model compiled for `target`: with `--beam`, its kernels searched as `cost` measures
+/// them (there must be one), else the target's heuristics.
+fn compile_searched(args: &ModelArgs, target: &Target, cost: Option<BeamCost>) -> Result<Compiled> {
     let import = import_options(args)?;
     let bar = progress(0, "kernels");
     let mut tick = |done: usize, total: usize| {
         bar.set_length(total as u64);
         bar.set_position(done as u64);
     };
-    let mut model = cost.model();
-    let how = match args.beam {
-        0 => Optimize::Heuristics,
-        width => Optimize::Beam(Beam {
+    let (mut model, by) = match (args.beam, cost) {
+        (0, _) => (None, String::new()),
+        (_, Some(BeamCost(Measure { model, by }))) => (Some(model), by),
+        (_, None) => bail!("--beam: nothing measures the kernels for {}", target.name),
+    };
+    let how = match (args.beam, model.as_mut()) {
+        (width, Some(model)) if width > 0 => Optimize::Beam(Beam {
             width,
             cache: Cache {
                 dir: Cache::default_dir(),
             },
             cost: model.as_mut(),
         }),
+        _ => Optimize::Heuristics,
     };
     let started = std::time::Instant::now();
     let options = FileOptions {
@@ -167,7 +179,6 @@ pub fn compile_with_cost(args: &ModelArgs, target: &Target, cost: BeamCost) -> R
     };
     let (compiled, stats) = compile_file(&args.model, options, target, &mut tick)?;
     if args.beam > 0 {
-        let by = cost.describe();
         eprintln!(
             "beam search ({by}): {} kernels searched, {} from the cache, in {:.1} s",
             stats.searched,

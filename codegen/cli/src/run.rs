@@ -5,14 +5,15 @@ pub(crate) mod steps;
 
 use compare::compare_as;
 pub use compare::{compare, output_diffs, Tolerance};
+pub use kiln_runners::runner::{EstimatedCycles, Ran};
 
 use super::model::BeamCost;
 use super::model::{
-    compile_gpu, compile_with_cost, read_inputs, write_outputs, Compiled, ModelArgs,
+    compile_for, compile_gpu, compile_with_cost, read_inputs, write_outputs, Compiled, ModelArgs,
 };
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use kiln_codegen::target::Target;
-use kiln_runners::{board, Invocation};
+use kiln_runners::{board, Invocation, RunnerOptions};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -98,8 +99,11 @@ pub fn compile_cmd(a: CompileArgs) -> Result<ExitCode> {
         (Some(target), _) => {
             // Kernels searched on a board are for that board's CPU.
             let (target, cost) = match &a.board {
-                Some(name) => (target_for(name), board_cost(name)?),
-                None => (target, BeamCost::Host),
+                Some(name) => {
+                    let runner = kiln_runners::by_name(name, &Default::default())?;
+                    (runner.target(), BeamCost::of(runner.as_ref())?)
+                }
+                None => (target, BeamCost::host()?),
             };
             let c = compile_with_cost(&a.model, &target, cost)?;
             c.bundle.write(&a.output)?;
@@ -133,35 +137,6 @@ pub fn compile_cmd(a: CompileArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The BEAM cost of running on board `name`: instructions on it, under QEMU (a real board
-/// cannot be measured here: an error).
-fn board_cost(name: &str) -> Result<BeamCost> {
-    let info = board::info(name)?;
-    if !info.emulated {
-        bail!("{name} is not emulated: a BEAM search cannot measure kernels on it");
-    }
-    Ok(BeamCost::Board(info))
-}
-
-/// The result of running a compiled model somewhere: outputs and per-step cost.
-pub struct Ran {
-    pub outputs: Vec<Vec<u8>>,
-    /// Per step: a cost and its unit (`us` on the host, `instructions` on an emulated board).
-    pub step_cost: Vec<f64>,
-    pub unit: &'static str,
-    /// Flash and RAM of the board image, when there is one.
-    pub image: Option<(usize, usize)>,
-    /// Per step, the cycles estimated for the board's core, when it has an estimate.
-    pub cycles: Option<EstimatedCycles>,
-}
-
-/// Each step's cycles on an emulated board's core, estimated by the instruction-count plugin
-/// from the core's published instruction timings (see [`board::Core`]).
-pub struct EstimatedCycles {
-    pub core: board::Core,
-    pub per_step: Vec<u64>,
-}
-
 /// The clock the estimated cycles of `core` are turned into time at: the one its best
 /// published MLPerf Tiny results were measured at (the benchmark's speed table), if any.
 pub(crate) fn reference_mhz(core: board::Core) -> Option<f64> {
@@ -183,220 +158,56 @@ fn state_note(r: &kiln_codegen::bundle::Report) -> String {
     }
 }
 
-/// The target a board's kernels are generated for: this CPU's vectors on the host, plain C
-/// on a microcontroller, with packed int8 dot products where its core has the DSP extension
-/// (an unknown board: plain C, and running it says why it is unknown).
-pub fn target_for(board: &str) -> Target {
-    if board == "host" {
-        return Target::host();
-    }
-    board::info(board).map_or_else(|_| Target::c(), |info| info.kernel_target())
+/// The target the kernels of a model run on `board` are generated for (its runner's: this
+/// CPU's vectors on the host, the board CPU's, an edge GPU's device).
+pub fn target_for(board: &str) -> Result<Target> {
+    Ok(kiln_runners::by_name(board, &Default::default())?.target())
 }
 
-/// Where on a board a run goes: how tensors travel to an emulated board, and which probe a real
-/// one is wired to (`None`: the only one attached).
-#[derive(Clone, Debug, Default)]
-pub struct Place {
-    pub io: board::Io,
-    #[cfg_attr(not(feature = "probe"), allow(dead_code))]
-    pub probe: Option<String>,
-    /// On the host, each step's time is the best of this many runs (0 or 1: one run).
-    pub runs: usize,
+/// Runs `work` with a spinner that shows the runner's progress, then prints what the runner
+/// had to say of the run.
+fn with_spinner<T>(
+    work: impl FnOnce(&mut dyn FnMut(&str)) -> Result<T, kiln_runners::RunError>,
+    notes: impl Fn(&T) -> Vec<String>,
+) -> Result<T> {
+    let spinner = indicatif::ProgressBar::new_spinner();
+    spinner.enable_steady_tick(std::time::Duration::from_millis(200));
+    let done = work(&mut |m| spinner.set_message(m.to_string()));
+    spinner.finish_and_clear();
+    let done = done?;
+    for line in notes(&done) {
+        println!("{line}");
+    }
+    Ok(done)
 }
 
-/// How long a board may take to run a model.
-const BOARD_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
-
-/// Runs a compiled model on `board` (`host` or a board folder's name: emulated, or real
-/// through a debug probe).
-pub fn run_on(board: &str, c: &Compiled, inputs: &[Vec<u8>], place: &Place) -> Result<Ran> {
-    if board == "host" {
-        let dir = tempfile::tempdir().context("a temporary folder for the bundle")?;
-        let bundle_dir = dir.path().join("bundle");
-        c.bundle.write(&bundle_dir)?;
-        let lib = kiln_runners::host::compile(&bundle_dir)?;
-        let run = kiln_runners::host::run_best_steps(&c.bundle, &lib, inputs, place.runs)?;
-        return Ok(Ran::on_host(run));
-    }
-    let mut runs = run_stream_on(board, c, &[Invocation::Run(inputs)], place)?;
-    Ok(runs.pop().expect("one run"))
+/// Runs a compiled model once on `board` (a name [`kiln_runners::by_name`] knows).
+pub fn run_on(
+    board: &str,
+    c: &Compiled,
+    inputs: &[Vec<u8>],
+    options: &RunnerOptions,
+) -> Result<Ran> {
+    let mut runner = kiln_runners::by_name(board, options)?;
+    with_spinner(
+        |progress| runner.run(&c.bundle, inputs, progress),
+        |ran| ran.notes.clone(),
+    )
 }
 
 /// Makes each invocation in order on one device, the model's state carried from each run to
-/// the next: on the host, on an emulated board (over `place`'s I/O), or on a real one through
-/// its debug probe. Each run's outputs and costs.
+/// the next: each run's outputs and costs.
 pub fn run_stream_on(
     board: &str,
     c: &Compiled,
     invocations: &[Invocation<'_>],
-    place: &Place,
+    options: &RunnerOptions,
 ) -> Result<Vec<Ran>> {
-    let dir = tempfile::tempdir().context("a temporary folder for the bundle")?;
-    let bundle_dir = dir.path().join("bundle");
-    if board == "host" {
-        c.bundle.write(&bundle_dir)?;
-        let lib = kiln_runners::host::compile(&bundle_dir)?;
-        let runs = kiln_runners::host::run_invocations(&c.bundle, &lib, invocations)?;
-        return Ok(runs.into_iter().map(Ran::on_host).collect());
-    }
-    let info = board::info(board)?;
-    let fit = board::check_fits(&info, &c.bundle)?;
-    if !info.emulated {
-        find_probe(&info, place)?;
-    }
-    c.bundle.write(&bundle_dir)?;
-    let spinner = indicatif::ProgressBar::new_spinner();
-    spinner.enable_steady_tick(std::time::Duration::from_millis(200));
-    let io = place.io;
-    let options = board::BuildOptions {
-        rtt: io == board::Io::Rtt,
-        ..Default::default()
-    };
-    let image = board::build_with_options(&info, &bundle_dir, options, &mut |m| {
-        spinner.set_message(format!("{board}: {m}"))
-    })?;
-    let runs = if info.emulated {
-        spinner.set_message(format!("{board}: running under QEMU"));
-        let options = board::RunOptions { io };
-        let runs = board::run_invocations_with_options(
-            &info,
-            &image,
-            invocations,
-            BOARD_TIMEOUT,
-            options,
-        )?;
-        let ran = |r| Ran::on_emulated(r, &c.bundle.report, &info, &image);
-        runs.into_iter().map(ran).collect()
-    } else {
-        spinner.set_message(format!("{board}: flashing through the debug probe"));
-        run_on_probe(&info, &image, invocations, place, &c.bundle.report)?
-    };
-    spinner.finish_and_clear();
-    println!("{fit}");
-    Ok(runs)
-}
-
-impl Ran {
-    /// A run on an edge GPU: each step's device time in microseconds.
-    pub fn on_gpu(run: kiln_runners::gpu::GpuRun, report: &kiln_codegen::bundle::Report) -> Ran {
-        let times = run.step_times.iter().map(|d| d.as_secs_f64() * 1e6);
-        Ran {
-            outputs: run.outputs,
-            step_cost: per_step(report, times),
-            unit: "us (device)",
-            image: None,
-            cycles: None,
-        }
-    }
-
-    /// A host run: each step's time in microseconds.
-    pub fn on_host(run: kiln_runners::host::HostRun) -> Ran {
-        Ran {
-            outputs: run.outputs,
-            step_cost: run
-                .step_times
-                .iter()
-                .map(|d| d.as_secs_f64() * 1e6)
-                .collect(),
-            unit: "us",
-            image: None,
-            cycles: None,
-        }
-    }
-
-    /// A run on an emulated board: each step's instructions, and its estimated cycles where
-    /// the board's core has an estimate.
-    pub fn on_emulated(
-        run: board::BoardRun,
-        report: &kiln_codegen::bundle::Report,
-        info: &board::BoardInfo,
-        image: &board::BuiltImage,
-    ) -> Ran {
-        let step_cost = per_step(report, run.step_instructions.iter().map(|&n| n as f64));
-        let cycles = match board::Core::of(info) {
-            Some(core) if run.step_cycles.len() == run.step_instructions.len() => {
-                Some(EstimatedCycles {
-                    core,
-                    per_step: per_step(report, run.step_cycles.iter().copied()),
-                })
-            }
-            _ => None,
-        };
-        Ran {
-            outputs: run.outputs,
-            step_cost,
-            unit: "instructions",
-            image: Some((image.flash_used, image.ram_used)),
-            cycles,
-        }
-    }
-}
-
-/// Per-call costs (loops unrolled) summed per step; costs already per step stay as they are.
-fn per_step<T: Copy + Default + std::ops::AddAssign>(
-    report: &kiln_codegen::bundle::Report,
-    per_call: impl Iterator<Item = T>,
-) -> Vec<T> {
-    let per_call: Vec<T> = per_call.collect();
-    if per_call.len() != report.calls.len() || report.calls.len() == report.steps.len() {
-        return per_call;
-    }
-    let mut steps = vec![T::default(); report.steps.len()];
-    for (&step, cost) in report.calls.iter().zip(per_call) {
-        steps[step] += cost;
-    }
-    steps
-}
-
-/// Runs an image's invocations on a real board through a debug probe: each step's cost is the
-/// cycles its counter measured (DWT, or SysTick on a Cortex-M0+).
-#[cfg(feature = "probe")]
-fn run_on_probe(
-    info: &board::BoardInfo,
-    image: &board::BuiltImage,
-    invocations: &[Invocation<'_>],
-    place: &Place,
-    report: &kiln_codegen::bundle::Report,
-) -> Result<Vec<Ran>> {
-    let options = board::probe::ProbeOptions {
-        serial: place.probe.clone(),
-        timeout: BOARD_TIMEOUT,
-    };
-    let (probe, runs) = board::probe::stream(info, image, invocations, &options)?;
-    println!("{}: ran through {probe}", info.name);
-    let ran = |run: board::channel::ChannelRun| Ran {
-        step_cost: per_step(report, run.step_cycles.iter().map(|&n| f64::from(n))),
-        outputs: run.outputs,
-        unit: "cycles",
-        image: Some((image.flash_used, image.ram_used)),
-        cycles: None,
-    };
-    Ok(runs.into_iter().map(ran).collect())
-}
-
-/// Checks, before a build, that the probe a real board runs through is attached.
-#[cfg(feature = "probe")]
-fn find_probe(info: &board::BoardInfo, place: &Place) -> Result<()> {
-    board::probe::find(&info.name, place.probe.as_deref())?;
-    Ok(())
-}
-
-#[cfg(not(feature = "probe"))]
-fn find_probe(info: &board::BoardInfo, _: &Place) -> Result<()> {
-    let board = info.name.clone();
-    Err(board::BoardError::NoProbeSupport { board }.into())
-}
-
-#[cfg(not(feature = "probe"))]
-fn run_on_probe(
-    info: &board::BoardInfo,
-    _: &board::BuiltImage,
-    _: &[Invocation<'_>],
-    _: &Place,
-    _: &kiln_codegen::bundle::Report,
-) -> Result<Vec<Ran>> {
-    let board = info.name.clone();
-    Err(board::BoardError::NoProbeSupport { board }.into())
+    let mut runner = kiln_runners::by_name(board, options)?;
+    with_spinner(
+        |progress| runner.run_stream(&c.bundle, invocations, progress),
+        |runs| runs.first().map(|r| r.notes.clone()).unwrap_or_default(),
+    )
 }
 
 /// Prints the per-kernel cost table and the memory use; with estimated cycles, their column
@@ -463,7 +274,7 @@ pub fn print_costs(c: &Compiled, ran: &Ran) {
 
 /// The `--io` and `--probe` of a run, checked against the board: a real board speaks RTT
 /// only, an emulated one has no probe.
-fn place(a: &RunArgs) -> Result<Place> {
+fn options(a: &RunArgs) -> Result<RunnerOptions> {
     let real = board::info(&a.board).is_ok_and(|info| !info.emulated);
     let io = match a.io.as_deref() {
         None if real => board::Io::Rtt,
@@ -485,44 +296,31 @@ fn place(a: &RunArgs) -> Result<Place> {
             a.board
         );
     }
-    Ok(Place {
+    Ok(RunnerOptions {
         io,
         probe: a.probe.first().cloned(),
         runs: a.runs,
+        ..Default::default()
     })
 }
 
 pub fn run_cmd(a: RunArgs) -> Result<ExitCode> {
-    let place = place(&a)?;
+    let options = options(&a)?;
     let inputs_dir = match (&a.steps, &a.inputs) {
-        (Some(dir), _) => return steps::run_steps(&a, dir, &place),
+        (Some(dir), _) => return steps::run_steps(&a, dir, &options),
         (None, Some(dir)) => dir.clone(),
         (None, None) => bail!("--inputs or --steps: the model's inputs"),
     };
-    let (c, ran) = match kiln_codegen::gpu::Api::from_name(&a.board) {
-        Some(api) => {
-            let (c, gb) = compile_gpu(&a.model, api, &kiln_runners::gpu::device_limits(api)?)?;
-            let inputs = read_inputs(&inputs_dir, &c)?;
-            let run = kiln_runners::gpu::run(&gb, &inputs, 3)?;
-            println!("device: {}", run.device);
-            let ran = Ran::on_gpu(run, &c.bundle.report);
-            (c, ran)
-        }
-        None => {
-            let cost = match a.board.as_str() {
-                "host" => BeamCost::Host,
-                name if a.model.beam > 0 => board_cost(name)?,
-                _ => BeamCost::Host,
-            };
-            let c = compile_with_cost(&a.model, &target_for(&a.board), cost)?;
-            let inputs = read_inputs(&inputs_dir, &c)?;
-            if a.probe.len() > 1 {
-                return run_on_boards(&a, &c, &inputs);
-            }
-            let ran = run_on(&a.board, &c, &inputs, &place)?;
-            (c, ran)
-        }
-    };
+    let mut runner = kiln_runners::by_name(&a.board, &options)?;
+    let c = compile_for(&a.model, runner.as_ref())?;
+    let inputs = read_inputs(&inputs_dir, &c)?;
+    if a.probe.len() > 1 {
+        return run_on_boards(&a, &c, &inputs);
+    }
+    let ran = with_spinner(
+        |progress| runner.run(&c.bundle, &inputs, progress),
+        |ran| ran.notes.clone(),
+    )?;
     report(&a, &a.outputs, &c, &ran)
 }
 
@@ -554,39 +352,23 @@ fn report(a: &RunArgs, outputs: &Path, c: &Compiled, ran: &Ran) -> Result<ExitCo
     }
 }
 
-/// `kiln run` on several real boards at once, one per `--probe`: one image, flashed and run on
-/// each board in parallel, each reported (outputs under `--outputs`/SERIAL). Exit code 2 if a
-/// board failed, else 1 if one mismatched.
+/// `kiln run` on several real boards at once, one per `--probe`: each board's runner, in
+/// parallel, each reported (outputs under `--outputs`/SERIAL). Exit code 2 if a board failed,
+/// else 1 if one mismatched.
 fn run_on_boards(a: &RunArgs, c: &Compiled, inputs: &[Vec<u8>]) -> Result<ExitCode> {
-    let info = board::info(&a.board)?;
-    let fit = board::check_fits(&info, &c.bundle)?;
-    for serial in &a.probe {
-        let place = Place {
-            io: board::Io::Rtt,
-            probe: Some(serial.clone()),
-            runs: 1,
-        };
-        find_probe(&info, &place)?;
-    }
-    let dir = tempfile::tempdir().context("a temporary folder for the bundle")?;
-    let bundle_dir = dir.path().join("bundle");
-    c.bundle.write(&bundle_dir)?;
-    let image = board::build_with_options(&info, &bundle_dir, Default::default(), &mut |_| {})?;
-    println!("{fit}");
     let runs: Vec<Result<Ran>> = std::thread::scope(|scope| {
         let threads: Vec<_> = (a.probe.iter())
             .map(|serial| {
-                let place = Place {
+                let options = RunnerOptions {
                     io: board::Io::Rtt,
                     probe: Some(serial.clone()),
-                    runs: 1,
+                    ..Default::default()
                 };
-                let (info, image) = (&info, &image);
-                let report = &c.bundle.report;
+                let board = a.board.as_str();
                 scope.spawn(move || {
-                    let runs =
-                        run_on_probe(info, image, &[Invocation::Run(inputs)], &place, report);
-                    runs.map(|mut runs| runs.pop().expect("one run"))
+                    let mut runner = kiln_runners::by_name(board, &options)?;
+                    let ran = runner.run(&c.bundle, inputs, &mut |_| {})?;
+                    Ok(ran)
                 })
             })
             .collect();
@@ -606,43 +388,11 @@ fn run_on_boards(a: &RunArgs, c: &Compiled, inputs: &[Vec<u8>]) -> Result<ExitCo
                 continue;
             }
         };
+        ran.notes.iter().for_each(|line| println!("{line}"));
         let mine = report(a, &a.outputs.join(serial), c, &ran)?;
         if mine != ExitCode::SUCCESS && code == ExitCode::SUCCESS {
             code = mine;
         }
     }
     Ok(code)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use kiln_codegen::bundle::report::KernelLine;
-
-    #[test]
-    fn per_call_costs_add_up_per_step() {
-        let line = |step| KernelLine {
-            step,
-            name: format!("k{step}"),
-            flops: 1,
-            bytes: 1,
-            runs: 1,
-        };
-        let report = kiln_codegen::bundle::Report {
-            model: "m".into(),
-            steps: vec![line(0), line(1), line(2)],
-            calls: vec![0, 1, 1, 1, 2],
-            kernels: 3,
-            arena_bytes: 0,
-            arena_lower_bound: 0,
-            state_bytes: 0,
-            weight_bytes: 0,
-            inputs: vec![],
-            outputs: vec![],
-            states: vec![],
-        };
-        assert_eq!(per_step(&report, [1u64, 2, 3, 4, 5].into_iter()), [1, 9, 5]);
-        // Already per step (the host's timer, the channel's cycles): unchanged.
-        assert_eq!(per_step(&report, [7u64, 8, 9].into_iter()), [7, 8, 9]);
-    }
 }

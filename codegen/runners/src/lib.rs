@@ -3,11 +3,15 @@
 //! the boards ([`board`]: firmware built with the bundle, run under QEMU or flashed with
 //! probe-rs), and edge GPUs ([`gpu`]: the OpenCL and Vulkan runtimes). The host and the
 //! emulated boards are also cost models for the compiler's BEAM search
-//! ([`host::HostWallTime`], [`board::measure::BoardInstructions`]).
+//! ([`host::HostWallTime`], [`board::measure::BoardInstructions`]). All of them are
+//! [`Runner`]s, chosen by name with [`by_name`].
 
 pub mod board;
 pub mod gpu;
 pub mod host;
+pub mod runner;
+
+pub use runner::{by_name, Measure, Ran, RunError, Runner, RunnerOptions};
 
 /// One invocation of a model kept loaded between invocations.
 #[derive(Clone, Copy, Debug)]

@@ -49,7 +49,7 @@ fn instructions_rank_candidates_the_same_every_time() {
     ];
     // A candidate that does not compile for the board.
     let mut broken = program(&big, &[]);
-    broken.src = broken.src.replacen('{', "{ this is not C;", 1);
+    broken.source.tail = broken.source.tail.replacen('{', "{ this is not C;", 1);
     let big_programs = [program(&big, &[]), broken];
     let (small_bytes, big_bytes) = (matvec_bytes(16, 8), matvec_bytes(16, 64));
     let kernels = [

@@ -23,7 +23,8 @@ pub struct Program {
     pub name: String,
     /// The source with its name open, for a file of several kernels to name.
     pub source: KernelSource,
-    /// The source on its own: `source` named `name`, exported.
+    /// The source on its own: `source` named `name`, exported (made from `source`, which is
+    /// what a bundle compiles).
     pub src: String,
     pub uops: Linear,
     pub global_size: Option<Vec<usize>>,

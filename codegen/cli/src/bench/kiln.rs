@@ -6,9 +6,8 @@
 
 use super::models::BenchModel;
 use super::BOARD;
-use crate::model::BeamCost;
-use crate::model::{compile, compile_with_cost, read_inputs, Compiled, ModelArgs};
-use crate::run::{output_diffs, run_on, target_for, Tolerance};
+use crate::model::{compile, compile_for, read_inputs, Compiled, ModelArgs};
+use crate::run::{output_diffs, run_on, Tolerance};
 use anyhow::{Context, Result};
 use kiln_codegen::target::Target;
 use std::path::Path;
@@ -221,14 +220,10 @@ fn measure_board(
     // The board has no float vectors: its kernels are plain C (with packed int8 dot products
     // on a DSP core), with their opts searched by the board's instructions (`--board-beam`)
     // or the hand-coded ones.
-    let target = target_for(board);
+    let runner = kiln_runners::by_name(board, &Default::default())?;
     let c = match board_beam && args.beam > 0 {
-        true => compile_with_cost(
-            &args,
-            &target,
-            BeamCost::Board(kiln_runners::board::info(board)?),
-        )?,
-        false => compile(&ModelArgs { beam: 0, ..args }, &target)?,
+        true => compile_for(&args, runner.as_ref())?,
+        false => compile_for(&ModelArgs { beam: 0, ..args }, runner.as_ref())?,
     };
     let ran = match run_on(board, &c, inputs, &Default::default()) {
         Ok(ran) => ran,

@@ -255,7 +255,7 @@ pub fn markdown(rows: &[Row]) -> String {
 fn caption() -> String {
     let mut targets: Vec<&str> = CORES
         .iter()
-        .map(|c| crate::run::target_for(c.board).name)
+        .map(|c| crate::run::target_for(c.board).map_or("c", |t| t.name))
         .collect();
     targets.dedup();
     let boards: Vec<String> = CORES

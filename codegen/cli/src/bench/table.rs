@@ -272,7 +272,9 @@ fn notes(rows: &[Row], beam: usize, board_beam: bool) -> String {
 /// The board's kernel target, where it is not plain C: ` (on the board for its kernel target,
 /// `c-dsp`: packed int8 dot products)`.
 fn board_target() -> String {
-    let t = crate::run::target_for(BOARD);
+    let Ok(t) = crate::run::target_for(BOARD) else {
+        return String::new();
+    };
     match t.packed_dot {
         true => format!(
             " (on the board for its kernel target, `{}`: packed int8 dot products with SMLAD)",

@@ -153,10 +153,7 @@ fn run_on_board(
         .filter(|&i| results[i].outcome == Outcome::Pass)
         .collect();
     let compiled = runner::parallel_map(&passed, jobs, |&index| {
-        case::prepare(
-            &cases.join(&results[index].name),
-            &crate::run::target_for(&board.name),
-        )
+        case::prepare(&cases.join(&results[index].name), &board.kernel_target())
     });
     let mut prepared = Vec::with_capacity(compiled.len());
     for (&index, p) in passed.iter().zip(compiled) {

@@ -3,15 +3,10 @@
 //! `--outputs/NN/`, and with `--expect E` is compared with `E/NN/expected/`; the kernels' costs
 //! are summed over the steps.
 
-use super::{
-    compare_as, print_costs, run_stream_on, target_for, EstimatedCycles, Place, Ran, RunArgs,
-    Tolerance,
-};
-use crate::model::{
-    compile_gpu, compile_with_cost, read_inputs_noting, write_outputs, BeamCost, Compiled,
-};
+use super::{compare_as, print_costs, run_stream_on, EstimatedCycles, Ran, RunArgs, Tolerance};
+use crate::model::{compile_for, read_inputs_noting, write_outputs, Compiled};
 use anyhow::{bail, Context, Result};
-use kiln_runners::Invocation;
+use kiln_runners::{Invocation, RunnerOptions};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -54,7 +49,7 @@ pub(crate) fn read_steps(dirs: &[PathBuf], c: &Compiled) -> Result<Vec<Vec<Vec<u
 }
 
 /// `kiln run --steps`: runs, writes, compares and reports every step.
-pub(super) fn run_steps(a: &RunArgs, dir: &Path, place: &Place) -> Result<ExitCode> {
+pub(super) fn run_steps(a: &RunArgs, dir: &Path, options: &RunnerOptions) -> Result<ExitCode> {
     let dirs = step_dirs(dir)?;
     let expect_dirs = match &a.expect {
         Some(e) => Some(step_dirs(e)?),
@@ -71,7 +66,7 @@ pub(super) fn run_steps(a: &RunArgs, dir: &Path, place: &Place) -> Result<ExitCo
             );
         }
     }
-    let (c, runs) = run_all(a, &dirs, place)?;
+    let (c, runs) = run_all(a, &dirs, options)?;
     for (k, run) in runs.iter().enumerate() {
         write_outputs(&a.outputs.join(format!("{k:02}")), &c, &run.outputs)?;
     }
@@ -113,29 +108,13 @@ pub(super) fn run_steps(a: &RunArgs, dir: &Path, place: &Place) -> Result<ExitCo
 
 /// Compiles the model for `--board` and runs every step's inputs on one device: the compiled
 /// model and each run.
-fn run_all(a: &RunArgs, dirs: &[PathBuf], place: &Place) -> Result<(Compiled, Vec<Ran>)> {
-    match kiln_codegen::gpu::Api::from_name(&a.board) {
-        Some(api) => {
-            let limits = kiln_runners::gpu::device_limits(api)?;
-            let (c, gb) = compile_gpu(&a.model, api, &limits)?;
-            let inputs = read_steps(dirs, &c)?;
-            let invocations: Vec<Invocation> = inputs.iter().map(|i| Invocation::Run(i)).collect();
-            let runs = kiln_runners::gpu::run_invocations(&gb, &invocations)?;
-            if let Some(run) = runs.first() {
-                println!("device: {}", run.device);
-            }
-            let ran = |run| Ran::on_gpu(run, &c.bundle.report);
-            let runs = runs.into_iter().map(ran).collect();
-            Ok((c, runs))
-        }
-        None => {
-            let c = compile_with_cost(&a.model, &target_for(&a.board), BeamCost::Host)?;
-            let inputs = read_steps(dirs, &c)?;
-            let invocations: Vec<Invocation> = inputs.iter().map(|i| Invocation::Run(i)).collect();
-            let runs = run_stream_on(&a.board, &c, &invocations, place)?;
-            Ok((c, runs))
-        }
-    }
+fn run_all(a: &RunArgs, dirs: &[PathBuf], options: &RunnerOptions) -> Result<(Compiled, Vec<Ran>)> {
+    let runner = kiln_runners::by_name(&a.board, options)?;
+    let c = compile_for(&a.model, runner.as_ref())?;
+    let inputs = read_steps(dirs, &c)?;
+    let invocations: Vec<Invocation> = inputs.iter().map(|i| Invocation::Run(i)).collect();
+    let runs = run_stream_on(&a.board, &c, &invocations, options)?;
+    Ok((c, runs))
 }
 
 /// A run's cost on average over `runs` runs summed as `all` ([`summed`]): in `all`'s unit, and
@@ -171,5 +150,6 @@ pub(crate) fn summed(runs: &[Ran]) -> Ran {
         unit: last.unit,
         image: last.image,
         cycles,
+        notes: Vec::new(),
     }
 }

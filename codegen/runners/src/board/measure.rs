@@ -31,8 +31,8 @@ pub struct KernelCandidates<'a> {
 }
 
 /// The name of the board's instruction cost, for the search cache's key: the board, its
-/// target and the build files that set its C compiler's flags and CPU (quoted whole, so that
-/// a change of flags is another cost).
+/// target, its CPU's C compiler flags, and a digest of the build files (so that a change of
+/// either is another cost).
 pub fn cost_name(board: &BoardInfo) -> Result<String, BoardError> {
     let files = BoardFiles::read(&board.name)?;
     let read = |path: std::path::PathBuf| {
@@ -43,9 +43,10 @@ pub fn cost_name(board: &BoardInfo) -> Result<String, BoardError> {
         })
     };
     let build_rs = read(files.dir.join("build.rs"))?;
-    let flags = cflags(&build_rs).join(" ");
+    let flags = board.cpu.cflags().join(" ");
     let helper = read(super::boards_dir().join("build/src/lib.rs"))?;
-    let digest = kiln_codegen::optimize::cache::stable_hash(&format!("{build_rs}\n{helper}"));
+    let digest =
+        kiln_codegen::optimize::cache::stable_hash(&format!("{build_rs}\n{helper}\n{flags}"));
     Ok(format!(
         "qemu-insn board={} target={} cflags=[{flags}] build={digest:016x}",
         board.name, board.target
@@ -97,16 +98,6 @@ impl CostModel for BoardInstructions {
             .map(|c| c.into_iter().map(|n| n.map(|n| n as f64)).collect())
             .collect())
     }
-}
-
-/// The quoted flags of a board's `build.rs` (`kiln_board_build::build(&["-mcpu=…", …])`).
-fn cflags(build_rs: &str) -> Vec<&str> {
-    build_rs
-        .split('"')
-        .skip(1)
-        .step_by(2)
-        .filter(|f| f.starts_with('-'))
-        .collect()
 }
 
 /// Instructions of one run of each candidate of each kernel on `board`, in order; `None` for a
@@ -245,16 +236,4 @@ fn candidates_bundle(
             source,
         }
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_flags_come_from_the_build_script() {
-        let build_rs = "fn main() {\n    kiln_board_build::build(&[\"-mcpu=cortex-m4\", \
-                        \"-mfloat-abi=hard\"]);\n}\n";
-        assert_eq!(cflags(build_rs), ["-mcpu=cortex-m4", "-mfloat-abi=hard"]);
-    }
 }
