@@ -161,15 +161,15 @@ fn compile_searched(args: &ModelArgs, target: &Target, cost: Option<BeamCost>) -
         (_, Some(BeamCost(Measure { model, by }))) => (Some(model), by),
         (_, None) => bail!("--beam: nothing measures the kernels for {}", target.name),
     };
-    let how = match (args.beam, model.as_mut()) {
-        (width, Some(model)) if width > 0 => Optimize::Beam(Beam {
-            width,
+    let how = match model.as_mut() {
+        Some(model) => Optimize::Beam(Beam {
+            width: args.beam,
             cache: Cache {
                 dir: Cache::default_dir(),
             },
             cost: model.as_mut(),
         }),
-        _ => Optimize::Heuristics,
+        None => Optimize::Heuristics,
     };
     let started = std::time::Instant::now();
     let options = FileOptions {

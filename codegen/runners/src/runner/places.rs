@@ -20,6 +20,14 @@ fn written(bundle: &Bundle) -> Result<(tempfile::TempDir, PathBuf), RunError> {
     Ok((dir, bundle_dir))
 }
 
+/// The bundle written to a fresh temporary folder and its kernels compiled there for this
+/// machine: the folder (removed when dropped) and the kernels' library.
+fn compiled(bundle: &Bundle) -> Result<(tempfile::TempDir, PathBuf), RunError> {
+    let (dir, bundle_dir) = written(bundle)?;
+    let lib = host::compile(&bundle_dir)?;
+    Ok((dir, lib))
+}
+
 /// This machine: the kernels compiled by its C compiler and run in this process.
 pub struct HostRunner {
     /// Each step's time is the best of this many runs (a single run's noise on a shared
@@ -66,8 +74,7 @@ impl Runner for HostRunner {
         invocations: &[Invocation<'_>],
         _: &mut dyn FnMut(&str),
     ) -> Result<Vec<Ran>, RunError> {
-        let (_dir, bundle_dir) = written(bundle)?;
-        let lib = host::compile(&bundle_dir)?;
+        let (_dir, lib) = compiled(bundle)?;
         let runs = host::run_invocations(bundle, &lib, invocations)?;
         Ok(runs.into_iter().map(HostRunner::ran).collect())
     }
@@ -78,8 +85,7 @@ impl Runner for HostRunner {
         inputs: &[Vec<u8>],
         _: &mut dyn FnMut(&str),
     ) -> Result<Ran, RunError> {
-        let (_dir, bundle_dir) = written(bundle)?;
-        let lib = host::compile(&bundle_dir)?;
+        let (_dir, lib) = compiled(bundle)?;
         Ok(HostRunner::ran(host::run_best_steps(
             bundle, &lib, inputs, self.runs,
         )?))
