@@ -1,13 +1,9 @@
 //! Property tests of Kiln's integer arithmetic against a naive, independent transcription of
-//! TensorFlow Lite Micro's (`support/tflm/`), continued: ONNX's quantized dense layers with
+//! TensorFlow Lite Micro's (`kiln_test_support::tflm`), continued: ONNX's quantized dense layers with
 //! TFLM's and onnxruntime's requantization, and TFLite's int8 elementwise binary ops with
 //! broadcasting. The results must be equal, element for element.
 
-#[path = "support/tflm/mod.rs"]
-mod tflm;
-
-#[path = "support/int8.rs"]
-mod int8;
+use kiln_test_support::{int8, tflm};
 
 use int8::*;
 use kiln_codegen::dtype::Scalar;

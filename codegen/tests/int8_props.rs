@@ -1,14 +1,10 @@
 //! Property tests of Kiln's integer arithmetic against a naive, independent transcription of
-//! TensorFlow Lite Micro's (`support/tflm/`): random shapes, scales, zero points,
+//! TensorFlow Lite Micro's (`kiln_test_support::tflm`): random shapes, scales, zero points,
 //! per-channel filters, negative and positive shifts. Each op is built as TFLite's importer
 //! builds it (from an in-memory model) and evaluated by the graph's evaluator; the results must
 //! be equal, element for element.
 
-#[path = "support/tflm/mod.rs"]
-mod tflm;
-
-#[path = "support/int8.rs"]
-mod int8;
+use kiln_test_support::{int8, tflm};
 
 use int8::*;
 use kiln_codegen::dtype::{DType, Scalar};

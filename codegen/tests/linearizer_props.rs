@@ -3,12 +3,6 @@
 //! result both in the UOp interpreter (for a loop-only C target, a C target with float vectors
 //! and for a threaded target with local memory) and as C compiled by the system C compiler.
 
-mod common;
-
-use common::cdriver::{run_batch, Call};
-use common::gen::{random_case, random_opts, Case};
-use common::naive::{close, evaluate, Val};
-use common::rng::Rng;
 use kiln_codegen::kernel::layout::relayouts;
 use kiln_codegen::kernel::{Kernel, KernelBuffer, Opt, OptOp};
 use kiln_codegen::linearize::{linearize, LinearizeError};
@@ -16,6 +10,10 @@ use kiln_codegen::render::to_program;
 use kiln_codegen::target::Target;
 use kiln_codegen::uop::interp::{run, HostBuffer};
 use kiln_codegen::uop::ArgId;
+use kiln_test_support::cdriver::{run_batch, Call};
+use kiln_test_support::gen::{random_case, random_opts, Case};
+use kiln_test_support::naive::{close, evaluate, Val};
+use kiln_test_support::rng::Rng;
 use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use std::collections::HashMap;

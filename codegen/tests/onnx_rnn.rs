@@ -4,8 +4,7 @@
 //! `linear_before_reset`, clipping, every activation function, weights known or computed at
 //! run time, long sequences; and the time loop's shape in the schedule.
 
-#[path = "support/rnn.rs"]
-mod rnn;
+use kiln_test_support::rnn;
 
 use kiln_codegen::interpret::run_schedule;
 use kiln_codegen::onnx::proto::{AttributeProto, ModelProto};

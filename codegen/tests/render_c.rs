@@ -1,9 +1,6 @@
 //! Rendered C computes as the graph defines: 8- and 16-bit integer arithmetic wraps in its own
 //! type, though C computes it in `int`. Kernels compiled by the system C compiler and run.
 
-mod common;
-
-use common::cdriver::{run_batch, Call};
 use kiln_codegen::dtype::DType;
 use kiln_codegen::kernel::Kernel;
 use kiln_codegen::ops::{AluOp, BinaryOp, UnaryOp};
@@ -11,6 +8,7 @@ use kiln_codegen::render::to_program;
 use kiln_codegen::schedule::ast::LazyOp;
 use kiln_codegen::shape::ShapeTracker;
 use kiln_codegen::target::Target;
+use kiln_test_support::cdriver::{run_batch, Call};
 
 /// `out = i32(op(narrow(a), narrow(b)))` over `n` elements of `i32` buffers.
 fn narrow_op(op: AluOp, narrow: DType, n: usize) -> Vec<LazyOp> {

@@ -1,10 +1,9 @@
 //! Kiln's int8 math and activation builtins against a naive transcription of TensorFlow Lite
-//! Micro's reference kernels (on top of `support/tflm/`): every int8 input value for the
+//! Micro's reference kernels (on top of `kiln_test_support::tflm`): every int8 input value for the
 //! unary ops, random pairs for the binary ones, random scales and zero points. Each op is built
 //! as the TFLite importer builds it and evaluated by the graph's evaluator.
 
-#[path = "support/tflm/mod.rs"]
-mod tflm;
+use kiln_test_support::tflm;
 
 use kiln_codegen::dtype::Scalar;
 use kiln_codegen::graph::eval::evaluate;

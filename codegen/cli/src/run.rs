@@ -272,35 +272,11 @@ pub fn print_costs(c: &Compiled, ran: &Ran) {
     }
 }
 
-/// The `--io` and `--probe` of a run, checked against the board: a real board speaks RTT
-/// only, an emulated one has no probe.
+/// The options of a run: `--io` and `--probe` checked against the board, `--runs`.
 fn options(a: &RunArgs) -> Result<RunnerOptions> {
-    let real = board::info(&a.board).is_ok_and(|info| !info.emulated);
-    let io = match a.io.as_deref() {
-        None if real => board::Io::Rtt,
-        None => board::Io::Files,
-        Some(name) => match board::Io::from_name(name) {
-            Some(io) if real && io != board::Io::Rtt => {
-                bail!(
-                    "{} is a real board: it speaks RTT only, not --io {name}",
-                    a.board
-                )
-            }
-            Some(io) => io,
-            None => bail!("unknown --io `{name}` (files, channel or rtt)"),
-        },
-    };
-    if !a.probe.is_empty() && !real {
-        bail!(
-            "--probe names a debug probe, and {} is not a real board",
-            a.board
-        );
-    }
     Ok(RunnerOptions {
-        io,
-        probe: a.probe.first().cloned(),
         runs: a.runs,
-        ..Default::default()
+        ..RunnerOptions::for_place(&a.board, a.io.as_deref(), &a.probe)?
     })
 }
 
@@ -315,7 +291,7 @@ pub fn run_cmd(a: RunArgs) -> Result<ExitCode> {
     let c = compile_for(&a.model, runner.as_ref())?;
     let inputs = read_inputs(&inputs_dir, &c)?;
     if a.probe.len() > 1 {
-        return run_on_boards(&a, &c, &inputs);
+        return run_on_boards(&a, &options, &c, &inputs);
     }
     let ran = with_spinner(
         |progress| runner.run(&c.bundle, &inputs, progress),
@@ -355,14 +331,18 @@ fn report(a: &RunArgs, outputs: &Path, c: &Compiled, ran: &Ran) -> Result<ExitCo
 /// `kiln run` on several real boards at once, one per `--probe`: each board's runner, in
 /// parallel, each reported (outputs under `--outputs`/SERIAL). Exit code 2 if a board failed,
 /// else 1 if one mismatched.
-fn run_on_boards(a: &RunArgs, c: &Compiled, inputs: &[Vec<u8>]) -> Result<ExitCode> {
+fn run_on_boards(
+    a: &RunArgs,
+    options: &RunnerOptions,
+    c: &Compiled,
+    inputs: &[Vec<u8>],
+) -> Result<ExitCode> {
     let runs: Vec<Result<Ran>> = std::thread::scope(|scope| {
         let threads: Vec<_> = (a.probe.iter())
             .map(|serial| {
                 let options = RunnerOptions {
-                    io: board::Io::Rtt,
-                    probe: Some(serial.clone()),
-                    ..Default::default()
+                    probes: vec![serial.clone()],
+                    ..options.clone()
                 };
                 let board = a.board.as_str();
                 scope.spawn(move || {

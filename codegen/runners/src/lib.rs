@@ -11,7 +11,9 @@ pub mod gpu;
 pub mod host;
 pub mod runner;
 
-pub use runner::{by_name, Measure, Ran, RunError, Runner, RunnerOptions};
+pub use runner::{
+    by_name, Case, CaseError, CaseOutcome, Measure, Ran, RunError, Runner, RunnerOptions, Timed,
+};
 
 /// One invocation of a model kept loaded between invocations.
 #[derive(Clone, Copy, Debug)]

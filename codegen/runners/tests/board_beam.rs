@@ -2,10 +2,6 @@
 //! an emulated Cortex-M4F (`qemu-an386`), many kernels in one image, cached like the host
 //! search. These need the board toolchain (`scripts/setup-toolchain.sh`).
 
-#[path = "../../tests/common/mod.rs"]
-mod common;
-
-use common::weights::weight;
 use kiln_codegen::compile::{compile, compile_graph};
 use kiln_codegen::dtype::DType;
 use kiln_codegen::graph::Graph;
@@ -15,6 +11,7 @@ use kiln_codegen::optimize::{Beam, Cache, Candidates, CostModel, Optimize, Searc
 use kiln_codegen::render::{to_program, Program};
 use kiln_codegen::target::Target;
 use kiln_runners::board::{self, measure};
+use kiln_test_support::weights::weight;
 use std::time::Instant;
 
 /// out[i] = sum_j a[i, j] * b[j]: an `rows`×`cols` matrix times a vector.
@@ -203,12 +200,12 @@ fn a_model_searched_on_the_board_runs_there_like_the_host() {
         .collect();
     let inputs = [input];
     let cases = [
-        board::BatchCase {
+        kiln_runners::Case {
             bundle: &searched,
             inputs: &inputs,
             invocations: 1,
         },
-        board::BatchCase {
+        kiln_runners::Case {
             bundle: &hand,
             inputs: &inputs,
             invocations: 1,

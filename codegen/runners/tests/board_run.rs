@@ -2,10 +2,6 @@
 //! host. These need the board toolchain (`scripts/setup-toolchain.sh`); without it they fail,
 //! saying so.
 
-#[path = "../../tests/common/mod.rs"]
-mod common;
-
-use common::weights::weight;
 use kiln_codegen::bundle::{Bundle, SCHEDULE_FILE};
 use kiln_codegen::compile::compile_graph;
 use kiln_codegen::dtype::DType;
@@ -14,6 +10,7 @@ use kiln_codegen::target::Target;
 use kiln_runners::board::channel::ChannelError;
 use kiln_runners::board::{self, BoardError, BoardInfo, BuiltImage, Io, RunOptions};
 use kiln_runners::host;
+use kiln_test_support::weights::weight;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -497,27 +494,27 @@ fn many_models_run_in_one_image_and_a_bad_one_fails_alone() {
     let small_inputs = [small_input.clone()];
     let tiny_inputs = [tiny_input.clone()];
     let cases = [
-        board::BatchCase {
+        kiln_runners::Case {
             bundle: &small,
             inputs: &small_inputs,
             invocations: 1,
         },
-        board::BatchCase {
+        kiln_runners::Case {
             bundle: &damaged,
             inputs: &tiny_inputs,
             invocations: 1,
         },
-        board::BatchCase {
+        kiln_runners::Case {
             bundle: &tiny,
             inputs: &tiny_inputs,
             invocations: 1,
         },
-        board::BatchCase {
+        kiln_runners::Case {
             bundle: &small,
             inputs: &small_inputs,
             invocations: 1,
         },
-        board::BatchCase {
+        kiln_runners::Case {
             bundle: &half,
             inputs: &half_inputs,
             invocations: 1,

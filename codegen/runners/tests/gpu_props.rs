@@ -3,13 +3,8 @@
 //! GROUPTOP, or the GPU heuristics' opts) rendered as OpenCL C and GLSL, run on PoCL and
 //! lavapipe in one batch per driver, against the naive reference.
 
-#[path = "../../tests/common/mod.rs"]
-mod common;
 mod gpu_support;
 
-use common::gen::{random_case, random_opts, Case};
-use common::naive::{close, evaluate, Val};
-use common::rng::Rng;
 use gpu_support::limits;
 use kiln_codegen::dtype::Scalar;
 use kiln_codegen::gpu::{Api, GpuKernel};
@@ -20,6 +15,9 @@ use kiln_codegen::render::{to_program, ProgramError};
 use kiln_codegen::target::DeviceLimits;
 use kiln_codegen::tensor::Tensor;
 use kiln_runners::gpu::{opencl, vulkan, KernelCall};
+use kiln_test_support::gen::{random_case, random_opts, Case};
+use kiln_test_support::naive::{close, evaluate, Val};
+use kiln_test_support::rng::Rng;
 
 const CASES: u64 = 150;
 

@@ -1,10 +1,6 @@
 //! A graph compiled to a bundle, its C compiled by the system C compiler and run by the
 //! firmware executor on the host, against the same schedule run in the UOp interpreter.
 
-#[path = "../../tests/common/mod.rs"]
-mod common;
-
-use common::weights::weight;
 use kiln_codegen::compile::compile_graph;
 use kiln_codegen::dtype::{DType, Scalar};
 use kiln_codegen::graph::Graph;
@@ -14,6 +10,7 @@ use kiln_codegen::target::Target;
 use kiln_codegen::tensor::Tensor;
 use kiln_firmware::error::BundleError;
 use kiln_runners::host;
+use kiln_test_support::weights::weight;
 
 /// Compiles `out` of `g` for `target`, runs it on the host on `input`: the bundle and the
 /// output as floats, and the interpreter's output of the unoptimized schedule.

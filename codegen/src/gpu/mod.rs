@@ -85,28 +85,11 @@ pub struct GpuBundle {
     pub kernels: Vec<GpuKernel>,
 }
 
-/// Errors of compiling for, writing for or running on a GPU.
+/// Errors of compiling for a GPU, or of a kernel a device cannot take.
 #[derive(Debug, thiserror::Error)]
 pub enum GpuError {
     #[error(transparent)]
     Compile(#[from] CompileError),
-    #[error("{api}: no usable device: {reason}")]
-    NoDevice { api: &'static str, reason: String },
-    /// The driver could not be loaded, or found no device: there is none to run on.
-    #[error("{api}: no usable device: {call} failed (is a driver for {api} installed?)")]
-    NoDriver {
-        api: &'static str,
-        call: &'static str,
-        #[source]
-        source: DriverError,
-    },
-    #[error("{api}: {call} failed")]
-    Driver {
-        api: &'static str,
-        call: &'static str,
-        #[source]
-        source: DriverError,
-    },
     #[error("{what} did not compile:\n{log}")]
     Build { what: String, log: String },
     #[error("kernel {kernel}: {what} is {needed}, the device allows {limit}")]
@@ -123,20 +106,9 @@ pub enum GpuError {
     },
     #[error("the bundle was refused: {0}")]
     Refused(String),
-    /// The runtime's reader refuses the bundle's schedule.
-    #[error("the bundle was refused")]
-    Schedule(#[source] kiln_firmware::error::BundleError),
     /// The bundle could not be written (other than for an I/O error, which is `Io`).
     #[error("the bundle was refused")]
     Bundle(#[source] crate::bundle::BundleError),
-    #[error("the model has {expected} inputs, {got} were given")]
-    InputCount { expected: usize, got: usize },
-    #[error("input {index}: expected {expected} bytes, got {got}")]
-    InputSize {
-        index: usize,
-        expected: usize,
-        got: usize,
-    },
     #[error("{path}")]
     Io {
         path: String,
@@ -144,10 +116,6 @@ pub enum GpuError {
         source: std::io::Error,
     },
 }
-
-/// What a driver call failed with: the runtime's own error value (an OpenCL status, a Vulkan
-/// result, a loader error), kept as the cause.
-pub type DriverError = crate::error::Cause;
 
 pub fn compile(
     name: &str,

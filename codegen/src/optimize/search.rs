@@ -34,10 +34,10 @@ pub enum SearchError {
         #[source]
         source: Cause,
     },
-    /// A board could not measure a round of candidates.
-    #[error("measuring kernels on {board}")]
-    Board {
-        board: String,
+    /// The cost model could not measure a round of candidates (its runner's error as the cause).
+    #[error("measuring kernels on {place}")]
+    CostModel {
+        place: String,
         #[source]
         source: Cause,
     },

@@ -8,7 +8,7 @@ use super::models::BenchModel;
 use super::BOARD;
 use crate::model::{compile, compile_for, read_inputs, Compiled, ModelArgs};
 use crate::run::{output_diffs, run_on, Tolerance};
-use anyhow::{Context, Result};
+use anyhow::Result;
 use kiln_codegen::target::Target;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -181,18 +181,12 @@ fn measure_host(
     vectors: Option<&Path>,
     between: Between,
 ) -> Result<KilnNumbers> {
-    let dir = tempfile::tempdir().context("a temporary folder for the bundle")?;
-    c.bundle.write(dir.path())?;
-    let lib = kiln_runners::host::compile(dir.path())?;
     let per_round = runs.div_ceil(ROUNDS).max(1);
-    let mut times = Vec::with_capacity(per_round * ROUNDS);
-    let mut outputs = None;
-    for _ in 0..ROUNDS {
-        let run = kiln_runners::host::run_repeated(&c.bundle, &lib, inputs, per_round)?;
-        times.extend(run.run_times);
-        outputs.get_or_insert(run.outputs);
-        between(per_round)?;
-    }
+    let mut host = kiln_runners::by_name("host", &Default::default())?;
+    let timed = host.time_inferences(&c.bundle, inputs, (ROUNDS, per_round), &mut |n| {
+        between(n).map_err(Into::into)
+    })?;
+    let (times, outputs) = (timed.times, timed.outputs);
     let (host_best, host_median) = best_and_median(times);
     let r = &c.bundle.report;
     Ok(KilnNumbers {
@@ -202,7 +196,7 @@ fn measure_host(
         bound: r.arena_lower_bound,
         weights: r.weight_bytes,
         kernels: r.steps.len(),
-        host_diff: max_diff(c, &outputs.unwrap_or_default(), vectors)?,
+        host_diff: max_diff(c, &outputs, vectors)?,
         ..KilnNumbers::default()
     })
 }

@@ -7,13 +7,12 @@ use kiln_codegen::bundle::Bundle;
 use kiln_codegen::compile::{compile_graph, CompileError};
 use kiln_codegen::dtype::{DType, Scalar};
 use kiln_codegen::error::chain;
-use kiln_codegen::gpu::{Api, GpuError};
 use kiln_codegen::onnx::{self, ops::OpError, AttrProblem, ImportError, OnnxError};
 use kiln_codegen::render::{ProgramError, RenderError};
 use kiln_codegen::target::Target;
 use kiln_codegen::tensor::Tensor;
 use kiln_codegen::tensorio::{self, TensorIoError};
-use kiln_runners::Invocation;
+use kiln_runners::{Case, CaseError, CaseOutcome, RunnerOptions};
 
 /// Relative tolerance of float outputs.
 pub const RTOL: f64 = 1e-3;
@@ -134,33 +133,38 @@ pub struct Prepared {
     pub invocations: usize,
 }
 
-/// Runs the case in folder `dir` on the host (its kernels over the host's float vectors) and
-/// says what became of it.
-pub fn run_case(dir: &Path) -> Outcome {
-    let case = match prepare(dir, &Target::host()) {
+/// Runs the case in folder `dir` on `place` (a runner's name: `host`, `opencl`; the host
+/// compiles the kernels quickly), compiled for its target, and says what became of it. A
+/// kernel the place cannot render or run (a type or feature it lacks) is a skip that names it.
+pub fn run_case(dir: &Path, place: &str) -> Outcome {
+    let options = RunnerOptions {
+        quick: true,
+        ..RunnerOptions::default()
+    };
+    let mut runner = match kiln_runners::by_name(place, &options) {
+        Ok(r) => r,
+        Err(e) => return fail(place, chain(&e)),
+    };
+    let case = match prepare(dir, &runner.target()) {
         Ok(c) => c,
         Err(outcome) => return outcome,
     };
-    let tmp = match tempfile::tempdir() {
-        Ok(t) => t,
-        Err(e) => return fail("temporary folder", e.to_string()),
-    };
-    let lib = match compile_c(tmp.path(), &case.bundle.kernels_c) {
-        Ok(l) => l,
-        Err(e) => return fail("C compiler", e),
-    };
-    let runs = vec![Invocation::Run(&case.inputs); case.invocations];
-    match kiln_runners::host::run_invocations(&case.bundle, &lib, &runs) {
-        Ok(ran) => check_last(&case, ran.last().map(|r| &r.outputs)),
-        Err(e) => fail("host run", chain(&e)),
+    match runner.run_cases(&[case.as_case()], &mut |_, _| {}) {
+        Ok(mut outcomes) => match outcomes.pop() {
+            Some(got) => outcome_of(&case, got),
+            None => fail(place, "no outcome"),
+        },
+        Err(e) => fail(place, chain(&e)),
     }
 }
 
-/// The outputs of a case's last run against its expected ones.
-fn check_last(case: &Prepared, last: Option<&Vec<Vec<u8>>>) -> Outcome {
-    match last {
-        Some(outputs) => check_outputs(case, outputs),
-        None => fail("run", "no invocation ran"),
+/// What became of a case, from what its run gave: its outputs compared, or a skip where the
+/// place cannot run it, or a failure.
+pub fn outcome_of(case: &Prepared, got: CaseOutcome) -> Outcome {
+    match got {
+        Ok(outputs) => check_outputs(case, &outputs),
+        Err(CaseError::Unsupported(why)) => skip(why),
+        Err(e) => fail(e.to_string().lines().next().unwrap_or(""), chain(&e)),
     }
 }
 
@@ -199,6 +203,17 @@ pub struct ImportedCase {
     pub invocations: usize,
 }
 
+impl Prepared {
+    /// The case as a runner takes it.
+    pub fn as_case(&self) -> Case<'_> {
+        Case {
+            bundle: &self.bundle,
+            inputs: &self.inputs,
+            invocations: self.invocations,
+        }
+    }
+}
+
 /// Loads, imports and compiles the case in folder `dir` for `target`; the outcome when it gets
 /// no further.
 pub fn prepare(dir: &Path, target: &Target) -> Result<Prepared, Outcome> {
@@ -206,56 +221,12 @@ pub fn prepare(dir: &Path, target: &Target) -> Result<Prepared, Outcome> {
     let i = &case.imported;
     let bundle = match compile_graph("case", &i.graph, &i.outputs, target, true, &mut |_, _| {}) {
         Ok(b) => b,
+        Err(CompileError::Program(ProgramError::Render(RenderError::Unsupported {
+            what, ..
+        }))) => return Err(skip(format!("cannot render {what}"))),
         Err(e) => return Err(fail("compile", chain(&e))),
     };
     prepared(case, bundle)
-}
-
-/// Runs the case in folder `dir` on this machine's device of `api` (an edge GPU's interface),
-/// compiled for that device's limits, and says what became of it. A kernel the device
-/// cannot run (a type or feature it lacks) is a skip that names it.
-pub fn run_case_gpu(dir: &Path, api: Api) -> Outcome {
-    let case = match load_case(dir) {
-        Ok(c) => c,
-        Err(outcome) => return outcome,
-    };
-    let limits = match kiln_runners::gpu::device_limits(api) {
-        Ok(l) => l,
-        Err(e) => return fail("device", chain(&e)),
-    };
-    let i = &case.imported;
-    let gb = match kiln_codegen::gpu::compile(
-        "case",
-        &i.graph,
-        &i.outputs,
-        api,
-        &limits,
-        &mut |_, _| {},
-    ) {
-        Ok(gb) => gb,
-        Err(e) => return gpu_outcome("compile", &e),
-    };
-    let case = match prepared(case, gb.bundle.clone()) {
-        Ok(c) => c,
-        Err(outcome) => return outcome,
-    };
-    let runs = vec![Invocation::Run(&case.inputs); case.invocations];
-    match kiln_runners::gpu::run_invocations(&gb, &runs) {
-        Ok(ran) => check_last(&case, ran.last().map(|r| &r.outputs)),
-        Err(e) => gpu_outcome(api.name(), &e),
-    }
-}
-
-/// A GPU error as an outcome: a skip when the device lacks what a kernel needs (a type it
-/// cannot hold or compute in, a feature), else a failure.
-fn gpu_outcome(what: &str, e: &GpuError) -> Outcome {
-    match e {
-        GpuError::MissingFeature { .. } => skip(e.to_string()),
-        GpuError::Compile(CompileError::Program(ProgramError::Render(
-            RenderError::Unsupported { what, .. },
-        ))) => skip(format!("cannot render {what}")),
-        _ => fail(what, chain(e)),
-    }
 }
 
 /// The compiled case's inputs (checked against the model's types) and outputs.
@@ -392,18 +363,6 @@ fn freeze(model: &mut onnx::OnnxModel, inputs: &mut Vec<(String, Tensor)>, name:
         .retain(|v| !frozen.iter().any(|(n, _)| *n == v.name));
     model.graph.initializers.extend(frozen);
     true
-}
-
-/// Compiles the kernels at `-O1` (the cases are small: compile time dominates) into a library.
-fn compile_c(dir: &Path, source: &str) -> Result<std::path::PathBuf, String> {
-    let src = dir.join(kiln_codegen::bundle::KERNELS_FILE);
-    std::fs::write(&src, source).map_err(|e| e.to_string())?;
-    kiln_runners::host::compile_at(dir, "-O1").map_err(|e| match e {
-        kiln_runners::host::HostError::Compile { stderr, .. } => {
-            stderr.lines().take(5).collect::<Vec<_>>().join("\n")
-        }
-        other => chain(&other),
-    })
 }
 
 /// Compares one output with its expected tensor: same type and shape; floats within

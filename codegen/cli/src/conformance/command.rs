@@ -1,10 +1,10 @@
 //! `kiln conformance`: the ONNX backend node tests through the whole pipeline, and the hidden
 //! `kiln conformance-case DIR` that runs one case for it in a child process.
 
-use crate::conformance::{self, case, report, runner, CaseResult, Outcome, Suite};
+use crate::conformance::children::{self, Children};
+use crate::conformance::{self, case, report, CaseResult, Outcome, Suite};
 use anyhow::{bail, Context, Result};
-use kiln_codegen::gpu::Api;
-use kiln_runners::board::{BatchIo, BoardInfo};
+use kiln_runners::{Runner, RunnerOptions};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -69,82 +69,27 @@ pub struct Args {
 pub struct CaseArgs {
     /// The case folder (with `model.onnx` and `test_data_set_0`).
     dir: PathBuf,
-    /// Runs it on this machine's device of an edge-GPU interface (`opencl`, `vulkan`) instead
-    /// of the host.
-    #[arg(long)]
-    gpu: Option<String>,
+    /// Where it runs: `host`, or an edge-GPU interface on this machine's device (`opencl`,
+    /// `vulkan`).
+    #[arg(long, default_value = "host")]
+    board: String,
 }
 
 /// Runs one case and prints its outcome line; exit code 0 whatever the outcome.
 pub fn run_case(a: CaseArgs) -> Result<ExitCode> {
-    let outcome = match a.gpu.as_deref() {
-        None => case::run_case(&a.dir),
-        Some(name) => match Api::from_name(name) {
-            Some(api) => case::run_case_gpu(&a.dir, api),
-            None => bail!("unknown GPU interface `{name}` (opencl or vulkan)"),
-        },
-    };
+    let outcome = case::run_case(&a.dir, &a.board);
     if let Outcome::Fail { detail, .. } = &outcome {
         eprintln!("{detail}");
     }
-    println!("{}", runner::encode(&outcome));
+    println!("{}", children::encode(&outcome));
     Ok(ExitCode::SUCCESS)
 }
 
-/// How a board's batches travel, from `--io` and `--probe`, checked against the board.
-fn batch_io(a: &Args, board: &BoardInfo) -> Result<BatchIo> {
-    match (board.emulated, a.io.as_deref()) {
-        (true, _) if !a.probe.is_empty() => {
-            bail!(
-                "--probe names a debug probe, and {} is not a real board",
-                board.name
-            )
-        }
-        (true, None | Some("files")) => Ok(BatchIo::Files),
-        (true, Some("rtt")) => Ok(BatchIo::Rtt),
-        (false, None | Some("rtt")) => Ok(BatchIo::Probe(a.probe.first().cloned())),
-        (false, Some(other)) => {
-            bail!(
-                "{} is a real board: it speaks RTT only, not --io {other}",
-                board.name
-            )
-        }
-        (true, Some(other)) => bail!("unknown --io `{other}` (files or rtt)"),
-    }
-}
-
-/// Checks, before the host runs anything, that every probe a real board's batches need is
-/// attached.
-#[cfg(feature = "probe")]
-fn check_probes(a: &Args, board: &BoardInfo) -> Result<()> {
-    if board.emulated {
-        return Ok(());
-    }
-    if a.probe.is_empty() {
-        kiln_runners::board::probe::find(&board.name, None)?;
-    }
-    for serial in &a.probe {
-        kiln_runners::board::probe::find(&board.name, Some(serial))?;
-    }
-    Ok(())
-}
-
-#[cfg(not(feature = "probe"))]
-fn check_probes(_: &Args, board: &BoardInfo) -> Result<()> {
-    if board.emulated {
-        return Ok(());
-    }
-    let board = board.name.clone();
-    Err(kiln_runners::board::BoardError::NoProbeSupport { board }.into())
-}
-
-/// Runs the cases that passed on the host again on `board`, in batches through `io` (on
-/// several real boards, one per probe of `probes`), and replaces their outcomes with the
-/// board's.
-fn run_on_board(
-    board: &BoardInfo,
-    (io, probes): (&BatchIo, &[String]),
-    cases: &std::path::Path,
+/// Runs the cases that passed on the host again on `place`, all in this process (a board
+/// links many into one image), and replaces their outcomes with the place's.
+fn run_batched(
+    place: &mut dyn Runner,
+    cases: &Path,
     results: &mut [CaseResult],
     jobs: usize,
 ) -> Result<()> {
@@ -152,8 +97,9 @@ fn run_on_board(
     let passed: Vec<usize> = (0..results.len())
         .filter(|&i| results[i].outcome == Outcome::Pass)
         .collect();
-    let compiled = runner::parallel_map(&passed, jobs, |&index| {
-        case::prepare(&cases.join(&results[index].name), &board.kernel_target())
+    let target = place.target();
+    let compiled = children::parallel_map(&passed, jobs, |&index| {
+        case::prepare(&cases.join(&results[index].name), &target)
     });
     let mut prepared = Vec::with_capacity(compiled.len());
     for (&index, p) in passed.iter().zip(compiled) {
@@ -165,89 +111,48 @@ fn run_on_board(
             ),
         }
     }
-    let batch: Vec<kiln_runners::board::BatchCase> = prepared
-        .iter()
-        .map(|(_, p)| kiln_runners::board::BatchCase {
-            bundle: &p.bundle,
-            inputs: &p.inputs,
-            invocations: p.invocations,
-        })
-        .collect();
+    let batch: Vec<kiln_runners::Case> = prepared.iter().map(|(_, p)| p.as_case()).collect();
     let bar = indicatif::ProgressBar::new(batch.len() as u64);
     let started = Instant::now();
-    let mut progress = |done: usize, _| bar.set_position(done as u64);
-    let outcomes = match io {
-        BatchIo::Probe(_) if probes.len() > 1 => {
-            kiln_runners::board::run_batches_on_probes(board, &batch, probes, &mut progress)?
-        }
-        io => kiln_runners::board::run_batches_with(board, &batch, io, &mut progress)?,
-    };
+    let outcomes = place.run_cases(&batch, &mut |done, _| bar.set_position(done as u64))?;
     bar.finish_and_clear();
     eprintln!(
         "{} cases on {} in {:.1} s",
         batch.len(),
-        board.name,
+        place.name(),
         started.elapsed().as_secs_f64()
     );
-    for ((index, p), outcome) in prepared.iter().zip(outcomes) {
-        results[*index].outcome = match outcome {
-            Ok(outputs) => case::check_outputs(p, &outputs),
-            Err(kiln_runners::board::CaseError::Unsupported(why)) => Outcome::Skip {
-                reason: format!("{}: {why}", board.name),
-            },
-            Err(e) => Outcome::Fail {
-                reason: format!(
-                    "{}: {}",
-                    board.name,
-                    e.to_string().lines().next().unwrap_or("")
-                ),
-                detail: kiln_codegen::error::chain(&e),
-            },
-        };
+    for ((index, p), got) in prepared.iter().zip(outcomes) {
+        results[*index].outcome = there(place.name(), case::outcome_of(p, got));
     }
     Ok(())
 }
 
-/// Where the cases that pass on the host run again.
-enum Place {
-    Host,
-    Board(BoardInfo),
-    Gpu(Api),
-}
-
-impl Place {
-    /// The place `--board` names, checked before any case runs: a board's I/O and probes, a
-    /// GPU interface's device.
-    fn of(a: &Args) -> Result<Place> {
-        let place = match a.board.as_str() {
-            "host" => Place::Host,
-            name => match Api::from_name(name) {
-                Some(api) => Place::Gpu(api),
-                None => Place::Board(kiln_runners::board::info(name)?),
-            },
-        };
-        match &place {
-            Place::Board(board) => {
-                batch_io(a, board)?;
-                check_probes(a, board)?;
-            }
-            Place::Gpu(api) if a.io.is_some() || !a.probe.is_empty() => {
-                bail!(
-                    "--io and --probe are for boards, not the GPU interface {}",
-                    api.name()
-                )
-            }
-            Place::Gpu(api) => {
-                kiln_runners::gpu::device_limits(*api)?;
-            }
-            Place::Host => {}
-        }
-        Ok(place)
+/// An outcome on another place than the host, its reasons named after the place.
+fn there(place: &str, outcome: Outcome) -> Outcome {
+    match outcome {
+        Outcome::Pass => Outcome::Pass,
+        Outcome::Skip { reason } => Outcome::Skip {
+            reason: format!("{place}: {reason}"),
+        },
+        Outcome::Fail { reason, detail } => Outcome::Fail {
+            reason: format!("{place}: {reason}"),
+            detail,
+        },
     }
 }
 
+/// The runner `--board` names, with `--io` and `--probe`, checked before any case runs (a
+/// board's probes attached, a GPU interface's device present).
+fn place_of(a: &Args) -> Result<Box<dyn Runner>> {
+    let options = RunnerOptions::for_place(&a.board, a.io.as_deref(), &a.probe)?;
+    let place = kiln_runners::by_name(&a.board, &options)?;
+    place.ready()?;
+    Ok(place)
+}
+
 pub fn run(a: Args) -> Result<ExitCode> {
-    let place = Place::of(&a)?;
+    let mut place = place_of(&a)?;
     let root = conformance::repo_root();
     let cases = match &a.cases {
         Some(c) => c.clone(),
@@ -269,14 +174,14 @@ pub fn run(a: Args) -> Result<ExitCode> {
             .unwrap_or(1)
     });
     let started = Instant::now();
-    let results = run_cases(&a, &place, &cases, &names, jobs)?;
+    let results = run_cases(&a, place.as_mut(), &cases, &names, jobs)?;
     let elapsed = started.elapsed();
     print_results(&results, a.markdown, a.verbose);
     let regressions = regressions(&results, &listed);
     print_regressions(&regressions, &pass_path);
     update_pass_list(&results, &listed, &pass_path, a.update)?;
     if a.docs {
-        update_docs(&root, &place, (a.suite, &a.board), (&cases, &results))?;
+        update_docs(&root, a.suite, &a.board, (&cases, &results))?;
     }
     eprintln!(
         "{} cases in {:.1} s with {jobs} jobs",
@@ -310,25 +215,27 @@ fn select_cases(a: &Args, cases: &Path, listed: &BTreeSet<String>) -> Result<Vec
     Ok(names)
 }
 
-/// Runs the cases on the host, a child process each, `jobs` at once; with a board, those that
-/// pass there (all of them, for listed cases) then run on the board.
+/// Runs the cases on the host, a child process each, `jobs` at once; on another place, those
+/// that pass there (all of them, for listed cases) then run there: all at once where it
+/// batches them, else again a child process each.
 fn run_cases(
     a: &Args,
-    place: &Place,
+    place: &mut dyn Runner,
     cases: &Path,
     names: &[String],
     jobs: usize,
 ) -> Result<Vec<CaseResult>> {
-    let runner = runner::Runner {
+    let host = place.name() == "host";
+    let children = Children {
         exe: std::env::current_exe().context("finding the kiln executable")?,
         jobs,
         timeout: Duration::from_secs(a.timeout),
-        gpu: None,
+        place: "host".into(),
     };
     let bar = indicatif::ProgressBar::new(names.len() as u64);
-    let mut results = match (place, a.listed) {
-        // The listed cases of a board passed on the host: they go to the board directly.
-        (Place::Board(_) | Place::Gpu(_), true) => names
+    let mut results = match a.listed && !host {
+        // The listed cases of another place passed on the host: they go there directly.
+        true => names
             .iter()
             .map(|n| CaseResult {
                 name: n.clone(),
@@ -336,29 +243,27 @@ fn run_cases(
                 outcome: Outcome::Pass,
             })
             .collect(),
-        _ => runner.run_all(cases, names, &|_r: &CaseResult| bar.inc(1)),
+        false => children.run_all(cases, names, &|_r: &CaseResult| bar.inc(1)),
     };
     bar.finish_and_clear();
-    match place {
-        Place::Host => {}
-        Place::Board(board) => {
-            let io = batch_io(a, board)?;
-            run_on_board(board, (&io, &a.probe), cases, &mut results, jobs)?;
-        }
-        Place::Gpu(api) => {
-            let gpu = runner::Runner {
-                gpu: Some(*api),
-                ..runner
-            };
-            run_on_gpu(&gpu, *api, cases, &mut results);
-        }
+    if host {
+        return Ok(results);
+    }
+    if place.batches() {
+        run_batched(place, cases, &mut results, jobs)?;
+    } else {
+        let children = Children {
+            place: place.name().to_string(),
+            ..children
+        };
+        run_in_children(&children, cases, &mut results);
     }
     Ok(results)
 }
 
-/// Runs the cases that passed on the host again on `api`'s device, each in a child process,
-/// and replaces their outcomes with the device's, its reasons named after it.
-fn run_on_gpu(gpu: &runner::Runner, api: Api, cases: &Path, results: &mut [CaseResult]) {
+/// Runs the cases that passed on the host again on the children's place, each in a child
+/// process, and replaces their outcomes with the place's.
+fn run_in_children(children: &Children, cases: &Path, results: &mut [CaseResult]) {
     let passed: Vec<String> = results
         .iter()
         .filter(|r| r.outcome == Outcome::Pass)
@@ -366,29 +271,18 @@ fn run_on_gpu(gpu: &runner::Runner, api: Api, cases: &Path, results: &mut [CaseR
         .collect();
     let bar = indicatif::ProgressBar::new(passed.len() as u64);
     let started = Instant::now();
-    let ran = gpu.run_all(cases, &passed, &|_r: &CaseResult| bar.inc(1));
+    let ran = children.run_all(cases, &passed, &|_r: &CaseResult| bar.inc(1));
     bar.finish_and_clear();
     eprintln!(
         "{} cases on {} in {:.1} s",
         passed.len(),
-        api.name(),
+        children.place,
         started.elapsed().as_secs_f64()
     );
-    let place = api.name();
     for r in ran {
-        let Some(slot) = results.iter_mut().find(|s| s.name == r.name) else {
-            continue;
-        };
-        slot.outcome = match r.outcome {
-            Outcome::Pass => Outcome::Pass,
-            Outcome::Skip { reason } => Outcome::Skip {
-                reason: format!("{place}: {reason}"),
-            },
-            Outcome::Fail { reason, detail } => Outcome::Fail {
-                reason: format!("{place}: {reason}"),
-                detail,
-            },
-        };
+        if let Some(slot) = results.iter_mut().find(|s| s.name == r.name) {
+            slot.outcome = there(&children.place, r.outcome);
+        }
     }
 }
 
@@ -473,16 +367,16 @@ fn update_pass_list(
 /// Rewrites the conformance section of `docs/conformance.md`: the host's table, or a board's line.
 fn update_docs(
     root: &Path,
-    place: &Place,
-    (suite, name): (Suite, &str),
+    suite: Suite,
+    name: &str,
     (cases, results): (&Path, &[CaseResult]),
 ) -> Result<()> {
     let path = root.join("docs").join("conformance.md");
     let text = std::fs::read_to_string(&path)?;
     let totals = report::totals(results).line();
     let section = format!("{}{name}", suite.prefix());
-    let new_text = match place {
-        Place::Host => {
+    let new_text = match name {
+        "host" => {
             let table = match suite {
                 Suite::Onnx => report::markdown(results),
                 Suite::Tflite => report::markdown_with(
@@ -494,13 +388,10 @@ fn update_docs(
             let body = format!("{table}\n{totals}\n");
             report::replace_section(&text, suite.prefix(), &body)
         }
-        Place::Board(_) | Place::Gpu(_) => report::replace_board_section(
+        _ => report::replace_board_section(
             &text,
             &section,
-            &format!(
-                "{}\n",
-                board_summary(results, name, matches!(place, Place::Gpu(_)), &totals)
-            ),
+            &format!("{}\n", board_summary(results, name, &totals)),
         ),
     };
     let Some(new_text) = new_text else {
@@ -514,14 +405,9 @@ fn update_docs(
 }
 
 /// A board's line of `docs/conformance.md`: its totals, and the reasons of its own skips and failures.
-fn board_summary(results: &[CaseResult], board: &str, gpu: bool, totals: &str) -> String {
-    let there = if gpu {
-        "this machine's device"
-    } else {
-        "the board"
-    };
+fn board_summary(results: &[CaseResult], board: &str, totals: &str) -> String {
     let mut body = format!(
-        "On {board}: `{totals}` (the cases that pass on the host run on {there}; the \
+        "On {board}: `{totals}` (the cases that pass on the host run there again; the \
          others keep their host outcome)."
     );
     let own = format!("{board}: ");

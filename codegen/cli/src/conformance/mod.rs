@@ -12,9 +12,9 @@
 //! that a crash or a hang fails that case alone; [`report`] summarizes the results.
 
 pub mod case;
+pub mod children;
 pub mod command;
 pub mod report;
-pub mod runner;
 pub mod tflite;
 
 use std::path::{Path, PathBuf};

@@ -1,7 +1,7 @@
 //! The models process replay compiles, and compiling them for every target.
 
 use super::records::{ModelRecord, RecordSet, TargetRecord};
-use crate::conformance::{case, list_cases, runner::parallel_map, tflite, Outcome};
+use crate::conformance::{case, children::parallel_map, list_cases, tflite, Outcome};
 use anyhow::{bail, Context, Result};
 use kiln_codegen::compile::compile_graph;
 use kiln_codegen::error::chain;

@@ -16,24 +16,12 @@ use super::qemu::{
 };
 use super::rtt::{self, Sessions};
 use super::{boards_dir, io_error, BoardError, BoardFiles, BoardInfo};
+use crate::runner::{Case, CaseError, CaseOutcome};
 use kiln_codegen::bundle::Bundle;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-
-/// One model of a batch: its bundle and its inputs (raw little-endian, one per model input).
-#[derive(Clone, Copy, Debug)]
-pub struct BatchCase<'a> {
-    pub bundle: &'a Bundle,
-    pub inputs: &'a [Vec<u8>],
-    /// How many times the model runs on the inputs, its state kept between the runs; the last
-    /// outputs are the case's. Above 1 only over semihosting files, uncounted.
-    pub invocations: usize,
-}
-
-/// What became of one model: its outputs, or why it gave none.
-pub type CaseOutcome = Result<Vec<Vec<u8>>, CaseError>;
 
 /// What one model of a counted batch gave: its outputs and the instructions of each step.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -45,27 +33,6 @@ pub struct CaseRun {
 
 /// What became of one model of a counted batch.
 pub type CountedOutcome = Result<CaseRun, CaseError>;
-
-/// Why a model of a batch gave no outputs.
-#[derive(Clone, Debug, thiserror::Error)]
-pub enum CaseError {
-    /// The board cannot run it at all (a type its C compiler lacks): it was not built.
-    #[error("unsupported on this board: {0}")]
-    Unsupported(String),
-    /// Its kernels did not compile for the board.
-    #[error("its kernels do not compile for the board:\n{0}")]
-    Build(String),
-    /// The firmware refused it, or the image stopped in it (a crash, a hang).
-    #[error("{0}")]
-    Failed(String),
-    /// It ran, but one of its output files cannot be read.
-    #[error("{}", path.display())]
-    Output {
-        path: PathBuf,
-        #[source]
-        source: Arc<std::io::Error>,
-    },
-}
 
 /// Most models in one image.
 const MAX_CASES: usize = 200;
@@ -90,7 +57,7 @@ pub enum BatchIo {
 /// Runs every case on `board` through semihosting files (see [`run_batches_with`]).
 pub fn run_batches(
     board: &BoardInfo,
-    cases: &[BatchCase],
+    cases: &[Case],
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<Vec<CaseOutcome>, BoardError> {
     run_batches_with(board, cases, &BatchIo::Files, progress)
@@ -102,7 +69,7 @@ pub fn run_batches(
 /// outcomes.
 pub fn run_batches_with(
     board: &BoardInfo,
-    cases: &[BatchCase],
+    cases: &[Case],
     io: &BatchIo,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<Vec<CaseOutcome>, BoardError> {
@@ -114,7 +81,7 @@ pub fn run_batches_with(
 /// the cases are split into as many contiguous shares, each run on its own board.
 pub fn run_batches_on_probes(
     board: &BoardInfo,
-    cases: &[BatchCase],
+    cases: &[Case],
     serials: &[String],
     progress: &mut (dyn FnMut(usize, usize) + Send),
 ) -> Result<Vec<CaseOutcome>, BoardError> {
@@ -159,7 +126,7 @@ pub fn run_batches_on_probes(
 /// case (a case of many large kernels takes longer than a conformance case).
 pub fn run_batches_counted(
     board: &BoardInfo,
-    cases: &[BatchCase],
+    cases: &[Case],
     case_time: Duration,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<Vec<CountedOutcome>, BoardError> {
@@ -169,7 +136,7 @@ pub fn run_batches_counted(
 /// Runs the cases in batches, counting instructions when given a time per case.
 fn batches(
     board: &BoardInfo,
-    cases: &[BatchCase],
+    cases: &[Case],
     counted: Option<Duration>,
     io: &BatchIo,
     progress: &mut dyn FnMut(usize, usize),
@@ -198,7 +165,7 @@ fn batches(
         start += take;
     }
     while let Some(batch) = queue.pop_front() {
-        let members: Vec<BatchCase> = batch.iter().map(|&i| cases[i]).collect();
+        let members: Vec<Case> = batch.iter().map(|&i| cases[i]).collect();
         let ran = match run_batch(board, &files.target_dir(), &members, counted, io) {
             Ok(ran) => ran,
             // One case's kernels that do not compile for the board fail that case alone: halve
@@ -243,7 +210,7 @@ fn batches(
 /// The outcome of a case the board cannot build at all, or the batch cannot run as asked
 /// (several invocations where it runs each case once: over a channel, or counted), found
 /// before building.
-fn unsupported(board: &BoardInfo, case: &BatchCase, once: bool) -> Option<CountedOutcome> {
+fn unsupported(board: &BoardInfo, case: &Case, once: bool) -> Option<CountedOutcome> {
     if once && case.invocations > 1 {
         let why = format!(
             "{} invocations of one model: a batch runs them over semihosting files, uncounted",
@@ -257,10 +224,7 @@ fn unsupported(board: &BoardInfo, case: &BatchCase, once: bool) -> Option<Counte
 
 /// How many of `cases`, from the first, fit one image: at most [`MAX_CASES`], their weights and
 /// (estimated) code in half the board's flash, the largest arena in half its RAM. At least one.
-fn batch_len<'a, 'b: 'a>(
-    board: &BoardInfo,
-    cases: impl Iterator<Item = &'a BatchCase<'b>>,
-) -> usize {
+fn batch_len<'a, 'b: 'a>(board: &BoardInfo, cases: impl Iterator<Item = &'a Case<'b>>) -> usize {
     let mut flash = 0;
     let mut n = 0;
     for case in cases.take(MAX_CASES) {
@@ -308,7 +272,7 @@ fn check_io(board: &BoardInfo, io: &BatchIo) -> Result<(), BoardError> {
 fn run_batch(
     board: &BoardInfo,
     target_dir: &Path,
-    cases: &[BatchCase],
+    cases: &[Case],
     counted: Option<Duration>,
     io: &BatchIo,
 ) -> Result<Vec<Option<CountedOutcome>>, BoardError> {
@@ -328,7 +292,7 @@ fn run_batch(
 fn build_and_run(
     board: &BoardInfo,
     dir: &Path,
-    cases: &[BatchCase],
+    cases: &[Case],
     counted: Option<Duration>,
     io: &BatchIo,
 ) -> Result<Vec<Option<CountedOutcome>>, BoardError> {
@@ -350,7 +314,7 @@ fn build_and_run(
 fn run_files(
     board: &BoardInfo,
     image: &BuiltImage,
-    cases: &[BatchCase],
+    cases: &[Case],
     counted: Option<Duration>,
     timeout: Duration,
 ) -> Result<Vec<Option<CountedOutcome>>, BoardError> {
@@ -390,7 +354,7 @@ fn run_files(
 
 /// Hands the cases their steps' instructions from the plugin's `log`; a log cut short by a
 /// hang still counts the cases before it.
-fn add_counts(outcomes: &mut [Option<CountedOutcome>], log: &Path, cases: &[BatchCase]) {
+fn add_counts(outcomes: &mut [Option<CountedOutcome>], log: &Path, cases: &[Case]) {
     let marks = std::fs::read_to_string(log)
         .map(|text| read_marks(&text))
         .unwrap_or_default();
@@ -403,7 +367,7 @@ fn add_counts(outcomes: &mut [Option<CountedOutcome>], log: &Path, cases: &[Batc
 fn run_rtt(
     board: &BoardInfo,
     image: &BuiltImage,
-    cases: &[BatchCase],
+    cases: &[Case],
     counted: Option<Duration>,
     timeout: Duration,
 ) -> Result<Vec<Option<CountedOutcome>>, BoardError> {
@@ -449,7 +413,7 @@ fn run_rtt(
 fn run_probe(
     board: &BoardInfo,
     image: &BuiltImage,
-    cases: &[BatchCase],
+    cases: &[Case],
     serial: Option<&str>,
     timeout: Duration,
 ) -> Result<Vec<Option<CountedOutcome>>, BoardError> {
@@ -466,7 +430,7 @@ fn run_probe(
 fn run_probe(
     board: &BoardInfo,
     _: &BuiltImage,
-    _: &[BatchCase],
+    _: &[Case],
     _: Option<&str>,
     _: Duration,
 ) -> Result<Vec<Option<CountedOutcome>>, BoardError> {
@@ -521,7 +485,7 @@ fn count_instructions(
 
 /// Each case's outcome from the image's `kiln: case N …` lines of `output` and the outputs it
 /// wrote into `io`; none for a case that did not report.
-fn case_outcomes(output: &str, io: &Path, cases: &[BatchCase]) -> Vec<Option<CountedOutcome>> {
+fn case_outcomes(output: &str, io: &Path, cases: &[Case]) -> Vec<Option<CountedOutcome>> {
     let mut outcomes: Vec<Option<CountedOutcome>> = vec![None; cases.len()];
     for line in output.lines() {
         let Some(rest) = line.strip_prefix("kiln: case ") else {
@@ -579,7 +543,7 @@ fn attribute_counts(outcomes: &mut [Option<CountedOutcome>], calls: &[&[usize]],
 }
 
 /// Writes each case's bundle into `dir/case_NNN/`, its kernel table named after the case.
-fn write_cases(dir: &Path, cases: &[BatchCase]) -> Result<(), BoardError> {
+fn write_cases(dir: &Path, cases: &[Case]) -> Result<(), BoardError> {
     if dir.exists() {
         std::fs::remove_dir_all(dir).map_err(io_error(dir))?;
     }

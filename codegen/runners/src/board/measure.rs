@@ -6,8 +6,9 @@
 //! A candidate whose C does not compile for the board, or that the image does not finish, has
 //! no cost; only the board and its toolchain are errors.
 
-use super::batch::{run_batches_counted, BatchCase, CaseError};
+use super::batch::run_batches_counted;
 use super::{BoardError, BoardFiles, BoardInfo};
+use crate::runner::{Case, CaseError};
 use kiln_codegen::bundle::{self, Bundle};
 use kiln_codegen::dtype::DType;
 use kiln_codegen::kernel::Kernel;
@@ -61,8 +62,8 @@ pub struct BoardInstructions {
 
 impl BoardInstructions {
     fn error(&self, e: BoardError) -> SearchError {
-        SearchError::Board {
-            board: self.board.name.clone(),
+        SearchError::CostModel {
+            place: self.board.name.clone(),
             source: Box::new(e),
         }
     }
@@ -140,9 +141,9 @@ pub fn count_candidates(
                 candidates_bundle(c.kernel, &programs, c.buffer_bytes)
             })
             .collect::<Result<_, _>>()?;
-        let cases: Vec<BatchCase> = bundles
+        let cases: Vec<Case> = bundles
             .iter()
-            .map(|bundle| BatchCase {
+            .map(|bundle| Case {
                 bundle,
                 inputs: &[],
                 invocations: 1,

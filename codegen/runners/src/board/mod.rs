@@ -28,8 +28,8 @@ mod qemu;
 pub mod rtt;
 
 pub use batch::{
-    run_batches, run_batches_counted, run_batches_on_probes, run_batches_with, BatchCase, BatchIo,
-    CaseError, CaseOutcome, CaseRun, CountedOutcome,
+    run_batches, run_batches_counted, run_batches_on_probes, run_batches_with, BatchIo, CaseRun,
+    CountedOutcome,
 };
 pub use build::{build, build_with_options, build_with_progress, BuildOptions, BuiltImage};
 pub use fit::{bytes_text, check_fits, Fit, Memory, Need};

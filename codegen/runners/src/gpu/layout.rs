@@ -18,7 +18,7 @@
 //!   slices; the weights never change, so each of their scratch slices is filled once, when
 //!   the weights are loaded.
 
-use super::{GpuBundle, GpuError, KernelCall};
+use super::{DeviceError, GpuBundle, KernelCall};
 use kiln_firmware::error::{BundleError, Region as FwRegion};
 use kiln_firmware::schedule::{self as fw, Span};
 use std::collections::HashMap;
@@ -92,9 +92,9 @@ impl Prepared {
     pub(crate) fn input_writes<'a>(
         &self,
         inputs: &'a [Vec<u8>],
-    ) -> Result<Vec<(usize, &'a [u8])>, GpuError> {
+    ) -> Result<Vec<(usize, &'a [u8])>, DeviceError> {
         if inputs.len() != self.inputs.len() {
-            return Err(GpuError::InputCount {
+            return Err(DeviceError::InputCount {
                 expected: self.inputs.len(),
                 got: inputs.len(),
             });
@@ -103,7 +103,7 @@ impl Prepared {
         each.map(
             |(index, ((offset, planned), data))| match data.len() == planned.len() {
                 true => Ok((*offset, &data[..])),
-                false => Err(GpuError::InputSize {
+                false => Err(DeviceError::InputSize {
                     index,
                     expected: planned.len(),
                     got: data.len(),
@@ -241,12 +241,12 @@ impl Placement {
     }
 
     /// The device offset of a slice given to [`Placement::new`].
-    fn device(&self, s: Span) -> Result<usize, GpuError> {
+    fn device(&self, s: Span) -> Result<usize, DeviceError> {
         self.offsets
             .get(&(s.offset, s.bytes))
             .copied()
             .ok_or_else(|| {
-                GpuError::Refused(format!(
+                DeviceError::Refused(format!(
                     "the device layout has no place for {} bytes at offset {}",
                     s.bytes, s.offset
                 ))
@@ -255,7 +255,7 @@ impl Placement {
 
     /// The device offset of slice `s` and the bytes it binds, and whether a kernel can take it
     /// there.
-    fn place(&self, s: Span) -> Result<(usize, usize, bool), GpuError> {
+    fn place(&self, s: Span) -> Result<(usize, usize, bool), DeviceError> {
         let at = self.device(s)?;
         Ok((at, bound(s.bytes as usize), at.is_multiple_of(self.align)))
     }
@@ -341,19 +341,19 @@ pub(crate) fn prepare(
     gb: &GpuBundle,
     inputs: &[Vec<u8>],
     align: usize,
-) -> Result<Prepared, GpuError> {
-    let plan = fw::read_manifest(&gb.bundle.schedule).map_err(GpuError::Schedule)?;
+) -> Result<Prepared, DeviceError> {
+    let plan = fw::read_manifest(&gb.bundle.schedule).map_err(DeviceError::Schedule)?;
     let parsed = fw::ScheduleView::parse(
         &gb.bundle.schedule,
         plan.arena_bytes as usize,
         gb.kernels.len(),
     )
-    .map_err(GpuError::Schedule)?;
+    .map_err(DeviceError::Schedule)?;
     let state_init = match plan.state.init {
         fw::StateInit::Zeros => vec![0; plan.state.span.bytes as usize],
         fw::StateInit::Weights(span) => {
             let range = span.within(gb.bundle.weights.len() as u32).ok_or_else(|| {
-                GpuError::Schedule(BundleError::WeightsSizeMismatch {
+                DeviceError::Schedule(BundleError::WeightsSizeMismatch {
                     found: gb.bundle.weights.len(),
                     expected: span.offset as usize + span.bytes as usize,
                 })
@@ -364,20 +364,20 @@ pub(crate) fn prepare(
     // The schedule's slices were checked against the weights size it names; the weights must
     // have it.
     if gb.bundle.weights.len() != plan.weights.bytes as usize {
-        return Err(GpuError::Schedule(BundleError::WeightsSizeMismatch {
+        return Err(DeviceError::Schedule(BundleError::WeightsSizeMismatch {
             found: gb.bundle.weights.len(),
             expected: plan.weights.bytes as usize,
         }));
     }
     if inputs.len() != plan.inputs.len() {
-        return Err(GpuError::InputCount {
+        return Err(DeviceError::InputCount {
             expected: plan.inputs.len(),
             got: inputs.len(),
         });
     }
     for (index, (t, data)) in plan.inputs.iter().zip(inputs).enumerate() {
         if data.len() != t.span.bytes as usize {
-            return Err(GpuError::InputSize {
+            return Err(DeviceError::InputSize {
                 index,
                 expected: t.span.bytes as usize,
                 got: data.len(),
@@ -463,7 +463,7 @@ pub(crate) fn prepare(
     let mut blob = vec![0u8; weights.bytes()];
     for g in &weights.groups {
         let src = gb.bundle.weights.get(g.start..g.end).ok_or_else(|| {
-            GpuError::Schedule(BundleError::WeightsSizeMismatch {
+            DeviceError::Schedule(BundleError::WeightsSizeMismatch {
                 found: gb.bundle.weights.len(),
                 expected: g.end,
             })
@@ -485,12 +485,12 @@ pub(crate) fn prepare(
             .iter()
             .zip(inputs)
             .map(|(t, d)| Ok((offset(t)?, d.clone())))
-            .collect::<Result<_, GpuError>>()?,
+            .collect::<Result<_, DeviceError>>()?,
         outputs: plan
             .outputs
             .iter()
             .map(|t| Ok((offset(t)?, t.span.bytes as usize)))
-            .collect::<Result<_, GpuError>>()?,
+            .collect::<Result<_, DeviceError>>()?,
         state: match plan.state.span.bytes {
             0 => (0, Vec::new()),
             _ => (arena.device(plan.state.span)?, state_init),
@@ -504,12 +504,12 @@ pub(crate) fn prepare_calls(
     calls: &[KernelCall],
     kernels: usize,
     align: usize,
-) -> Result<Prepared, GpuError> {
+) -> Result<Prepared, DeviceError> {
     let align = align.max(4);
     let (mut end, mut launches, mut inputs) = (0usize, Vec::new(), Vec::new());
     for (i, c) in calls.iter().enumerate() {
         if c.kernel >= kernels {
-            return Err(GpuError::Refused(format!(
+            return Err(DeviceError::Refused(format!(
                 "call {i} names kernel {}, there are {kernels}",
                 c.kernel
             )));

@@ -8,11 +8,55 @@ pub mod vulkan;
 use crate::Invocation;
 use kiln_codegen::gpu::{opencl_source, spirv, Api, GpuBundle, GpuError, GpuKernel};
 use kiln_codegen::target::DeviceLimits;
+use kiln_firmware::error::BundleError;
 use std::time::Duration;
+
+/// Why a bundle did not run on a GPU: no device or driver, a driver call that failed, a kernel
+/// the device cannot take, a bundle or inputs the runtime refuses.
+#[derive(Debug, thiserror::Error)]
+pub enum DeviceError {
+    /// A kernel over the device's limits, lacking one of its features, or not compiling for it.
+    #[error(transparent)]
+    Kernel(#[from] GpuError),
+    #[error("{api}: no usable device: {reason}")]
+    NoDevice { api: &'static str, reason: String },
+    /// The driver could not be loaded, or found no device: there is none to run on.
+    #[error("{api}: no usable device: {call} failed (is a driver for {api} installed?)")]
+    NoDriver {
+        api: &'static str,
+        call: &'static str,
+        #[source]
+        source: DriverError,
+    },
+    #[error("{api}: {call} failed")]
+    Driver {
+        api: &'static str,
+        call: &'static str,
+        #[source]
+        source: DriverError,
+    },
+    #[error("the bundle was refused: {0}")]
+    Refused(String),
+    /// The runtime's reader refuses the bundle's schedule.
+    #[error("the bundle was refused")]
+    Schedule(#[source] BundleError),
+    #[error("the model has {expected} inputs, {got} were given")]
+    InputCount { expected: usize, got: usize },
+    #[error("input {index}: expected {expected} bytes, got {got}")]
+    InputSize {
+        index: usize,
+        expected: usize,
+        got: usize,
+    },
+}
+
+/// What a driver call failed with: the runtime's own error value (an OpenCL status, a Vulkan
+/// result, a loader error), kept as the cause.
+pub type DriverError = kiln_codegen::error::Cause;
 
 /// The limits of `api`'s device on this machine (see [`opencl::device`] and
 /// [`vulkan::device`] for which device that is).
-pub fn device_limits(api: Api) -> Result<DeviceLimits, GpuError> {
+pub fn device_limits(api: Api) -> Result<DeviceLimits, DeviceError> {
     match api {
         Api::OpenCl => opencl::device_limits(),
         Api::Vulkan => vulkan::device_limits(),
@@ -53,7 +97,7 @@ pub struct GpuRun {
 /// Runs `gb` `runs` times (at least once) on its interface's device on this machine, each from
 /// the model's initial state; the step times are each step's fastest run (the first run
 /// includes the driver's compilation on some drivers), the outputs the last run's.
-pub fn run(gb: &GpuBundle, inputs: &[Vec<u8>], runs: usize) -> Result<GpuRun, GpuError> {
+pub fn run(gb: &GpuBundle, inputs: &[Vec<u8>], runs: usize) -> Result<GpuRun, DeviceError> {
     match gb.api {
         Api::OpenCl => opencl::run_repeated(&opencl::device()?, gb, inputs, runs),
         Api::Vulkan => vulkan::run_repeated(&vulkan::device()?, gb, inputs, runs),
@@ -66,7 +110,7 @@ pub fn run(gb: &GpuBundle, inputs: &[Vec<u8>], runs: usize) -> Result<GpuRun, Gp
 pub fn run_invocations(
     gb: &GpuBundle,
     invocations: &[Invocation<'_>],
-) -> Result<Vec<GpuRun>, GpuError> {
+) -> Result<Vec<GpuRun>, DeviceError> {
     match gb.api {
         Api::OpenCl => opencl::run_invocations(&opencl::device()?, gb, invocations),
         Api::Vulkan => vulkan::run_invocations(&vulkan::device()?, gb, invocations),

@@ -2,12 +2,13 @@
 //! step, with the device's own limits checked first.
 //!
 //! The OpenCL library is loaded when first used, so Kiln builds and runs without it; a machine
-//! without a driver gets [`GpuError::NoDriver`]. `$KILN_OPENCL_DEVICE` picks the first device
+//! without a driver gets [`DeviceError::NoDriver`]. `$KILN_OPENCL_DEVICE` picks the first device
 //! whose name contains it.
 
 use super::layout::{prepare, prepare_calls, ArenaCopy, Prepared, Region, Slice};
 use super::{
-    opencl_source, regroup, Api, CallsRun, GpuBundle, GpuError, GpuKernel, GpuRun, KernelCall,
+    opencl_source, regroup, Api, CallsRun, DeviceError, GpuBundle, GpuError, GpuKernel, GpuRun,
+    KernelCall,
 };
 use crate::Invocation;
 use kiln_codegen::target::DeviceLimits;
@@ -26,8 +27,8 @@ use std::time::Duration;
 
 const API: &str = "OpenCL";
 
-fn driver(call: &'static str) -> impl Fn(opencl3::error_codes::ClError) -> GpuError {
-    move |e| GpuError::Driver {
+fn driver(call: &'static str) -> impl Fn(opencl3::error_codes::ClError) -> DeviceError {
+    move |e| DeviceError::Driver {
         api: API,
         call,
         source: e.into(),
@@ -45,18 +46,19 @@ pub struct ClDevice {
 
 /// The device Kiln runs on: the first of any platform, or the first whose name contains
 /// `$KILN_OPENCL_DEVICE`.
-pub fn device() -> Result<ClDevice, GpuError> {
+pub fn device() -> Result<ClDevice, DeviceError> {
     // Discovery is serialized: some drivers (PoCL 3.1) initialize their devices lazily and
     // crash when two threads do it at once.
     static DISCOVERY: Mutex<()> = Mutex::new(());
     let _one = DISCOVERY.lock().unwrap_or_else(|e| e.into_inner());
-    let no_device = |reason: String| GpuError::NoDevice { api: API, reason };
-    let ids =
-        opencl3::device::get_all_devices(CL_DEVICE_TYPE_ALL).map_err(|e| GpuError::NoDriver {
+    let no_device = |reason: String| DeviceError::NoDevice { api: API, reason };
+    let ids = opencl3::device::get_all_devices(CL_DEVICE_TYPE_ALL).map_err(|e| {
+        DeviceError::NoDriver {
             api: API,
             call: "clGetDeviceIDs",
             source: e.into(),
-        })?;
+        }
+    })?;
     let wanted = std::env::var("KILN_OPENCL_DEVICE").unwrap_or_default();
     for id in ids {
         let device = Device::new(id);
@@ -69,11 +71,11 @@ pub fn device() -> Result<ClDevice, GpuError> {
 }
 
 /// The limits of [`device`], queried from it.
-pub fn device_limits() -> Result<DeviceLimits, GpuError> {
+pub fn device_limits() -> Result<DeviceLimits, DeviceError> {
     Ok(device()?.limits)
 }
 
-fn describe(device: Device, name: String) -> Result<ClDevice, GpuError> {
+fn describe(device: Device, name: String) -> Result<ClDevice, DeviceError> {
     let info = driver("clGetDeviceInfo");
     let sizes = device.max_work_item_sizes().map_err(&info)?;
     let mut local_max = [1usize; 3];
@@ -105,23 +107,23 @@ fn describe(device: Device, name: String) -> Result<ClDevice, GpuError> {
 }
 
 /// Builds the kernels for the device (the OpenCL C compiler's log on failure).
-fn build(context: &Context, kernels: &[GpuKernel], what: &str) -> Result<Program, GpuError> {
+fn build(context: &Context, kernels: &[GpuKernel], what: &str) -> Result<Program, DeviceError> {
     let src = opencl_source(kernels);
     Program::create_and_build_from_source(context, &src, "-cl-std=CL1.2").map_err(|log| {
-        GpuError::Build {
+        DeviceError::Kernel(GpuError::Build {
             what: format!("the OpenCL C of {what}"),
             log,
-        }
+        })
     })
 }
 
 /// Runs `gb` once on [`device`] with `inputs` (raw little-endian bytes, one per model input).
-pub fn run(gb: &GpuBundle, inputs: &[Vec<u8>]) -> Result<GpuRun, GpuError> {
+pub fn run(gb: &GpuBundle, inputs: &[Vec<u8>]) -> Result<GpuRun, DeviceError> {
     run_on(&device()?, gb, inputs)
 }
 
 /// Runs `gb` once on `dev`.
-pub fn run_on(dev: &ClDevice, gb: &GpuBundle, inputs: &[Vec<u8>]) -> Result<GpuRun, GpuError> {
+pub fn run_on(dev: &ClDevice, gb: &GpuBundle, inputs: &[Vec<u8>]) -> Result<GpuRun, DeviceError> {
     run_repeated(dev, gb, inputs, 1)
 }
 
@@ -132,7 +134,7 @@ pub fn run_repeated(
     gb: &GpuBundle,
     inputs: &[Vec<u8>],
     runs: usize,
-) -> Result<GpuRun, GpuError> {
+) -> Result<GpuRun, DeviceError> {
     let runs = run_invocations(dev, gb, &super::repeated(inputs, runs))?;
     Ok(super::fastest(runs))
 }
@@ -143,9 +145,9 @@ pub fn run_invocations(
     dev: &ClDevice,
     gb: &GpuBundle,
     invocations: &[Invocation<'_>],
-) -> Result<Vec<GpuRun>, GpuError> {
+) -> Result<Vec<GpuRun>, DeviceError> {
     if gb.api != Api::OpenCl {
-        return Err(GpuError::Refused(format!(
+        return Err(DeviceError::Refused(format!(
             "the bundle is for {}, not OpenCL",
             gb.api.name()
         )));
@@ -168,7 +170,7 @@ pub fn run_calls(
     dev: &ClDevice,
     kernels: &[GpuKernel],
     calls: &[KernelCall],
-) -> Result<CallsRun, GpuError> {
+) -> Result<CallsRun, DeviceError> {
     kernels.iter().try_for_each(|k| k.check(&dev.limits))?;
     let prep = prepare_calls(calls, kernels.len(), dev.align)?;
     let inputs = prep.first_inputs();
@@ -195,7 +197,7 @@ fn execute(
     prep: &Prepared,
     what: &str,
     invocations: &[Invocation<'_>],
-) -> Result<Vec<super::Executed>, GpuError> {
+) -> Result<Vec<super::Executed>, DeviceError> {
     let context = Context::from_device(&dev.device).map_err(driver("clCreateContext"))?;
     #[allow(deprecated)]
     let queue = CommandQueue::create_default(&context, CL_QUEUE_PROFILING_ENABLE)
@@ -208,12 +210,12 @@ fn execute(
             .get_work_group_size(dev.device.id())
             .map_err(driver("clGetKernelWorkGroupInfo"))?;
         if k.threads_per_group() > most {
-            return Err(GpuError::OverLimit {
+            return Err(DeviceError::Kernel(GpuError::OverLimit {
                 kernel: k.name.clone(),
                 what: "the work-group size (threads per group)",
                 needed: k.threads_per_group().to_string(),
                 limit: format!("{most} threads for this kernel (CL_KERNEL_WORK_GROUP_SIZE)"),
-            });
+            }));
         }
         kernels.push(kernel);
     }
@@ -249,7 +251,7 @@ fn launch_all(
     kernels: &[Kernel],
     mem: &mut Memory,
     prep: &Prepared,
-) -> Result<Vec<Duration>, GpuError> {
+) -> Result<Vec<Duration>, DeviceError> {
     let mut events: Vec<Event> = Vec::with_capacity(prep.launches.len());
     for launch in &prep.launches {
         for &c in &launch.before {
@@ -305,7 +307,7 @@ impl<'a> Memory<'a> {
         queue: &'a CommandQueue,
         arena_bytes: usize,
         mut weights: Vec<u8>,
-    ) -> Result<Self, GpuError> {
+    ) -> Result<Self, DeviceError> {
         let create = driver("clCreateBuffer");
         // SAFETY: no host pointer for the arena; the weights are copied at creation.
         let arena = unsafe {
@@ -336,7 +338,7 @@ impl<'a> Memory<'a> {
         Ok(m)
     }
 
-    fn write(&mut self, offset: usize, data: &[u8]) -> Result<(), GpuError> {
+    fn write(&mut self, offset: usize, data: &[u8]) -> Result<(), DeviceError> {
         if data.is_empty() {
             return Ok(());
         }
@@ -349,7 +351,7 @@ impl<'a> Memory<'a> {
         Ok(())
     }
 
-    fn read(&self, offset: usize, bytes: usize) -> Result<Vec<u8>, GpuError> {
+    fn read(&self, offset: usize, bytes: usize) -> Result<Vec<u8>, DeviceError> {
         let mut out = vec![0u8; bytes];
         // SAFETY: a blocking read into a live slice, within the arena.
         unsafe {
@@ -361,7 +363,7 @@ impl<'a> Memory<'a> {
     }
 
     /// Enqueues a copy within the arena.
-    fn copy(&self, c: ArenaCopy) -> Result<(), GpuError> {
+    fn copy(&self, c: ArenaCopy) -> Result<(), DeviceError> {
         // SAFETY: both ranges lie within the arena and do not overlap (the layout puts scratch
         // slices past every other slice); no event to wait for, the queue is in order.
         let event = unsafe {
@@ -383,7 +385,7 @@ impl<'a> Memory<'a> {
     }
 
     /// The sub-buffer of a slice (made once).
-    fn slice(&mut self, s: Slice) -> Result<cl_mem, GpuError> {
+    fn slice(&mut self, s: Slice) -> Result<cl_mem, DeviceError> {
         let key = (s.offset, s.bytes, s.region == Region::Weights);
         if let Some(b) = self.slices.get(&key) {
             return Ok(b.get());

@@ -3,15 +3,20 @@
 //! Vulkan), and [`by_name`], which picks one by the name the command line uses. A caller
 //! chooses a runner, compiles for its [`Runner::target`], and runs; it names no runner type.
 
+mod cases;
+mod options;
 mod places;
 
-use crate::board::{self, BoardError, Io};
+use crate::board::{self, BoardError};
+use crate::gpu::DeviceError;
 use crate::host::HostError;
 use crate::Invocation;
+pub use cases::{Case, CaseError, CaseOutcome};
 use kiln_codegen::bundle::{Bundle, BundleError, Report};
-use kiln_codegen::gpu::{Api, GpuError};
+use kiln_codegen::gpu::Api;
 use kiln_codegen::optimize::CostModel;
 use kiln_codegen::target::Target;
+pub use options::RunnerOptions;
 pub use places::{BoardRunner, GpuRunner, HostRunner};
 use std::time::Duration;
 
@@ -40,6 +45,15 @@ pub struct EstimatedCycles {
     pub per_step: Vec<u64>,
 }
 
+/// Whole inferences timed ([`Runner::time_inferences`]).
+#[derive(Clone, Debug)]
+pub struct Timed {
+    /// The first run's outputs.
+    pub outputs: Vec<Vec<u8>>,
+    /// Each inference's wall time, in the order they ran.
+    pub times: Vec<Duration>,
+}
+
 /// A BEAM search's cost model and what it measures (`wall time on this host`).
 pub struct Measure {
     pub model: Box<dyn CostModel>,
@@ -54,35 +68,20 @@ pub enum RunError {
     #[error(transparent)]
     Board(#[from] BoardError),
     #[error(transparent)]
-    Gpu(#[from] GpuError),
+    Gpu(#[from] DeviceError),
     #[error(transparent)]
     Bundle(#[from] BundleError),
     #[error("a temporary folder for the bundle")]
     TempDir(#[source] std::io::Error),
-}
-
-/// How a runner runs, where the place has a choice.
-#[derive(Clone, Debug)]
-pub struct RunnerOptions {
-    /// How tensors travel to an emulated board (a real one speaks RTT).
-    pub io: Io,
-    /// The debug probe a real board is wired to (`None`: the only one attached).
-    pub probe: Option<String>,
-    /// On the host and the GPUs, each step's time is the best of this many runs (at least one).
-    pub runs: usize,
-    /// How long a board may take.
-    pub timeout: Duration,
-}
-
-impl Default for RunnerOptions {
-    fn default() -> Self {
-        RunnerOptions {
-            io: Io::default(),
-            probe: None,
-            runs: 1,
-            timeout: Duration::from_secs(600),
-        }
-    }
+    /// The options ask for what the place does not have (`--io` of a real board, `--probe`
+    /// of an emulated one).
+    #[error("{0}")]
+    Options(String),
+    #[error("{runner} cannot {what}")]
+    Unsupported { runner: String, what: &'static str },
+    /// What the caller ran between timed rounds failed.
+    #[error("between timed rounds")]
+    Between(#[source] kiln_codegen::error::Cause),
 }
 
 /// A place a compiled model runs.
@@ -108,6 +107,59 @@ pub trait Runner {
         progress: &mut dyn FnMut(&str),
     ) -> Result<Vec<Ran>, RunError>;
 
+    /// Checks, before anything is compiled for it, that the place can be reached (a real
+    /// board's probes are attached).
+    fn ready(&self) -> Result<(), RunError> {
+        Ok(())
+    }
+
+    /// Whether many models run faster together than one at a time (a board links a batch of
+    /// them into one image): a suite then gives it all its models in one
+    /// [`Runner::run_cases`]; else one model a call, each where a crash ends only that one.
+    fn batches(&self) -> bool {
+        false
+    }
+
+    /// Runs each case from its model's initial state: per case, its last run's outputs or why
+    /// it gave none. `progress` hears (cases done, cases in all). An error is about the place
+    /// (its toolchain, its probe); a case's own failure is its outcome.
+    fn run_cases(
+        &mut self,
+        cases: &[Case<'_>],
+        progress: &mut (dyn FnMut(usize, usize) + Send),
+    ) -> Result<Vec<CaseOutcome>, RunError> {
+        let mut outcomes = Vec::with_capacity(cases.len());
+        for (done, case) in cases.iter().enumerate() {
+            let runs = vec![Invocation::Run(case.inputs); case.invocations];
+            let ran = self.run_stream(case.bundle, &runs, &mut |_| {});
+            outcomes.push(match ran.map(|mut r| r.pop()) {
+                Ok(Some(last)) => Ok(last.outputs),
+                Ok(None) => Err(CaseError::Failed("no invocation ran".into())),
+                Err(e) => Err(CaseError::from(e)),
+            });
+            progress(done + 1, cases.len());
+        }
+        Ok(outcomes)
+    }
+
+    /// Times whole inferences on `inputs`, in `rounds` rounds of `per_round`, calling
+    /// `between` with the round's count after each (a benchmark times its peer there,
+    /// interleaved): the first run's outputs and each inference's time. Where the runner
+    /// cannot time whole inferences, [`RunError::Unsupported`].
+    fn time_inferences(
+        &mut self,
+        bundle: &Bundle,
+        inputs: &[Vec<u8>],
+        (rounds, per_round): (usize, usize),
+        between: &mut dyn FnMut(usize) -> Result<(), kiln_codegen::error::Cause>,
+    ) -> Result<Timed, RunError> {
+        let _ = (bundle, inputs, rounds, per_round, between);
+        Err(RunError::Unsupported {
+            runner: self.name().to_string(),
+            what: "time whole inferences",
+        })
+    }
+
     /// One run on `inputs` from the model's initial state.
     fn run(
         &mut self,
@@ -127,12 +179,12 @@ const GPU_RUNS: usize = 3;
 /// The runner of a name: `host`, `opencl`, `vulkan`, or a board folder's name.
 pub fn by_name(name: &str, options: &RunnerOptions) -> Result<Box<dyn Runner>, RunError> {
     if name == "host" {
-        return Ok(Box::new(HostRunner { runs: options.runs }));
+        return Ok(Box::new(HostRunner::new(options)));
     }
     if let Some(api) = Api::from_name(name) {
         return Ok(Box::new(GpuRunner::new(api, options.runs.max(GPU_RUNS))?));
     }
-    Ok(Box::new(BoardRunner::new(board::info(name)?, options)))
+    Ok(Box::new(BoardRunner::new(board::info(name)?, options)?))
 }
 
 /// Per-call costs (loops unrolled) summed per step; costs already per step stay as they are.

@@ -1,7 +1,10 @@
 //! The runners: the host, a board, an edge GPU.
 
-use super::{per_step, EstimatedCycles, Measure, Ran, RunError, Runner, RunnerOptions};
-use crate::board::{self, BoardInfo, BuiltImage, Io};
+use super::{
+    per_step, Case, CaseOutcome, EstimatedCycles, Measure, Ran, RunError, Runner, RunnerOptions,
+    Timed,
+};
+use crate::board::{self, BatchIo, BoardInfo, BuiltImage, Io};
 use crate::gpu::GpuRun;
 use crate::host::{self, HostRun, HostWallTime};
 use crate::Invocation;
@@ -20,22 +23,31 @@ fn written(bundle: &Bundle) -> Result<(tempfile::TempDir, PathBuf), RunError> {
     Ok((dir, bundle_dir))
 }
 
-/// The bundle written to a fresh temporary folder and its kernels compiled there for this
-/// machine: the folder (removed when dropped) and the kernels' library.
-fn compiled(bundle: &Bundle) -> Result<(tempfile::TempDir, PathBuf), RunError> {
-    let (dir, bundle_dir) = written(bundle)?;
-    let lib = host::compile(&bundle_dir)?;
-    Ok((dir, lib))
-}
-
 /// This machine: the kernels compiled by its C compiler and run in this process.
 pub struct HostRunner {
     /// Each step's time is the best of this many runs (a single run's noise on a shared
     /// machine).
     pub runs: usize,
+    /// The C compiler's optimization flags.
+    pub opt: &'static str,
 }
 
 impl HostRunner {
+    pub fn new(options: &RunnerOptions) -> HostRunner {
+        HostRunner {
+            runs: options.runs,
+            opt: if options.quick { "-O1" } else { host::HOST_OPT },
+        }
+    }
+
+    /// The bundle written to a fresh temporary folder and its kernels compiled there: the
+    /// folder (removed when dropped) and the kernels' library.
+    fn compiled(&self, bundle: &Bundle) -> Result<(tempfile::TempDir, PathBuf), RunError> {
+        let (dir, bundle_dir) = written(bundle)?;
+        let lib = host::compile_at(&bundle_dir, self.opt)?;
+        Ok((dir, lib))
+    }
+
     fn ran(run: HostRun) -> Ran {
         Ran {
             outputs: run.outputs,
@@ -74,7 +86,7 @@ impl Runner for HostRunner {
         invocations: &[Invocation<'_>],
         _: &mut dyn FnMut(&str),
     ) -> Result<Vec<Ran>, RunError> {
-        let (_dir, lib) = compiled(bundle)?;
+        let (_dir, lib) = self.compiled(bundle)?;
         let runs = host::run_invocations(bundle, &lib, invocations)?;
         Ok(runs.into_iter().map(HostRunner::ran).collect())
     }
@@ -85,10 +97,33 @@ impl Runner for HostRunner {
         inputs: &[Vec<u8>],
         _: &mut dyn FnMut(&str),
     ) -> Result<Ran, RunError> {
-        let (_dir, lib) = compiled(bundle)?;
+        let (_dir, lib) = self.compiled(bundle)?;
         Ok(HostRunner::ran(host::run_best_steps(
             bundle, &lib, inputs, self.runs,
         )?))
+    }
+
+    fn time_inferences(
+        &mut self,
+        bundle: &Bundle,
+        inputs: &[Vec<u8>],
+        (rounds, per_round): (usize, usize),
+        between: &mut dyn FnMut(usize) -> Result<(), kiln_codegen::error::Cause>,
+    ) -> Result<Timed, RunError> {
+        let (_dir, lib) = self.compiled(bundle)?;
+        let mut timed = Timed {
+            outputs: Vec::new(),
+            times: Vec::with_capacity(rounds * per_round),
+        };
+        for round in 0..rounds {
+            let run = host::run_repeated(bundle, &lib, inputs, per_round)?;
+            timed.times.extend(run.run_times);
+            if round == 0 {
+                timed.outputs = run.outputs;
+            }
+            between(per_round).map_err(RunError::Between)?;
+        }
+        Ok(timed)
     }
 }
 
@@ -96,18 +131,37 @@ impl Runner for HostRunner {
 /// or real, flashed through a debug probe (each step's cycles as its counter measured them).
 pub struct BoardRunner {
     pub info: BoardInfo,
-    pub io: Io,
-    pub probe: Option<String>,
-    pub timeout: Duration,
+    pub options: RunnerOptions,
 }
 
 impl BoardRunner {
-    pub fn new(info: BoardInfo, options: &RunnerOptions) -> BoardRunner {
-        BoardRunner {
+    /// The runner of `info`'s board; `options` must suit it (see
+    /// [`RunnerOptions::for_place`]).
+    pub fn new(info: BoardInfo, options: &RunnerOptions) -> Result<BoardRunner, RunError> {
+        let refuse = |why: &str| RunError::Options(format!("{}: {why}", info.name));
+        if !info.emulated && options.io != Io::Rtt {
+            return Err(refuse("a real board speaks RTT only"));
+        }
+        if info.emulated && !options.probes.is_empty() {
+            return Err(refuse("an emulated board has no debug probe"));
+        }
+        Ok(BoardRunner {
             info,
-            io: options.io,
-            probe: options.probe.clone(),
-            timeout: options.timeout,
+            options: options.clone(),
+        })
+    }
+
+    /// How a batch of models reaches the board: semihosting files or RTT under QEMU, RTT
+    /// through the probe on a real board.
+    fn batch_io(&self) -> Result<BatchIo, RunError> {
+        match (self.info.emulated, self.options.io) {
+            (true, Io::Files) => Ok(BatchIo::Files),
+            (true, Io::Rtt) => Ok(BatchIo::Rtt),
+            (true, Io::Channel) => Err(RunError::Unsupported {
+                runner: self.info.name.clone(),
+                what: "run a batch of models over the semihosting channel (files or rtt can)",
+            }),
+            (false, _) => Ok(BatchIo::Probe(self.options.probe().map(String::from))),
         }
     }
 
@@ -160,11 +214,11 @@ impl Runner for BoardRunner {
     ) -> Result<Vec<Ran>, RunError> {
         let fit = board::check_fits(&self.info, bundle)?;
         if !self.info.emulated {
-            probe::find(&self.info, self.probe.as_deref())?;
+            find_probe(&self.info, self.options.probe())?;
         }
         let (_dir, bundle_dir) = written(bundle)?;
         let options = board::BuildOptions {
-            rtt: self.io == Io::Rtt,
+            rtt: self.options.io == Io::Rtt,
             ..Default::default()
         };
         let name = self.info.name.clone();
@@ -173,12 +227,14 @@ impl Runner for BoardRunner {
         })?;
         let mut runs: Vec<Ran> = if self.info.emulated {
             progress(&format!("{name}: running under QEMU"));
-            let options = board::RunOptions { io: self.io };
+            let options = board::RunOptions {
+                io: self.options.io,
+            };
             let runs = board::run_invocations_with_options(
                 &self.info,
                 &image,
                 invocations,
-                self.timeout,
+                self.options.timeout,
                 options,
             )?;
             let ran = |r| self.emulated(r, &bundle.report, &image);
@@ -192,6 +248,33 @@ impl Runner for BoardRunner {
         }
         Ok(runs)
     }
+
+    fn ready(&self) -> Result<(), RunError> {
+        self.options.check_probes(&self.info)
+    }
+
+    fn batches(&self) -> bool {
+        true
+    }
+
+    fn run_cases(
+        &mut self,
+        cases: &[Case<'_>],
+        progress: &mut (dyn FnMut(usize, usize) + Send),
+    ) -> Result<Vec<CaseOutcome>, RunError> {
+        let io = self.batch_io()?;
+        Ok(match io {
+            BatchIo::Probe(_) if self.options.probes.len() > 1 => {
+                board::run_batches_on_probes(&self.info, cases, &self.options.probes, progress)?
+            }
+            io => board::run_batches_with(&self.info, cases, &io, progress)?,
+        })
+    }
+}
+
+/// Checks, before a build, that the probe a real board runs through is attached.
+pub(super) fn find_probe(info: &BoardInfo, serial: Option<&str>) -> Result<(), RunError> {
+    probe::find(info, serial)
 }
 
 /// Real boards, through a debug probe (the `probe` feature).
@@ -214,8 +297,8 @@ mod probe {
         report: &Report,
     ) -> Result<Vec<Ran>, RunError> {
         let options = board::probe::ProbeOptions {
-            serial: runner.probe.clone(),
-            timeout: runner.timeout,
+            serial: runner.options.probe().map(String::from),
+            timeout: runner.options.timeout,
         };
         let (probe, runs) = board::probe::stream(&runner.info, image, invocations, &options)?;
         let note = format!("{}: ran through {probe}", runner.info.name);
@@ -285,7 +368,7 @@ impl GpuRunner {
     /// The bundle (compiled for this runner's target) with its GPU kernels; the runtimes
     /// check them against the device.
     fn gpu_bundle(&self, bundle: &Bundle) -> Result<kiln_codegen::gpu::GpuBundle, RunError> {
-        Ok(from_bundle(self.api, bundle.clone())?)
+        Ok(from_bundle(self.api, bundle.clone()).map_err(crate::gpu::DeviceError::from)?)
     }
 }
 

@@ -2,13 +2,13 @@
 //! device's limits. Everything made here is destroyed when the [`Vk`] is dropped.
 
 use super::API;
+use crate::gpu::{DeviceError, DriverError};
 use ash::vk;
-use kiln_codegen::gpu::{DriverError, GpuError};
 use kiln_codegen::target::DeviceLimits;
 use std::ffi::CStr;
 
-pub(super) fn driver(call: &'static str) -> impl Fn(vk::Result) -> GpuError {
-    move |e| GpuError::Driver {
+pub(super) fn driver(call: &'static str) -> impl Fn(vk::Result) -> DeviceError {
+    move |e| DeviceError::Driver {
         api: API,
         call,
         source: Box::new(e),
@@ -51,8 +51,8 @@ pub struct Vk {
 
 impl Vk {
     /// The first device with a compute queue, or the first whose name contains `wanted`.
-    pub fn new(wanted: &str) -> Result<Vk, GpuError> {
-        let no_driver = |call, source: DriverError| GpuError::NoDriver {
+    pub fn new(wanted: &str) -> Result<Vk, DeviceError> {
+        let no_driver = |call, source: DriverError| DeviceError::NoDriver {
             api: API,
             call,
             source,
@@ -97,7 +97,11 @@ impl Vk {
         }
     }
 
-    fn open(entry: &ash::Entry, instance: &ash::Instance, wanted: &str) -> Result<Parts, GpuError> {
+    fn open(
+        entry: &ash::Entry,
+        instance: &ash::Instance,
+        wanted: &str,
+    ) -> Result<Parts, DeviceError> {
         let _ = entry;
         // SAFETY: queries on a live instance.
         let devices = unsafe { instance.enumerate_physical_devices() }
@@ -119,7 +123,7 @@ impl Vk {
                 return open_device(instance, pd, props, name, family as u32, stamp_bits);
             }
         }
-        Err(GpuError::NoDevice {
+        Err(DeviceError::NoDevice {
             api: API,
             reason: format!("no device with a compute queue has a name containing `{wanted}`"),
         })
@@ -127,7 +131,7 @@ impl Vk {
 
     /// A host-visible, coherent storage buffer of `bytes` bytes, mapped; copies may read and
     /// write it (runs copy unaligned slices to aligned ones within the arena).
-    pub(super) fn buffer(&self, bytes: usize) -> Result<HostBuffer, GpuError> {
+    pub(super) fn buffer(&self, bytes: usize) -> Result<HostBuffer, DeviceError> {
         let d = &self.device;
         let usage = vk::BufferUsageFlags::STORAGE_BUFFER
             | vk::BufferUsageFlags::TRANSFER_SRC
@@ -152,7 +156,7 @@ impl Vk {
             });
             let Some(index) = index else {
                 d.destroy_buffer(buffer, None);
-                return Err(GpuError::NoDevice {
+                return Err(DeviceError::NoDevice {
                     api: API,
                     reason: "no host-visible, coherent memory for storage buffers".into(),
                 });
@@ -222,7 +226,7 @@ fn open_device(
     name: String,
     family: u32,
     stamp_bits: u32,
-) -> Result<Parts, GpuError> {
+) -> Result<Parts, DeviceError> {
     let v12 = props.api_version >= vk::API_VERSION_1_2;
     let mut have11 = vk::PhysicalDeviceVulkan11Features::default();
     let mut have12 = vk::PhysicalDeviceVulkan12Features::default();

@@ -5,7 +5,7 @@
 
 use super::context::{driver, HostBuffer, Vk};
 use crate::gpu::layout::{ArenaCopy, Launch, Region};
-use crate::gpu::{GpuError, GpuKernel};
+use crate::gpu::{DeviceError, GpuKernel};
 use ash::vk;
 use std::time::Duration;
 
@@ -48,7 +48,11 @@ impl<'a> Exec<'a> {
     }
 
     /// A compute pipeline for each kernel, from its SPIR-V.
-    pub fn pipelines(&mut self, kernels: &[GpuKernel], spirv: &[Vec<u32>]) -> Result<(), GpuError> {
+    pub fn pipelines(
+        &mut self,
+        kernels: &[GpuKernel],
+        spirv: &[Vec<u32>],
+    ) -> Result<(), DeviceError> {
         let d = &self.vk.device;
         for (k, code) in kernels.iter().zip(spirv) {
             let bindings: Vec<vk::DescriptorSetLayoutBinding> = (0..k.buffers as u32)
@@ -101,7 +105,7 @@ impl<'a> Exec<'a> {
         launches: &[Launch],
         arena: vk::Buffer,
         weights: vk::Buffer,
-    ) -> Result<(), GpuError> {
+    ) -> Result<(), DeviceError> {
         let sets = self.descriptor_sets(launches, arena, weights)?;
         let vk = self.vk;
         let d = &vk.device;
@@ -149,7 +153,7 @@ impl<'a> Exec<'a> {
     }
 
     /// The run's command pool and its one primary command buffer.
-    fn command_buffer(&mut self) -> Result<vk::CommandBuffer, GpuError> {
+    fn command_buffer(&mut self) -> Result<vk::CommandBuffer, DeviceError> {
         let vk = self.vk;
         let d = &vk.device;
         // SAFETY: valid create infos on a live device.
@@ -168,7 +172,7 @@ impl<'a> Exec<'a> {
     }
 
     /// The run's pool of `count` timestamp queries.
-    fn query_pool(&mut self, count: u32) -> Result<(), GpuError> {
+    fn query_pool(&mut self, count: u32) -> Result<(), DeviceError> {
         let info = vk::QueryPoolCreateInfo::default()
             .query_type(vk::QueryType::TIMESTAMP)
             .query_count(count);
@@ -297,7 +301,7 @@ impl<'a> Exec<'a> {
 
     /// Submits the recorded launches; waits; returns each launch's device time (zero when the
     /// queue has no timestamps).
-    pub fn submit(&mut self, launches: usize) -> Result<Vec<Duration>, GpuError> {
+    pub fn submit(&mut self, launches: usize) -> Result<Vec<Duration>, DeviceError> {
         let vk = self.vk;
         let d = &vk.device;
         let (cb, timed) = self.recorded.expect("recorded before submitting");
@@ -337,7 +341,7 @@ impl<'a> Exec<'a> {
         launches: &[Launch],
         arena: vk::Buffer,
         weights: vk::Buffer,
-    ) -> Result<Vec<vk::DescriptorSet>, GpuError> {
+    ) -> Result<Vec<vk::DescriptorSet>, DeviceError> {
         let d = &self.vk.device;
         let total: usize = launches.iter().map(|l| l.args.len()).sum();
         let sizes = [vk::DescriptorPoolSize::default()

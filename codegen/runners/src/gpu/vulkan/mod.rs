@@ -2,7 +2,7 @@
 //! the device's own limits checked first.
 //!
 //! The Vulkan loader is opened when first used, so Kiln builds and runs without it; a machine
-//! without a driver gets [`GpuError::NoDriver`]. `$KILN_VULKAN_DEVICE` picks the first device
+//! without a driver gets [`DeviceError::NoDriver`]. `$KILN_VULKAN_DEVICE` picks the first device
 //! whose name contains it. The shaders are compiled to SPIR-V with `glslc` when the run starts.
 //! Buffers live in host-visible memory (what integrated and edge GPUs have; a discrete GPU
 //! would want staging copies).
@@ -13,7 +13,9 @@ mod exec;
 pub use context::Vk;
 
 use super::layout::{prepare, prepare_calls, Prepared};
-use super::{regroup, spirv, Api, CallsRun, GpuBundle, GpuError, GpuKernel, GpuRun, KernelCall};
+use super::{
+    regroup, spirv, Api, CallsRun, DeviceError, GpuBundle, GpuError, GpuKernel, GpuRun, KernelCall,
+};
 use crate::Invocation;
 use kiln_codegen::target::DeviceLimits;
 
@@ -21,22 +23,22 @@ const API: &str = "Vulkan";
 
 /// Opens the device Kiln runs on: the first with a compute queue, or the first whose name
 /// contains `$KILN_VULKAN_DEVICE`.
-pub fn device() -> Result<Vk, GpuError> {
+pub fn device() -> Result<Vk, DeviceError> {
     Vk::new(&std::env::var("KILN_VULKAN_DEVICE").unwrap_or_default())
 }
 
 /// The limits of [`device`], queried from it.
-pub fn device_limits() -> Result<DeviceLimits, GpuError> {
+pub fn device_limits() -> Result<DeviceLimits, DeviceError> {
     Ok(device()?.limits.clone())
 }
 
 /// Runs `gb` once on [`device`] with `inputs` (raw little-endian bytes, one per model input).
-pub fn run(gb: &GpuBundle, inputs: &[Vec<u8>]) -> Result<GpuRun, GpuError> {
+pub fn run(gb: &GpuBundle, inputs: &[Vec<u8>]) -> Result<GpuRun, DeviceError> {
     run_on(&device()?, gb, inputs)
 }
 
 /// Runs `gb` once on `vk`.
-pub fn run_on(vk: &Vk, gb: &GpuBundle, inputs: &[Vec<u8>]) -> Result<GpuRun, GpuError> {
+pub fn run_on(vk: &Vk, gb: &GpuBundle, inputs: &[Vec<u8>]) -> Result<GpuRun, DeviceError> {
     run_repeated(vk, gb, inputs, 1)
 }
 
@@ -48,7 +50,7 @@ pub fn run_repeated(
     gb: &GpuBundle,
     inputs: &[Vec<u8>],
     runs: usize,
-) -> Result<GpuRun, GpuError> {
+) -> Result<GpuRun, DeviceError> {
     let runs = run_invocations(vk, gb, &super::repeated(inputs, runs))?;
     Ok(super::fastest(runs))
 }
@@ -59,9 +61,9 @@ pub fn run_invocations(
     vk: &Vk,
     gb: &GpuBundle,
     invocations: &[Invocation<'_>],
-) -> Result<Vec<GpuRun>, GpuError> {
+) -> Result<Vec<GpuRun>, DeviceError> {
     if gb.api != Api::Vulkan {
-        return Err(GpuError::Refused(format!(
+        return Err(DeviceError::Refused(format!(
             "the bundle is for {}, not Vulkan",
             gb.api.name()
         )));
@@ -84,7 +86,7 @@ pub fn run_calls(
     vk: &Vk,
     kernels: &[GpuKernel],
     calls: &[KernelCall],
-) -> Result<CallsRun, GpuError> {
+) -> Result<CallsRun, DeviceError> {
     check(vk, kernels)?;
     let prep = prepare_calls(calls, kernels.len(), vk.align)?;
     check_ranges(vk, kernels, &prep)?;
@@ -98,49 +100,49 @@ pub fn run_calls(
 }
 
 /// The kernels against the device's limits and features.
-fn check(vk: &Vk, kernels: &[GpuKernel]) -> Result<(), GpuError> {
+fn check(vk: &Vk, kernels: &[GpuKernel]) -> Result<(), DeviceError> {
     for k in kernels {
         k.check(&vk.limits)?;
         if k.buffers > vk.bindings_max {
-            return Err(GpuError::OverLimit {
+            return Err(DeviceError::Kernel(GpuError::OverLimit {
                 kernel: k.name.clone(),
                 what: "the number of storage buffers",
                 needed: k.buffers.to_string(),
                 limit: format!("{} (maxPerStageDescriptorStorageBuffers)", vk.bindings_max),
-            });
+            }));
         }
         if k.src.contains("GL_EXT_shader_8bit_storage") && !vk.bytes_storage {
-            return Err(GpuError::MissingFeature {
+            return Err(DeviceError::Kernel(GpuError::MissingFeature {
                 kernel: k.name.clone(),
                 feature: "8-bit storage buffers and integers",
-            });
+            }));
         }
         if k.src.contains(kiln_codegen::render::glsl::INT16_EXTENSION) && !vk.shorts {
-            return Err(GpuError::MissingFeature {
+            return Err(DeviceError::Kernel(GpuError::MissingFeature {
                 kernel: k.name.clone(),
                 feature: "16-bit storage buffers and integers",
-            });
+            }));
         }
         if k.src.contains(kiln_codegen::render::glsl::INT64_EXTENSION) && !vk.int64 {
-            return Err(GpuError::MissingFeature {
+            return Err(DeviceError::Kernel(GpuError::MissingFeature {
                 kernel: k.name.clone(),
                 feature: "64-bit integers (shaderInt64)",
-            });
+            }));
         }
     }
     Ok(())
 }
 
 /// Every buffer a launch binds within the device's largest storage-buffer range.
-fn check_ranges(vk: &Vk, kernels: &[GpuKernel], prep: &Prepared) -> Result<(), GpuError> {
+fn check_ranges(vk: &Vk, kernels: &[GpuKernel], prep: &Prepared) -> Result<(), DeviceError> {
     for l in &prep.launches {
         if let Some(s) = l.args.iter().find(|s| s.bytes > vk.binding_bytes_max) {
-            return Err(GpuError::OverLimit {
+            return Err(DeviceError::Kernel(GpuError::OverLimit {
                 kernel: kernels[l.kernel].name.clone(),
                 what: "a buffer argument",
                 needed: format!("{} bytes", s.bytes),
                 limit: format!("{} bytes (maxStorageBufferRange)", vk.binding_bytes_max),
-            });
+            }));
         }
     }
     Ok(())
@@ -154,7 +156,7 @@ fn execute(
     kernels: &[GpuKernel],
     prep: &Prepared,
     invocations: &[Invocation<'_>],
-) -> Result<Vec<super::Executed>, GpuError> {
+) -> Result<Vec<super::Executed>, DeviceError> {
     let shaders: Vec<(&str, &str)> = kernels
         .iter()
         .map(|k| (k.name.as_str(), k.src.as_str()))

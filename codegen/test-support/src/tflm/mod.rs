@@ -13,8 +13,6 @@
 //! the model), these functions panic. Where C++ leaves signed overflow undefined, the arithmetic
 //! here wraps, as the host build of TFLM does in practice.
 
-#![allow(dead_code)]
-
 mod activation;
 mod conv;
 mod elementwise;

@@ -1,6 +1,5 @@
 //! Shared by the recurrent-layer tests: the layer's specification, its inputs, a plain
 //! transcription of the ONNX equations as the reference, and the one-node ONNX model.
-#![allow(dead_code)]
 
 use kiln_codegen::dtype::Scalar;
 use kiln_codegen::error::chain;

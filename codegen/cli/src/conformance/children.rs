@@ -9,7 +9,6 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use super::{case_op, CaseResult, Outcome};
-use kiln_codegen::gpu::Api;
 
 /// The line a child prints for its outcome: `pass`, `skip\tREASON` or `fail\tREASON\tDETAIL`.
 pub fn encode(outcome: &Outcome) -> String {
@@ -39,14 +38,14 @@ pub fn decode(line: &str) -> Option<Outcome> {
     }
 }
 
-/// How to run the cases.
-pub struct Runner {
-    /// The program that runs one case: `<exe> conformance-case DIR [--gpu API]`.
+/// How to run the cases: each in a child process, `jobs` at a time.
+pub struct Children {
+    /// The program that runs one case: `<exe> conformance-case DIR --board PLACE`.
     pub exe: PathBuf,
     pub jobs: usize,
     pub timeout: Duration,
-    /// Each case runs on this edge-GPU interface's device instead of the host.
-    pub gpu: Option<Api>,
+    /// Where each case runs: a runner's name (`host`, `opencl`).
+    pub place: String,
 }
 
 fn failure(reason: &str, detail: String) -> Outcome {
@@ -122,14 +121,12 @@ fn wait(mut child: Child, timeout: Duration) -> Outcome {
     failure(reason, format!("{status}: {}", last_line(&err)))
 }
 
-impl Runner {
+impl Children {
     /// Runs one case folder in a child process.
     pub fn run_one(&self, dir: &Path) -> Outcome {
         let mut command = Command::new(&self.exe);
         command.arg("conformance-case").arg(dir);
-        if let Some(api) = self.gpu {
-            command.args(["--gpu", api.name()]);
-        }
+        command.args(["--board", &self.place]);
         let child = command
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

@@ -1,6 +1,5 @@
 //! Shared by the int8 property tests: tensors and one-op TFLite models built in memory, their
 //! evaluation by the graph's evaluator, and the strategies for shapes, scales and geometry.
-#![allow(dead_code)]
 
 use super::tflm;
 use kiln_codegen::dtype::Scalar;
