@@ -3,7 +3,7 @@
 //! result both in the UOp interpreter (for a loop-only C target, a C target with float vectors
 //! and for a threaded target with local memory) and as C compiled by the system C compiler.
 
-use kiln_codegen::kernel::layout::relayouts;
+use kiln_codegen::kernel::lanes::relayouts;
 use kiln_codegen::kernel::{Kernel, KernelBuffer, Opt, OptOp};
 use kiln_codegen::linearize::{linearize, LinearizeError};
 use kiln_codegen::render::to_program;

@@ -5,7 +5,7 @@
 
 use crate::bundle::{self, Bundle, BundleError};
 use crate::graph::{Graph, Lazy, WeightId};
-use crate::kernel::layout::reorder_bytes;
+use crate::kernel::lanes::reorder_bytes;
 use crate::kernel::{Kernel, KernelBuffer, KernelError};
 use crate::linearize::{linearize, LinearizeError};
 use crate::optimize::{optimize, Optimize, SearchError, SearchStats};

@@ -8,7 +8,7 @@
 mod dot;
 pub mod examples;
 pub mod interior;
-pub mod layout;
+pub mod lanes;
 pub mod opt;
 
 use crate::dtype::DType;

@@ -63,7 +63,7 @@ struct Lin {
     /// that each reduce's first-thread `IF` stands alone.
     last_barrier: Option<UOpId>,
     /// The upcast axis computed as vector lanes, and the accumulators of each reduce grouped
-    /// into lanes along it (see [`crate::kernel::layout`]).
+    /// into lanes along it (see [`crate::kernel::lanes`]).
     vector_axis: Option<usize>,
     vector_groups: Vec<Vec<UOpId>>,
     /// The loop nest being built (see [`crate::kernel::interior`]).

@@ -6,7 +6,8 @@
 
 use super::build::Scheduler;
 use super::{
-    create_schedule, BufId, BufKind, BufferInfo, ScheduleError, ScheduleItem, ScheduleLoop,
+    create_schedule, BufId, BufKind, BufferInfo, Schedule, ScheduleError, ScheduleItem,
+    ScheduleLoop,
 };
 use crate::graph::loops::{LoopBody, LoopInput, LoopResult};
 use crate::graph::{GOp, NodeId, WeightId};
@@ -21,57 +22,175 @@ pub(super) fn emit_loop(
     body: &LoopBody,
 ) -> Result<(), ScheduleError> {
     let internal = |what: String| ScheduleError::Internal(format!("loop node {}: {what}", id.0));
-    let operands: Vec<BufId> =
-        b.g.node(id)
-            .src
-            .iter()
-            .map(|s| b.source_buffer(s.base))
-            .collect();
-    let results: Vec<BufId> = (0..body.results.len())
-        .map(|k| {
-            let node = NodeId(id.0 + 1 + k as u32);
-            match b.g.nodes.get(node.0 as usize).map(|n| &n.op) {
-                Some(GOp::LoopResult(j)) if *j == k => Ok(b.buffer(node, BufKind::Intermediate)),
-                _ => Err(internal(format!("result {k} does not follow the loop"))),
-            }
-        })
-        .collect::<Result<_, _>>()?;
     let inner = create_schedule(&body.graph, &body.outputs)?;
     if !inner.loops.is_empty() {
         return Err(internal("a loop in a loop's body".into()));
     }
-    let count = body.count;
-    let window = |b: &mut Scheduler, of: BufId, info: &BufferInfo, reverse: bool| {
+    let frame = Frame::new(b, id, body, &inner)?;
+    let (direct, copied) = stacked_outputs(body, &inner, &frame.results);
+    let map = (inner.buffers.iter().enumerate())
+        .map(|(i, info)| frame.body_buffer(b, (body, &inner), info, direct[i]))
+        .collect::<Result<Vec<BufId>, String>>()
+        .map_err(internal)?;
+    for (k, input) in body.inputs.iter().enumerate() {
+        if let LoopInput::State { init, .. } = *input {
+            copy(b, frame.state(k), frame.operands[init]);
+        }
+    }
+    let start = b.items.len();
+    for item in &inner.items {
+        let bufs = item.bufs.iter().map(|x| map[x.0 as usize]).collect();
+        b.items.push(ScheduleItem {
+            ast: item.ast.clone(),
+            bufs,
+        });
+    }
+    for (src, result, reverse) in copied {
+        let to = frame.window(b, result, &inner.buffers[src], reverse);
+        copy(b, to, map[src]);
+    }
+    for (k, input) in body.inputs.iter().enumerate() {
+        if let LoopInput::State { next, .. } = *input {
+            let from = inner.outputs[next];
+            if let BufKind::Input(j) = inner.buffers[from.0 as usize].kind {
+                if matches!(body.inputs[j], LoopInput::State { .. }) && j != k {
+                    return Err(internal(format!("state {k} is state {j} passed through")));
+                }
+            }
+            copy(b, frame.state(k), map[from.0 as usize]);
+        }
+    }
+    if b.items.len() > start {
+        b.loops.push(ScheduleLoop {
+            items: start..b.items.len(),
+            count: body.count,
+        });
+    }
+    Ok(())
+}
+
+/// The loop's buffers outside its body: its operands', its results' and its states'.
+struct Frame {
+    count: usize,
+    operands: Vec<BufId>,
+    results: Vec<BufId>,
+    /// Per body input, its state buffer where it is a state: a final result's own, else one
+    /// of its own.
+    states: Vec<Option<BufId>>,
+}
+
+impl Frame {
+    fn new(
+        b: &mut Scheduler,
+        id: NodeId,
+        body: &LoopBody,
+        inner: &Schedule,
+    ) -> Result<Frame, ScheduleError> {
+        let operands: Vec<BufId> = (b.g.node(id).src.iter())
+            .map(|s| b.source_buffer(s.base))
+            .collect();
+        let results: Vec<BufId> = (0..body.results.len())
+            .map(|k| {
+                let node = NodeId(id.0 + 1 + k as u32);
+                match b.g.nodes.get(node.0 as usize).map(|n| &n.op) {
+                    Some(GOp::LoopResult(j)) if *j == k => {
+                        Ok(b.buffer(node, BufKind::Intermediate))
+                    }
+                    _ => Err(ScheduleError::Internal(format!(
+                        "loop node {}: result {k} does not follow the loop",
+                        id.0
+                    ))),
+                }
+            })
+            .collect::<Result<_, _>>()?;
+        let mut states: Vec<Option<BufId>> = vec![None; body.inputs.len()];
+        for (k, input) in body.inputs.iter().enumerate() {
+            if let LoopInput::State { .. } = input {
+                let fin = (body.results.iter()).position(|r| *r == LoopResult::Final { input: k });
+                let info = &inner.buffers[inner.inputs[k].0 as usize];
+                states[k] = Some(match fin {
+                    Some(r) => results[r],
+                    None => b.new_buffer(BufferInfo {
+                        kind: BufKind::Intermediate,
+                        ..info.clone()
+                    }),
+                });
+            }
+        }
+        Ok(Frame {
+            count: body.count,
+            operands,
+            results,
+            states,
+        })
+    }
+
+    /// Body input `k`'s state buffer.
+    fn state(&self, k: usize) -> BufId {
+        self.states[k].expect("a state input has its buffer")
+    }
+
+    /// A window over `of` that moves by one row of `info` each iteration, from the last row
+    /// back where `reverse`.
+    fn window(&self, b: &mut Scheduler, of: BufId, info: &BufferInfo, reverse: bool) -> BufId {
         let row = info.numel();
         let (start, step) = match reverse {
-            true => (count.saturating_sub(1) * row, -(row as isize)),
+            true => (self.count.saturating_sub(1) * row, -(row as isize)),
             false => (0, row as isize),
         };
         b.new_buffer(BufferInfo {
             kind: BufKind::Window { of, start, step },
             ..info.clone()
         })
-    };
-    // The state buffers: a final result's own, else one of their own.
-    let mut states: Vec<Option<BufId>> = vec![None; body.inputs.len()];
-    for (k, input) in body.inputs.iter().enumerate() {
-        if let LoopInput::State { .. } = input {
-            let fin = body
-                .results
-                .iter()
-                .position(|r| *r == LoopResult::Final { input: k });
-            let info = &inner.buffers[inner.inputs[k].0 as usize];
-            states[k] = Some(match fin {
-                Some(r) => results[r],
+    }
+
+    /// The loop's buffer for a body buffer: a weight copied out, an input's operand, window or
+    /// state, a stacked output's window over its result (`direct`), else a buffer of its own.
+    fn body_buffer(
+        &self,
+        b: &mut Scheduler,
+        (body, inner): (&LoopBody, &Schedule),
+        info: &BufferInfo,
+        direct: Option<(usize, bool)>,
+    ) -> Result<BufId, String> {
+        Ok(match info.kind {
+            BufKind::Weight(WeightId(w)) => {
+                let id = WeightId(b.weights.len() as u32);
+                b.weights.push(inner.weights[w as usize].clone());
+                b.new_buffer(BufferInfo {
+                    kind: BufKind::Weight(id),
+                    ..info.clone()
+                })
+            }
+            BufKind::Input(k) => match body.inputs[k] {
+                LoopInput::Invariant { operand } => self.operands[operand],
+                LoopInput::Row { operand, reverse } => {
+                    self.window(b, self.operands[operand], info, reverse)
+                }
+                LoopInput::State { .. } => self.state(k),
+            },
+            BufKind::Output(_) | BufKind::Intermediate => match direct {
+                Some((r, reverse)) => self.window(b, self.results[r], info, reverse),
                 None => b.new_buffer(BufferInfo {
                     kind: BufKind::Intermediate,
                     ..info.clone()
                 }),
-            });
-        }
+            },
+            BufKind::Window { .. } => return Err("a window in a loop's body".into()),
+            BufKind::State(_) => return Err("a model state in a loop's body".into()),
+        })
     }
-    // Which body buffer each stacked result is written from: the output's own buffer directly,
-    // when the body computes it and no other result claimed it first; else through a copy.
+}
+
+/// Which body buffer each stacked result is written from: per body buffer, the result it is
+/// directly (where the body computes it and no other result claimed it first); and the
+/// results written through a copy instead (body buffer, result, reversed).
+#[allow(clippy::type_complexity)]
+fn stacked_outputs(
+    body: &LoopBody,
+    inner: &Schedule,
+    results: &[BufId],
+) -> (Vec<Option<(usize, bool)>>, Vec<(usize, BufId, bool)>) {
     let mut direct: Vec<Option<(usize, bool)>> = vec![None; inner.buffers.len()];
     let mut copied: Vec<(usize, BufId, bool)> = Vec::new();
     for (r, result) in body.results.iter().enumerate() {
@@ -85,71 +204,7 @@ pub(super) fn emit_loop(
             }
         }
     }
-    let mut map = Vec::with_capacity(inner.buffers.len());
-    for (i, info) in inner.buffers.iter().enumerate() {
-        let mapped = match info.kind {
-            BufKind::Weight(WeightId(w)) => {
-                let id = WeightId(b.weights.len() as u32);
-                b.weights.push(inner.weights[w as usize].clone());
-                b.new_buffer(BufferInfo {
-                    kind: BufKind::Weight(id),
-                    ..info.clone()
-                })
-            }
-            BufKind::Input(k) => match body.inputs[k] {
-                LoopInput::Invariant { operand } => operands[operand],
-                LoopInput::Row { operand, reverse } => window(b, operands[operand], info, reverse),
-                LoopInput::State { .. } => states[k].expect("made above"),
-            },
-            BufKind::Output(_) | BufKind::Intermediate => match direct[i] {
-                Some((r, reverse)) => window(b, results[r], info, reverse),
-                None => b.new_buffer(BufferInfo {
-                    kind: BufKind::Intermediate,
-                    ..info.clone()
-                }),
-            },
-            BufKind::Window { .. } => return Err(internal("a window in a loop's body".into())),
-            BufKind::State(_) => return Err(internal("a model state in a loop's body".into())),
-        };
-        map.push(mapped);
-    }
-    for (k, input) in body.inputs.iter().enumerate() {
-        if let LoopInput::State { init, .. } = *input {
-            let state = states[k].expect("made above");
-            copy(b, state, operands[init]);
-        }
-    }
-    let start = b.items.len();
-    for item in &inner.items {
-        let bufs = item.bufs.iter().map(|x| map[x.0 as usize]).collect();
-        b.items.push(ScheduleItem {
-            ast: item.ast.clone(),
-            bufs,
-        });
-    }
-    for (src, result, reverse) in copied {
-        let info = inner.buffers[src].clone();
-        let to = window(b, result, &info, reverse);
-        copy(b, to, map[src]);
-    }
-    for (k, input) in body.inputs.iter().enumerate() {
-        if let LoopInput::State { next, .. } = *input {
-            let from = inner.outputs[next];
-            if let BufKind::Input(j) = inner.buffers[from.0 as usize].kind {
-                if matches!(body.inputs[j], LoopInput::State { .. }) && j != k {
-                    return Err(internal(format!("state {k} is state {j} passed through")));
-                }
-            }
-            copy(b, states[k].expect("made above"), map[from.0 as usize]);
-        }
-    }
-    if b.items.len() > start {
-        b.loops.push(ScheduleLoop {
-            items: start..b.items.len(),
-            count,
-        });
-    }
-    Ok(())
+    (direct, copied)
 }
 
 /// Appends a kernel copying buffer `from` into `to` (of the same type and size).

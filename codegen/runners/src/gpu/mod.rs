@@ -1,8 +1,8 @@
 //! Running GPU bundles: the OpenCL and Vulkan runtimes ([`opencl`], [`vulkan`]), which execute a
 //! bundle's schedule on this machine's device, and where its buffers live there (`layout`).
 
-mod layout;
 pub mod opencl;
+mod placement;
 pub mod vulkan;
 
 use crate::Invocation;
@@ -151,7 +151,7 @@ fn fastest(runs: Vec<GpuRun>) -> GpuRun {
     best
 }
 
-/// The flat list of buffers after a run of [`layout::prepare_calls`], one list per call.
+/// The flat list of buffers after a run of [`placement::prepare_calls`], one list per call.
 fn regroup(calls: &[KernelCall], mut flat: Vec<Vec<u8>>) -> Vec<Vec<Vec<u8>>> {
     let mut out = Vec::with_capacity(calls.len());
     for c in calls {

@@ -5,7 +5,7 @@
 //! without a driver gets [`DeviceError::NoDriver`]. `$KILN_OPENCL_DEVICE` picks the first device
 //! whose name contains it.
 
-use super::layout::{prepare, prepare_calls, ArenaCopy, Prepared, Region, Slice};
+use super::placement::{prepare, prepare_calls, ArenaCopy, Prepared, Region, Slice};
 use super::{
     opencl_source, regroup, Api, CallsRun, DeviceError, GpuBundle, GpuError, GpuKernel, GpuRun,
     KernelCall,

@@ -20,6 +20,8 @@ use crate::onnx::{OnnxGraph, OnnxNode};
 use crate::tensor::Tensor;
 use std::collections::HashMap;
 
+mod scan;
+
 /// Most iterations a `Loop` may have: each has its iteration number in flash.
 const MAX_TRIP_COUNT: usize = 1 << 20;
 
@@ -310,144 +312,6 @@ impl Importer {
         self.graph
             .repeat(spec, &operands)
             .map_err(|e| fail(e.into()))
-    }
-
-    fn scan_node(
-        &mut self,
-        node: &OnnxNode,
-        inputs: &[Option<Value>],
-    ) -> Result<Vec<Value>, ImportError> {
-        let fail = node_error(node);
-        let attrs = &node.attrs;
-        let sub = attrs.graph("body").map_err(|e| fail(e.into()))?;
-        let scans = attrs.int("num_scan_inputs").map_err(|e| fail(e.into()))?;
-        let get = |k: usize| -> Result<Value, ImportError> {
-            match inputs.get(k) {
-                Some(Some(v)) => Ok(v.clone()),
-                _ => Err(fail(OpError::MissingInput { index: k })),
-            }
-        };
-        // Opset 8 has a leading batch axis and `sequence_lens`: one batch of full length only.
-        let batched = self.opset < 9;
-        let first = usize::from(batched);
-        if batched && inputs.first().is_some_and(|v| v.is_some()) {
-            return Err(fail(OpError::Unsupported(
-                "Scan-8 with sequence_lens".into(),
-            )));
-        }
-        let m = usize::try_from(scans)
-            .ok()
-            .filter(|&m| m >= 1 && first + m <= inputs.len())
-            .ok_or_else(|| fail(OpError::Invalid(format!("num_scan_inputs {scans}"))))?;
-        let n = inputs.len() - first - m;
-        let k = sub.outputs.len().checked_sub(n).ok_or_else(|| {
-            fail(OpError::Invalid(format!(
-                "the body gives {} outputs for {n} states",
-                sub.outputs.len()
-            )))
-        })?;
-        let list = |name: &str, len: usize| -> Result<Vec<i64>, ImportError> {
-            let v = attrs
-                .ints_or(name, vec![0; len])
-                .map_err(|e| fail(e.into()))?;
-            match v.len() == len {
-                true => Ok(v),
-                false => Err(fail(OpError::Invalid(format!(
-                    "{name} has {} entries for {len}",
-                    v.len()
-                )))),
-            }
-        };
-        let directions_name = if batched {
-            "directions"
-        } else {
-            "scan_input_directions"
-        };
-        let in_dirs = list(directions_name, m)?;
-        let in_axes = match batched {
-            true => vec![0; m],
-            false => list("scan_input_axes", m)?,
-        };
-        let out_dirs = match batched {
-            true => vec![0; k],
-            false => list("scan_output_directions", k)?,
-        };
-        let out_axes = match batched {
-            true => vec![0; k],
-            false => list("scan_output_axes", k)?,
-        };
-        let mut operands = Vec::with_capacity(n + m);
-        let mut formals = Vec::with_capacity(n + m);
-        let mut loop_inputs = Vec::with_capacity(n + m);
-        for i in 0..n {
-            let v = get(first + i)?;
-            let mut l = self.lazy(&node.inputs[first + i], &v).map_err(&fail)?;
-            if batched {
-                l = unbatch(&l).map_err(&fail)?;
-            }
-            formals.push(Formal::Input(l.dtype, l.shape().to_vec()));
-            loop_inputs.push(LoopInput::State { init: i, next: i });
-            operands.push(l);
-        }
-        let mut count = None;
-        for j in 0..m {
-            let index = first + n + j;
-            let v = get(index)?;
-            let mut l = self.lazy(&node.inputs[index], &v).map_err(&fail)?;
-            if batched {
-                l = unbatch(&l).map_err(&fail)?;
-            }
-            let rank = l.shape().len();
-            let axis = norm_axis(in_axes[j], rank, false).map_err(&fail)?;
-            let mut order: Vec<usize> = (0..rank).filter(|&a| a != axis).collect();
-            order.insert(0, axis);
-            let l = l.permute(&order).map_err(|e| fail(e.into()))?;
-            let t = l.shape()[0];
-            if *count.get_or_insert(t) != t {
-                return Err(fail(OpError::Invalid(format!(
-                    "scan input {j} has {t} steps, scan input 0 {}",
-                    count.unwrap_or_default()
-                ))));
-            }
-            formals.push(Formal::Input(l.dtype, l.shape()[1..].to_vec()));
-            loop_inputs.push(LoopInput::Row {
-                operand: n + j,
-                reverse: in_dirs[j] != 0,
-            });
-            operands.push(l);
-        }
-        let body = self.body(node, sub, formals)?;
-        let mut results: Vec<LoopResult> = (0..n).map(|i| LoopResult::Final { input: i }).collect();
-        results.extend((0..k).map(|o| LoopResult::Stacked {
-            output: n + o,
-            reverse: out_dirs[o] != 0,
-        }));
-        let count = count.unwrap_or_default();
-        let values = self.run_loop(node, body, count, operands, loop_inputs, results)?;
-        let mut outs = Vec::with_capacity(values.len());
-        for (r, l) in values.into_iter().enumerate() {
-            let l = match r.checked_sub(n) {
-                // A scan output's steps go to its axis.
-                Some(o) => {
-                    let rank = l.shape().len();
-                    let axis = norm_axis(out_axes[o], rank, false).map_err(&fail)?;
-                    let mut order: Vec<usize> = (1..rank).collect();
-                    order.insert(axis, 0);
-                    l.permute(&order).map_err(|e| fail(e.into()))?
-                }
-                None => l,
-            };
-            let l = match batched {
-                true => {
-                    let mut shape = vec![1];
-                    shape.extend_from_slice(l.shape());
-                    l.reshape(&shape).map_err(|e| fail(e.into()))?
-                }
-                false => l,
-            };
-            outs.push(Value::Tensor(l));
-        }
-        Ok(outs)
     }
 
     fn loop_node(

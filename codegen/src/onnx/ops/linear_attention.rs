@@ -13,6 +13,7 @@ use super::OpBuilder;
 use crate::dtype::DType;
 use crate::graph::loops::{LoopBody, LoopInput, LoopResult};
 use crate::graph::{Graph, Lazy};
+use crate::onnx::Attributes;
 use crate::ops::{BinaryOp, ReduceOp};
 
 pub(super) const OPS: &[(&str, OpBuilder)] = &[("LinearAttention", linear_attention)];
@@ -47,19 +48,97 @@ struct Dims {
     dv: usize,
 }
 
+impl Rule {
+    fn of(a: &Attributes) -> Result<Rule, OpError> {
+        Ok(
+            match a.string_or("update_rule", "gated_delta".into())?.as_str() {
+                "linear" => Rule::Linear,
+                "gated" => Rule::Gated,
+                "delta" => Rule::Delta,
+                "gated_delta" => Rule::GatedDelta,
+                other => {
+                    return Err(invalid(format!(
+                        "update_rule {other:?} (linear, gated, delta or gated_delta)"
+                    )))
+                }
+            },
+        )
+    }
+}
+
+impl Dims {
+    /// The dims of packed (batch, tokens, heads × size) queries, keys and values, checked
+    /// against each other.
+    fn of(q: &Lazy, k: &Lazy, v: &Lazy, q_heads: usize, kv_heads: usize) -> Result<Dims, OpError> {
+        let packed = |x: &Lazy, what: &str, heads: usize| -> Result<usize, OpError> {
+            match x.shape() {
+                &[_, _, n] if heads > 0 && n % heads == 0 => Ok(n / heads),
+                s => Err(invalid(format!(
+                    "{what} {s:?} is not (batch, tokens, {heads} heads × size)"
+                ))),
+            }
+        };
+        if !q_heads.is_multiple_of(kv_heads) {
+            return Err(invalid(format!(
+                "q_num_heads {q_heads} is not a multiple of kv_num_heads {kv_heads}"
+            )));
+        }
+        let dk = packed(q, "query", q_heads)?;
+        let d = Dims {
+            batch: q.shape()[0],
+            tokens: q.shape()[1],
+            q_heads,
+            kv_heads,
+            dk,
+            dv: packed(v, "value", kv_heads)?,
+        };
+        if packed(k, "key", kv_heads)? != dk || k.shape()[..2] != q.shape()[..2] {
+            return Err(invalid(format!(
+                "key {:?} does not match query {:?}",
+                k.shape(),
+                q.shape()
+            )));
+        }
+        if v.shape()[..2] != q.shape()[..2] {
+            return Err(invalid(format!(
+                "value {:?} does not match query {:?}",
+                v.shape(),
+                q.shape()
+            )));
+        }
+        Ok(d)
+    }
+}
+
+/// Per token: (batch, width) rows of a sequence operand, as (tokens, batch, width).
+fn rows(x: &Lazy) -> Result<Lazy, OpError> {
+    Ok(x.permute(&[1, 0, 2])?)
+}
+
+/// The rows of a per-token gate (decay, beta) the update rule needs, of one of `widths` per
+/// token: its rows and its width.
+fn gate_rows(
+    x: Option<Lazy>,
+    what: &str,
+    q: &Lazy,
+    widths: [usize; 2],
+) -> Result<(Lazy, usize), OpError> {
+    let x = x.ok_or_else(|| invalid(format!("update_rule needs the {what} input")))?;
+    let w = x.shape()[2];
+    if x.shape()[..2] != q.shape()[..2] || !widths.contains(&w) {
+        return Err(invalid(format!(
+            "{what} {:?} is not (batch, tokens, {} or {})",
+            x.shape(),
+            widths[0],
+            widths[1]
+        )));
+    }
+    Ok((rows(&x)?, w))
+}
+
 fn linear_attention(ctx: &mut Ctx) -> Out {
     let a = ctx.attrs();
-    let rule = match a.string_or("update_rule", "gated_delta".into())?.as_str() {
-        "linear" => Rule::Linear,
-        "gated" => Rule::Gated,
-        "delta" => Rule::Delta,
-        "gated_delta" => Rule::GatedDelta,
-        other => {
-            return Err(invalid(format!(
-                "update_rule {other:?} (linear, gated, delta or gated_delta)"
-            )))
-        }
-    };
+    let rule = Rule::of(a)?;
     let heads = |name: &str| -> Result<usize, OpError> {
         let v = a.int(name)?;
         usize::try_from(v)
@@ -70,42 +149,7 @@ fn linear_attention(ctx: &mut Ctx) -> Out {
     let (q_heads, kv_heads) = (heads("q_num_heads")?, heads("kv_num_heads")?);
     let scale = a.float_or("scale", 0.0)?;
     let (q, k, v) = (ctx.tensor(0)?, ctx.tensor(1)?, ctx.tensor(2)?);
-    let packed = |x: &Lazy, what: &str, heads: usize| -> Result<usize, OpError> {
-        match x.shape() {
-            &[_, _, n] if heads > 0 && n % heads == 0 => Ok(n / heads),
-            s => Err(invalid(format!(
-                "{what} {s:?} is not (batch, tokens, {heads} heads × size)"
-            ))),
-        }
-    };
-    if !q_heads.is_multiple_of(kv_heads) {
-        return Err(invalid(format!(
-            "q_num_heads {q_heads} is not a multiple of kv_num_heads {kv_heads}"
-        )));
-    }
-    let dk = packed(&q, "query", q_heads)?;
-    let d = Dims {
-        batch: q.shape()[0],
-        tokens: q.shape()[1],
-        q_heads,
-        kv_heads,
-        dk,
-        dv: packed(&v, "value", kv_heads)?,
-    };
-    if packed(&k, "key", kv_heads)? != dk || k.shape()[..2] != q.shape()[..2] {
-        return Err(invalid(format!(
-            "key {:?} does not match query {:?}",
-            k.shape(),
-            q.shape()
-        )));
-    }
-    if v.shape()[..2] != q.shape()[..2] {
-        return Err(invalid(format!(
-            "value {:?} does not match query {:?}",
-            v.shape(),
-            q.shape()
-        )));
-    }
+    let d = Dims::of(&q, &k, &v, q_heads, kv_heads)?;
     // Half-precision inputs are computed in f32, state included, as the operator's function
     // does; the outputs are rounded back.
     let given = q.dtype;
@@ -131,43 +175,18 @@ fn linear_attention(ctx: &mut Ctx) -> Out {
     };
     let decay = ctx.opt_tensor(4)?.map(|x| ctx.graph.cast(&x, dtype));
     let beta = ctx.opt_tensor(5)?.map(|x| ctx.graph.cast(&x, dtype));
-    let needed = |x: Option<Lazy>, name: &str| {
-        x.ok_or_else(|| invalid(format!("update_rule needs the {name} input")))
-    };
-    // Per token: (batch, width) rows of each sequence operand, as (tokens, batch, width).
-    let rows = |x: &Lazy| x.permute(&[1, 0, 2]);
     let mut operands = vec![past, rows(&q)?, rows(&k)?, rows(&v)?];
+    let mut gate = |x: Option<Lazy>, what: &str, widths| -> Result<Option<usize>, OpError> {
+        let (r, w) = gate_rows(x, what, &q, widths)?;
+        operands.push(r);
+        Ok(Some(w))
+    };
     let decay_width = match rule.gated() {
-        true => {
-            let g = needed(decay, "decay")?;
-            let w = g.shape()[2];
-            if g.shape()[..2] != q.shape()[..2] || (w != d.kv_heads && w != d.kv_heads * d.dk) {
-                return Err(invalid(format!(
-                    "decay {:?} is not (batch, tokens, {} or {})",
-                    g.shape(),
-                    d.kv_heads,
-                    d.kv_heads * d.dk
-                )));
-            }
-            operands.push(rows(&g)?);
-            Some(w)
-        }
+        true => gate(decay, "decay", [d.kv_heads, d.kv_heads * d.dk])?,
         false => None,
     };
     let beta_width = match rule.delta() {
-        true => {
-            let b = needed(beta, "beta")?;
-            let w = b.shape()[2];
-            if b.shape()[..2] != q.shape()[..2] || (w != d.kv_heads && w != 1) {
-                return Err(invalid(format!(
-                    "beta {:?} is not (batch, tokens, {} or 1)",
-                    b.shape(),
-                    d.kv_heads
-                )));
-            }
-            operands.push(rows(&b)?);
-            Some(w)
-        }
+        true => gate(beta, "beta", [d.kv_heads, 1])?,
         false => None,
     };
     let scale = match scale {
@@ -175,6 +194,20 @@ fn linear_attention(ctx: &mut Ctx) -> Out {
         s => f64::from(s),
     };
     let body = token_body(&d, dtype, decay_width, beta_width, scale)?;
+    let [output, present] = run_tokens(ctx, d.tokens, body, &operands)?;
+    let output = ctx.graph.cast(&output, given);
+    let present = ctx.graph.cast(&present, given);
+    Ok(vec![Value::Tensor(output), Value::Tensor(present)])
+}
+
+/// Runs the token `body` once per token over `operands` (the state, then per-token rows):
+/// the output, as (batch, tokens, q_heads · d_v), and the last state.
+fn run_tokens(
+    ctx: &mut Ctx,
+    tokens: usize,
+    body: (Graph, Vec<Lazy>),
+    operands: &[Lazy],
+) -> Result<[Lazy; 2], OpError> {
     let inputs: Vec<LoopInput> = std::iter::once(LoopInput::State { init: 0, next: 0 })
         .chain((1..operands.len()).map(|o| LoopInput::Row {
             operand: o,
@@ -182,7 +215,7 @@ fn linear_attention(ctx: &mut Ctx) -> Out {
         }))
         .collect();
     let spec = LoopBody {
-        count: d.tokens,
+        count: tokens,
         graph: body.0,
         outputs: body.1,
         inputs,
@@ -194,11 +227,8 @@ fn linear_attention(ctx: &mut Ctx) -> Out {
             LoopResult::Final { input: 0 },
         ],
     };
-    let results = ctx.graph.repeat(spec, &operands)?;
-    let output = results[0].permute(&[1, 0, 2])?;
-    let output = ctx.graph.cast(&output, given);
-    let present = ctx.graph.cast(&results[1], given);
-    Ok(vec![Value::Tensor(output), Value::Tensor(present)])
+    let results = ctx.graph.repeat(spec, operands)?;
+    Ok([results[0].permute(&[1, 0, 2])?, results[1].clone()])
 }
 
 /// One token's body: inputs the state, then the token's q, k, v (and decay, beta) rows;

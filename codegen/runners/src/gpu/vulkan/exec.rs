@@ -4,7 +4,7 @@
 //! these, and timestamps around each dispatch.
 
 use super::context::{driver, HostBuffer, Vk};
-use crate::gpu::layout::{ArenaCopy, Launch, Region};
+use crate::gpu::placement::{ArenaCopy, Launch, Region};
 use crate::gpu::{DeviceError, GpuKernel};
 use ash::vk;
 use std::time::Duration;

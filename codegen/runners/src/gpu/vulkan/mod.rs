@@ -12,7 +12,7 @@ mod exec;
 
 pub use context::Vk;
 
-use super::layout::{prepare, prepare_calls, Prepared};
+use super::placement::{prepare, prepare_calls, Prepared};
 use super::{
     regroup, spirv, Api, CallsRun, DeviceError, GpuBundle, GpuError, GpuKernel, GpuRun, KernelCall,
 };

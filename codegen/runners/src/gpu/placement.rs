@@ -349,132 +349,17 @@ pub(crate) fn prepare(
         gb.kernels.len(),
     )
     .map_err(DeviceError::Schedule)?;
-    let state_init = match plan.state.init {
-        fw::StateInit::Zeros => vec![0; plan.state.span.bytes as usize],
-        fw::StateInit::Weights(span) => {
-            let range = span.within(gb.bundle.weights.len() as u32).ok_or_else(|| {
-                DeviceError::Schedule(BundleError::WeightsSizeMismatch {
-                    found: gb.bundle.weights.len(),
-                    expected: span.offset as usize + span.bytes as usize,
-                })
-            })?;
-            gb.bundle.weights[range].to_vec()
-        }
-    };
-    // The schedule's slices were checked against the weights size it names; the weights must
-    // have it.
-    if gb.bundle.weights.len() != plan.weights.bytes as usize {
-        return Err(DeviceError::Schedule(BundleError::WeightsSizeMismatch {
-            found: gb.bundle.weights.len(),
-            expected: plan.weights.bytes as usize,
-        }));
-    }
-    if inputs.len() != plan.inputs.len() {
-        return Err(DeviceError::InputCount {
-            expected: plan.inputs.len(),
-            got: inputs.len(),
-        });
-    }
-    for (index, (t, data)) in plan.inputs.iter().zip(inputs).enumerate() {
-        if data.len() != t.span.bytes as usize {
-            return Err(DeviceError::InputSize {
-                index,
-                expected: t.span.bytes as usize,
-                got: data.len(),
-            });
-        }
-    }
+    let state_init = state_init(gb, &plan)?;
+    check_inputs(gb, &plan, inputs)?;
     let calls: Vec<fw::Call> = parsed.calls().collect();
-    let (mut arena_spans, mut weight_spans) = (Vec::new(), Vec::new());
-    for t in plan.inputs.iter().chain(&plan.outputs) {
-        arena_spans.push(t.span);
-    }
-    // The state stays whole on the device, so that a reset writes it at once.
-    if plan.state.span.bytes > 0 {
-        arena_spans.push(plan.state.span);
-    }
-    let args = calls.iter().flat_map(|c| &c.args).copied();
-    for (region, s) in args.chain(window_ranges(&parsed)) {
-        match region {
-            FwRegion::Arena => arena_spans.push(s),
-            FwRegion::Weights => weight_spans.push(s),
-        }
-    }
+    let (arena_spans, weight_spans) = spans(&plan, &parsed, &calls);
     let mut arena = Placement::new(&arena_spans, plan.arena_bytes as usize, align);
     let mut weights = Placement::new(&weight_spans, gb.bundle.weights.len(), align);
     let writes = writes(gb, &parsed);
-    let mut launches = Vec::with_capacity(calls.len());
-    for c in &calls {
-        let mut launch = Launch::new(c.kernel.0 as usize, Vec::with_capacity(c.args.len()));
-        // The unaligned arena slices of this launch: device offset, bound bytes, scratch offset.
-        let mut moved: Vec<(usize, usize, usize)> = Vec::new();
-        for (j, &(region, s)) in c.args.iter().enumerate() {
-            let (region, placement) = match region {
-                FwRegion::Weights => (Region::Weights, &mut weights),
-                FwRegion::Arena => (Region::Arena, &mut arena),
-            };
-            let (at, bytes, direct) = placement.place(s)?;
-            let offset = if direct {
-                at
-            } else if region == Region::Weights {
-                placement.scratch(Scratch::Weights { at, bytes }, bytes)
-            } else if let Some(&(_, _, slot)) = moved.iter().find(|m| (m.0, m.1) == (at, bytes)) {
-                // The same slice twice in one launch: one scratch slice, so that it stays one.
-                slot
-            } else {
-                let nth = moved.iter().filter(|m| m.1 == bytes).count();
-                let slot = placement.scratch(Scratch::Arena { bytes, nth }, bytes);
-                moved.push((at, bytes, slot));
-                slot
-            };
-            launch.args.push(Slice {
-                region,
-                offset,
-                bytes,
-            });
-            if direct || region == Region::Weights || s.bytes == 0 {
-                continue;
-            }
-            let copy = ArenaCopy {
-                from: at,
-                to: offset,
-                bytes: s.bytes as usize,
-            };
-            if !launch.before.contains(&copy) {
-                launch.before.push(copy);
-            }
-            let written = writes
-                .get(c.step as usize)
-                .and_then(|w| w.get(j))
-                .is_none_or(|&w| w);
-            let back = ArenaCopy {
-                from: offset,
-                to: at,
-                ..copy
-            };
-            if written && !launch.after.contains(&back) {
-                launch.after.push(back);
-            }
-        }
-        // Kiln's kernels write their first argument: where copies back overlap, it lands last.
-        launch.after.reverse();
-        launches.push(launch);
-    }
-    let mut blob = vec![0u8; weights.bytes()];
-    for g in &weights.groups {
-        let src = gb.bundle.weights.get(g.start..g.end).ok_or_else(|| {
-            DeviceError::Schedule(BundleError::WeightsSizeMismatch {
-                found: gb.bundle.weights.len(),
-                expected: g.end,
-            })
-        })?;
-        blob[g.device..g.device + src.len()].copy_from_slice(src);
-    }
-    for (&key, &to) in &weights.scratch {
-        if let Scratch::Weights { at, bytes } = key {
-            blob.copy_within(at..at + bytes, to);
-        }
-    }
+    let launches = (calls.iter())
+        .map(|c| launch(c, (&mut arena, &mut weights), &writes))
+        .collect::<Result<Vec<_>, _>>()?;
+    let blob = weight_blob(gb, &weights)?;
     let offset = |t: &fw::TensorDesc| arena.device(t.span);
     Ok(Prepared {
         arena_bytes: arena.bytes(),
@@ -496,6 +381,162 @@ pub(crate) fn prepare(
             _ => (arena.device(plan.state.span)?, state_init),
         },
     })
+}
+
+/// The state's initial bytes: zeros, or its slice of the weights.
+fn state_init(gb: &GpuBundle, plan: &fw::Manifest) -> Result<Vec<u8>, DeviceError> {
+    Ok(match plan.state.init {
+        fw::StateInit::Zeros => vec![0; plan.state.span.bytes as usize],
+        fw::StateInit::Weights(span) => {
+            let range = span.within(gb.bundle.weights.len() as u32).ok_or_else(|| {
+                DeviceError::Schedule(BundleError::WeightsSizeMismatch {
+                    found: gb.bundle.weights.len(),
+                    expected: span.offset as usize + span.bytes as usize,
+                })
+            })?;
+            gb.bundle.weights[range].to_vec()
+        }
+    })
+}
+
+/// The weights have the size the schedule names (its slices were checked against it), and
+/// `inputs` are as many and as long as the model's.
+fn check_inputs(
+    gb: &GpuBundle,
+    plan: &fw::Manifest,
+    inputs: &[Vec<u8>],
+) -> Result<(), DeviceError> {
+    if gb.bundle.weights.len() != plan.weights.bytes as usize {
+        return Err(DeviceError::Schedule(BundleError::WeightsSizeMismatch {
+            found: gb.bundle.weights.len(),
+            expected: plan.weights.bytes as usize,
+        }));
+    }
+    if inputs.len() != plan.inputs.len() {
+        return Err(DeviceError::InputCount {
+            expected: plan.inputs.len(),
+            got: inputs.len(),
+        });
+    }
+    for (index, (t, data)) in plan.inputs.iter().zip(inputs).enumerate() {
+        if data.len() != t.span.bytes as usize {
+            return Err(DeviceError::InputSize {
+                index,
+                expected: t.span.bytes as usize,
+                got: data.len(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Every span of the arena and of the weights a run touches: the model's inputs and outputs,
+/// its state (whole, so that a reset writes it at once), each call's arguments and each
+/// window's range.
+fn spans(
+    plan: &fw::Manifest,
+    parsed: &fw::ScheduleView,
+    calls: &[fw::Call],
+) -> (Vec<Span>, Vec<Span>) {
+    let mut arena: Vec<Span> = (plan.inputs.iter().chain(&plan.outputs))
+        .map(|t| t.span)
+        .collect();
+    if plan.state.span.bytes > 0 {
+        arena.push(plan.state.span);
+    }
+    let mut weights = Vec::new();
+    let args = calls.iter().flat_map(|c| &c.args).copied();
+    for (region, s) in args.chain(window_ranges(parsed)) {
+        match region {
+            FwRegion::Arena => arena.push(s),
+            FwRegion::Weights => weights.push(s),
+        }
+    }
+    (arena, weights)
+}
+
+/// One call's launch: each argument's device slice, and the copies through scratch slices
+/// an unaligned arena argument needs before it (in) and after it (out, where the kernel may
+/// write it).
+fn launch(
+    c: &fw::Call,
+    (arena, weights): (&mut Placement, &mut Placement),
+    writes: &[Vec<bool>],
+) -> Result<Launch, DeviceError> {
+    let mut launch = Launch::new(c.kernel.0 as usize, Vec::with_capacity(c.args.len()));
+    // The unaligned arena slices of this launch: device offset, bound bytes, scratch offset.
+    let mut moved: Vec<(usize, usize, usize)> = Vec::new();
+    for (j, &(region, s)) in c.args.iter().enumerate() {
+        let (region, placement) = match region {
+            FwRegion::Weights => (Region::Weights, &mut *weights),
+            FwRegion::Arena => (Region::Arena, &mut *arena),
+        };
+        let (at, bytes, direct) = placement.place(s)?;
+        let offset = if direct {
+            at
+        } else if region == Region::Weights {
+            placement.scratch(Scratch::Weights { at, bytes }, bytes)
+        } else if let Some(&(_, _, slot)) = moved.iter().find(|m| (m.0, m.1) == (at, bytes)) {
+            // The same slice twice in one launch: one scratch slice, so that it stays one.
+            slot
+        } else {
+            let nth = moved.iter().filter(|m| m.1 == bytes).count();
+            let slot = placement.scratch(Scratch::Arena { bytes, nth }, bytes);
+            moved.push((at, bytes, slot));
+            slot
+        };
+        launch.args.push(Slice {
+            region,
+            offset,
+            bytes,
+        });
+        if direct || region == Region::Weights || s.bytes == 0 {
+            continue;
+        }
+        let copy = ArenaCopy {
+            from: at,
+            to: offset,
+            bytes: s.bytes as usize,
+        };
+        if !launch.before.contains(&copy) {
+            launch.before.push(copy);
+        }
+        let written = (writes.get(c.step as usize))
+            .and_then(|w| w.get(j))
+            .is_none_or(|&w| w);
+        let back = ArenaCopy {
+            from: offset,
+            to: at,
+            ..copy
+        };
+        if written && !launch.after.contains(&back) {
+            launch.after.push(back);
+        }
+    }
+    // Kiln's kernels write their first argument: where copies back overlap, it lands last.
+    launch.after.reverse();
+    Ok(launch)
+}
+
+/// The weights as the device holds them: each group at its device offset, then the scratch
+/// copies of unaligned weight slices.
+fn weight_blob(gb: &GpuBundle, weights: &Placement) -> Result<Vec<u8>, DeviceError> {
+    let mut blob = vec![0u8; weights.bytes()];
+    for g in &weights.groups {
+        let src = gb.bundle.weights.get(g.start..g.end).ok_or_else(|| {
+            DeviceError::Schedule(BundleError::WeightsSizeMismatch {
+                found: gb.bundle.weights.len(),
+                expected: g.end,
+            })
+        })?;
+        blob[g.device..g.device + src.len()].copy_from_slice(src);
+    }
+    for (&key, &to) in &weights.scratch {
+        if let Scratch::Weights { at, bytes } = key {
+            blob.copy_within(at..at + bytes, to);
+        }
+    }
+    Ok(blob)
 }
 
 /// Independent kernel calls, each with its own buffers (in argument order), laid out one after
