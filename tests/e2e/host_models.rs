@@ -41,7 +41,7 @@ fn run_within(name: &str, rtol: f64, atol: f64) -> Report {
     let bundle = compile(name).unwrap_or_else(|e| panic!("{name}: {e:#}"));
     let dir = tempfile_dir(name);
     bundle.write(&dir).unwrap();
-    let lib = host::compile(&dir).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let lib = host::build_library(&dir).unwrap_or_else(|e| panic!("{name}: {e}"));
     let (inputs, want) = references(name).unwrap();
     let inputs: Vec<Vec<u8>> = inputs.into_iter().map(Tensor::into_bytes).collect();
     let run = host::run(&bundle, &lib, &inputs).unwrap_or_else(|e| panic!("{name}: {e}"));

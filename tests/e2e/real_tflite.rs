@@ -45,7 +45,7 @@ fn on_host(name: &str) {
         .join(name);
     let _ = std::fs::remove_dir_all(&dir);
     bundle.write(&dir).unwrap();
-    let lib = host::compile(&dir).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let lib = host::build_library(&dir).unwrap_or_else(|e| panic!("{name}: {e}"));
     let bytes: Vec<Vec<u8>> = inputs.iter().map(|t| t.bytes().to_vec()).collect();
     let run = host::run(&bundle, &lib, &bytes).unwrap_or_else(|e| panic!("{name}: {e}"));
     let (abs, rel) =

@@ -143,7 +143,7 @@ impl Stream {
 fn stream_on_host(m: &Model) -> Vec<StreamStep> {
     let name = m.name;
     let s = Stream::new(m, "host");
-    let lib = host::compile(&s.dir).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let lib = host::build_library(&s.dir).unwrap_or_else(|e| panic!("{name}: {e}"));
     let runs = host::run_invocations(&s.bundle, &lib, &s.invocations())
         .unwrap_or_else(|e| panic!("{name}: {e}"));
     let outputs: Vec<&[Vec<u8>]> = runs.iter().map(|r| r.outputs.as_slice()).collect();
@@ -336,7 +336,7 @@ fn a_circular_buffer_fills_like_tflm() {
     let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("streaming/circular_buffer");
     let _ = std::fs::remove_dir_all(&out);
     bundle.write(&out).unwrap();
-    let lib = host::compile(&out).unwrap();
+    let lib = host::build_library(&out).unwrap();
     let input = vec![frame.bytes().to_vec()];
     let mut invocations = vec![Invocation::Run(&input); 3];
     invocations.extend([Invocation::Reset, Invocation::Run(&input)]);

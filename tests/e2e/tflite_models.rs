@@ -24,7 +24,7 @@ fn check(name: &str, bundle: &Bundle, samples: &[(Vec<Tensor>, Vec<Tensor>)]) ->
         .join(name);
     let _ = std::fs::remove_dir_all(&dir);
     bundle.write(&dir).unwrap();
-    let lib = host::compile(&dir).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let lib = host::build_library(&dir).unwrap_or_else(|e| panic!("{name}: {e}"));
     let mut worst = 0f64;
     for (k, (inputs, want)) in samples.iter().enumerate() {
         let bytes: Vec<Vec<u8>> = inputs.iter().map(|t| t.bytes().to_vec()).collect();

@@ -56,9 +56,9 @@ pub fn host_cc() -> String {
 /// The optimization flags host kernels are compiled with: the host's own vector units.
 pub const HOST_OPT: &str = "-O2 -march=native";
 
-/// Compiles `dir/kernels.c` into `dir/libkernels.so`.
-pub fn compile(dir: &Path) -> Result<PathBuf, HostError> {
-    compile_at(dir, HOST_OPT)
+/// Builds `dir/kernels.c` into the library `dir/libkernels.so`.
+pub fn build_library(dir: &Path) -> Result<PathBuf, HostError> {
+    build_library_with(dir, HOST_OPT)
 }
 
 /// The BEAM search's cost on this host: the wall time of each candidate, compiled with
@@ -108,7 +108,7 @@ pub fn time_kernels(
         doing: format!("writing {}", file.display()),
         source,
     })?;
-    let lib = compile(dir.path())?;
+    let lib = build_library(dir.path())?;
     let load = |source| HostError::Load {
         path: lib.display().to_string(),
         source,
@@ -196,8 +196,8 @@ fn best_of_rounds(timed: &[Option<(TimeFn, i32)>], pointers: &[*mut std::ffi::c_
     best
 }
 
-/// [`compile`] with the optimization flags `opt` (`-O1`, `-O2 -march=native`, …).
-pub fn compile_at(dir: &Path, opt: &str) -> Result<PathBuf, HostError> {
+/// [`build_library`] with the optimization flags `opt` (`-O1`, `-O2 -march=native`, …).
+pub fn build_library_with(dir: &Path, opt: &str) -> Result<PathBuf, HostError> {
     let cc = host_cc();
     let src = dir.join(KERNELS_FILE);
     let lib = dir.join("libkernels.so");

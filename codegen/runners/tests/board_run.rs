@@ -98,7 +98,7 @@ fn runs_like_the_host(name: &str, io: Io) {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("bundle");
     bundle.write(&out).unwrap();
-    let lib = host::compile(&out).unwrap();
+    let lib = host::build_library(&out).unwrap();
     let want = floats(
         &host::run(&bundle, &lib, std::slice::from_ref(&input))
             .unwrap()
@@ -477,7 +477,7 @@ fn host_outputs(bundle: &Bundle, inputs: &[Vec<u8>]) -> Vec<Vec<u8>> {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("bundle");
     bundle.write(&out).unwrap();
-    let lib = host::compile(&out).unwrap();
+    let lib = host::build_library(&out).unwrap();
     host::run(bundle, &lib, inputs).unwrap().outputs
 }
 

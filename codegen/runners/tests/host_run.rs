@@ -37,7 +37,7 @@ fn host_and_interpreter(
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("bundle");
     bundle.write(&path).unwrap();
-    let lib = host::compile(&path).unwrap();
+    let lib = host::build_library(&path).unwrap();
     let run = host::run(&bundle, &lib, &[input.to_vec()]).unwrap();
     let got: Vec<f32> = run.outputs[0]
         .chunks_exact(4)
@@ -136,7 +136,7 @@ fn a_damaged_schedule_is_refused_with_the_runtime_s_own_error() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("bundle");
     bundle.write(&path).unwrap();
-    let lib = host::compile(&path).unwrap();
+    let lib = host::build_library(&path).unwrap();
     *bundle.schedule.last_mut().unwrap() ^= 1;
     let err = host::run(&bundle, &lib, &[vec![0; 16]]).unwrap_err();
     assert!(
@@ -219,7 +219,7 @@ fn a_loop_runs_its_body_once_per_time_step_like_the_evaluators() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("bundle");
         bundle.write(&path).unwrap();
-        let lib = host::compile(&path).unwrap();
+        let lib = host::build_library(&path).unwrap();
         let run = host::run(&bundle, &lib, &[input]).unwrap();
         for (k, want) in naive.iter().enumerate() {
             let want = want.to_f64();

@@ -86,7 +86,7 @@ fn state_carries_over_invocations_and_resets() {
     assert!(report.to_string().contains("state bytes: 80"), "{report}");
     let dir = tempfile::tempdir().unwrap();
     bundle.write(&dir.path().join("bundle")).unwrap();
-    let lib = host::compile(&dir.path().join("bundle")).unwrap();
+    let lib = host::build_library(&dir.path().join("bundle")).unwrap();
     let xs: Vec<[f32; N]> = (0..20)
         .map(|k| std::array::from_fn(|i| (k * N + i) as f32 * 0.25 - 3.0))
         .collect();

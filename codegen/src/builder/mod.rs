@@ -42,7 +42,7 @@ use std::path::{Path, PathBuf};
 
 mod module;
 
-use crate::bundle::BundleError;
+use crate::bundle::PackError;
 use crate::compile::{compile_file, CompileError, Compiled, FileError, FileOptions};
 use crate::dtype::{DType, Scalar};
 use crate::model::{ImportOptions, ModelError};
@@ -83,7 +83,7 @@ pub enum BuildError {
     Bundle {
         model: PathBuf,
         #[source]
-        source: BundleError,
+        source: PackError,
     },
     #[error("shape for input {input:?}: {reason}")]
     Shape { input: String, reason: String },

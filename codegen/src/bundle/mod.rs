@@ -42,9 +42,10 @@ pub struct Bundle {
     pub step_kernels: Vec<u16>,
 }
 
-/// Why a bundle could not be made or written.
+/// Why a model's kernels, weights and schedule could not be packed into a bundle, or the
+/// bundle written. (The runtime refuses a bundle with its own `kiln_firmware::error::BundleError`.)
 #[derive(Debug, thiserror::Error)]
-pub enum BundleError {
+pub enum PackError {
     #[error("the model does not fit the schedule format")]
     Capacity(#[source] CapacityError),
     #[error("the bundle failed its own check: {0}")]
@@ -86,7 +87,7 @@ fn state_desc(
     s: &Schedule,
     plan: &ArenaPlan,
     weights: &mut Vec<u8>,
-) -> Result<fw::StateDesc, BundleError> {
+) -> Result<fw::StateDesc, PackError> {
     let span = fw::Span::new(0, plan.state_bytes as u32);
     if s.states.iter().all(|(_, init)| init.is_none()) {
         return Ok(fw::StateDesc {
@@ -101,7 +102,7 @@ fn state_desc(
         };
         let place = init.get_mut(p.offset..p.offset + value.bytes().len());
         let place = place.ok_or_else(|| {
-            BundleError::SelfCheck(format!("state buffer {} lies past the state", buf.0))
+            PackError::SelfCheck(format!("state buffer {} lies past the state", buf.0))
         })?;
         place.copy_from_slice(value.bytes());
     }
@@ -185,24 +186,24 @@ fn kernel_table(names: &[String], prefix: &str) -> String {
     )
 }
 
-fn tensor_desc(s: &Schedule, plan: &ArenaPlan, b: BufId) -> Result<fw::TensorDesc, BundleError> {
+fn tensor_desc(s: &Schedule, plan: &ArenaPlan, b: BufId) -> Result<fw::TensorDesc, PackError> {
     let info = &s.buffers[b.0 as usize];
     let p = plan
         .placement(b)
-        .ok_or_else(|| BundleError::SelfCheck(format!("buffer {} has no place", b.0)))?;
+        .ok_or_else(|| PackError::SelfCheck(format!("buffer {} has no place", b.0)))?;
     let shape: Vec<u32> = info.shape.iter().map(|&d| d as u32).collect();
     fw::TensorDesc::new(
         fw::Span::new(p.offset as u32, info.bytes() as u32),
         info.dtype.scalar,
         &shape,
     )
-    .map_err(BundleError::Capacity)
+    .map_err(PackError::Capacity)
 }
 
 /// A loop's entry: its count and number of steps, if the format holds them.
-fn loop_entry(l: &ScheduleLoop) -> Result<(u32, u16), BundleError> {
+fn loop_entry(l: &ScheduleLoop) -> Result<(u32, u16), PackError> {
     let too_long = || {
-        BundleError::SelfCheck(format!(
+        PackError::SelfCheck(format!(
             "a loop of {} iterations over {} steps does not fit the schedule format",
             l.count,
             l.items.len()
@@ -220,15 +221,14 @@ fn step_arg(
     plan: &ArenaPlan,
     wspans: &HashMap<BufId, fw::Span>,
     b: BufId,
-) -> Result<fw::Arg, BundleError> {
+) -> Result<fw::Arg, PackError> {
     let info = &s.buffers[b.0 as usize];
     let storage = s.storage(b);
     let base = match wspans.get(&storage) {
         Some(span) => Some(span.offset as usize),
         None => plan.placement(storage).map(|p| p.offset),
     };
-    let base =
-        base.ok_or_else(|| BundleError::SelfCheck(format!("buffer {} has no place", b.0)))?;
+    let base = base.ok_or_else(|| PackError::SelfCheck(format!("buffer {} has no place", b.0)))?;
     let size = info.dtype.size();
     let bytes = info.bytes() as u32;
     let (offset, stride) = match info.kind {
@@ -242,7 +242,7 @@ fn step_arg(
         None => fw::Arg::Arena(span),
         Some(stride) => {
             let stride = i32::try_from(stride).map_err(|_| {
-                BundleError::SelfCheck(format!("buffer {} moves {stride} bytes a step", b.0))
+                PackError::SelfCheck(format!("buffer {} moves {stride} bytes a step", b.0))
             })?;
             match weights {
                 true => fw::Arg::WeightsWindow { span, stride },
@@ -261,16 +261,16 @@ pub fn build(
     programs: &[Program],
     plan: &ArenaPlan,
     target: &'static str,
-) -> Result<Bundle, BundleError> {
+) -> Result<Bundle, PackError> {
     let legal = crate::plan::in_place_pairs(s);
     if let Some(p) = plan.in_place.iter().find(|p| !legal.contains(p)) {
-        return Err(BundleError::SelfCheck(format!(
+        return Err(PackError::SelfCheck(format!(
             "step {} may not write buffer {} over buffer {}",
             p.step, p.out.0, p.src.0
         )));
     }
     if let Some((a, b)) = plan.find_overlap() {
-        return Err(BundleError::SelfCheck(format!(
+        return Err(PackError::SelfCheck(format!(
             "buffers {} and {} overlap in the arena while both alive",
             a.0, b.0
         )));
@@ -290,7 +290,7 @@ pub fn build(
             .iter()
             .map(|&b| step_arg(s, plan, &wspans, b))
             .collect::<Result<Vec<_>, _>>()?;
-        let step = fw::Step::new(fw::KernelIndex(k), &args).map_err(BundleError::Capacity)?;
+        let step = fw::Step::new(fw::KernelIndex(k), &args).map_err(PackError::Capacity)?;
         entries.push(fw::Entry::Call(step));
     }
     let inputs = s
@@ -310,11 +310,11 @@ pub fn build(
         &inputs,
         &outputs,
     )
-    .map_err(BundleError::Capacity)?
+    .map_err(PackError::Capacity)?
     .with_state(state);
     let schedule = fw::encode(&fplan, &entries);
     fw::ScheduleView::parse(&schedule, plan.arena_bytes, kernel_names.len())
-        .map_err(BundleError::Unreadable)?;
+        .map_err(PackError::Unreadable)?;
     let report = Report::new(model, s, programs, plan, weights.len(), &kernel_names);
     Ok(Bundle {
         kernels_c,
@@ -346,8 +346,8 @@ impl Bundle {
 
     /// Writes one process-replay record per step into `dir` (`000_<kernel>.txt`, …), so the
     /// kernels of two versions of the compiler can be diffed.
-    pub fn write_replay(&self, dir: &Path) -> Result<(), BundleError> {
-        let io = |source| BundleError::Io {
+    pub fn write_replay(&self, dir: &Path) -> Result<(), PackError> {
+        let io = |source| PackError::Io {
             path: dir.display().to_string(),
             source,
         };
@@ -361,10 +361,10 @@ impl Bundle {
 
     /// Writes the bundle's files into `dir`, replacing it whole: the files are written to a
     /// temporary sibling folder first, so a failure leaves nothing half-written.
-    pub fn write(&self, dir: &Path) -> Result<(), BundleError> {
+    pub fn write(&self, dir: &Path) -> Result<(), PackError> {
         let io = |p: &Path| {
             let path = p.display().to_string();
-            move |source| BundleError::Io { path, source }
+            move |source| PackError::Io { path, source }
         };
         let parent = dir
             .parent()

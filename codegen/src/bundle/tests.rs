@@ -1,4 +1,4 @@
-use super::BundleError;
+use super::PackError;
 use crate::compile::{compile_graph, CompileError};
 use crate::dtype::DType;
 use crate::error::chain;
@@ -21,9 +21,7 @@ fn a_model_past_the_format_keeps_the_capacity_error_as_its_cause() {
     assert!(
         matches!(
             err,
-            CompileError::Bundle(BundleError::Capacity(CapacityError::ModelTensors {
-                len: 9
-            }))
+            CompileError::Bundle(PackError::Capacity(CapacityError::ModelTensors { len: 9 }))
         ),
         "{err:?}"
     );

@@ -3,7 +3,7 @@
 //! read; a BEAM search's cost model is given from outside (the runners implement it), so the
 //! compiler never runs a kernel itself.
 
-use crate::bundle::{self, Bundle, BundleError};
+use crate::bundle::{self, Bundle, PackError};
 use crate::graph::{Graph, Lazy, WeightId};
 use crate::kernel::lanes::reorder_bytes;
 use crate::kernel::{Kernel, KernelBuffer, KernelError};
@@ -32,7 +32,7 @@ pub enum CompileError {
     #[error(transparent)]
     Program(#[from] ProgramError),
     #[error(transparent)]
-    Bundle(#[from] BundleError),
+    Bundle(#[from] PackError),
     #[error(transparent)]
     Search(#[from] SearchError),
 }

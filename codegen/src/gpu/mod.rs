@@ -108,7 +108,7 @@ pub enum GpuError {
     Refused(String),
     /// The bundle could not be written (other than for an I/O error, which is `Io`).
     #[error("the bundle was refused")]
-    Bundle(#[source] crate::bundle::BundleError),
+    Bundle(#[source] crate::bundle::PackError),
     #[error("{path}")]
     Io {
         path: String,
@@ -221,7 +221,7 @@ impl GpuBundle {
     /// sources and launch table.
     pub fn write(&self, dir: &Path) -> Result<Vec<PathBuf>, GpuError> {
         self.bundle.write(dir).map_err(|e| match e {
-            crate::bundle::BundleError::Io { path, source } => GpuError::Io { path, source },
+            crate::bundle::PackError::Io { path, source } => GpuError::Io { path, source },
             other => GpuError::Bundle(other),
         })?;
         write_sources(dir, self)

@@ -11,12 +11,6 @@ pub fn glslc() -> String {
     std::env::var("GLSLC").unwrap_or_else(|_| "glslc".to_string())
 }
 
-/// Compiles the compute shader `src` of kernel `name` to SPIR-V words.
-pub fn compile(name: &str, src: &str) -> Result<Vec<u32>, GpuError> {
-    let mut one = compile_all(&[(name, src)])?;
-    Ok(one.pop().expect("one module"))
-}
-
 /// Compiles many compute shaders (name, GLSL) with one run of the compiler, in a temporary
 /// folder; returns their SPIR-V in order. A failure's log names the kernels.
 pub fn compile_all(shaders: &[(&str, &str)]) -> Result<Vec<Vec<u32>>, GpuError> {

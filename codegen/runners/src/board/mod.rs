@@ -175,7 +175,7 @@ pub enum BoardError {
     Bundle {
         path: PathBuf,
         #[source]
-        source: kiln_codegen::bundle::BundleError,
+        source: kiln_codegen::bundle::PackError,
     },
     #[error("{board} cannot run this model: {reason}")]
     Unsupported { board: String, reason: String },
@@ -185,7 +185,7 @@ pub enum BoardError {
     Candidates {
         kernel: String,
         #[source]
-        source: kiln_codegen::bundle::BundleError,
+        source: kiln_codegen::bundle::PackError,
     },
 }
 

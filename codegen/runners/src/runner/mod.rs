@@ -12,7 +12,7 @@ use crate::gpu::DeviceError;
 use crate::host::HostError;
 use crate::Invocation;
 pub use cases::{Case, CaseError, CaseOutcome};
-use kiln_codegen::bundle::{Bundle, BundleError, Report};
+use kiln_codegen::bundle::{Bundle, PackError, Report};
 use kiln_codegen::gpu::Api;
 use kiln_codegen::optimize::CostModel;
 use kiln_codegen::target::Target;
@@ -70,7 +70,7 @@ pub enum RunError {
     #[error(transparent)]
     Gpu(#[from] DeviceError),
     #[error(transparent)]
-    Bundle(#[from] BundleError),
+    Bundle(#[from] PackError),
     #[error("a temporary folder for the bundle")]
     TempDir(#[source] std::io::Error),
     /// The options ask for what the place does not have (`--io` of a real board, `--probe`

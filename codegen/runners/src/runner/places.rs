@@ -44,7 +44,7 @@ impl HostRunner {
     /// folder (removed when dropped) and the kernels' library.
     fn compiled(&self, bundle: &Bundle) -> Result<(tempfile::TempDir, PathBuf), RunError> {
         let (dir, bundle_dir) = written(bundle)?;
-        let lib = host::compile_at(&bundle_dir, self.opt)?;
+        let lib = host::build_library_with(&bundle_dir, self.opt)?;
         Ok((dir, lib))
     }
 

@@ -58,7 +58,7 @@ pub fn host_outputs(name: &str, g: &Graph, outs: &[Lazy], inputs: &[Vec<u8>]) ->
     let dir = tempfile::tempdir().expect("temp dir");
     let path = dir.path().join("bundle");
     bundle.write(&path).expect("write bundle");
-    let lib = host::compile(&path).expect("host C compiles");
+    let lib = host::build_library(&path).expect("host C compiles");
     host::run(&bundle, &lib, inputs).expect("host run").outputs
 }
 
