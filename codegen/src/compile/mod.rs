@@ -51,9 +51,9 @@ pub fn compile(
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<(Bundle, SearchStats), CompileError> {
     let schedule = schedule_for(graph, outputs, target)?;
-    let mut kernels = kernels_of(&schedule, target)?;
+    let kernels = kernels_of(&schedule, target)?;
     let sizes = buffer_bytes(&schedule);
-    let stats = optimize(&mut kernels, &sizes, how, &|k| {
+    let (kernels, stats) = optimize(kernels, &sizes, how, &|k| {
         linearize(&k.laid_out().0).is_ok()
     })?;
     let (kernels, weights) = lay_out_weights(&schedule, &kernels);

@@ -54,15 +54,15 @@ pub fn heuristics(k: &mut Kernel, lowers: Lowers<'_>) {
 }
 
 /// Chooses the opts of every kernel as `how` says (`buffer_bytes`: the bytes of each kernel's
-/// buffers, for measuring candidates).
+/// buffers, for measuring candidates): the kernels with their opts, and what a search did.
 pub fn optimize(
-    kernels: &mut [Kernel],
+    mut kernels: Vec<Kernel>,
     buffer_bytes: &[Vec<usize>],
     how: Optimize<'_>,
     lowers: Lowers<'_>,
-) -> Result<SearchStats, SearchError> {
+) -> Result<(Vec<Kernel>, SearchStats), SearchError> {
     let beam = match how {
-        Optimize::Off => return Ok(SearchStats::default()),
+        Optimize::Off => return Ok((kernels, SearchStats::default())),
         Optimize::Heuristics => None,
         Optimize::Beam(b) => Some(b),
     };
@@ -94,5 +94,5 @@ pub fn optimize(
             heuristics(k, lowers);
         }
     }
-    Ok(stats)
+    Ok((kernels, stats))
 }
