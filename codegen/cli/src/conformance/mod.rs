@@ -8,7 +8,7 @@
 //! - the TFLite suite (`tests/tflite-suite`, [`tflite`]): single-op `.tflite` models with
 //!   TensorFlow Lite Micro's outputs.
 //!
-//! [`case`] runs one case in this process; [`runner`] runs many, each in a child process so
+//! [`case`] runs one case in this process; [`children`] runs many, each in a child process so
 //! that a crash or a hang fails that case alone; [`report`] summarizes the results.
 
 pub mod case;
