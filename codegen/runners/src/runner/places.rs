@@ -151,17 +151,15 @@ impl BoardRunner {
         })
     }
 
-    /// How a batch of models reaches the board: semihosting files or RTT under QEMU, RTT
-    /// through the probe on a real board.
-    fn batch_io(&self) -> Result<BatchIo, RunError> {
-        match (self.info.emulated, self.options.io) {
-            (true, Io::Files) => Ok(BatchIo::Files),
-            (true, Io::Rtt) => Ok(BatchIo::Rtt),
-            (true, Io::Channel) => Err(RunError::Unsupported {
+    /// How a batch of models reaches an emulated board: semihosting files or RTT.
+    fn emulated_batch_io(&self) -> Result<BatchIo, RunError> {
+        match self.options.io {
+            Io::Files => Ok(BatchIo::Files),
+            Io::Rtt => Ok(BatchIo::Rtt),
+            Io::Channel => Err(RunError::Unsupported {
                 runner: self.info.name.clone(),
                 what: "run a batch of models over the semihosting channel (files or rtt can)",
             }),
-            (false, _) => Ok(BatchIo::Probe(self.options.probe().map(String::from))),
         }
     }
 
@@ -262,12 +260,15 @@ impl Runner for BoardRunner {
         cases: &[Case<'_>],
         progress: &mut (dyn FnMut(usize, usize) + Send),
     ) -> Result<Vec<CaseOutcome>, RunError> {
-        let io = self.batch_io()?;
-        Ok(match io {
-            BatchIo::Probe(_) if self.options.probes.len() > 1 => {
+        // A real board's batches go through its probes, shared between them where several.
+        Ok(match self.info.emulated {
+            true => {
+                let io = self.emulated_batch_io()?;
+                board::run_batches_with(&self.info, cases, &io, progress)?
+            }
+            false => {
                 board::run_batches_on_probes(&self.info, cases, &self.options.probes, progress)?
             }
-            io => board::run_batches_with(&self.info, cases, &io, progress)?,
         })
     }
 }

@@ -53,9 +53,6 @@ impl ScanForm {
             )))
         })?;
         let list = |name: &str, len: usize| -> Result<Vec<i64>, ImportError> {
-            if batched && name != "directions" {
-                return Ok(vec![0; len]);
-            }
             let v = attrs
                 .ints_or(name, vec![0; len])
                 .map_err(|e| fail(e.into()))?;
@@ -67,9 +64,14 @@ impl ScanForm {
                 )))),
             }
         };
-        let in_dirs = match batched {
-            true => list("directions", m)?,
-            false => list("scan_input_directions", m)?,
+        // Scan-8 scans and stacks along its axis 0 only, with its own name for the directions.
+        let axes = |name: &str, len: usize| match batched {
+            true => Ok(vec![0; len]),
+            false => list(name, len),
+        };
+        let directions = match batched {
+            true => "directions",
+            false => "scan_input_directions",
         };
         Ok(ScanForm {
             batched,
@@ -77,10 +79,10 @@ impl ScanForm {
             n,
             m,
             k,
-            in_dirs,
-            in_axes: list("scan_input_axes", m)?,
-            out_dirs: list("scan_output_directions", k)?,
-            out_axes: list("scan_output_axes", k)?,
+            in_dirs: list(directions, m)?,
+            in_axes: axes("scan_input_axes", m)?,
+            out_dirs: axes("scan_output_directions", k)?,
+            out_axes: axes("scan_output_axes", k)?,
         })
     }
 }
