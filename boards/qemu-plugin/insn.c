@@ -96,7 +96,6 @@ size_t qemu_plugin_tb_n_insns(const struct qemu_plugin_tb *);
 uint64_t qemu_plugin_tb_vaddr(const struct qemu_plugin_tb *);
 struct qemu_plugin_insn *qemu_plugin_tb_get_insn(const struct qemu_plugin_tb *, size_t);
 const void *qemu_plugin_insn_data(const struct qemu_plugin_insn *);
-size_t qemu_plugin_insn_size(const struct qemu_plugin_insn *);
 uint64_t qemu_plugin_insn_vaddr(const struct qemu_plugin_insn *);
 void qemu_plugin_register_vcpu_tb_exec_cb(struct qemu_plugin_tb *, udata_cb,
                                           enum qemu_plugin_cb_flags, void *);
@@ -369,11 +368,23 @@ static struct cost thumb32(unsigned h1, unsigned h2)
     return alu(1); /* data processing, register: shifts, extends, SIMD add/sub, misc */
 }
 
+/*
+ * An instruction's width in bytes, from its first halfword: 0b11101, 0b11110 and 0b11111 in its
+ * top five bits begin a 32-bit encoding. Not QEMU's size: QEMU 7.2 reports a 16-bit instruction
+ * just before a page-crossing 32-bit one with size 4, so the estimate of the same code would
+ * move with where it is placed.
+ */
+static unsigned thumb_width(const struct qemu_plugin_insn *insn)
+{
+    const uint8_t *b = qemu_plugin_insn_data(insn);
+    return (b[1] >> 3) < 0x1d ? 2 : 4;
+}
+
 static struct cost classify(const struct qemu_plugin_insn *insn)
 {
     const uint8_t *b = qemu_plugin_insn_data(insn);
     unsigned h1 = b[0] | (unsigned)b[1] << 8;
-    if (qemu_plugin_insn_size(insn) < 4) {
+    if (thumb_width(insn) == 2) {
         return thumb16(h1);
     }
     return thumb32(h1, b[2] | (unsigned)b[3] << 8);
@@ -474,7 +485,7 @@ static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
     b->start = qemu_plugin_tb_vaddr(tb);
     if (n > 0) {
         struct qemu_plugin_insn *last = qemu_plugin_tb_get_insn(tb, n - 1);
-        b->fallthrough = qemu_plugin_insn_vaddr(last) + qemu_plugin_insn_size(last);
+        b->fallthrough = qemu_plugin_insn_vaddr(last) + thumb_width(last);
     }
     b->branch = c.branch;
     b->taken = (uint8_t)c.taken;

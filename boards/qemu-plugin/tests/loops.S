@@ -181,6 +181,21 @@ i_loop:
     vneg.f32 s9, s8
     str r0, [r6]
 
+    @ (k) a 16-bit instruction just before a 32-bit one that crosses a page (QEMU may report
+    @ the 16-bit one with size 4: the plugin must cost it by its encoding)
+    str r0, [r6]
+    movs r4, #100
+    b k_loop
+    .ltorg
+    .balign 4096
+    .space 4096 - 4
+k_loop:
+    cmp r4, #0                      @ 16-bit, at a page's last word
+    mla r5, r5, r4, r5              @ 32-bit, its halves on two pages
+    subs r4, #1
+    bne k_loop
+    str r0, [r6]
+
     @ SYS_EXIT, ADP_Stopped_ApplicationExit
     movs r0, #0x18
     ldr r1, =0x20026
