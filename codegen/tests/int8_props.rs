@@ -23,12 +23,13 @@ proptest! {
     #![proptest_config(cases())]
 
     /// The multiplier set-up and `MultiplyByQuantizedMultiplier`, per tensor and per channel,
-    /// for multipliers from 2^-20 to 2^10 (negative and positive shifts).
+    /// for multipliers from 2^-40 (zero in TFLM's fixed point) to 2^10 (negative and positive
+    /// shifts), on accumulators of every size up to the ends of the `i32` range.
     #[test]
     fn requantize_matches(
-        exps in prop::collection::vec(-20i32..10, 1..5),
+        exps in prop::collection::vec(-40i32..10, 1..5),
         fracs in prop::collection::vec(0.5f64..1.0, 5),
-        xs in prop::collection::vec(-(1i32 << 20)..(1 << 20), 40),
+        xs in prop::collection::vec(accumulator(), 40),
     ) {
         let n = exps.len();
         let ms: Vec<f64> = exps.iter().zip(&fracs).map(|(&e, &f)| f * 2f64.powi(e)).collect();
@@ -61,6 +62,45 @@ proptest! {
             }
             let want = tflm::multiply_by_quantized_multiplier(v, q.multiplier, q.shift);
             prop_assert_eq!(got[i], want as i64, "x {} by {:?}", v, q);
+        }
+    }
+
+    /// `clamp(MultiplyByQuantizedMultiplier(x) + zp, lo, hi)`, the requantization that ends
+    /// an integer kernel, where the zero point folds into the rounding.
+    #[test]
+    fn requantize_to_matches(
+        exps in prop::collection::vec(-40i32..10, 1..5),
+        fracs in prop::collection::vec(0.5f64..1.0, 5),
+        xs in prop::collection::vec(accumulator(), 40),
+        zp in -128i32..128,
+        range in (-128i32..128, -128i32..128),
+    ) {
+        let n = exps.len();
+        let each: Vec<QuantMultiplier> = exps
+            .iter()
+            .zip(&fracs)
+            .map(|(&e, &f)| QuantMultiplier::new(f * 2f64.powi(e)))
+            .collect();
+        let (lo, hi) = (range.0.min(range.1), range.0.max(range.1));
+        let rows = xs.len() / n;
+        let mut g = Graph::new();
+        let x = g.input("x", DType::I32, &[rows, n]);
+        let ms = match n {
+            1 => Multipliers::Tensor(each[0]),
+            _ => Multipliers::PerAxis { axis: 1, each: each.clone() },
+        };
+        let y = g.requantize_to(&x, &ms, zp, (lo, hi), DType::I8).unwrap();
+        let values = &xs[..rows * n];
+        let input = int_tensor(Scalar::I32, &[rows, n], &values.iter().map(|&v| v.into()).collect::<Vec<i64>>());
+        let got = evaluate(&g, &[y], &[input]).unwrap()[0].to_i64().unwrap();
+        for (i, &v) in values.iter().enumerate() {
+            let q = each[i % n];
+            if (v as i64) << q.left() != ((v as i64) << q.left()) as i32 as i64 {
+                continue;
+            }
+            let r = tflm::multiply_by_quantized_multiplier(v, q.multiplier, q.shift);
+            let want = r.wrapping_add(zp).clamp(lo, hi);
+            prop_assert_eq!(got[i], want as i64, "x {} by {:?} + {}", v, q, zp);
         }
     }
 
@@ -350,6 +390,16 @@ proptest! {
 }
 
 /// A tensor of integers of type `dtype`.
+/// An `i32` accumulator: mostly of a layer's usual size, some anywhere in the `i32` range,
+/// some at its ends.
+fn accumulator() -> impl Strategy<Value = i32> {
+    prop_oneof![
+        6 => -(1i32 << 20)..(1 << 20),
+        3 => any::<i32>(),
+        1 => prop::sample::select(vec![i32::MIN, i32::MIN + 1, i32::MAX, i32::MAX - 1]),
+    ]
+}
+
 fn int_tensor(dtype: Scalar, shape: &[usize], v: &[i64]) -> Tensor {
     Tensor::from_i64(dtype, shape.to_vec(), v).unwrap()
 }

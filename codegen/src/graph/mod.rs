@@ -11,6 +11,7 @@ pub mod fixed_log;
 pub mod loops;
 pub mod nn;
 pub mod quant;
+mod requant;
 mod state;
 mod take;
 pub mod tensor;

@@ -1,17 +1,9 @@
-//! Integer arithmetic of quantized models: the fixed-point multipliers TFLite Micro computes at
-//! set-up (in double, on the host) and the requantization its kernels run, built from the
-//! graph's integer primitives so that every renderer emits it as integer code.
+//! Quantized models' fixed-point set-up: the multipliers TFLite Micro computes (in double, on
+//! the host) from the tensors' scales, the folded zero points and the fused activations'
+//! ranges, and the tables that hold them per channel. The requantization the kernels run
+//! with them is [`Graph::requantize`].
 //!
 //! A real multiplier `m` is held as `multiplier · 2^(shift − 31)` ([`QuantMultiplier`]).
-//! Requantizing `x` by it is TFLM's `MultiplyByQuantizedMultiplier` with double rounding:
-//! `RoundingDivideByPOT(SaturatingRoundingDoublingHighMul(x << left, multiplier), right)`.
-//! Both roundings are computed in `i64` from the 64-bit product:
-//! - the high multiply, `(p + (p ≥ 0 ? 2^30 : 1 − 2^30)) / 2^31` with truncating division, equals
-//!   `(p + 2^30) >> 31` with an arithmetic shift for every `p` (for `p < 0` the truncation
-//!   adds the `2^31 − 1` that turns the nudge `1 − 2^30` into `2^30`);
-//! - the rounding shift by `e ≥ 1` (halves away from zero) is `(h + 2^(e−1) − (h < 0)) >> e`.
-//!
-//! The property tests check both identities against a literal transcription of TFLM's.
 
 use super::{Graph, GraphError, Lazy};
 use crate::dtype::DType;
@@ -129,7 +121,7 @@ pub enum Multipliers {
 }
 
 impl Multipliers {
-    fn all(&self) -> Vec<QuantMultiplier> {
+    pub(super) fn all(&self) -> Vec<QuantMultiplier> {
         match self {
             Multipliers::Tensor(m) => vec![*m],
             Multipliers::PerAxis { each, .. } => each.clone(),
@@ -145,7 +137,7 @@ impl Graph {
 
     /// `per(m)` for each multiplier, as a constant (one multiplier) or a table in flash laid
     /// along the axis, broadcast like `x`.
-    fn table(
+    pub(super) fn table(
         &mut self,
         name: &str,
         x: &Lazy,
@@ -183,139 +175,11 @@ impl Graph {
         let over = self.binary(BinaryOp::CmpLt, &h, &y)?;
         self.where_(&over, &h, &y)
     }
-
-    /// TFLM's `MultiplyByQuantizedMultiplier` of the `i32` tensor `x`, as `i32`.
-    pub fn requantize(&mut self, x: &Lazy, ms: &Multipliers) -> Result<Lazy, GraphError> {
-        let all = ms.all();
-        // `x · 2^left` is computed in i32, as TFLM does: a larger shift (a scale ratio of 2^31
-        // or more, which only a damaged file has) cannot be.
-        if let Some(m) = all.iter().find(|m| m.left() > 30) {
-            return Err(GraphError::Invalid {
-                op: "requantize",
-                reason: format!(
-                    "a scale ratio of about 2^{} is beyond TFLM's fixed-point multipliers (at most 2^30)",
-                    m.shift
-                ),
-            });
-        }
-        let mut x = x.clone();
-        if all.iter().any(|m| m.left() > 0) {
-            // `x · 2^left` in i32, as TFLM computes it.
-            let pot = self.table("requant_pot", &x, ms, DType::I32, |m| 1i64 << m.left())?;
-            x = self.binary(BinaryOp::Mul, &x, &pot)?;
-        }
-        let x64 = self.cast(&x, DType::I64);
-        let high = if all.iter().all(|m| m.multiplier >= 1 << 30) {
-            // With m in [2^30, 2^31), m' = 2m − 2^32 is an i32 and
-            // (x·m + 2^30) >> 31 = ((x·m' + 2^31) >> 32) + x exactly: the rounded high word of
-            // a 32×32 product (one `SMMULR` on a DSP core) and an add.
-            let mp = self.table("requant_mult_high", &x, ms, DType::I32, |m| {
-                2 * i64::from(m.multiplier) - (1i64 << 32)
-            })?;
-            let mp64 = self.cast(&mp, DType::I64);
-            let p = self.binary(BinaryOp::Mul, &x64, &mp64)?;
-            let p = self.int_scalar(BinaryOp::Add, &p, 1 << 31)?;
-            let p = self.int_scalar(BinaryOp::Shr, &p, 32)?;
-            let p = self.cast(&p, DType::I32);
-            self.binary(BinaryOp::Add, &p, &x)?
-        } else {
-            let m = self.table("requant_mult", &x, ms, DType::I32, |m| m.multiplier as i64)?;
-            let m64 = self.cast(&m, DType::I64);
-            let p = self.binary(BinaryOp::Mul, &x64, &m64)?;
-            let p = self.int_scalar(BinaryOp::Add, &p, 1 << 30)?;
-            self.int_scalar(BinaryOp::Shr, &p, 31)?
-        };
-        self.rounding_shift_right(&high, ms)
-    }
-
-    /// `RoundingDivideByPOT(h, right)` of a tensor whose values fit in `i32`, in `i32`
-    /// and in TFLM's own form, `(h >> right) + ((h & mask) > (mask >> 1) + (h < 0))` with
-    /// `mask = 2^right − 1`: nothing in it can overflow, and every step is one 32-bit
-    /// instruction on a microcontroller (a nudge added before the shift could pass `i32::MAX`).
-    fn rounding_shift_right(&mut self, h: &Lazy, ms: &Multipliers) -> Result<Lazy, GraphError> {
-        let h = self.cast(h, DType::I32);
-        let all = ms.all();
-        if all.iter().all(|m| m.right() == 0) {
-            return Ok(h);
-        }
-        let mask = |m: QuantMultiplier| (1i64 << m.right()) - 1;
-        let masks = self.table("requant_mask", &h, ms, DType::I32, mask)?;
-        let halves = self.table("requant_half", &h, ms, DType::I32, |m| mask(m) >> 1)?;
-        let right = self.table("requant_right", &h, ms, DType::I32, |m| m.right() as i64)?;
-        let rem = self.binary(BinaryOp::And, &h, &masks)?;
-        let zero = self.int_const(0, DType::I32, h.shape());
-        let negative = self.binary(BinaryOp::CmpLt, &h, &zero)?;
-        let negative = self.cast(&negative, DType::I32);
-        let threshold = self.binary(BinaryOp::Add, &halves, &negative)?;
-        let up = self.binary(BinaryOp::CmpLt, &threshold, &rem)?;
-        let up = self.cast(&up, DType::I32);
-        let q = self.binary(BinaryOp::Shr, &h, &right)?;
-        self.binary(BinaryOp::Add, &q, &up)
-    }
-
-    /// TFLM's `MultiplyByQuantizedMultiplier` of the `i64` tensor `x` (the 16x8 kernels'
-    /// accumulator), as `i32`: the multiplier reduced to 16 bits, `(m + 2^15) >> 16` (at most
-    /// `2^15 − 1`), then one rounding shift, `(x · m16 + 2^(s − 1)) >> s` with `s = 15 − shift`.
-    pub fn requantize_wide(&mut self, x: &Lazy, ms: &Multipliers) -> Result<Lazy, GraphError> {
-        let total = |m: QuantMultiplier| i64::from(15 - m.shift);
-        let reduced = self.table("requant_mult16", x, ms, DType::I64, |m| {
-            if m.multiplier < 0x7FFF_0000 {
-                i64::from((m.multiplier + (1 << 15)) >> 16)
-            } else {
-                0x7FFF
-            }
-        })?;
-        let p = self.binary(BinaryOp::Mul, x, &reduced)?;
-        let round = self.table("requant_round64", x, ms, DType::I64, |m| {
-            1i64 << (total(m) - 1)
-        })?;
-        let p = self.binary(BinaryOp::Add, &p, &round)?;
-        let shift = self.table("requant_shift64", x, ms, DType::I64, total)?;
-        let r = self.binary(BinaryOp::Shr, &p, &shift)?;
-        Ok(self.cast(&r, DType::I32))
-    }
-
-    /// Requantizes an accumulator to `dtype`: `clamp(requantize(acc) + zp, lo, hi)`, by the
-    /// `MultiplyByQuantizedMultiplier` of the accumulator's width (`i32` or `i64`).
-    pub fn requantize_to(
-        &mut self,
-        acc: &Lazy,
-        ms: &Multipliers,
-        zp: i32,
-        (lo, hi): (i32, i32),
-        dtype: DType,
-    ) -> Result<Lazy, GraphError> {
-        let r = if acc.dtype == DType::I64 {
-            self.requantize_wide(acc, ms)?
-        } else {
-            self.requantize(acc, ms)?
-        };
-        let r = if zp != 0 {
-            self.int_scalar(BinaryOp::Add, &r, zp as i64)?
-        } else {
-            r
-        };
-        let r = self.clamp_int(&r, lo as i64, hi as i64)?;
-        Ok(self.cast(&r, dtype))
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A scale ratio past what an i32 shift holds (a damaged file's) is an error naming it,
-    /// not an overflow.
-    #[test]
-    fn a_scale_ratio_too_large_is_an_error() {
-        let mut g = Graph::new();
-        let x = g.input("x", DType::I32, &[4]);
-        let huge = Multipliers::Tensor(QuantMultiplier::new(1e30));
-        let e = g.requantize(&x, &huge).unwrap_err().to_string();
-        assert!(e.contains("requantize") && e.contains("2^"), "{e}");
-        let fine = Multipliers::Tensor(QuantMultiplier::new(3.0));
-        assert!(g.requantize(&x, &fine).is_ok());
-    }
 
     #[test]
     fn multipliers_match_tflm_set_up() {
