@@ -58,6 +58,9 @@ pub struct BoardNumbers {
     pub ram: usize,
     /// The largest difference of the board's outputs from the reference outputs, when given.
     pub diff: Option<f64>,
+    /// Each step's kernel, in schedule order: its name and its estimated cycles per inference
+    /// (empty without an estimate).
+    pub steps: Vec<(String, u64)>,
 }
 
 /// Deterministic inputs from a fixed linear congruential sequence: f32 in [-1, 1), and bytes
@@ -224,11 +227,18 @@ fn measure_board(
         Err(e) => return Ok(Err(format!("{e:#}"))),
     };
     let (flash, ram) = ran.image.unwrap_or((0, 0));
+    let per_step = ran
+        .cycles
+        .as_ref()
+        .map(|e| &e.per_step[..])
+        .unwrap_or_default();
+    let names = c.bundle.report.steps.iter().map(|k| k.name.clone());
     Ok(Ok(BoardNumbers {
         instructions: ran.step_cost.iter().sum::<f64>() as u64,
-        cycles: ran.cycles.map(|e| e.per_step.iter().sum()),
+        cycles: ran.cycles.as_ref().map(|e| e.per_step.iter().sum()),
         flash,
         ram,
         diff: max_diff(&c, &ran.outputs, vectors)?,
+        steps: names.zip(per_step.iter().copied()).collect(),
     }))
 }

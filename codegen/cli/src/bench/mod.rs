@@ -8,7 +8,9 @@
 //! Cortex-M4 board the instructions per inference and the image's flash and RAM; on an int8
 //! model, also how far its outputs are from TFLM's on the same input, and its instructions and
 //! estimated cycles on the Cortex-M4, M33 and M7 boards against the best published MLPerf Tiny
-//! results on those cores ([`speed`]). The reference side comes from `scripts/bench_refs.py` in
+//! results on those cores ([`speed`]) and, on the M4 and the M33, against TFLM with CMSIS-NN's
+//! kernels run in the same way on the same boards ([`peer`]; one model also layer by layer,
+//! [`layers`]). The reference side comes from `scripts/bench_refs.py` in
 //! the environment `scripts/setup-bench.sh` makes; on a float model, Kiln's host inferences
 //! and onnxruntime's and tinygrad's are timed in alternating rounds ([`kiln::ROUNDS`]), so that
 //! a machine whose speed drifts over the run weighs on every side alike. The results go to `OUT/bench.md` (a Markdown
@@ -16,11 +18,15 @@
 //! (every number, one per line); a run replaces the tables and numbers of the kinds of model it
 //! measured there and keeps the others'.
 //!
-//! [`kiln`] measures Kiln, [`refs`] gathers the references' numbers, [`report`], [`table`],
-//! [`speed`] and [`plot`] write them out; [`models`] names the benchmarked models.
+//! [`kiln`] measures Kiln, [`refs`] gathers the references' numbers, [`peer`] runs the int8
+//! peer's images (their flash read by [`elf`]), [`report`], [`table`], [`speed`], [`layers`]
+//! and [`plot`] write them out; [`models`] names the benchmarked models.
 
+mod elf;
 mod kiln;
+mod layers;
 mod models;
+mod peer;
 mod plot;
 mod refs;
 mod report;
@@ -31,6 +37,7 @@ use anyhow::{bail, Context, Result};
 use models::{BenchModel, Kind};
 use refs::{RefServer, Refs, Round};
 use report::{Row, Tables, README_END, README_START};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -48,6 +55,9 @@ pub const TARGET_VS_TINYGRAD: f64 = 5.0;
 pub const TARGET_VS_TFLM: f64 = 0.8;
 /// Compile time without search, seconds.
 pub const TARGET_COMPILE_S: f64 = 2.0;
+/// An int8 model's estimated cycles on the M4 and the M33 at most this fraction of TFLM +
+/// CMSIS-NN's on the same board.
+pub const TARGET_VS_CMSIS_NN: f64 = 0.6;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -216,20 +226,37 @@ fn measure_rows<'a>(
         let k = kiln::measure_kiln(m, &plan, v, &mut |n| rivals.round(n))
             .with_context(|| format!("benchmarking {}", m.name))?;
         rivals.merge_into(refs);
-        let measured = refs::num(refs, m.name, "tflm_arena").map(|t| (t as usize, ""));
-        let tflm = measured.or(m.published_tflm.map(|t| (t, "*")));
-        rows.push(Row {
-            m,
-            k,
-            ort_us: refs::best_us(refs, m.name, "ort"),
-            tinygrad_us: refs::best_us(refs, m.name, "tinygrad"),
-            tflm_us: refs::best_us(refs, m.name, "tflm"),
-            litert_us: refs::best_us(refs, m.name, "litert"),
-            tflm,
-            tflm_image: tflm_sizes.get(m.name).cloned(),
-        });
+        rows.push(row(m, k, refs, &tflm_sizes, board));
     }
     Ok(rows)
+}
+
+/// The row of `m` with Kiln's numbers `k`, the references' from `refs` and TFLM's image from
+/// `tflm_sizes`; with `board`, an int8 model's peer runs on the same boards, in the same run.
+fn row<'a>(
+    m: &'a BenchModel,
+    k: kiln::KilnNumbers,
+    refs: &Refs,
+    tflm_sizes: &BTreeMap<String, refs::TflmImage>,
+    board: bool,
+) -> Row<'a> {
+    let measured = refs::num(refs, m.name, "tflm_arena").map(|t| (t as usize, ""));
+    let (peer, layers) = match (board, m.kind) {
+        (true, Kind::Int8) => (peer::measure(m), layers::measure(m)),
+        _ => (Vec::new(), None),
+    };
+    Row {
+        m,
+        k,
+        ort_us: refs::best_us(refs, m.name, "ort"),
+        tinygrad_us: refs::best_us(refs, m.name, "tinygrad"),
+        tflm_us: refs::best_us(refs, m.name, "tflm"),
+        litert_us: refs::best_us(refs, m.name, "litert"),
+        tflm: measured.or(m.published_tflm.map(|t| (t, "*"))),
+        tflm_image: tflm_sizes.get(m.name).cloned(),
+        peer,
+        layers,
+    }
 }
 
 /// The float references of one model, timed in rounds between Kiln's.

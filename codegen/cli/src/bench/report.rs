@@ -3,7 +3,9 @@
 //! kinds it measured. The Markdown tables are [`super::table`]'s, the plot [`super::plot`]'s.
 
 use super::kiln::KilnNumbers;
+use super::layers::Layers;
 use super::models::BenchModel;
+use super::peer::PeerRuns;
 use super::refs::TflmImage;
 use std::fmt::Write as _;
 use std::time::Duration;
@@ -20,6 +22,10 @@ pub struct Row<'a> {
     pub tflm: Option<(usize, &'static str)>,
     /// TFLM's image of the same model on the board, where one was measured.
     pub tflm_image: Option<TflmImage>,
+    /// TFLM + CMSIS-NN's runs of an int8 model on the speed table's boards.
+    pub peer: PeerRuns,
+    /// The per-layer figures of [`super::layers::MODEL`], or why there are none.
+    pub layers: Option<Result<Layers, String>>,
 }
 
 impl Row<'_> {
@@ -129,6 +135,7 @@ fn tsv_row(r: &Row) -> String {
         let _ = writeln!(s, "{n}\ttflm_ram\t{}", t.ram);
     }
     s += &super::speed::tsv_row(r);
+    s += &super::layers::tsv(r);
     s
 }
 

@@ -1,0 +1,56 @@
+use super::*;
+
+/// The start and end of the plugin's log of the ad01_int8 image on qemu-an386 (5 vectors, one
+/// `Invoke()` each), as QEMU left it: the total's line has no newline.
+const AD_LOG: &str = "kiln-insn 543023 720996\nkiln-insn 1125967 1436035\n\
+                      kiln-insn 1139452 1453484\nkiln-insn 1722420 2168607\n\
+                      kiln-insn-total 3525129 4383666";
+
+#[test]
+fn vector_zero_is_the_first_pair_of_marks() {
+    let marks = parse_marks(AD_LOG).unwrap();
+    assert_eq!(marks.len(), 4);
+    assert_eq!(pairs(&marks), [(582_944, 715_039), (582_968, 715_123)]);
+    // A mark without its cycles (a plugin run without `core=`) is an error, not a zero.
+    let err = parse_marks("kiln-insn 10\n").unwrap_err().to_string();
+    assert!(err.contains("not two numbers"), "{err}");
+}
+
+#[test]
+fn a_per_operator_image_gives_the_first_vectors_operators() {
+    // Two operators, two vectors: the first two spans are vector 0's.
+    let spans = [(10, 15), (20, 30), (11, 16), (21, 31)];
+    assert_eq!(first_run(&spans, 2).unwrap(), [15, 30]);
+    let err = first_run(&spans, 3).unwrap_err().to_string();
+    assert!(err.contains("4 marked kernels"), "{err}");
+    assert!(first_run(&[], 2).is_err());
+}
+
+#[test]
+fn the_images_lie_under_the_peer_folder_by_the_tflite_name() {
+    let elf = image("an386", Path::new("x/vww_96_int8.tflite"), "-perop");
+    assert_eq!(
+        shown(&elf),
+        "tests/peers/tflm-cmsis-nn/an386/vww_96_int8-perop.elf"
+    );
+    let cores: Vec<Option<&str>> = CORES.iter().map(|c| c.peer).collect();
+    assert_eq!(cores, [Some("an386"), Some("an505"), None]);
+}
+
+/// The smallest image, ad01_int8 on the emulated M4, runs under the board's QEMU command line
+/// with the plugin, passes its own check of its outputs (exit status 0), and its first
+/// `Invoke()` has the instructions it always has and an estimate of more cycles than that.
+#[test]
+fn the_ad_image_runs_on_qemu_an386() {
+    let ready = command_line("qemu-an386").and_then(|_| plugin().map(drop));
+    let what = "QEMU and the instruction-count plugin for the TFLM + CMSIS-NN images";
+    if !kiln_tests::available(what, ready) {
+        return;
+    }
+    let elf = image("an386", Path::new("ad01_int8.tflite"), "");
+    let n = invoke("qemu-an386", &elf).unwrap();
+    assert_eq!(n.instructions, 582_944, "{n:?}");
+    assert!(n.cycles > n.instructions, "{n:?}");
+    // The model (277,488 B) and the kernels, not the 6,400 B of vectors.
+    assert!((277_488..400_000).contains(&n.flash), "{n:?}");
+}
