@@ -204,9 +204,10 @@ fn measure_host(
     })
 }
 
-/// Compiles the model for `board` (its kernel target, [`target_for`]) and runs it there once:
-/// its numbers (with its outputs' difference from `vectors`'), or the run's error as text (a
-/// failed compile is an error of the benchmark).
+/// Compiles the model for `board` (its kernel target, [`target_for`](crate::run::target_for))
+/// and runs it there once: its numbers (with its outputs' difference from `vectors`', and each
+/// step's name and estimated cycles), or the run's error as text (a failed compile is an error
+/// of the benchmark).
 fn measure_board(
     board: &str,
     args: ModelArgs,

@@ -1,7 +1,7 @@
 //! The int8 models' speed on three Cortex-M cores: each board's kernels run once under QEMU,
 //! their instructions and estimated cycles per inference, the milliseconds those cycles take
 //! at a clock of that core class, the best published MLPerf Tiny result at that clock
-//! ([`PUBLISHED`]), and TFLM with CMSIS-NN's kernels measured the same way on the same board
+//! ([`published::PUBLISHED`]), and TFLM with CMSIS-NN's kernels measured the same way on the same board
 //! ([`cmsis`], [`super::peer`]). The table goes under the int8 table, in the same section of the
 //! report.
 
@@ -20,7 +20,7 @@ use std::fmt::Write as _;
 pub struct SpeedCore {
     /// The board's folder: `qemu-an386`.
     pub board: &'static str,
-    /// `M4`: the core in the table's sentences and in [`PUBLISHED`].
+    /// `M4`: the core in the table's sentences and in [`published::PUBLISHED`].
     pub short: &'static str,
     pub mhz: f64,
     /// Kiln's cycles are to be below the best published on this core (the M7 is for
