@@ -3,7 +3,7 @@
 //! the boards ([`board`]: firmware built with the bundle, run under QEMU or flashed with
 //! probe-rs), and edge GPUs ([`gpu`]: the OpenCL and Vulkan runtimes). The host and the
 //! emulated boards are also cost models for the compiler's BEAM search
-//! ([`host::HostWallTime`], [`board::measure::BoardInstructions`]). All of them are
+//! ([`host::HostWallTime`], [`board::measure::BoardCost`]). All of them are
 //! [`Runner`]s, chosen by name with [`by_name`].
 
 pub mod board;

@@ -1,6 +1,6 @@
-//! The BEAM search's board cost: kernel candidates measured by the instructions they execute on
-//! an emulated Cortex-M4F (`qemu-an386`), many kernels in one image, cached like the host
-//! search. These need the board toolchain (`scripts/setup-toolchain.sh`).
+//! The BEAM search's board cost: kernel candidates measured by the cycles the instruction-count
+//! plugin estimates for them on an emulated Cortex-M4F (`qemu-an386`), many kernels in one
+//! image, cached like the host search. These need the board toolchain (`scripts/setup-toolchain.sh`).
 
 use kiln_codegen::compile::{compile, compile_graph};
 use kiln_codegen::dtype::DType;
@@ -32,7 +32,7 @@ fn an386() -> board::BoardInfo {
 }
 
 #[test]
-fn instructions_rank_candidates_the_same_every_time() {
+fn estimated_cycles_rank_candidates_the_same_every_time() {
     let board = an386();
     let small = matvec(16, 8);
     let big = matvec(16, 64);
@@ -62,7 +62,7 @@ fn instructions_rank_candidates_the_same_every_time() {
         },
     ];
     let started = Instant::now();
-    let first = measure::count_candidates(&board, &kernels, &mut |_, _| {})
+    let first = measure::cost_candidates(&board, &kernels, &mut |_, _| {})
         .unwrap_or_else(|e| panic!("{e}"));
     eprintln!(
         "measured in {:.1} s: {first:?}",
@@ -71,20 +71,26 @@ fn instructions_rank_candidates_the_same_every_time() {
     let small_counts: Vec<u64> = first[0].iter().map(|c| c.unwrap()).collect();
     let plain = first[1][0].expect("the plain big kernel is measured");
     assert_eq!(first[1][1], None, "the broken candidate has no cost");
-    // 8× the reduce is several times the instructions.
+    // 8× the reduce is several times the cycles.
     assert!(plain > 4 * small_counts[0], "{first:?}");
     // Unrolled, the loop's own instructions are gone.
     assert!(small_counts[1] < small_counts[0], "{first:?}");
     assert!(small_counts[2] < small_counts[0], "{first:?}");
-    let again = measure::count_candidates(&board, &kernels[..1], &mut |_, _| {})
+    let again = measure::cost_candidates(&board, &kernels[..1], &mut |_, _| {})
         .unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(again[0], first[0], "instruction counts are exact");
+    assert_eq!(again[0], first[0], "the estimates are exact");
 }
 
 #[test]
 fn the_board_cost_is_named_after_the_board_and_its_flags() {
     let name = measure::cost_name(&an386()).unwrap();
     assert!(name.contains("qemu-an386"), "{name}");
+    assert!(name.starts_with("qemu-cycles core=m4 "), "{name}");
+    assert_eq!(measure::cost_unit(&an386()), "estimated cycles");
+    // A core the plugin has no estimate for is costed by its instructions.
+    let rv32 = board::info("qemu-rv32").unwrap();
+    assert!(measure::cost_name(&rv32).unwrap().starts_with("qemu-insn "));
+    assert_eq!(measure::cost_unit(&rv32), "instructions");
     assert!(name.contains("-mcpu=cortex-m4"), "{name}");
     assert!(name.contains("thumbv7em-none-eabihf"), "{name}");
     let other = measure::cost_name(&board::info("qemu-an385-m0").unwrap()).unwrap();
@@ -102,7 +108,7 @@ fn a_board_search_is_cached_and_measures_nothing_the_second_time() {
     let bytes = [matvec_bytes(16, 8), matvec_bytes(8, 16)];
     /// The board's cost model, counting the images it builds.
     struct Counted {
-        inner: measure::BoardInstructions,
+        inner: measure::BoardCost,
         images: usize,
     }
     impl CostModel for Counted {
@@ -118,7 +124,7 @@ fn a_board_search_is_cached_and_measures_nothing_the_second_time() {
         }
     }
     let mut cost = Counted {
-        inner: measure::BoardInstructions {
+        inner: measure::BoardCost {
             board: board.clone(),
         },
         images: 0,
@@ -154,7 +160,7 @@ fn a_model_searched_on_the_board_runs_there_like_the_host() {
     let y = g.matmul(&x, &w).unwrap();
     let r = g.relu(&y).unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let mut cost = measure::BoardInstructions {
+    let mut cost = measure::BoardCost {
         board: board.clone(),
     };
     let cache = || Cache {
@@ -234,11 +240,15 @@ fn a_model_searched_on_the_board_runs_there_like_the_host() {
         a.iter().zip(&b).all(|(x, y)| (x - y).abs() <= 1e-5),
         "{a:?} {b:?}"
     );
-    let total = |r: &board::CaseRun| r.step_instructions.iter().sum::<u64>();
+    let total = |r: &board::CaseRun| r.step_cycles.iter().sum::<u64>();
     eprintln!(
-        "instructions: searched {}, hand-coded {}",
+        "estimated cycles: searched {}, hand-coded {}",
         total(searched_run),
         total(hand_run)
+    );
+    assert!(
+        total(hand_run) > 0,
+        "the board's core has an estimate: {runs:?}"
     );
     // The search measured the hand-coded opts too: it is never worse than them.
     assert!(total(searched_run) <= total(hand_run), "{runs:?}");
@@ -255,7 +265,7 @@ fn a_board_that_cannot_measure_is_an_error_naming_it() {
         buffer_bytes: &bytes,
     }];
     let real = board::info("nrf52840-dk").unwrap();
-    let err = measure::count_candidates(&real, &kernels, &mut |_, _| {}).unwrap_err();
+    let err = measure::cost_candidates(&real, &kernels, &mut |_, _| {}).unwrap_err();
     assert!(err.to_string().contains("nrf52840-dk"), "{err}");
     // Through the compiler: a search error that names the board, no panic.
     let mut g = Graph::new();
@@ -263,7 +273,7 @@ fn a_board_that_cannot_measure_is_an_error_naming_it() {
     let w = weight(&mut g, &[8, 4], 1);
     let y = g.matmul(&x, &w).unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let mut cost = measure::BoardInstructions { board: real };
+    let mut cost = measure::BoardCost { board: real };
     let beam = Optimize::Beam(Beam {
         width: 1,
         cache: Cache {

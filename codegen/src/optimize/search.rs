@@ -68,22 +68,17 @@ pub trait CostModel {
 }
 
 /// Whether the search may run `k`: candidates run on zero-filled buffers, which is safe when
-/// every buffer holds floats and no integer division or remainder could meet a zero.
+/// no integer division or remainder could meet a zero (an index read from a buffer is then 0,
+/// in bounds; an integer kernel's branch-free arithmetic takes the same steps on any values).
 pub fn searchable(k: &Kernel) -> bool {
-    use crate::kernel::KernelBuffer;
     use crate::ops::{AluOp, BinaryOp};
     use crate::schedule::ast::Op;
-    let float_buffers = k.bufs.iter().all(|b| match b {
-        KernelBuffer::Mem(m) => m.dtype.is_float(),
-        _ => true,
-    });
-    let int_division = k.ast.iter().flat_map(|s| s.lazyops()).any(|n| {
+    !k.ast.iter().flat_map(|s| s.lazyops()).any(|n| {
         matches!(
             n.op(),
             Op::Alu(AluOp::Binary(BinaryOp::Div | BinaryOp::Mod))
         ) && !n.dtype().is_float()
-    });
-    float_buffers && !int_division
+    })
 }
 
 /// The actions tried on every kernel of the beam.
@@ -632,17 +627,22 @@ mod tests {
     }
 
     #[test]
-    fn only_float_kernels_are_searched() {
+    fn kernels_that_could_divide_by_zero_are_not_searched() {
         assert!(searchable(&matvec()));
         let st = ShapeTracker::from_shape(&[8]);
-        let div = LazyOp::alu(
-            AluOp::Binary(BinaryOp::Div),
-            vec![
-                LazyOp::load(1, DType::I32, st.clone()),
-                LazyOp::load(2, DType::I32, st.clone()),
-            ],
-        );
-        let k = Kernel::new(vec![LazyOp::store(0, st, div)], Target::c()).unwrap();
-        assert!(!searchable(&k));
+        let int = |op| {
+            let alu = LazyOp::alu(
+                AluOp::Binary(op),
+                vec![
+                    LazyOp::load(1, DType::I32, st.clone()),
+                    LazyOp::load(2, DType::I32, st.clone()),
+                ],
+            );
+            Kernel::new(vec![LazyOp::store(0, st.clone(), alu)], Target::c()).unwrap()
+        };
+        assert!(!searchable(&int(BinaryOp::Div)));
+        assert!(!searchable(&int(BinaryOp::Mod)));
+        // Integer kernels are searched (an int8 convolution's products and requantization).
+        assert!(searchable(&int(BinaryOp::Mul)));
     }
 }

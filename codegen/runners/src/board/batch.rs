@@ -29,6 +29,9 @@ pub struct CaseRun {
     pub outputs: Vec<Vec<u8>>,
     /// Instructions each step's kernel executed, in step order (exact, identical run to run).
     pub step_instructions: Vec<u64>,
+    /// The cycles of `step_instructions` as the plugin estimates them for the board's core;
+    /// empty where it has no estimate for that core.
+    pub step_cycles: Vec<u64>,
 }
 
 /// What became of one model of a counted batch.
@@ -448,6 +451,7 @@ fn session_outcomes(sessions: Sessions, cases: usize) -> Vec<Option<CountedOutco
             Ok(run) => Ok(CaseRun {
                 outputs: run.outputs,
                 step_instructions: Vec::new(),
+                step_cycles: Vec::new(),
             }),
             Err(error) => Err(CaseError::Failed(error.to_string())),
         });
@@ -457,7 +461,7 @@ fn session_outcomes(sessions: Sessions, cases: usize) -> Vec<Option<CountedOutco
 
 /// Adds the instruction-count plugin to `command`, counting by the image's `KILN_MARKER`
 /// stores into `log`, with the cycle estimate of `core` (its log lines then carry the
-/// estimated cycles after the instructions; [`read_marks`] reads the instructions).
+/// estimated cycles after the instructions, which [`read_marks`] reads too).
 fn count_instructions(
     command: &mut std::process::Command,
     elf_path: &Path,
@@ -501,6 +505,7 @@ fn case_outcomes(output: &str, io: &Path, cases: &[Case]) -> Vec<Option<CountedO
                 .map(|outputs| CaseRun {
                     outputs,
                     step_instructions: Vec::new(),
+                    step_cycles: Vec::new(),
                 })
                 .map_err(|(path, e)| CaseError::Output {
                     path,
@@ -511,12 +516,16 @@ fn case_outcomes(output: &str, io: &Path, cases: &[Case]) -> Vec<Option<CountedO
     outcomes
 }
 
-/// Hands each finished case its steps' instructions from `marks` (the running count at each
-/// marker store: two per kernel call, in the order the cases ran); `calls` is each case's step
-/// of each call, so a step in a loop sums its iterations. A case that ran fails before its
-/// first step (the firmware checks a bundle whole before running it), so it has no marks; a
-/// case whose marks are missing fails.
-fn attribute_counts(outcomes: &mut [Option<CountedOutcome>], calls: &[&[usize]], marks: &[u64]) {
+/// Hands each finished case its steps' instructions and estimated cycles from `marks` (the
+/// running counts at each marker store: two per kernel call, in the order the cases ran);
+/// `calls` is each case's step of each call, so a step in a loop sums its iterations. A case
+/// that ran fails before its first step (the firmware checks a bundle whole before running
+/// it), so it has no marks; a case whose marks are missing fails.
+fn attribute_counts(
+    outcomes: &mut [Option<CountedOutcome>],
+    calls: &[&[usize]],
+    marks: &[(u64, Option<u64>)],
+) {
     let mut next = 0;
     for (outcome, &calls) in outcomes.iter_mut().zip(calls) {
         let n = calls.len();
@@ -525,9 +534,15 @@ fn attribute_counts(outcomes: &mut [Option<CountedOutcome>], calls: &[&[usize]],
                 Some(mine) => {
                     let steps = calls.iter().max().map_or(0, |&s| s + 1);
                     run.step_instructions = vec![0; steps];
+                    let mut cycles = Some(vec![0; steps]);
                     for (&step, m) in calls.iter().zip(mine.chunks_exact(2)) {
-                        run.step_instructions[step] += m[1] - m[0];
+                        run.step_instructions[step] += m[1].0 - m[0].0;
+                        cycles = cycles.zip(m[0].1.zip(m[1].1)).map(|(mut c, (a, b))| {
+                            c[step] += b - a;
+                            c
+                        });
                     }
+                    run.step_cycles = cycles.unwrap_or_default();
                     next += 2 * n;
                 }
                 None => {
@@ -583,7 +598,13 @@ mod tests {
         Some(Ok(CaseRun {
             outputs: Vec::new(),
             step_instructions: Vec::new(),
+            step_cycles: Vec::new(),
         }))
+    }
+
+    /// Marks without cycles, as the plugin writes them for a core it has no estimate for.
+    fn plain(counts: &[u64]) -> Vec<(u64, Option<u64>)> {
+        counts.iter().map(|&n| (n, None)).collect()
     }
 
     #[test]
@@ -594,7 +615,7 @@ mod tests {
         attribute_counts(
             &mut outcomes,
             &[&[0, 1], &[0], &[0], &[0]],
-            &[10, 15, 20, 40, 50, 53],
+            &plain(&[10, 15, 20, 40, 50, 53]),
         );
         let steps = |o: &Option<CountedOutcome>| o.clone().unwrap().unwrap().step_instructions;
         assert_eq!(steps(&outcomes[0]), [5, 20]);
@@ -603,7 +624,7 @@ mod tests {
         assert!(outcomes[3].is_none());
         // Marks cut short: the case they end in fails.
         let mut outcomes = vec![ok(), ok()];
-        attribute_counts(&mut outcomes, &[&[0], &[0, 1]], &[0, 7, 9, 11]);
+        attribute_counts(&mut outcomes, &[&[0], &[0, 1]], &plain(&[0, 7, 9, 11]));
         assert_eq!(steps(&outcomes[0]), [7]);
         assert!(outcomes[1].as_ref().unwrap().is_err());
     }
@@ -613,8 +634,14 @@ mod tests {
         // Step 1 is a loop's body, called three times.
         let mut outcomes = vec![ok()];
         let marks = [0, 2, 2, 5, 5, 9, 9, 14, 14, 15];
-        attribute_counts(&mut outcomes, &[&[0, 1, 1, 1, 2]], &marks);
+        let cycles: Vec<(u64, Option<u64>)> = marks.iter().map(|&n| (n, Some(3 * n))).collect();
+        attribute_counts(&mut outcomes, &[&[0, 1, 1, 1, 2]], &cycles);
         let run = outcomes[0].clone().unwrap().unwrap();
         assert_eq!(run.step_instructions, [2, 12, 1]);
+        assert_eq!(run.step_cycles, [6, 36, 3]);
+        // Without cycles the steps have none.
+        let mut outcomes = vec![ok()];
+        attribute_counts(&mut outcomes, &[&[0, 1, 1, 1, 2]], &plain(&marks));
+        assert!(outcomes[0].clone().unwrap().unwrap().step_cycles.is_empty());
     }
 }

@@ -2,12 +2,14 @@
 //! kernel's candidates become one synthetic bundle, whose kernel table holds every candidate
 //! and whose schedule runs each once on the same zeroed buffers (sized like the kernel's);
 //! the bundles of many kernels are linked into as few batch images as fit the board
-//! ([`run_batches_counted`]), and the instructions of each step are the candidates' costs.
+//! ([`run_batches_counted`]), and each step's cycles, as the instruction-count plugin
+//! estimates them for the board's core, are the candidates' costs (its instructions on a core
+//! it has no estimate for).
 //! A candidate whose C does not compile for the board, or that the image does not finish, has
 //! no cost; only the board and its toolchain are errors.
 
 use super::batch::run_batches_counted;
-use super::{BoardError, BoardFiles, BoardInfo};
+use super::{BoardError, BoardFiles, BoardInfo, Core};
 use crate::runner::{Case, CaseError};
 use kiln_codegen::bundle::{self, Bundle};
 use kiln_codegen::dtype::DType;
@@ -31,7 +33,16 @@ pub struct KernelCandidates<'a> {
     pub buffer_bytes: &'a [usize],
 }
 
-/// The name of the board's instruction cost, for the search cache's key: the board, its
+/// What a candidate's cost counts on `board`: the estimated cycles of its core, or its
+/// instructions.
+pub fn cost_unit(board: &BoardInfo) -> &'static str {
+    match Core::of(board) {
+        Some(_) => "estimated cycles",
+        None => "instructions",
+    }
+}
+
+/// The name of the board's cost, for the search cache's key: what it counts, the board, its
 /// target, its CPU's C compiler flags, and a digest of the build files (so that a change of
 /// either is another cost).
 pub fn cost_name(board: &BoardInfo) -> Result<String, BoardError> {
@@ -48,19 +59,23 @@ pub fn cost_name(board: &BoardInfo) -> Result<String, BoardError> {
     let helper = read(super::boards_dir().join("build/src/lib.rs"))?;
     let digest =
         kiln_codegen::optimize::cache::stable_hash(&format!("{build_rs}\n{helper}\n{flags}"));
+    let unit = match Core::of(board) {
+        Some(core) => format!("qemu-cycles core={}", core.plugin_arg()),
+        None => "qemu-insn".to_string(),
+    };
     Ok(format!(
-        "qemu-insn board={} target={} cflags=[{flags}] build={digest:016x}",
+        "{unit} board={} target={} cflags=[{flags}] build={digest:016x}",
         board.name, board.target
     ))
 }
 
-/// The BEAM search's cost on an emulated board: the instructions each candidate executes
-/// there (see [`count_candidates`]).
-pub struct BoardInstructions {
+/// The BEAM search's cost on an emulated board: each candidate's estimated cycles there, or
+/// its instructions (see [`cost_candidates`]).
+pub struct BoardCost {
     pub board: BoardInfo,
 }
 
-impl BoardInstructions {
+impl BoardCost {
     fn error(&self, e: BoardError) -> SearchError {
         SearchError::CostModel {
             place: self.board.name.clone(),
@@ -69,7 +84,7 @@ impl BoardInstructions {
     }
 }
 
-impl CostModel for BoardInstructions {
+impl CostModel for BoardCost {
     fn context(&self) -> Result<String, SearchError> {
         cost_name(&self.board).map_err(|e| self.error(e))
     }
@@ -92,7 +107,7 @@ impl CostModel for BoardInstructions {
                 buffer_bytes: &g.buffer_bytes,
             })
             .collect();
-        let counts = count_candidates(&self.board, &kernels, &mut |_, _| {});
+        let counts = cost_candidates(&self.board, &kernels, &mut |_, _| {});
         let counts = counts.map_err(|e| self.error(e))?;
         Ok(counts
             .into_iter()
@@ -101,11 +116,13 @@ impl CostModel for BoardInstructions {
     }
 }
 
-/// Instructions of one run of each candidate of each kernel on `board`, in order; `None` for a
-/// candidate that could not be measured (its C does not compile for the board, it uses a
-/// buffer the kernel lacks, the image stopped in it). Errors are about the board or its
-/// toolchain. `progress` gets (kernels done, kernels in all) of each image run.
-pub fn count_candidates(
+/// The cost of one run of each candidate of each kernel on `board`, in order: its estimated
+/// cycles where the plugin has an estimate for the board's core, else its instructions
+/// ([`cost_unit`]); `None` for a candidate that could not be measured (its C does not compile
+/// for the board, it uses a buffer the kernel lacks, the image stopped in it). Errors are
+/// about the board or its toolchain. `progress` gets (kernels done, kernels in all) of each
+/// image run.
+pub fn cost_candidates(
     board: &BoardInfo,
     kernels: &[KernelCandidates],
     progress: &mut dyn FnMut(usize, usize),
@@ -154,7 +171,11 @@ pub fn count_candidates(
         for ((k, which), outcome) in pieces.into_iter().zip(outcomes) {
             match outcome {
                 Ok(run) if run.step_instructions.len() == which.len() => {
-                    for (&i, &n) in which.iter().zip(&run.step_instructions) {
+                    let costs = match run.step_cycles.len() == which.len() {
+                        true => &run.step_cycles,
+                        false => &run.step_instructions,
+                    };
+                    for (&i, &n) in which.iter().zip(costs) {
                         counts[k][i] = Some(n);
                     }
                 }

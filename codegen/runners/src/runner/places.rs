@@ -199,8 +199,8 @@ impl Runner for BoardRunner {
     fn measure(&self) -> Option<Measure> {
         let board = self.info.clone();
         self.info.emulated.then(|| Measure {
-            by: format!("instructions on {}", board.name),
-            model: Box::new(board::measure::BoardInstructions { board }),
+            by: format!("{} on {}", board::measure::cost_unit(&board), board.name),
+            model: Box::new(board::measure::BoardCost { board }),
         })
     }
 

@@ -89,15 +89,18 @@ pub(in crate::board) fn read_counts(log: &Path, board: &str) -> Result<Counts, B
     })
 }
 
-/// The running counts of a plugin log at each marker store, in order (the instructions; a
-/// line's estimated cycles, when it has them, are left out); lines that are not whole marks
-/// (the end of a log cut short, without its newline) are left out.
-pub(in crate::board) fn read_marks(text: &str) -> Vec<u64> {
+/// The running counts of a plugin log at each marker store, in order: the instructions, and
+/// the estimated cycles where the line has them; lines that are not whole marks (the end of a
+/// log cut short, without its newline) are left out.
+pub(in crate::board) fn read_marks(text: &str) -> Vec<(u64, Option<u64>)> {
     text.split_inclusive('\n')
         .filter_map(|line| {
             let mut words = line.strip_suffix('\n')?.split_whitespace();
             match (words.next(), words.next()) {
-                (Some("kiln-insn"), Some(count)) => count.parse().ok(),
+                (Some("kiln-insn"), Some(count)) => {
+                    let cycles = words.next().map(|c| c.parse().ok());
+                    Some((count.parse().ok()?, cycles.flatten()))
+                }
                 _ => None,
             }
         })
