@@ -22,7 +22,6 @@
 //! peer's images (their flash read by [`elf`]), [`report`], [`table`], [`speed`], [`layers`]
 //! and [`plot`] write them out; [`models`] names the benchmarked models.
 
-mod elf;
 mod kiln;
 mod layers;
 mod models;

@@ -7,14 +7,12 @@
 //! stores to the marker word (in a `-perop` image, each operator's kernel instead), so the
 //! plugin's `kiln-insn <instructions> <cycles>` lines come in pairs, vector 0's first.
 
-use super::elf::Image;
 use super::models::{repo_root, BenchModel};
 use super::speed::CORES;
 use anyhow::{bail, Context, Result};
-use kiln_runners::board::Core;
+use kiln_runners::board::Elf;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The peer's images and their provenance, under the repository's root.
 pub const DIR: &str = "tests/peers/tflm-cmsis-nn";
@@ -80,14 +78,14 @@ pub fn measure(m: &BenchModel) -> PeerRuns {
 
 /// Runs `elf` on `board`: vector 0's `Invoke()`, and the image's flash.
 pub fn invoke(board: &str, elf: &Path) -> Result<PeerNumbers> {
-    let (marks, image) = run(board, elf)?;
+    let (marks, flash) = run(board, elf)?;
     let Some(&(instructions, cycles)) = pairs(&marks).first() else {
         bail!("the image exited with status 0 without storing to its marker");
     };
     Ok(PeerNumbers {
         instructions,
         cycles,
-        flash: image.flash_without(&VECTORS),
+        flash,
     })
 }
 
@@ -117,118 +115,40 @@ pub fn pairs(marks: &[(u64, u64)]) -> Vec<(u64, u64)> {
         .collect()
 }
 
-/// The marks of a plugin log with a cycle estimate: `kiln-insn <instructions> <cycles>` at each
-/// marker store, in order (the `kiln-insn-total` line and anything else are left out).
-pub fn parse_marks(log: &str) -> Result<Vec<(u64, u64)>> {
-    let mut marks = Vec::new();
-    for line in log.lines() {
-        let mut words = line.split_whitespace();
-        if words.next() != Some("kiln-insn") {
-            continue;
-        }
-        let numbers: Result<Vec<u64>, _> = words.map(str::parse).collect();
-        match numbers.as_deref() {
-            Ok(&[instructions, cycles]) => marks.push((instructions, cycles)),
-            _ => bail!("the plugin's log has a mark that is not two numbers: {line:?}"),
-        }
-    }
-    Ok(marks)
-}
-
-/// The QEMU command line of `board` (its runner's), the plugin's arguments for its core, and
-/// whether QEMU and the plugin are there: what running a peer image needs.
-pub fn command_line(board: &str) -> Result<(Vec<String>, Core)> {
+/// Runs `elf` once on `board` as Kiln's images run, the plugin counting by its marker: the
+/// marks (instructions, estimated cycles) and the image's flash; an error unless it exits with
+/// status 0 (the image's own check of its outputs).
+fn run(board: &str, elf: &Path) -> Result<(Vec<(u64, u64)>, usize)> {
     let info = kiln_runners::board::info(board)?;
-    let Some(qemu) = info.qemu.clone().filter(|q| !q.is_empty()) else {
-        bail!("{board} is not an emulated board");
-    };
-    let Some(core) = Core::of(&info) else {
-        bail!("{board}'s core has no cycle estimate");
-    };
-    let version = Command::new(&qemu[0]).arg("--version").output();
-    if !version.is_ok_and(|o| o.status.success()) {
-        bail!("QEMU (`{}`), which runs {board}, is missing", qemu[0]);
+    let run = kiln_runners::board::run_marked(&info, elf, TIMEOUT)?;
+    if !run.status.success() {
+        bail!("exited with {}{}", run.status, last_word(&run.output));
     }
-    Ok((qemu, core))
+    let marks = (run.marks.iter())
+        .map(|&(n, cycles)| cycles.map(|c| (n, c)))
+        .collect::<Option<Vec<_>>>()
+        .with_context(|| format!("{board}'s core has no cycle estimate"))?;
+    Ok((marks, flash(elf)?))
 }
 
-/// The instruction-count plugin, built by `scripts/qemu-plugin.sh` if it is not up to date.
-pub fn plugin() -> Result<PathBuf> {
-    let root = repo_root();
-    let script = root.join("scripts/qemu-plugin.sh");
-    let out = Command::new("bash")
-        .arg(&script)
-        .output()
-        .context("running scripts/qemu-plugin.sh")?;
-    if !out.status.success() {
-        let why = String::from_utf8_lossy(&out.stderr);
-        bail!(
-            "scripts/qemu-plugin.sh failed ({}): {}",
-            out.status,
-            why.trim()
-        );
-    }
-    Ok(root.join("target/qemu-plugin/libinsn.so"))
-}
-
-/// Runs `elf` once on `board` with the plugin watching its marker: the marks, and the image;
-/// an error unless it exits with status 0 (the image's own check of its outputs).
-fn run(board: &str, elf: &Path) -> Result<(Vec<(u64, u64)>, Image)> {
+/// The image's flash counted as a Kiln image's is, less its reference vectors.
+fn flash(elf: &Path) -> Result<usize> {
     let bytes = std::fs::read(elf).with_context(|| format!("reading {}", shown(elf)))?;
-    let image = Image::parse(&bytes).with_context(|| format!("reading {}", shown(elf)))?;
-    let Some((marker, _)) = image.symbol("KILN_MARKER") else {
-        bail!("{} has no KILN_MARKER to count by", shown(elf));
-    };
-    let (qemu, core) = command_line(board)?;
-    let dir = tempfile::tempdir().context("a folder for QEMU's output")?;
-    let log = dir.path().join("insn.log");
-    let file = |name: &str| std::fs::File::create(dir.path().join(name));
-    let mut child = Command::new(&qemu[0])
-        .args(&qemu[1..])
-        .arg(elf)
-        .arg("-plugin")
-        .arg(format!(
-            "{},marker={marker:#x},core={}",
-            plugin()?.display(),
-            core.plugin_arg()
-        ))
-        .args(["-d", "plugin", "-D"])
-        .arg(&log)
-        .current_dir(dir.path())
-        .stdin(Stdio::null())
-        .stdout(file("stdout")?)
-        .stderr(file("stderr")?)
-        .spawn()
-        .with_context(|| format!("starting {}", qemu[0]))?;
-    let status = wait(&mut child, TIMEOUT)?;
-    let console = std::fs::read_to_string(dir.path().join("stderr")).unwrap_or_default();
-    if !status.success() {
-        bail!("exited with {status}{}", last_word(&console));
-    }
-    let text = std::fs::read_to_string(&log).context("reading the plugin's log")?;
-    Ok((parse_marks(&text)?, image))
+    let image = Elf::parse(&bytes)
+        .map_err(anyhow::Error::msg)
+        .with_context(|| format!("reading {}", shown(elf)))?;
+    let vectors: u32 = VECTORS
+        .iter()
+        .filter_map(|n| image.symbol(n))
+        .map(|s| s.1)
+        .sum();
+    Ok(image.flash_bytes().saturating_sub(vectors as usize))
 }
 
 /// `: <the image's last line>` where it printed one (`peer: worst maxdiff 3`).
 fn last_word(console: &str) -> String {
     let line = console.lines().rev().find(|l| l.starts_with("peer: "));
     line.map(|l| format!(": {}", l.trim())).unwrap_or_default()
-}
-
-/// Waits for `child`, killing it after `timeout` (then an error).
-fn wait(child: &mut std::process::Child, timeout: Duration) -> Result<ExitStatus> {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Some(status) = child.try_wait()? {
-            return Ok(status);
-        }
-        if Instant::now() >= deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            bail!("QEMU did not finish in {} s", timeout.as_secs());
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
 }
 
 #[cfg(test)]

@@ -20,6 +20,7 @@ pub mod channel;
 mod config;
 mod elf;
 mod fit;
+mod foreign;
 pub mod gdb;
 pub mod measure;
 #[cfg(feature = "probe")]
@@ -32,7 +33,9 @@ pub use batch::{
     CountedOutcome,
 };
 pub use build::{build, build_with_options, build_with_progress, BuildOptions, BuiltImage};
+pub use elf::Elf;
 pub use fit::{bytes_text, check_fits, Fit, Memory, Need};
+pub use foreign::{run_marked, MarkedRun};
 pub use qemu::{
     run, run_invocations, run_invocations_with_options, run_with_options, BoardRun, Core, Io,
     RunOptions,

@@ -433,11 +433,20 @@ pub(super) fn emulator<'a>(
             reason: format!("built for {}, not {}", image.board, board.name),
         });
     }
+    installed_qemu(board, &image.elf)
+}
+
+/// The board's QEMU command line to run `elf` with, once the board is known to be emulated
+/// and its emulator installed.
+pub(super) fn installed_qemu<'a>(
+    board: &'a BoardInfo,
+    elf: &Path,
+) -> Result<&'a [String], BoardError> {
     let Some(qemu) = board.qemu.as_deref().filter(|q| !q.is_empty()) else {
         let chip = board.probe_chip.as_deref().unwrap_or("<chip>");
         return Err(BoardError::NotEmulated {
             board: board.name.clone(),
-            command: format!("probe-rs run --chip {chip} {}", image.elf.display()),
+            command: format!("probe-rs run --chip {chip} {}", elf.display()),
         });
     };
     if !on_path(&qemu[0]) {
