@@ -8,7 +8,9 @@
 //!   `[2^30, 2^31)` and `m′ = 2m − 2^32` (an `i32`), it is `((x·m′ + 2^31) >> 32) + x`: the
 //!   rounded high word of a 32×32 product (one `SMMULR` on a DSP core) and an add;
 //! - a zero multiplier (a scale below 2^-32) gives 0 whatever `x`: its channel computes with
-//!   the normalized stand-in `2^30` on an `x` multiplied by 0 (the table that holds `2^left`);
+//!   the normalized stand-in `2^30` and, where the short rounding below is used, the rounding
+//!   shift 32 (`h′ >> 31` is 0 or −1, which rounds to 0); else on an `x` multiplied by 0 (the
+//!   table that holds `2^left`);
 //! - the rounding shift by `e ≥ 2` (halves away from zero) is `((h′ >> (e − 1)) + 1) >> 1` with
 //!   `h′ = h + (h >> 31)`, that is `h − 1` for a negative `h`: for `h ≥ 0` it is
 //!   `⌊(h + 2^(e−1)) / 2^e⌋`, for `h < 0` `⌊(h − 1 + 2^(e−1)) / 2^e⌋`, TFLM's two cases. No step
@@ -31,19 +33,31 @@ use crate::ops::BinaryOp;
 /// cannot overflow (`|t| ≤ 2^30`).
 const FOLDABLE_ADD: i64 = 1 << 28;
 
+/// The rounding shift after which the short form gives 0 whatever `h`: a zero multiplier's.
+const ZEROING_RIGHT: i32 = 32;
+
 impl Multipliers {
+    /// Whether every multiplier that is not zero has a rounding shift of at least 2, the
+    /// short rounding form's.
+    fn short_rounding(&self) -> bool {
+        (self.all().iter())
+            .filter(|m| m.multiplier != 0)
+            .all(|m| m.right() >= 2)
+    }
+
     /// The multipliers a kernel computes with: each zero multiplier replaced by the
-    /// normalized stand-in `2^30` with the smallest rounding shift of the others (2 if there
-    /// are none), whose channel's `x` is multiplied by 0 ([`QuantMultiplier::multiplier`] of
-    /// the original says which).
+    /// normalized stand-in `2^30` with the rounding shift that zeroes its result in the short
+    /// form where that is used, else the smallest rounding shift of the others (2 if there
+    /// are none), whose channel's `x` is then multiplied by 0.
     fn computed(&self) -> Multipliers {
-        let all = self.all();
-        let right = all
-            .iter()
+        let others = (self.all().iter())
             .filter(|m| m.multiplier != 0)
             .map(|m| m.right())
-            .min()
-            .unwrap_or(2);
+            .min();
+        let right = match self.short_rounding() {
+            true => ZEROING_RIGHT,
+            false => others.unwrap_or(2),
+        };
         let stand_in = QuantMultiplier {
             multiplier: 1 << 30,
             shift: -right,
@@ -86,11 +100,15 @@ impl Graph {
             });
         }
         let mut x = x.clone();
-        if all.iter().any(|m| m.left() > 0 || m.multiplier == 0) {
-            // `x · 2^left` in i32, as TFLM computes it; 0 where the multiplier is.
-            let pot = self.table("requant_pot", &x, ms, DType::I32, |m| match m.multiplier {
-                0 => 0,
-                _ => 1i64 << m.left(),
+        let zero_by_pot = !ms.short_rounding() && all.iter().any(|m| m.multiplier == 0);
+        if all.iter().any(|m| m.left() > 0) || zero_by_pot {
+            // `x · 2^left` in i32, as TFLM computes it; 0 where the multiplier is and the
+            // rounding cannot zero it.
+            let pot = self.table("requant_pot", &x, ms, DType::I32, |m| {
+                match (m.multiplier, zero_by_pot) {
+                    (0, true) => 0,
+                    _ => 1i64 << m.left(),
+                }
             })?;
             x = self.binary(BinaryOp::Mul, &x, &pot)?;
         }
