@@ -22,7 +22,7 @@ pub struct ModelArgs {
     #[arg(long = "shape", value_name = "NAME=DIMS")]
     pub shapes: Vec<String>,
     /// BEAM search of width N over each kernel's opts (C targets), measured on this host, or by
-    /// instructions on the emulated board a command runs on; the results are cached
+    /// estimated cycles on the emulated board a command runs on; the results are cached
     /// (`$KILN_BEAM_CACHE`, else `~/.cache/kiln/beam`). 0: hand-coded opts.
     #[arg(long, default_value_t = 0, value_name = "N")]
     pub beam: usize,

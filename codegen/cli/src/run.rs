@@ -33,7 +33,7 @@ pub struct CompileArgs {
     /// Also write each kernel's process-replay record (AST, opts, name, source) into this folder.
     #[arg(long)]
     replay: Option<PathBuf>,
-    /// With `--beam`: measure the search's candidates by instructions on this emulated board
+    /// With `--beam`: measure the search's candidates by estimated cycles on this emulated board
     /// (`qemu-an386`, …) instead of by wall time on this host (C targets).
     #[arg(long, value_name = "BOARD")]
     board: Option<String>,

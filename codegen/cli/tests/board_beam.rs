@@ -1,5 +1,5 @@
-//! `kiln run --board` and `kiln compile --board` with a BEAM search by the board's instructions
-//! (an emulated Cortex-M4F, `qemu-an386`), sharing one cache. They need the board toolchain
+//! `kiln run --board` and `kiln compile --board` with a BEAM search by the board's estimated
+//! cycles (an emulated Cortex-M4F, `qemu-an386`), sharing one cache. They need the board toolchain
 //! (`scripts/setup-toolchain.sh`).
 
 use std::time::Instant;
@@ -13,7 +13,7 @@ fn kiln(args: &[&str], cache: &std::path::Path) -> std::process::Output {
 }
 
 #[test]
-fn kiln_run_on_a_board_searches_by_its_instructions_and_compile_reuses_them() {
+fn kiln_run_on_a_board_searches_by_its_cycles_and_compile_reuses_them() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let model = root.join("tests/models/mlp.onnx");
     let data = root.join("tests/data/mlp");
@@ -43,7 +43,7 @@ fn kiln_run_on_a_board_searches_by_its_instructions_and_compile_reuses_them() {
     eprintln!("{err}searched in {:.1} s", started.elapsed().as_secs_f64());
     assert!(o.status.success(), "{err}");
     assert!(
-        err.contains("beam search (instructions on qemu-an386)"),
+        err.contains("beam search (estimated cycles on qemu-an386)"),
         "{err}"
     );
     assert!(!err.contains(" 0 kernels searched"), "{err}");

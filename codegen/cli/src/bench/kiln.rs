@@ -115,7 +115,7 @@ pub struct Plan<'a> {
     pub other_boards: &'a [&'static str],
     /// BEAM width of the measured bundle (0: the hand-coded opts).
     pub beam: usize,
-    /// The boards' kernels searched by the board's instructions (else hand-coded).
+    /// The boards' kernels searched by the board's estimated cycles (else hand-coded).
     pub board_beam: bool,
 }
 
@@ -216,7 +216,7 @@ fn measure_board(
     vectors: Option<&Path>,
 ) -> Result<Result<BoardNumbers, String>> {
     // The board has no float vectors: its kernels are plain C (with packed int8 dot products
-    // on a DSP core), with their opts searched by the board's instructions (`--board-beam`)
+    // on a DSP core), with their opts searched by the board's estimated cycles (`--board-beam`)
     // or the hand-coded ones.
     let runner = kiln_runners::by_name(board, &Default::default())?;
     let c = match board_beam && args.beam > 0 {

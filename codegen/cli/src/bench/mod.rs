@@ -87,7 +87,7 @@ pub struct Args {
     /// BEAM search width for Kiln's kernels (0: the hand-coded opts); searches are cached.
     #[arg(long, default_value_t = 0)]
     beam: usize,
-    /// With `--beam`: the board column runs kernels searched by instructions on the board
+    /// With `--beam`: the board column runs kernels searched by estimated cycles on the board
     /// (default: the host's searched kernels, the host column's).
     #[arg(long)]
     board_beam: bool,

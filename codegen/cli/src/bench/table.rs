@@ -238,7 +238,7 @@ fn published_note(rows: &[Row]) -> String {
 /// Which opts the board's plain C kernels ran.
 fn board_opts(beam: usize, board_beam: bool) -> String {
     if board_beam && beam > 0 {
-        format!("opts from a BEAM search of width {beam} by the board's instructions")
+        format!("opts from a BEAM search of width {beam} by the board's estimated cycles")
     } else {
         "the hand-coded opts".to_string()
     }

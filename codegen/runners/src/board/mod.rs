@@ -182,7 +182,7 @@ pub enum BoardError {
     },
     #[error("{board} cannot run this model: {reason}")]
     Unsupported { board: String, reason: String },
-    #[error("{board} is not emulated: kernels are measured by instructions only under QEMU")]
+    #[error("{board} is not emulated: kernels are measured only under QEMU")]
     NotMeasurable { board: String },
     #[error("the candidates of kernel {kernel} make no bundle to measure")]
     Candidates {
