@@ -153,8 +153,7 @@ pub fn markdown(rows: &[Row]) -> String {
         return String::new();
     };
     let mut s = caption(r);
-    let kernels = r.k.board.as_ref().map(|b| &b.steps[..]).unwrap_or_default();
-    let names: Vec<&str> = kernels.iter().map(|(n, _)| n.as_str()).collect();
+    let (kernels, names) = board_kernels(r);
     let layers = match measured {
         Ok(layers) if !kernels.is_empty() => layers,
         Ok(_) => return s + &format!("Kiln's kernels did not run on {BOARD}.\n"),
@@ -167,7 +166,6 @@ pub fn markdown(rows: &[Row]) -> String {
     s +=
         "| # | TFLM operator | output shape | MACs | CMSIS-NN cycles | Kiln kernels | Kiln cycles \
           | Kiln ÷ CMSIS-NN |\n|---:|---|---|---:|---:|---|---:|---:|\n";
-    let sum = |span: &Range<usize>| kernels[span.clone()].iter().map(|(_, c)| c).sum::<u64>();
     for (i, ((op, &peer), span)) in layers
         .ops
         .iter()
@@ -175,7 +173,7 @@ pub fn markdown(rows: &[Row]) -> String {
         .zip(&spans)
         .enumerate()
     {
-        let kiln = Some(sum(span)).filter(|_| !span.is_empty());
+        let kiln = Some(cycles_of(kernels, span)).filter(|_| !span.is_empty());
         let steps = kernels_cell(span, &names);
         let _ = writeln!(
             s,
@@ -188,7 +186,10 @@ pub fn markdown(rows: &[Row]) -> String {
             opt(kiln, |k| format!("{:.2}×", k as f64 / peer as f64)),
         );
     }
-    let (peer, kiln) = (layers.cycles.iter().sum::<u64>(), sum(&(0..kernels.len())));
+    let (peer, kiln) = (
+        layers.cycles.iter().sum::<u64>(),
+        cycles_of(kernels, &(0..kernels.len())),
+    );
     let macs: u64 = layers.ops.iter().filter_map(|o| o.macs).sum();
     let _ = writeln!(
         s,
@@ -200,6 +201,18 @@ pub fn markdown(rows: &[Row]) -> String {
         kiln as f64 / peer as f64
     );
     s + &by_type(layers, &spans, kernels)
+}
+
+/// Kiln's kernels in `r`'s run on the main board, (name, estimated cycles) per step, and
+/// their names.
+fn board_kernels<'r>(r: &'r Row) -> (&'r [(String, u64)], Vec<&'r str>) {
+    let kernels = r.k.board.as_ref().map(|b| &b.steps[..]).unwrap_or_default();
+    (kernels, kernels.iter().map(|(n, _)| n.as_str()).collect())
+}
+
+/// The estimated cycles of the kernels of `span`.
+fn cycles_of(kernels: &[(String, u64)], span: &Range<usize>) -> u64 {
+    kernels[span.clone()].iter().map(|(_, c)| c).sum()
 }
 
 /// What the table is.
@@ -248,7 +261,7 @@ fn by_type(layers: &Layers, spans: &[Range<usize>], kernels: &[(String, u64)]) -
     // Per type: operators, CMSIS-NN's cycles, Kiln's kernels and their cycles.
     let mut types: Vec<(&str, usize, u64, usize, u64)> = Vec::new();
     for ((op, &peer), span) in layers.ops.iter().zip(&layers.cycles).zip(spans) {
-        let kiln: u64 = kernels[span.clone()].iter().map(|(_, c)| c).sum();
+        let kiln = cycles_of(kernels, span);
         match types.iter_mut().find(|t| t.0 == op.name) {
             Some(t) => {
                 (t.1, t.2) = (t.1 + 1, t.2 + peer);
@@ -282,16 +295,15 @@ pub fn tsv(r: &Row) -> String {
     let Some(Ok(layers)) = &r.layers else {
         return s;
     };
-    let kernels = r.k.board.as_ref().map(|b| &b.steps[..]).unwrap_or_default();
-    let names: Vec<&str> = kernels.iter().map(|(n, _)| n.as_str()).collect();
+    let (kernels, names) = board_kernels(r);
     let spans = assign(&layers.ops, &names)
         .ok()
         .filter(|_| !kernels.is_empty());
     let (n, k) = (r.m.name, CORES[0].key);
     for (i, &peer) in layers.cycles.iter().enumerate() {
         let _ = writeln!(s, "{n}\t{k}_op_{i:02}_cmsis_nn_cycles\t{peer}");
-        if let Some(span) = spans.as_ref().map(|s| s[i].clone()) {
-            let kiln: u64 = kernels[span].iter().map(|(_, c)| c).sum();
+        if let Some(span) = spans.as_ref().map(|s| &s[i]) {
+            let kiln = cycles_of(kernels, span);
             let _ = writeln!(s, "{n}\t{k}_op_{i:02}_kiln_cycles\t{kiln}");
         }
     }

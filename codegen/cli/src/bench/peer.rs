@@ -78,22 +78,20 @@ pub fn measure(m: &BenchModel) -> PeerRuns {
 
 /// Runs `elf` on `board`: vector 0's `Invoke()`, and the image's flash.
 pub fn invoke(board: &str, elf: &Path) -> Result<PeerNumbers> {
-    let (marks, flash) = run(board, elf)?;
-    let Some(&(instructions, cycles)) = pairs(&marks).first() else {
+    let Some(&(instructions, cycles)) = pairs(&run(board, elf)?).first() else {
         bail!("the image exited with status 0 without storing to its marker");
     };
     Ok(PeerNumbers {
         instructions,
         cycles,
-        flash,
+        flash: flash(elf)?,
     })
 }
 
 /// Runs the per-operator image `elf` of a model of `operators` operators on `board`: each
 /// operator's estimated cycles on vector 0, in the model's order.
 pub fn per_operator(board: &str, elf: &Path, operators: usize) -> Result<Vec<u64>> {
-    let (marks, _) = run(board, elf)?;
-    first_run(&pairs(&marks), operators)
+    first_run(&pairs(&run(board, elf)?), operators)
 }
 
 /// The cycles of the first run's `operators` spans of a per-operator image's `spans` (one per
@@ -116,19 +114,18 @@ pub fn pairs(marks: &[(u64, u64)]) -> Vec<(u64, u64)> {
 }
 
 /// Runs `elf` once on `board` as Kiln's images run, the plugin counting by its marker: the
-/// marks (instructions, estimated cycles) and the image's flash; an error unless it exits with
-/// status 0 (the image's own check of its outputs).
-fn run(board: &str, elf: &Path) -> Result<(Vec<(u64, u64)>, usize)> {
+/// marks (instructions, estimated cycles); an error unless it exits with status 0 (the image's
+/// own check of its outputs).
+fn run(board: &str, elf: &Path) -> Result<Vec<(u64, u64)>> {
     let info = kiln_runners::board::info(board)?;
     let run = kiln_runners::board::run_marked(&info, elf, TIMEOUT)?;
     if !run.status.success() {
         bail!("exited with {}{}", run.status, last_word(&run.output));
     }
-    let marks = (run.marks.iter())
+    (run.marks.iter())
         .map(|&(n, cycles)| cycles.map(|c| (n, c)))
         .collect::<Option<Vec<_>>>()
-        .with_context(|| format!("{board}'s core has no cycle estimate"))?;
-    Ok((marks, flash(elf)?))
+        .with_context(|| format!("{board}'s core has no cycle estimate"))
 }
 
 /// The image's flash counted as a Kiln image's is, less its reference vectors.

@@ -28,7 +28,24 @@ pub struct Row<'a> {
     pub layers: Option<Result<Layers, String>>,
 }
 
-impl Row<'_> {
+impl<'a> Row<'a> {
+    /// A row of Kiln's numbers `k` on `m` alone: no reference measured.
+    #[cfg(test)]
+    pub fn of_kiln(m: &'a BenchModel, k: KilnNumbers) -> Row<'a> {
+        Row {
+            m,
+            k,
+            ort_us: None,
+            tinygrad_us: None,
+            tflm_us: None,
+            litert_us: None,
+            tflm: None,
+            tflm_image: None,
+            peer: Vec::new(),
+            layers: None,
+        }
+    }
+
     pub fn kiln_us(&self) -> f64 {
         us(self.k.host_best)
     }

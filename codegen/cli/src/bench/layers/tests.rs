@@ -129,20 +129,13 @@ fn vww_row<'a>(m: &'a BenchModel, steps: Vec<(String, u64)>, layers: Layers) -> 
         diff: None,
         steps,
     };
+    let k = KilnNumbers {
+        board: Some(board),
+        ..KilnNumbers::default()
+    };
     Row {
-        m,
-        k: KilnNumbers {
-            board: Some(board),
-            ..KilnNumbers::default()
-        },
-        ort_us: None,
-        tinygrad_us: None,
-        tflm_us: None,
-        litert_us: None,
-        tflm: None,
-        tflm_image: None,
-        peer: Vec::new(),
         layers: Some(Ok(layers)),
+        ..Row::of_kiln(m, k)
     }
 }
 

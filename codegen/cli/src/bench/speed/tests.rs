@@ -15,9 +15,9 @@ fn numbers(instructions: u64, cycles: u64) -> BoardNumbers {
 }
 
 fn row<'a>(m: &'a BenchModel, cycles: [u64; 3]) -> Row<'a> {
-    Row {
+    Row::of_kiln(
         m,
-        k: KilnNumbers {
+        KilnNumbers {
             board: Some(numbers(cycles[0] / 2, cycles[0])),
             other_boards: vec![
                 ("qemu-an505", Ok(numbers(cycles[1] / 2, cycles[1]))),
@@ -25,15 +25,7 @@ fn row<'a>(m: &'a BenchModel, cycles: [u64; 3]) -> Row<'a> {
             ],
             ..KilnNumbers::default()
         },
-        ort_us: None,
-        tinygrad_us: None,
-        tflm_us: None,
-        litert_us: None,
-        tflm: None,
-        tflm_image: None,
-        peer: Vec::new(),
-        layers: None,
-    }
+    )
 }
 
 #[test]

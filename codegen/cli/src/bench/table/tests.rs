@@ -7,27 +7,20 @@ use std::time::Duration;
 
 /// A row of `m` whose board image is 1,000 B of flash and 300 B of RAM.
 fn row<'a>(m: &'a BenchModel, image: Option<TflmImage>) -> Row<'a> {
+    let k = KilnNumbers {
+        board: Some(BoardNumbers {
+            instructions: 1,
+            cycles: None,
+            flash: 1_000,
+            ram: 300,
+            diff: None,
+            steps: Vec::new(),
+        }),
+        ..KilnNumbers::default()
+    };
     Row {
-        m,
-        k: KilnNumbers {
-            board: Some(BoardNumbers {
-                instructions: 1,
-                cycles: None,
-                flash: 1_000,
-                ram: 300,
-                diff: None,
-                steps: Vec::new(),
-            }),
-            ..KilnNumbers::default()
-        },
-        ort_us: None,
-        tinygrad_us: None,
-        tflm_us: None,
-        litert_us: None,
-        tflm: None,
         tflm_image: image,
-        peer: Vec::new(),
-        layers: None,
+        ..Row::of_kiln(m, k)
     }
 }
 
