@@ -46,15 +46,15 @@ impl Multipliers {
     }
 
     /// The multipliers a kernel computes with: each zero multiplier replaced by the
-    /// normalized stand-in `2^30` with the rounding shift that zeroes its result in the short
+    /// normalized stand-in `2^30` with the rounding shift that zeroes its result in the `short`
     /// form where that is used, else the smallest rounding shift of the others (2 if there
     /// are none), whose channel's `x` is then multiplied by 0.
-    fn computed(&self) -> Multipliers {
+    fn computed(&self, short: bool) -> Multipliers {
         let others = (self.all().iter())
             .filter(|m| m.multiplier != 0)
             .map(|m| m.right())
             .min();
-        let right = match self.short_rounding() {
+        let right = match short {
             true => ZEROING_RIGHT,
             false => others.unwrap_or(2),
         };
@@ -100,7 +100,8 @@ impl Graph {
             });
         }
         let mut x = x.clone();
-        let zero_by_pot = !ms.short_rounding() && all.iter().any(|m| m.multiplier == 0);
+        let short = ms.short_rounding();
+        let zero_by_pot = !short && all.iter().any(|m| m.multiplier == 0);
         if all.iter().any(|m| m.left() > 0) || zero_by_pot {
             // `x · 2^left` in i32, as TFLM computes it; 0 where the multiplier is and the
             // rounding cannot zero it.
@@ -112,7 +113,7 @@ impl Graph {
             })?;
             x = self.binary(BinaryOp::Mul, &x, &pot)?;
         }
-        let ms = &ms.computed();
+        let ms = &ms.computed(short);
         let high = self.high_mul(&x, ms)?;
         self.rounding_shift_right(&high, ms, add)
     }
