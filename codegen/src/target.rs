@@ -65,6 +65,11 @@ pub struct Target {
     /// (a `Dot` micro-op), as the DSP extension of the Cortex-M4, M7 and M33
     /// computes them (`SXTB16` and `SMLAD`).
     pub packed_dot: bool,
+    /// With packed dot products: an int8 weight that only one kernel reads is stored in flash
+    /// widened to int16, each four in the order `SXTB16` unpacks a word of activations
+    /// ([`Target::c_dsp_wide`]), so the inner loop loads it ready for `SMLAD`. Twice the
+    /// weight's bytes.
+    pub wide_weights: bool,
     /// The language the renderer writes for it.
     pub language: Language,
 }
@@ -86,6 +91,7 @@ impl Target {
             supports_double: true,
             writes_in_place: true,
             packed_dot: false,
+            wide_weights: false,
             language: Language::C,
         }
     }
@@ -101,6 +107,25 @@ impl Target {
         }
     }
 
+    /// [`Target::c_dsp`] with its dot products' int8 weights widened to int16 pairs in flash
+    /// ([`Target::wide_weights`]): fewer instructions per product for twice those weights'
+    /// flash.
+    pub fn c_dsp_wide() -> Self {
+        Target::c_dsp()
+            .with_wide_weights()
+            .expect("c-dsp has packed dot products")
+    }
+
+    /// This target with its dot products' weights widened ([`Target::c_dsp_wide`]), when it
+    /// has packed dot products; `None` when it has none.
+    pub fn with_wide_weights(&self) -> Option<Self> {
+        self.packed_dot.then(|| Target {
+            name: "c-dsp-wide",
+            wide_weights: true,
+            ..self.clone()
+        })
+    }
+
     /// The target a CPU's kernels are generated for, whoever asks (`kiln run` on a board, a
     /// board's or a user's build script): this machine's vectors on the host, packed int8 dot
     /// products ([`Target::c_dsp`]) on the cores with the DSP extension, plain C elsewhere.
@@ -112,11 +137,12 @@ impl Target {
         }
     }
 
-    /// The target of a name the command line takes: `c`, `c-dsp`, `host`.
+    /// The target of a name the command line takes: `c`, `c-dsp`, `c-dsp-wide`, `host`.
     pub fn by_name(name: &str) -> Option<Self> {
         match name {
             "c" => Some(Target::c()),
             "c-dsp" => Some(Target::c_dsp()),
+            "c-dsp-wide" => Some(Target::c_dsp_wide()),
             "host" => Some(Target::host()),
             _ => None,
         }
@@ -154,6 +180,7 @@ impl Target {
             supports_double: limits.double,
             writes_in_place: false,
             packed_dot: false,
+            wide_weights: false,
             language,
         }
     }
@@ -175,6 +202,7 @@ impl Target {
             supports_double: true,
             writes_in_place: false,
             packed_dot: false,
+            wide_weights: false,
             language: Language::C,
         }
     }

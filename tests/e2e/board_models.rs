@@ -4,7 +4,8 @@
 //! TFLM bit for bit on every board they fit (the FPU-less Cortex-M0 included, and the micro:bit
 //! for the one that fits it), and int8 QDQ models with onnxruntime; a board too small refuses
 //! them with the numbers before anything is built. The int8 kernels are generated for each
-//! board's core: packed int8 dot products (`SXTB16`/`SMLAD`) on the M4, M7 and M33. Every
+//! board's core: packed int8 dot products (`SXTB16`/`SMLAD`) on the M4, M7 and M33, and again
+//! with their weights widened to int16 pairs (`--wide-weights`, the `_wide` tests). Every
 //! model of qemu-an386 and qemu-an505 runs twice: with semihosting files, and over RTT through
 //! QEMU's gdbstub (`_rtt`), the firmware and host path of a real board under a probe. Needs
 //! `scripts/setup-toolchain.sh` (run by the test script).
@@ -53,6 +54,31 @@ fn run_tflite_on(board_name: &str, model: &str, io: Io) {
     );
     let (x, y) = tflm_vectors(model).unwrap().remove(0);
     run_bundle(board_name, model, &bundle, (vec![x], &[y]), (0.0, 0.0), io);
+}
+
+/// An int8 TFLite model on a DSP board with its dot products' weights widened to int16 pairs
+/// (`--wide-weights`), on its first TFLM vector: equal to TFLM's output (0 LSB).
+fn run_wide_tflite_on(board_name: &str, model: &str) {
+    let target = board::info(board_name).unwrap().kernel_target();
+    let wide = target
+        .with_wide_weights()
+        .expect("a core with packed dot products");
+    let bundle = compile_file_for(model, &tflite_path(model), &wide)
+        .unwrap_or_else(|e| panic!("{model}: {e:#}"));
+    assert!(
+        bundle.kernels_c.contains("kiln_dot4w("),
+        "{model} on {board_name}: no widened weight"
+    );
+    let (x, y) = tflm_vectors(model).unwrap().remove(0);
+    let name = format!("{model}-wide");
+    run_bundle(
+        board_name,
+        &name,
+        &bundle,
+        (vec![x], &[y]),
+        (0.0, 0.0),
+        Io::Files,
+    );
 }
 
 /// Runs `bundle` on the board with `vectors` (inputs, expected outputs), compared within
@@ -203,6 +229,22 @@ tflite_board_tests! {
     an505_ic_int8_rtt: "qemu-an505", "pretrainedResnet_quant", Rtt;
     an505_ad_int8_rtt: "qemu-an505", "ad01_int8", Rtt;
     an505_str_ww_int8_rtt: "qemu-an505", "str_ww_ref_model", Rtt;
+}
+
+macro_rules! wide_tflite_board_tests {
+    ($($t:ident: $board:expr, $model:expr;)*) => {
+        $( #[test] fn $t() { run_wide_tflite_on($board, $model); } )*
+    };
+}
+
+// A matrix of one input vector (ad's dense layers), 1×1 convolutions over 125 pixels and a
+// first 10×4 one (kws), and 2×2 blocks of pixels and channels (vww), on each DSP core.
+wide_tflite_board_tests! {
+    an386_kws_int8_wide: "qemu-an386", "kws_ref_model";
+    an386_vww_int8_wide: "qemu-an386", "vww_96_int8";
+    an386_ad_int8_wide: "qemu-an386", "ad01_int8";
+    an500_ad_int8_wide: "qemu-an500", "ad01_int8";
+    an505_kws_int8_wide: "qemu-an505", "kws_ref_model";
 }
 
 /// Of the five int8 models only the streaming wake word fits a micro:bit (16 KiB of RAM,

@@ -5,7 +5,8 @@
 //! - The MLPerf Tiny TFLite models against their TFLM vectors (`tests/models/mlperf-tiny/vectors`).
 //! - The small op models of `tests/models/tflite` (`scripts/make_tflite_models.py`) against their
 //!   TFLM outputs; those whose ops Kiln lacks must fail to import with an error naming the op.
-//! - The int8 ones again for a DSP core (`c-dsp`: packed dot products, in plain C on the host).
+//! - The int8 ones again for a DSP core (`c-dsp`: packed dot products, in plain C on the host),
+//!   and with their weights widened to int16 pairs (`c-dsp-wide`).
 
 use kiln_codegen::bundle::Bundle;
 use kiln_codegen::dtype::Scalar;
@@ -77,6 +78,20 @@ fn mlperf(name: &str) {
             "{name}: no rounded high word or saturating clamp"
         );
         check(&format!("{name}-dsp"), &dsp, &samples);
+        // Their weights widened to int16 pairs (`--wide-weights`), the products in plain C
+        // here: the same outputs from about twice the weights' bytes.
+        let wide = compile_file_for(name, &tflite_path(name), &Target::c_dsp_wide())
+            .unwrap_or_else(|e| panic!("{e:#}"));
+        assert!(
+            wide.kernels_c.contains("kiln_dot4w("),
+            "{name}: no widened weight"
+        );
+        let (narrow, widened) = (dsp.report.weight_bytes, wide.report.weight_bytes);
+        assert!(
+            widened > narrow * 3 / 2 && widened <= narrow * 2,
+            "{name}: {widened} B of widened weights against {narrow} B"
+        );
+        check(&format!("{name}-dsp-wide"), &wide, &samples);
     }
     let r = &bundle.report;
     println!(

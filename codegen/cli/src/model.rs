@@ -46,6 +46,11 @@ pub struct ModelArgs {
     /// model any more. Repeatable: `--state hn=h --state cn=c`.
     #[arg(long = "state", value_name = "OUT=IN")]
     pub states: Vec<String>,
+    /// Stores the int8 weights of the packed dot products (convolutions, dense layers) widened
+    /// to int16 in flash, in the order `SMLAD` takes them: fewer instructions per product on a
+    /// core with the DSP extension, for twice those weights' flash (the target `c-dsp-wide`).
+    #[arg(long)]
+    pub wide_weights: bool,
 }
 
 impl ModelArgs {
@@ -59,6 +64,7 @@ impl ModelArgs {
             keep_f16: false,
             consts: Vec::new(),
             states: Vec::new(),
+            wide_weights: false,
         }
     }
 }
@@ -151,6 +157,16 @@ pub fn compile_with_cost(args: &ModelArgs, target: &Target, cost: BeamCost) -> R
 /// them (there must be one), else the target's heuristics.
 fn compile_searched(args: &ModelArgs, target: &Target, cost: Option<BeamCost>) -> Result<Compiled> {
     let import = import_options(args)?;
+    let target = &match args.wide_weights {
+        false => target.clone(),
+        true => target.with_wide_weights().with_context(|| {
+            format!(
+                "--wide-weights: the target {} has no packed int8 dot products to widen \
+                 weights for (c-dsp and the boards with the DSP extension have)",
+                target.name
+            )
+        })?,
+    };
     let bar = progress(0, "kernels");
     let mut tick = |done: usize, total: usize| {
         bar.set_length(total as u64);

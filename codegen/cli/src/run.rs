@@ -115,7 +115,7 @@ pub fn compile_cmd(a: CompileArgs) -> Result<ExitCode> {
             c
         }
         (None, None) => bail!(
-            "unknown target `{}` (known: host, c, c-dsp, opencl, vulkan)",
+            "unknown target `{}` (known: host, c, c-dsp, c-dsp-wide, opencl, vulkan)",
             a.target
         ),
     };

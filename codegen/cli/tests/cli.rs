@@ -374,3 +374,46 @@ fn explain_shows_a_convolution_split_into_its_interior() {
     assert!(!interior_rows(&plain), "{plain}");
     assert!(interior_rows(&split), "{split}");
 }
+
+/// `--wide-weights` widens the int8 weights of the packed dot products where the target has
+/// them (the report counts the bytes in flash), and is refused, naming the target, where it
+/// has none.
+#[test]
+fn wide_weights_need_packed_dot_products() {
+    let model = root().join("tests/models/mlperf-tiny/tflite/ad01_int8.tflite");
+    let dir = tempfile::tempdir().unwrap();
+    let weights = |target: &str, wide: bool| {
+        let out = dir.path().join(format!("{target}-{wide}"));
+        let mut args = vec!["compile", model.to_str().unwrap(), "--target", target];
+        args.extend(["-o", out.to_str().unwrap()]);
+        if wide {
+            args.push("--wide-weights");
+        }
+        let o = kiln(&args);
+        let text = String::from_utf8_lossy(&o.stdout).into_owned();
+        (o, text, out)
+    };
+    let (o, narrow, _) = weights("c-dsp", false);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let (o, wide, out) = weights("c-dsp", true);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let bytes = |text: &str| -> usize {
+        let at = text.find("weights ").expect("a weights figure") + "weights ".len();
+        text[at..].split(' ').next().unwrap().parse().unwrap()
+    };
+    assert!(bytes(&wide) > bytes(&narrow) * 3 / 2, "{narrow}\n{wide}");
+    let c = std::fs::read_to_string(out.join("kernels.c")).unwrap();
+    assert!(c.contains("kiln_dot4w("), "no widened weight");
+    // The target of that name is the same compile.
+    let (o, named, _) = weights("c-dsp-wide", false);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(bytes(&named), bytes(&wide));
+    let (o, _, out) = weights("c", true);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains("--wide-weights") && e.contains("target c "),
+        "{e}"
+    );
+    assert!(!out.exists(), "nothing is written on failure");
+}

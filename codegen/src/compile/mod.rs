@@ -4,7 +4,9 @@
 //! compiler never runs a kernel itself.
 
 use crate::bundle::{self, Bundle, PackError};
+use crate::dtype::Scalar;
 use crate::graph::{Graph, Lazy, WeightId};
+use crate::kernel::dot::widen_pairs;
 use crate::kernel::lanes::reorder_bytes;
 use crate::kernel::{Kernel, KernelBuffer, KernelError};
 use crate::linearize::{linearize, LinearizeError};
@@ -52,7 +54,7 @@ pub fn compile(
 ) -> Result<(Bundle, SearchStats), CompileError> {
     let schedule = schedule_for(graph, outputs, target)?;
     let kernels = kernels_of(&schedule, target)?;
-    let sizes = buffer_bytes(&schedule);
+    let sizes = measured_bytes(&schedule, &kernels);
     let (kernels, stats) = optimize(kernels, &sizes, how, &|k| {
         linearize(&k.laid_out().0).is_ok()
     })?;
@@ -95,7 +97,7 @@ fn kernels_of(schedule: &Schedule, target: &Target) -> Result<Vec<Kernel>, Compi
     let mut kernels = Vec::with_capacity(schedule.items.len());
     for item in &schedule.items {
         let mut k = Kernel::new(item.ast.clone(), target.clone())?;
-        if target.simd_lanes > 0 {
+        if target.simd_lanes > 0 || target.wide_weights {
             k.free_layout = free_weights(schedule, &readers, item, &k);
         }
         kernels.push(k);
@@ -131,25 +133,54 @@ fn render_all(
     Ok(programs)
 }
 
+/// The bytes of each kernel's buffers as a BEAM candidate may read them: a free weight that
+/// a candidate may widen ([`Kernel::widened`]) counts twice its bytes.
+fn measured_bytes(schedule: &Schedule, kernels: &[Kernel]) -> Vec<Vec<usize>> {
+    let mut sizes = buffer_bytes(schedule);
+    for (bytes, k) in sizes.iter_mut().zip(kernels) {
+        if !k.target.wide_weights {
+            continue;
+        }
+        for &(b, _) in &k.free_layout {
+            if let KernelBuffer::Mem(m) = &k.bufs[b] {
+                bytes[m.idx.0 as usize] *= 2;
+            }
+        }
+    }
+    sizes
+}
+
 /// The step between optimize and linearize: each kernel reads its free weights in the order
-/// its lanes want them ([`Kernel::laid_out`]). Returns those kernels and every weight of the
-/// schedule as it is to be stored, in that order.
+/// its lanes want them, or widened for its dot products ([`Kernel::laid_out`]). Returns those
+/// kernels and every weight of the schedule as it is to be stored, in that order.
 fn lay_out_weights(schedule: &Schedule, kernels: &[Kernel]) -> (Vec<Kernel>, Vec<Tensor>) {
     let mut weights: Vec<Tensor> = schedule.weights.iter().map(|w| w.tensor.clone()).collect();
     let mut laid = Vec::with_capacity(kernels.len());
     for (item, k) in schedule.items.iter().zip(kernels) {
         let (k, relayouts) = k.laid_out();
-        for r in &relayouts {
-            let KernelBuffer::Mem(m) = &k.bufs[r.buf] else {
-                continue;
+        let weight_of = |b: usize| {
+            let KernelBuffer::Mem(m) = &k.bufs[b] else {
+                return None;
             };
             let buf = item.bufs[m.idx.0 as usize];
-            if let BufKind::Weight(w) = schedule.buffers[buf.0 as usize].kind {
+            match schedule.buffers[buf.0 as usize].kind {
+                BufKind::Weight(w) => Some(w.0 as usize),
+                _ => None,
+            }
+        };
+        for r in &relayouts {
+            if let Some(w) = weight_of(r.buf) {
                 // A relayout is a permutation of the weight's elements: as many bytes.
-                let data = &mut weights[w.0 as usize];
+                let data = &mut weights[w];
                 let reordered = reorder_bytes(r, data.bytes(), data.dtype().size());
                 data.bytes_mut().copy_from_slice(&reordered);
             }
+        }
+        for w in k.widened.iter().filter_map(|&b| weight_of(b)) {
+            let data = &weights[w];
+            let shape = data.shape().to_vec();
+            weights[w] = Tensor::new(Scalar::I16, shape, widen_pairs(data.bytes()))
+                .expect("an int16 for each int8");
         }
         laid.push(k);
     }

@@ -69,6 +69,71 @@ impl Kernel {
     }
 }
 
+impl Kernel {
+    /// The operand of the packed dot products to store widened to int16 ([`Kernel::widened`]),
+    /// on a target that wants it ([`crate::target::Target::wide_weights`]): an int8 weight
+    /// that only this kernel reads, once, through one unmasked view in which every word the
+    /// products load starts at a multiple of four elements. Each four can then be reordered
+    /// where they lie, so the view's indices stay as they are.
+    pub fn widenable_dot_weight(&self) -> Option<usize> {
+        if !self.target.wide_weights {
+            return None;
+        }
+        let axis = self.packed_dot_axis()?;
+        let operands = self.dot_operands()?;
+        operands
+            .into_iter()
+            .find(|&b| self.read_once_at_fours(b, axis))
+    }
+
+    /// Buffer `b` is a free weight, loaded at one place in the kernel, through one view whose
+    /// steps off `axis` and start are multiples of four.
+    fn read_once_at_fours(&self, b: usize, axis: usize) -> bool {
+        if !self.free_layout.iter().any(|&(i, _)| i == b) {
+            return false;
+        }
+        let KernelBuffer::Mem(mine) = &self.bufs[b] else {
+            return false;
+        };
+        let loads = super::unique_lazyops(&self.ast)
+            .iter()
+            .filter(|x| matches!(x.op(), Op::Load(m) if m.idx == mine.idx))
+            .count();
+        let [view] = self.sts[b].views.as_slice() else {
+            return false;
+        };
+        let shape = self.sts[b].shape();
+        loads == 1
+            && view.mask.is_none()
+            && view.offset % 4 == 0
+            && view.strides[axis] == 1
+            && (0..shape.len()).all(|a| a == axis || shape[a] == 1 || view.strides[a] % 4 == 0)
+    }
+}
+
+/// Position `k` of four int8 values widened for `SMLAD` ([`Kernel::widened`]) holds value
+/// `PAIR_ORDER[k]`: 0 and 2 in the low word, as `SXTB16` unpacks a word's bytes 0 and 2, then 1
+/// and 3 (the order is its own inverse).
+pub const PAIR_ORDER: [usize; 4] = [0, 2, 1, 3];
+
+/// An int8 weight's values, widened to little-endian int16 with each four in
+/// [`PAIR_ORDER`]: the bytes a [`Kernel::widened`] buffer is stored as. A last group of fewer
+/// than four, which no packed load reads, keeps its order.
+pub fn widen_pairs(int8: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(int8.len() * 2);
+    for group in int8.chunks(4) {
+        let order: &[usize] = if group.len() == 4 {
+            &PAIR_ORDER
+        } else {
+            &[0, 1, 2][..group.len()]
+        };
+        for &k in order {
+            out.extend_from_slice(&(group[k] as i8 as i16).to_le_bytes());
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use crate::kernel::examples::{matvec, matvec_i8};
@@ -125,6 +190,99 @@ mod tests {
             let want: i64 = (0..cols).map(|j| a[r * cols + j] * b[j]).sum();
             assert_eq!(bufs[&ArgId(0)].data[r].as_i64(), want, "row {r}");
         }
+    }
+
+    /// Buffer `id`'s position in the kernel's buffers.
+    fn position(k: &Kernel, id: u32) -> usize {
+        k.bufs
+            .iter()
+            .position(|b| matches!(b, crate::kernel::KernelBuffer::Mem(m) if m.idx == ArgId(id)))
+            .expect("a buffer of the kernel")
+    }
+
+    /// The matrix of `matvec_i8(rows, cols)` free to lay out, two rows per iteration and four
+    /// columns per dot product, on `target`.
+    fn packed_matvec(rows: usize, cols: usize, target: Target) -> Kernel {
+        let mut k = matvec_i8(rows, cols, target);
+        k.free_layout = vec![(position(&k, 1), rows * cols)];
+        k.apply_opt(Opt::new(OptOp::Upcast, 0, 2)).unwrap();
+        k.apply_opt(Opt::new(OptOp::Dot, 0, 4)).unwrap();
+        k
+    }
+
+    /// A widened weight: stored as int16 in SMLAD's pair order, read as two words per four
+    /// products, and the sums are the plain kernel's, exactly.
+    #[test]
+    fn a_widened_weight_is_read_as_int16_pairs_with_the_same_sums() {
+        let (rows, cols) = (6, 24);
+        let (k, _) = packed_matvec(rows, cols, Target::c_dsp_wide()).laid_out();
+        let w = position(&k, 1);
+        assert_eq!(k.widened, vec![w]);
+        let p = to_program(&k).unwrap();
+        assert!(p.src.contains("const short* restrict data1"), "{}", p.src);
+        assert!(p.src.contains("kiln_dot4w(") && p.src.contains("kiln_ld4(data2+"));
+        let a: Vec<i64> = (0..rows * cols)
+            .map(|i| (i as i64 * 37 % 256) - 128)
+            .collect();
+        let b: Vec<i64> = (0..cols).map(|j| 127 - (j as i64 * 53 % 256)).collect();
+        let bytes: Vec<u8> = a.iter().map(|&x| x as i8 as u8).collect();
+        let wide: Vec<ConstValue> = super::widen_pairs(&bytes)
+            .chunks(2)
+            .map(|h| ConstValue::Int(i16::from_le_bytes([h[0], h[1]]) as i64))
+            .collect();
+        assert_eq!(wide[1].as_i64(), a[2], "values 0 and 2 share the low word");
+        let mut bufs = HashMap::new();
+        bufs.insert(ArgId(0), HostBuffer::zeros(crate::dtype::Scalar::I32, rows));
+        bufs.insert(
+            ArgId(1),
+            HostBuffer {
+                dtype: crate::dtype::Scalar::I16,
+                data: wide,
+            },
+        );
+        bufs.insert(
+            ArgId(2),
+            HostBuffer {
+                dtype: crate::dtype::Scalar::I8,
+                data: b.iter().map(|&x| ConstValue::Int(x)).collect(),
+            },
+        );
+        run(&p.uops, &mut bufs, &HashMap::new()).unwrap();
+        for r in 0..rows {
+            let want: i64 = (0..cols).map(|j| a[r * cols + j] * b[j]).sum();
+            assert_eq!(bufs[&ArgId(0)].data[r].as_i64(), want, "row {r}");
+        }
+    }
+
+    /// Only a free weight whose words start at multiples of four is widened, and only where
+    /// the target asks for it.
+    #[test]
+    fn a_weight_is_widened_only_where_its_fours_stay_in_place() {
+        assert!(packed_matvec(6, 24, Target::c_dsp())
+            .laid_out()
+            .0
+            .widened
+            .is_empty());
+        // A window of a wider matrix: rows 26 apart, from its third column. The words are
+        // contiguous, but start at 2, 6, …, 28, …: they cannot be reordered where they lie.
+        let (rows, cols) = (6, 24);
+        let mut k = matvec_i8(rows, cols, Target::c_dsp_wide());
+        let w = position(&k, 1);
+        k.sts[w] = crate::shape::ShapeTracker::from_shape(&[rows, cols + 2])
+            .shrink(&[(0, rows), (2, cols + 2)])
+            .unwrap();
+        k.free_layout = vec![(w, rows * (cols + 2))];
+        k.apply_opt(Opt::new(OptOp::Dot, 0, 4)).unwrap();
+        assert!(k.packed_dot_axis().is_some());
+        assert!(k.laid_out().0.widened.is_empty(), "misaligned: not widened");
+        let mut k = matvec_i8(8, 24, Target::c_dsp_wide());
+        k.apply_opt(Opt::new(OptOp::Dot, 0, 4)).unwrap();
+        assert!(k.laid_out().0.widened.is_empty(), "not free: not widened");
+        assert_eq!(
+            super::widen_pairs(&[1, 0xff, 3, 0x80, 5, 6]),
+            [1, 0, 3, 0, 0xff, 0xff, 0x80, 0xff, 5, 0, 6, 0],
+            "pair order, sign extended; a last short group in its order"
+        );
     }
 
     #[test]

@@ -201,7 +201,8 @@ pub fn relayouts(k: &Kernel) -> Vec<Relayout> {
 
 impl Kernel {
     /// The kernel reading its free weights in the orders [`relayouts`] chooses, and those
-    /// relayouts, which the weights' bytes must follow; no weight is free any more. The step
+    /// relayouts, which the weights' bytes must follow; its dot product's weight widened
+    /// where the target wants it ([`Kernel::widened`]); no weight is free any more. The step
     /// between optimizing a kernel and linearizing it.
     pub fn laid_out(&self) -> (Kernel, Vec<Relayout>) {
         let relayouts = relayouts(self);
@@ -209,6 +210,7 @@ impl Kernel {
         for r in &relayouts {
             k.sts[r.buf] = r.st.clone();
         }
+        k.widened = k.widenable_dot_weight().into_iter().collect();
         k.free_layout.clear();
         (k, relayouts)
     }

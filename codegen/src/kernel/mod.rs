@@ -5,7 +5,7 @@
 //! upcast dims at the end. `first_reduce` is the first axis whose output size differs from
 //! the full (input) size.
 
-mod dot;
+pub mod dot;
 pub mod examples;
 pub mod interior;
 pub mod lanes;
@@ -104,6 +104,10 @@ pub struct Kernel {
     /// Buffers (by position in `bufs`, with their element count) whose memory layout the
     /// compiler may choose: constant weights that only this kernel reads.
     pub free_layout: Vec<(usize, usize)>,
+    /// Buffers (by position in `bufs`) whose int8 values are stored widened to int16, each
+    /// four in the pair order of `SXTB16` ([`Kernel::widenable_dot_weight`]): chosen by
+    /// [`Kernel::laid_out`], read by the linearizer's packed dot products.
+    pub widened: Vec<usize>,
 }
 
 /// Every node of the stores `ast`, each once, in the order the stores reach them.
@@ -207,6 +211,7 @@ impl Kernel {
             interior: false,
             applied_opts: Vec::new(),
             free_layout: Vec::new(),
+            widened: Vec::new(),
         };
         k.check_shapes().map_err(bad)?;
         k.pad_st = ShapeTracker::from_shape(k.full_shape());

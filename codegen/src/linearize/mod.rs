@@ -9,6 +9,7 @@ pub mod expand;
 pub mod grouped_dims;
 mod idx;
 mod load_store;
+mod packed;
 mod parse;
 mod reduce;
 
@@ -31,6 +32,13 @@ pub enum LinearizeError {
         #[source]
         source: GroupedDimsError,
     },
+    /// A weight stored widened for packed dot products ([`Kernel::widened`]) in a kernel whose
+    /// products did not pack: it cannot be read one value at a time.
+    #[error(
+        "kernel {kernel}: buffer {buf} is stored widened to int16 for packed dot products, \
+         but the kernel's products do not pack into words"
+    )]
+    Unpacked { kernel: String, buf: usize },
     #[error("kernel {kernel}")]
     Order {
         kernel: String,
@@ -180,9 +188,14 @@ impl Lin {
     /// them, in buffer order.
     fn define_globals(&mut self) -> Vec<UOpId> {
         let mut globals = Vec::new();
-        for b in &self.k.bufs {
+        for (i, b) in self.k.bufs.iter().enumerate() {
             self.buf_uops.push(match b {
                 KernelBuffer::Mem(m) => {
+                    // A widened weight's memory holds int16 (its packed loads read it so).
+                    let dtype = match self.k.widened.contains(&i) {
+                        true => crate::dtype::DType::I16,
+                        false => m.dtype,
+                    };
                     let mutable = self
                         .k
                         .ast
@@ -193,7 +206,7 @@ impl Lin {
                             buf: m.idx,
                             mutable,
                         },
-                        Some(m.dtype),
+                        Some(dtype),
                         vec![],
                     );
                     globals.push(u);

@@ -47,6 +47,12 @@ impl Lin {
             Some(axis) => self.packed_dots(axis, &early_idxs, &loaded, &offs, &mut acc),
             None => false,
         };
+        if let (false, Some(&buf)) = (packed, self.k.widened.first()) {
+            return Err(LinearizeError::Unpacked {
+                kernel: self.k.label(),
+                buf,
+            });
+        }
         if !packed {
             let gated = self.gate_accs(accs, &early_idxs, &offs);
             self.ast_parse(
@@ -88,91 +94,6 @@ impl Lin {
                 acc[off] = self.g.node(UOpKind::Phi, dt, vec![input[off], acc[off]]);
             }
         }
-    }
-
-    /// The reduce's int8 products summed as packed dot products along the upcast reduce
-    /// `axis` (see [`Kernel::packed_dot_axis`](crate::kernel::Kernel::packed_dot_axis)): for
-    /// each accumulator, each four lanes of the axis are one [`UOpKind::Dot`] of a word load
-    /// of each operand. `loaded` holds the operands' loads at `idxs`, one per upcast
-    /// combination, and `offs` each combination's accumulator. Returns false, with nothing
-    /// changed, when some lanes are not one word in memory (the caller then sums them one by
-    /// one).
-    fn packed_dots(
-        &mut self,
-        axis: usize,
-        idxs: &[Node],
-        loaded: &Loaded,
-        offs: &[usize],
-        acc: &mut [UOpId],
-    ) -> bool {
-        let Some([a, b]) = self.k.dot_operands() else {
-            return false;
-        };
-        let (Some(la), Some(lb)) = (loaded.get(&a), loaded.get(&b)) else {
-            return false;
-        };
-        let n = self.k.shape_len();
-        let name = format!("{}{}", expand::UPCAST_PREFIX, axis - (n - self.k.upcasted));
-        let vars = expand::expand_idxs(idxs);
-        let Some(at) = vars.iter().position(
-            |v| matches!(v.kind(), crate::shape::NodeKind::Var { name: m, .. } if **m == *name),
-        ) else {
-            return false;
-        };
-        let combos = expand::iter_idxs(&vars);
-        let sizes_ok = [la.len(), lb.len(), offs.len()]
-            .iter()
-            .all(|&l| l == combos.len());
-        if !sizes_ok || vars[at].min() != 0 || vars[at].max() != 3 {
-            return false;
-        }
-        // Combinations are numbered with the first variable fastest.
-        let stride: usize = vars[..at]
-            .iter()
-            .map(|v| (v.max() - v.min() + 1) as usize)
-            .product();
-        let input = acc.to_vec();
-        let mut updated = input.clone();
-        for (j, combo) in combos.iter().enumerate() {
-            if combo[at] != 0 {
-                continue;
-            }
-            let lanes: Vec<usize> = (0..4).map(|k| j + k * stride).collect();
-            let off = offs[j];
-            if lanes.iter().any(|&l| offs[l] != off) {
-                return false;
-            }
-            let (Some(wa), Some(wb)) = (self.packed_word(la, &lanes), self.packed_word(lb, &lanes))
-            else {
-                return false;
-            };
-            updated[off] = self.g.node(
-                UOpKind::Dot,
-                Some(crate::dtype::DType::I32),
-                vec![updated[off], wa, wb],
-            );
-        }
-        acc.copy_from_slice(&updated);
-        self.close_accumulators(&input, acc);
-        true
-    }
-
-    /// The four loads `lanes` of `loads` as one load of a packed word, when they are ungated
-    /// loads of one buffer at consecutive indices.
-    fn packed_word(&mut self, loads: &[UOpId], lanes: &[usize]) -> Option<UOpId> {
-        let first = self.g.get(loads[lanes[0]]).clone();
-        let (base, start) = self.g.base_and_offset(*first.src.get(1)?);
-        for (k, &lane) in lanes.iter().enumerate() {
-            let u = self.g.get(loads[lane]);
-            if u.kind != UOpKind::Load || u.src.len() != 2 || u.src[0] != first.src[0] {
-                return None;
-            }
-            if self.g.base_and_offset(u.src[1]) != (base, start + k as i64) {
-                return None;
-            }
-        }
-        let packed = crate::dtype::DType::I8.vec(4);
-        Some(self.g.node(UOpKind::Load, Some(packed), first.src))
     }
 
     /// Groups the accumulators `acc` (one per upcast combination of `acc_idxs`) into lanes

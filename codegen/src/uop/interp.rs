@@ -328,9 +328,18 @@ impl Ctx<'_> {
             UOpKind::Alu(op) => Some(self.alu(pc, t, *op)?),
             UOpKind::Dot => {
                 let (a, b) = (reg(t, u.src[1]), reg(t, u.src[2]));
-                let lanes = prog.uops[u.src[1].index()].dtype.map_or(1, |d| d.count);
-                let sum = (0..lanes as usize).fold(reg(t, u.src[0]).scalar().as_i64(), |s, k| {
-                    s.wrapping_add(a.lane(k).as_i64().wrapping_mul(b.lane(k).as_i64()))
+                let dtype = |k: usize| prog.uops[u.src[k].index()].dtype;
+                let lanes = dtype(1).map_or(1, |d| d.count) as usize;
+                // An operand of int16 lanes is a widened weight, its four in pair order.
+                let at = |k: usize, operand: usize| match dtype(operand) {
+                    Some(d) if d.scalar == crate::dtype::Scalar::I16 => {
+                        crate::kernel::dot::PAIR_ORDER[k]
+                    }
+                    _ => k,
+                };
+                let sum = (0..lanes).fold(reg(t, u.src[0]).scalar().as_i64(), |s, k| {
+                    let (x, y) = (a.lane(at(k, 1)).as_i64(), b.lane(at(k, 2)).as_i64());
+                    s.wrapping_add(x.wrapping_mul(y))
                 });
                 Some(Val::Scalar(ConstValue::from_i64(
                     u.dtype.expect("typed"),

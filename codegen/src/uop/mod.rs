@@ -73,7 +73,9 @@ pub enum UOpKind {
     Alu(AluOp),
     /// A packed dot product: the accumulator plus the sum of the lane-by-lane products of two
     /// vectors of int8 (each lane widened first), in the accumulator's type. Sources: the
-    /// accumulator, then the two vectors (each one load of consecutive elements).
+    /// accumulator, then the two vectors (each one load of consecutive elements). A vector of
+    /// int16 lanes is a widened weight ([`crate::kernel::Kernel::widened`]): its lanes are the
+    /// values in [`crate::kernel::dot::PAIR_ORDER`].
     Dot,
     /// Numeric conversion of one source, or packing of several scalars into a vector.
     Cast,

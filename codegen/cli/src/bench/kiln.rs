@@ -30,9 +30,18 @@ pub struct KilnNumbers {
     /// The runs on the other boards asked for (the speed table's), each its numbers or its
     /// error as text.
     pub other_boards: Vec<(&'static str, Result<BoardNumbers, String>)>,
+    /// The runs with the dot products' weights widened (`--wide-weights`), per board asked for.
+    pub wide: Vec<(&'static str, Result<BoardNumbers, String>)>,
 }
 
 impl KilnNumbers {
+    /// The numbers of the run on `board` with `--wide-weights`, or its error; `None` where it
+    /// did not run there.
+    pub fn wide_on(&self, board: &str) -> Option<Result<&BoardNumbers, &str>> {
+        let (_, run) = self.wide.iter().find(|(b, _)| *b == board)?;
+        Some(run.as_ref().map_err(String::as_str))
+    }
+
     /// The numbers of the run on `board` ([`BOARD`] or one of [`KilnNumbers::other_boards`]),
     /// or its error; `None` where it did not run there.
     pub fn on(&self, board: &str) -> Option<Result<&BoardNumbers, &str>> {
@@ -113,6 +122,8 @@ pub struct Plan<'a> {
     /// Also once on [`BOARD`] and once on each of `other_boards`.
     pub board: bool,
     pub other_boards: &'a [&'static str],
+    /// Boards (of those above) to run on once more, with `--wide-weights`.
+    pub wide_boards: &'a [&'static str],
     /// BEAM width of the measured bundle (0: the hand-coded opts).
     pub beam: usize,
     /// The boards' kernels searched by the board's estimated cycles (else hand-coded).
@@ -133,6 +144,7 @@ pub fn measure_kiln(
         runs,
         board,
         other_boards,
+        wide_boards,
         beam,
         board_beam,
     } = *p;
@@ -160,6 +172,14 @@ pub fn measure_kiln(
         for &other in other_boards {
             let run = measure_board(other, args.clone(), board_beam, &inputs, vectors)?;
             k.other_boards.push((other, run));
+        }
+        for &wide in wide_boards {
+            let args = ModelArgs {
+                wide_weights: true,
+                ..args.clone()
+            };
+            let run = measure_board(wide, args, board_beam, &inputs, vectors)?;
+            k.wide.push((wide, run));
         }
     }
     Ok(k)

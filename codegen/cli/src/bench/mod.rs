@@ -204,9 +204,9 @@ fn measure_rows<'a>(
         let v = vectors.join(m.name);
         let v = v.is_dir().then_some(v.as_path());
         // The int8 models also run on the speed table's other cores.
-        let others = match m.kind {
-            Kind::Int8 => speed::other_boards(),
-            Kind::Float => vec![],
+        let (others, wide) = match m.kind {
+            Kind::Int8 => (speed::other_boards(), speed::wide_boards()),
+            Kind::Float => (vec![], vec![]),
         };
         // A large network: no board holds it, and a search over its kernels would take hours.
         let (board, beam) = match m.large {
@@ -217,6 +217,7 @@ fn measure_rows<'a>(
             runs: m.runs(a.runs),
             board,
             other_boards: &others,
+            wide_boards: &wide,
             beam,
             board_beam: a.board_beam,
         };

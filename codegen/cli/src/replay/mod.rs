@@ -28,11 +28,12 @@ enum Command {
 
 #[derive(clap::Args)]
 struct CorpusArgs {
-    /// Targets to compile for, comma-separated (`c`, `c-dsp`, `host`, `opencl`, `vulkan`).
+    /// Targets to compile for, comma-separated (`c`, `c-dsp`, `c-dsp-wide`, `host`, `opencl`,
+    /// `vulkan`).
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "c,c-dsp,host,opencl,vulkan"
+        default_value = "c,c-dsp,c-dsp-wide,host,opencl,vulkan"
     )]
     targets: Vec<String>,
     /// The ONNX node test cases (default: `$KILN_ONNX_NODE_TESTS`, else the `onnx` package's in

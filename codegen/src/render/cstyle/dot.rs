@@ -32,36 +32,71 @@ static inline int kiln_dot4(int acc, int a, int b) {\n\
 #endif\n\
 #endif";
 
+/// The helpers for a widened weight ([`crate::kernel::Kernel::widened`]): `kiln_dot4w` multiplies
+/// its four int16 values at `w` (two words, any alignment) by a word of int8 activations. The
+/// weight's words hold values 0 and 2, then 1 and 3, as `SXTB16` unpacks the activations, so
+/// each pair is one `SMLAD`. It follows [`PACKED_DOT`] in the helpers (sorted: `…DOT4_DEFINED`
+/// before `…DOT4_WIDE_DEFINED`) and uses its `kiln_sxtb16_ror8`.
+const WIDE_DOT: &str = "#ifndef KILN_DOT4_WIDE_DEFINED\n\
+#define KILN_DOT4_WIDE_DEFINED\n\
+static inline int kiln_ld2h(const short* p) { int w; __builtin_memcpy(&w, p, 4); return w; }\n\
+#if defined(__ARM_FEATURE_DSP)\n\
+static inline int kiln_dot4w(int acc, int a, const short* w) {\n\
+  acc = __smlad(__sxtb16(a), kiln_ld2h(w), acc);\n\
+  return __smlad(kiln_sxtb16_ror8(a), kiln_ld2h(w + 2), acc);\n\
+}\n\
+#else\n\
+static inline int kiln_dot4w(int acc, int a, const short* w) {\n\
+  return acc + (signed char)a * w[0] + (signed char)(a >> 16) * w[1]\n\
+    + (signed char)(a >> 8) * w[2] + (signed char)(a >> 24) * w[3];\n\
+}\n\
+#endif\n\
+#endif";
+
 /// The operand type of a packed dot product: four int8 lanes.
 pub(super) const PACKED: DType = DType::I8.vec(4);
 
+/// A widened weight's operand: four int16 lanes in pair order.
+pub(super) const WIDE: DType = DType::I16.vec(4);
+
 impl Renderer<'_> {
-    /// Four int8 values of a buffer, loaded as one word for a [`crate::uop::UOpKind::Dot`].
+    /// Four int8 values of a buffer, loaded as one word for a [`crate::uop::UOpKind::Dot`]; a
+    /// widened weight's four are read by the dot product itself, from their address.
     pub(super) fn packed_load(&mut self, i: usize, u: &UOp) -> Result<(), RenderError> {
         if !self.target.packed_dot || u.src.len() != 2 {
-            return Err(self.unsupported(format!("a load of {PACKED}")));
+            return Err(self.unsupported(format!("a load of {}", u.dtype.unwrap_or(PACKED))));
         }
         self.helpers.insert(PACKED_DOT.to_string());
-        let e = format!("kiln_ld4({}+{})", self.src(u, 0), self.src(u, 1));
+        let at = format!("{}+{}", self.src(u, 0), self.src(u, 1));
+        if u.dtype == Some(WIDE) {
+            self.helpers.insert(WIDE_DOT.to_string());
+            self.exprs[i] = format!("({at})");
+            return Ok(());
+        }
         let name = self.fresh("val");
-        self.line(format!("int {name} = {e};"));
+        self.line(format!("int {name} = kiln_ld4({at});"));
         self.exprs[i] = name;
         Ok(())
     }
 
-    /// `acc + Σ a·b` over the four lanes of two packed words.
+    /// `acc + Σ a·b` over the four lanes of two packed words, or of a word and a widened
+    /// weight's pair of words (in either place).
     pub(super) fn dot(&mut self, i: usize, u: &UOp) -> Result<(), RenderError> {
-        let packed = |k: usize| self.dtype_of(u, k) == PACKED;
-        if !self.target.packed_dot || !packed(1) || !packed(2) || u.dtype != Some(DType::I32) {
+        let (a, b) = (self.dtype_of(u, 1), self.dtype_of(u, 2));
+        let helper = match (a, b) {
+            (PACKED, PACKED) => "kiln_dot4",
+            (PACKED, WIDE) | (WIDE, PACKED) => "kiln_dot4w",
+            _ => "",
+        };
+        if !self.target.packed_dot || helper.is_empty() || u.dtype != Some(DType::I32) {
             return Err(self.unsupported("a packed dot product".to_string()));
         }
         self.helpers.insert(PACKED_DOT.to_string());
-        let e = format!(
-            "kiln_dot4({}, {}, {})",
-            self.src(u, 0),
-            self.src(u, 1),
-            self.src(u, 2)
-        );
+        let (x, y) = match a == PACKED {
+            true => (self.src(u, 1), self.src(u, 2)),
+            false => (self.src(u, 2), self.src(u, 1)),
+        };
+        let e = format!("{helper}({}, {x}, {y})", self.src(u, 0));
         self.value(i, "alu", e)
     }
 }

@@ -14,7 +14,10 @@ const PEER: &str = "TensorFlow Lite Micro with CMSIS-NN's optimized kernels (tfl
 
 /// The peer's numbers for `r` on `core`'s board: none where it has no image for that board or
 /// did not run.
-fn peer_on<'a>(r: &'a Row, core: &SpeedCore) -> Option<Result<&'a PeerNumbers, &'a str>> {
+pub(super) fn peer_on<'a>(
+    r: &'a Row,
+    core: &SpeedCore,
+) -> Option<Result<&'a PeerNumbers, &'a str>> {
     let (_, run) = r.peer.iter().find(|(b, _)| *b == core.board)?;
     Some(run.as_ref().map_err(String::as_str))
 }

@@ -7,6 +7,7 @@
 
 mod cmsis;
 mod published;
+mod wide;
 
 use super::models::Kind;
 use super::report::{mark, opt, thousands, Row};
@@ -14,6 +15,7 @@ use super::BOARD;
 pub use published::{published, Published};
 use published::{published_ms, published_note, ESTIMATE};
 use std::fmt::Write as _;
+pub use wide::wide_boards;
 
 /// A core of the speed table: the board that emulates it and the clock its published results
 /// were measured at.
@@ -156,6 +158,7 @@ pub fn markdown(rows: &[Row]) -> String {
     s += &published_note();
     let _ = writeln!(s, "\n{ESTIMATE}");
     s += &errors(&rows);
+    s += &wide::markdown(&rows);
     s
 }
 
@@ -315,6 +318,7 @@ pub fn tsv_row(r: &Row) -> String {
             }
         }
         s += &cmsis::tsv(r, core);
+        s += &wide::tsv(r, core);
         if r.m.kind == Kind::Int8 {
             if let Some(p) = published(core, n) {
                 let _ = writeln!(s, "{n}\t{k}_published_ms\t{}", p.ms);

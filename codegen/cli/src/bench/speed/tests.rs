@@ -165,3 +165,53 @@ fn sets_the_peer_beside_kiln_and_says_where_its_run_failed() {
     assert!(numbers.contains("kws_int8\tm4_cmsis_nn_flash\t2000\n"));
     assert!(!numbers.contains("m33_cmsis_nn"), "{numbers}");
 }
+
+/// The widened weights' table: each run against the int8 weights' on the same core, the
+/// published figure and the flash it costs; a published target it alone meets is named.
+#[test]
+fn the_widened_weights_table_states_cycles_and_the_flash_they_cost() {
+    let (kws, ad) = (
+        BenchModel::named("kws_int8", Kind::Int8),
+        BenchModel::named("ad_int8", Kind::Int8),
+    );
+    let wide = |cycles: u64, flash: usize| BoardNumbers {
+        flash,
+        ..numbers(cycles / 2, cycles)
+    };
+    // ad: 0.5 M cycles on the M4 with int8 weights (over 0.486 M), 0.45 M widened.
+    let mut rows = [
+        row(&kws, [7_100_000, 3_000_000, 0]),
+        row(&ad, [500_000, 600_000, 0]),
+    ];
+    rows[0].k.wide = vec![("qemu-an386", Ok(wide(7_000_000, 1_800)))];
+    rows[1].k.wide = vec![
+        ("qemu-an386", Ok(wide(450_000, 2_000))),
+        ("qemu-an505", Err("no QEMU".into())),
+    ];
+    assert!(markdown(&rows[..0]).is_empty());
+    let md = markdown(&rows);
+    assert!(
+        md.contains(
+            "| Cortex-M4 @ 120 MHz | ad_int8 | 450,000 | 0.900× | 0.93× ✓ | — | 2,000 | 1,000 | — |"
+        ),
+        "{md}"
+    );
+    assert!(md.contains("| Cortex-M4 @ 120 MHz | kws_int8 | 7,000,000 | 0.986× | 1.35× ✗ |"));
+    assert!(
+        md.contains(
+            "Published targets met with widened weights and missed without: ad_int8 on the M4 \
+             (0.450 M cycles, 3.75 ms, for 1,000 B more flash)."
+        ),
+        "{md}"
+    );
+    assert!(
+        md.contains("\nad_int8 on qemu-an505 with widened weights: no QEMU\n"),
+        "{md}"
+    );
+    let tsv = tsv_row(&rows[1]);
+    assert!(
+        tsv.contains("ad_int8\tm4_wide_cycles_est\t450000\n"),
+        "{tsv}"
+    );
+    assert!(tsv.contains("ad_int8\tm4_wide_flash\t2000\n"), "{tsv}");
+}
