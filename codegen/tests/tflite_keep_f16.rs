@@ -71,7 +71,14 @@ fn input() -> Tensor {
 fn kept_f16_weights_give_the_folded_outputs_in_half_the_bytes() {
     let m = model();
     let folded = tflite::import(&m).unwrap();
-    let kept = tflite::import_with(&m, &ImportConfig { keep_f16: true }).unwrap();
+    let kept = tflite::import_with(
+        &m,
+        &ImportConfig {
+            keep_f16: true,
+            ..ImportConfig::default()
+        },
+    )
+    .unwrap();
     let a = evaluate(&folded.graph, &folded.outputs, &[input()]).unwrap();
     let b = evaluate(&kept.graph, &kept.outputs, &[input()]).unwrap();
     assert_eq!(a[0].bytes(), b[0].bytes());

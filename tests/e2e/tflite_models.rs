@@ -127,6 +127,37 @@ fn mlperf(name: &str) {
     }
 }
 
+/// The source of kernel `name` in `bundle`'s C.
+fn kernel_source<'a>(bundle: &'a Bundle, name: &str) -> &'a str {
+    let c = &bundle.kernels_c;
+    let at = c
+        .find(&format!(" {name}("))
+        .unwrap_or_else(|| panic!("no kernel {name}"));
+    let end = c[at..].find("\n}\n").map_or(c.len(), |e| at + e);
+    &c[at..end]
+}
+
+/// A first layer over three channels (vww's and ic's RGB images) reads a fourth, zero-weighted
+/// one on a core with packed dot products, so its products pack into words; without them
+/// (plain C), it keeps three. The outputs are TFLM's either way (`vww_int8`, `ic_int8`).
+#[test]
+fn a_first_layer_over_three_channels_packs_on_a_dsp_core() {
+    for name in ["vww_96_int8", "pretrainedResnet_quant"] {
+        let path = tflite_path(name);
+        let dsp = compile_file_for(name, &path, &Target::c_dsp()).unwrap();
+        let plain = compile_file_for(name, &path, &Target::c()).unwrap();
+        let [pad, conv] = [0, 1].map(|i| dsp.report.steps[i].name.clone());
+        assert!(pad.ends_with("_4") || pad.contains("_4_"), "{name}: {pad}");
+        assert!(
+            kernel_source(&dsp, &conv).contains("kiln_dot4("),
+            "{name}: {conv} does not pack"
+        );
+        let plain_pad = &plain.report.steps[0].name;
+        assert!(plain_pad.contains("_3"), "{name}: {plain_pad}");
+        assert!(!kernel_source(&plain, &plain.report.steps[1].name).contains("kiln_dot4("));
+    }
+}
+
 fn is_int8(name: &str) -> bool {
     TFLM_ARENA.iter().any(|(n, _)| *n == name)
 }

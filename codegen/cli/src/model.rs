@@ -106,6 +106,8 @@ fn import_options(args: &ModelArgs) -> Result<model::ImportOptions> {
         shapes,
         requant: args.requant.into(),
         keep_f16: args.keep_f16,
+        // Set by the compiler from the target.
+        channels_in_words: false,
         bindings: model::Bindings::parse(&args.consts, &args.states)?,
     })
 }

@@ -56,7 +56,8 @@ pub fn compile_file(
     target: &Target,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<(Compiled, SearchStats), FileError> {
-    let imported = import_file(path, &options.import).map_err(|e| FileError::Import {
+    let import = options.import.for_target(target);
+    let imported = import_file(path, &import).map_err(|e| FileError::Import {
         path: path.to_path_buf(),
         source: Box::new(e),
     })?;

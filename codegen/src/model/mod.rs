@@ -61,8 +61,25 @@ pub struct ImportOptions {
     /// A TFLite model's float16 weights behind `DEQUANTIZE` stay float16 in flash, widened
     /// where they are read (`--keep-f16`); ONNX models keep their weights' types anyway.
     pub keep_f16: bool,
+    /// A TFLite model's int8 convolutions over 3 input channels (any `4k + 3`) read a fourth,
+    /// zero-weighted one, so that each pixel's channels are one 32-bit word and the first layer
+    /// packs its products like the others (the compiler sets it for a target with packed dot
+    /// products: `compile_file`). Exact: the added products are zero.
+    pub channels_in_words: bool,
     /// Inputs bound at compile time: constants (`--const`) and states (`--state`).
     pub bindings: Bindings,
+}
+
+impl ImportOptions {
+    /// These options as the compiler imports with them for `target`: a target with packed int8
+    /// dot products has the first layers' channels padded to words
+    /// ([`ImportOptions::channels_in_words`]).
+    pub fn for_target(&self, target: &crate::target::Target) -> ImportOptions {
+        ImportOptions {
+            channels_in_words: self.channels_in_words || target.packed_dot,
+            ..self.clone()
+        }
+    }
 }
 
 /// Imports the model file at `path`.
@@ -86,6 +103,7 @@ pub fn import_bytes(bytes: &[u8], options: &ImportOptions) -> Result<Imported, M
             let model = tflite::load_bytes(bytes)?;
             let config = tflite::ImportConfig {
                 keep_f16: options.keep_f16,
+                channels_in_words: options.channels_in_words,
             };
             Ok(tflite::import_bound(&model, &config, &bindings)?)
         }

@@ -30,6 +30,10 @@ pub struct ImportConfig {
     /// to float32 in the kernels that read them (exact), instead of widening them at compile
     /// time.
     pub keep_f16: bool,
+    /// Quantized convolutions over `4k + 3` input channels (an RGB image's 3) get one more,
+    /// its weights zero, so that their products pack into 32-bit words: for a target with
+    /// packed int8 dot products (see `crate::model::ImportOptions::channels_in_words`).
+    pub channels_in_words: bool,
 }
 
 /// Lowers `model`'s main subgraph. Every operator Kiln lacks is listed in one error.
@@ -56,6 +60,7 @@ pub fn import_bound(
     let scope = ops::Scope {
         root: model,
         keep_f16: config.keep_f16,
+        channels_in_words: config.channels_in_words,
         depth: 0,
         init: false,
     };

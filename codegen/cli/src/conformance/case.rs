@@ -217,7 +217,7 @@ impl Prepared {
 /// Loads, imports and compiles the case in folder `dir` for `target`; the outcome when it gets
 /// no further.
 pub fn prepare(dir: &Path, target: &Target) -> Result<Prepared, Outcome> {
-    let case = load_case(dir)?;
+    let case = load_case(dir, target)?;
     let i = &case.imported;
     let bundle = match compile_graph("case", &i.graph, &i.outputs, target, true, &mut |_, _| {}) {
         Ok(b) => b,
@@ -264,11 +264,13 @@ fn prepared(case: ImportedCase, bundle: Bundle) -> Result<Prepared, Outcome> {
     })
 }
 
-/// Loads and imports the case in folder `dir` of either suite: a TFLite case
-/// ([`super::tflite`]), or an ONNX node test with its data in `test_data_set_0`.
-pub fn load_case(dir: &Path) -> Result<ImportedCase, Outcome> {
+/// Loads and imports the case in folder `dir` of either suite, as the compiler imports it for
+/// `target`: a TFLite case ([`super::tflite`]), or an ONNX node test with its data in
+/// `test_data_set_0`.
+pub fn load_case(dir: &Path, target: &Target) -> Result<ImportedCase, Outcome> {
     if super::tflite::is_case(dir) {
-        super::tflite::import_case(dir)
+        let options = kiln_codegen::model::ImportOptions::default().for_target(target);
+        super::tflite::import_case(dir, &options)
     } else {
         import_case(dir, &dir.join("test_data_set_0"))
     }

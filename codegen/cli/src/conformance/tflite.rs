@@ -96,10 +96,10 @@ pub const PARITY_HEADERS: [&str; 2] = ["types TFLM runs", "types passing here"];
 
 /// Loads and imports the case in folder `dir`, with its inputs and expected outputs; the
 /// outcome when it gets no further.
-pub fn import_case(dir: &Path) -> Result<ImportedCase, Outcome> {
+pub fn import_case(dir: &Path, options: &ImportOptions) -> Result<ImportedCase, Outcome> {
     let path = dir.join(MODEL_FILE);
     let bytes = std::fs::read(&path).map_err(|e| fail("load", e.to_string()))?;
-    let imported = match import_bytes(&bytes, &ImportOptions::default()) {
+    let imported = match import_bytes(&bytes, options) {
         Ok(i) => i,
         Err(ModelError::Tflite(e)) => return Err(classify(&e)),
         Err(e) => return Err(fail("load", chain(&e))),

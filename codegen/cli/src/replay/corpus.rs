@@ -6,8 +6,9 @@ use anyhow::{bail, Context, Result};
 use kiln_codegen::compile::compile_graph;
 use kiln_codegen::error::chain;
 use kiln_codegen::gpu::Api;
+use kiln_codegen::model::{self, ImportOptions};
+use kiln_codegen::onnx;
 use kiln_codegen::target::Target;
-use kiln_codegen::{model, onnx};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 
@@ -36,7 +37,9 @@ pub fn targets(names: &[String]) -> Result<Vec<ReplayTarget>> {
             Ok(match (Target::by_name(n), Api::from_name(n)) {
                 (Some(t), _) => ReplayTarget::Cpu(t),
                 (None, Some(api)) => ReplayTarget::Gpu(api),
-                (None, None) => bail!("no target `{n}` (known: c, c-dsp, host, opencl, vulkan)"),
+                (None, None) => {
+                    bail!("no target `{n}` (known: c, c-dsp, c-dsp-wide, host, opencl, vulkan)")
+                }
             })
         })
         .collect()
@@ -129,11 +132,13 @@ fn outcome_text(o: &Outcome) -> String {
     }
 }
 
-fn import(source: &Source) -> Result<onnx::import::Imported, String> {
+/// The model of `source`, imported with `options`.
+fn import(source: &Source, options: &ImportOptions) -> Result<onnx::import::Imported, String> {
     match source {
-        Source::File(path) => model::import_file(path, &Default::default())
-            .map_err(|e| format!("importing: {}", chain(&e))),
-        Source::Case { dir, .. } if tflite::is_case(dir) => tflite::import_case(dir)
+        Source::File(path) => {
+            model::import_file(path, options).map_err(|e| format!("importing: {}", chain(&e)))
+        }
+        Source::Case { dir, .. } if tflite::is_case(dir) => tflite::import_case(dir, options)
             .map(|c| c.imported)
             .map_err(|o| outcome_text(&o)),
         Source::Case { dir, data } => case::import_case(dir, data)
@@ -171,12 +176,26 @@ fn panic_text(p: Box<dyn std::any::Any + Send>) -> String {
 }
 
 fn record_model(m: &CorpusModel, targets: &[ReplayTarget]) -> ModelRecord {
-    let imported =
-        catch_unwind(AssertUnwindSafe(|| import(&m.source))).unwrap_or_else(|p| Err(panic_text(p)));
+    // Imported once for each set of options the targets import with (see
+    // `ImportOptions::for_target`).
+    let mut imports: Vec<(ImportOptions, Result<onnx::import::Imported, String>)> = Vec::new();
     targets
         .iter()
         .map(|t| {
-            let record = match &imported {
+            let options = match t {
+                ReplayTarget::Cpu(target) => ImportOptions::default().for_target(target),
+                ReplayTarget::Gpu(_) => ImportOptions::default(),
+            };
+            let at = match imports.iter().position(|(o, _)| *o == options) {
+                Some(at) => at,
+                None => {
+                    let imported = catch_unwind(AssertUnwindSafe(|| import(&m.source, &options)))
+                        .unwrap_or_else(|p| Err(panic_text(p)));
+                    imports.push((options, imported));
+                    imports.len() - 1
+                }
+            };
+            let record = match &imports[at].1 {
                 Ok(i) => catch_unwind(AssertUnwindSafe(|| compile_one(i, t)))
                     .unwrap_or_else(|p| TargetRecord::Error(panic_text(p))),
                 Err(e) => TargetRecord::Error(e.clone()),

@@ -46,6 +46,8 @@ struct ConvSpec {
     dilation: [usize; 2],
     act: Activation,
     groups: usize,
+    /// Zero-weighted input channels added after the file's ([`channels_in_words`]).
+    extra_channels: usize,
 }
 
 impl ConvSpec {
@@ -62,6 +64,7 @@ impl ConvSpec {
             dilation: [positive("dilation_h", dh)?, positive("dilation_w", dw)?],
             act: activation(act)?,
             groups,
+            extra_channels: 0,
         })
     }
 }
@@ -86,15 +89,53 @@ fn conv2d(ctx: &mut Ctx) -> Out {
         o.dilation_h_factor,
         o.dilation_w_factor,
     ];
-    let spec = ConvSpec::new(
+    let mut spec = ConvSpec::new(
         o.padding,
         geometry,
         o.fused_activation_function,
         xs[3] / ws[3],
     )?;
     // OHWI is already channels-last, output channels first.
-    let w = ctx.input(1)?;
+    let w = match channels_in_words(ctx, spec.groups)? {
+        Some((w, extra)) => {
+            spec.extra_channels = extra;
+            w
+        }
+        None => ctx.input(1)?,
+    };
     lower(ctx, &spec, &w, 0)
+}
+
+/// Where the import asks for it (a target with packed int8 dot products): an int8 convolution
+/// of one group over `4k + 3` input channels (an RGB image's first layer) gets its filter with
+/// one more input channel, all zeros, and how many it added; the input is padded to match in
+/// [`lower`]. Each pixel's channels are then one 32-bit word, in the activations and the
+/// filter, and the reduce packs into dot products like any other layer's; the added products
+/// are zero, so the sum is the file's.
+fn channels_in_words(ctx: &mut Ctx, groups: usize) -> Result<Option<(Lazy, usize)>, OpError> {
+    let (x, w) = (ctx.info(0)?, ctx.info(1)?);
+    let int8 = x.dtype == Scalar::I8 && w.dtype == Scalar::I8 && is_quantized(x);
+    let cin = w.shape[3];
+    if !ctx.scope.channels_in_words || !int8 || groups != 1 || cin % 4 != 3 {
+        return Ok(None);
+    }
+    if hybrid::is_hybrid(ctx)? {
+        return Ok(None);
+    }
+    let Ok(filter) = ctx.constant(1) else {
+        return Ok(None);
+    };
+    let mut bytes = Vec::with_capacity(filter.bytes().len() / cin * (cin + 1));
+    for pixel in filter.bytes().chunks(cin) {
+        bytes.extend_from_slice(pixel);
+        bytes.push(0);
+    }
+    let mut shape = w.shape.clone();
+    shape[3] = cin + 1;
+    let name = format!("{} (input channels padded to {})", w.name, cin + 1);
+    let padded = Tensor::new(Scalar::I8, shape, bytes)
+        .map_err(|e| OpError::Invalid(format!("filter {}: {e}", w.name)))?;
+    Ok(Some((ctx.graph.weight(&name, padded), 1)))
 }
 
 fn depthwise_conv2d(ctx: &mut Ctx) -> Out {
@@ -157,7 +198,7 @@ fn lower(ctx: &mut Ctx, spec: &ConvSpec, w: &Lazy, w_axis: usize) -> Out {
     let (pad_w, _) = padding(spec.same, xs[2], kw, spec.stride[1], spec.dilation[1])?;
     let y = if is_quantized(ctx.info(0)?) {
         // Padded as stored (NHWC), so that a padded copy keeps the channels innermost too.
-        let arg = [(0, 0), pad_h, pad_w, (0, 0)];
+        let arg = [(0, 0), pad_h, pad_w, (0, spec.extra_channels)];
         let acc = quantized_sum(ctx, &x, w, w_axis, &arg, |g, x, w, acc| {
             let (s, d, groups) = (&spec.stride, &spec.dilation, spec.groups);
             Ok(g.conv_channels_last_in(&to_nchw(x)?, w, s, d, groups, Some(acc))?)

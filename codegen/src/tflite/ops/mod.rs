@@ -101,6 +101,8 @@ pub(super) struct Scope<'a> {
     pub root: &'a TfliteModel,
     /// Whether float16 constants stay float16 in flash (see `ImportConfig`).
     pub keep_f16: bool,
+    /// Whether quantized convolutions pad their input channels to words (see `ImportConfig`).
+    pub channels_in_words: bool,
     pub depth: usize,
     /// Lowering `CALL_ONCE`'s subgraph: its assignments set the variables' initial values.
     pub init: bool,
