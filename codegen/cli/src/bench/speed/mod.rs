@@ -215,8 +215,9 @@ fn caption() -> String {
          timings (an estimate, see below), and milliseconds at the core's clock (cycles ÷ MHz ÷ \
          1000). Against the best published MLPerf Tiny result for that core class at that \
          clock: Kiln ÷ published (cycles), ✓ where below; target: below on the {} on each of \
-         KWS, VWW, IC and AD (✗ where missed); the {} rows are for comparison. str_ww has no \
-         MLPerf Tiny figure.\n\n",
+         KWS, VWW, IC, AD and str_ww (✗ where missed); the {} rows are for comparison. str_ww's \
+         published figure is a busy time per window with the features computed on the board, \
+         not the model alone (see the notes).\n\n",
         targets.join("`, `"),
         boards.join(", "),
         targeted.join(" and the "),
