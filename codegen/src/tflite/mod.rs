@@ -32,7 +32,7 @@ pub struct ImportConfig {
     pub keep_f16: bool,
     /// Quantized convolutions over `4k + 3` input channels (an RGB image's 3) get one more,
     /// its weights zero, so that their products pack into 32-bit words: for a target with
-    /// packed int8 dot products (see `crate::model::ImportOptions::channels_in_words`).
+    /// packed int8 dot products (the import options' `channels_in_words`).
     pub channels_in_words: bool,
 }
 
