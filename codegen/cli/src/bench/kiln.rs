@@ -38,8 +38,7 @@ impl KilnNumbers {
     /// The numbers of the run on `board` with `--wide-weights`, or its error; `None` where it
     /// did not run there.
     pub fn wide_on(&self, board: &str) -> Option<Result<&BoardNumbers, &str>> {
-        let (_, run) = self.wide.iter().find(|(b, _)| *b == board)?;
-        Some(run.as_ref().map_err(String::as_str))
+        run_of(&self.wide, board)
     }
 
     /// The numbers of the run on `board` ([`BOARD`] or one of [`KilnNumbers::other_boards`]),
@@ -52,9 +51,17 @@ impl KilnNumbers {
                 (None, None) => None,
             };
         }
-        let (_, run) = self.other_boards.iter().find(|(b, _)| *b == board)?;
-        Some(run.as_ref().map_err(String::as_str))
+        run_of(&self.other_boards, board)
     }
+}
+
+/// The run on `board` among `runs`, its numbers or its error.
+fn run_of<'a>(
+    runs: &'a [(&'static str, Result<BoardNumbers, String>)],
+    board: &str,
+) -> Option<Result<&'a BoardNumbers, &'a str>> {
+    let (_, run) = runs.iter().find(|(b, _)| *b == board)?;
+    Some(run.as_ref().map_err(String::as_str))
 }
 
 /// What Kiln measured on an emulated board.

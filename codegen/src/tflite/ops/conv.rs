@@ -116,10 +116,8 @@ fn channels_in_words(ctx: &mut Ctx, groups: usize) -> Result<Option<(Lazy, usize
     let (x, w) = (ctx.info(0)?, ctx.info(1)?);
     let int8 = x.dtype == Scalar::I8 && w.dtype == Scalar::I8 && is_quantized(x);
     let cin = w.shape[3];
+    // Int8 activations: not a hybrid convolution (float activations, int8 weights).
     if !ctx.scope.channels_in_words || !int8 || groups != 1 || cin % 4 != 3 {
-        return Ok(None);
-    }
-    if hybrid::is_hybrid(ctx)? {
         return Ok(None);
     }
     let Ok(filter) = ctx.constant(1) else {

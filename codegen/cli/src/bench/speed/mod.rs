@@ -102,7 +102,7 @@ struct Cell<'a> {
 
 impl Cell<'_> {
     fn published_cycles(&self, core: &SpeedCore) -> Option<f64> {
-        self.published.map(|p| p.ms * core.mhz * 1000.0)
+        self.published.map(|p| p.cycles(core))
     }
     /// Kiln's cycles ÷ the published figure's at the same clock.
     fn ratio(&self, core: &SpeedCore) -> Option<f64> {

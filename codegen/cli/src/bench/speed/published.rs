@@ -47,6 +47,13 @@ pub const PUBLISHED: [Published; 14] = [
     pub_ms("M33", "str_ww_int8", 11.631, Some(ST_SWW)),
 ];
 
+impl Published {
+    /// Its latency in cycles at `core`'s clock.
+    pub fn cycles(&self, core: &SpeedCore) -> f64 {
+        self.ms * core.mhz * 1000.0
+    }
+}
+
 const fn pub_ms(
     core: &'static str,
     model: &'static str,

@@ -70,7 +70,7 @@ const CAPTION: &str = "\nWith `--wide-weights` (the target `c-dsp-wide`): the sa
 fn table_row(r: &Row, core: &SpeedCore) -> Option<(String, Option<String>)> {
     let (wide, narrow) = runs(r, core)?;
     let cycles = wide.cycles;
-    let published = published(core, r.m.name).map(|p| p.ms * core.mhz * 1000.0);
+    let published = published(core, r.m.name).map(|p| p.cycles(core));
     let vs_published = cycles.zip(published).map(|(c, p)| c as f64 / p);
     let peer = super::cmsis::peer_on(r, core).and_then(Result::ok);
     let vs_peer = cycles.zip(peer).map(|(c, p)| c as f64 / p.cycles as f64);
