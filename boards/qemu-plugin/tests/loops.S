@@ -1,6 +1,7 @@
 /*
- * Loops whose Cortex-M4 cycle counts follow from the Technical Reference Manual, for the cycle
- * estimate of the QEMU plugin (boards/qemu-plugin/insn.c). Bare metal on QEMU's mps2-an386:
+ * Loops whose Cortex-M4 cycle counts follow from the Technical Reference Manual, and whose
+ * Cortex-M7 counts follow from the dual-issue rules of boards/qemu-plugin/dual_issue.c, for the
+ * cycle estimate of the QEMU plugin (boards/qemu-plugin/insn.c). Bare metal on QEMU's mps2-an386:
  * each case stores to the marker (0x20000000) before and after it; the cycles between two marks
  * are worked out by hand in codegen/runners/tests/cycle_model.rs. The program ends through
  * semihosting SYS_EXIT.
@@ -46,6 +47,7 @@ _start:
     movs r5, #0
 
     @ (a) loads pipelined into a DSP multiply-accumulate
+    nop                             @ issues alone: the marker store begins a group (M7)
     str r0, [r6]
     movs r4, #100
 a_loop:
@@ -59,6 +61,7 @@ a_loop:
     @ (b) multiplies
     movs r0, #3
     movs r3, #7
+    nop                             @ issues alone: the marker store begins a group (M7)
     str r0, [r6]
     movs r4, #100
 b_loop:
@@ -72,6 +75,7 @@ b_loop:
     str r0, [r6]
 
     @ (c) divisions
+    nop                             @ issues alone: the marker store begins a group (M7)
     str r0, [r6]
     movs r4, #100
 c_loop:
@@ -82,6 +86,7 @@ c_loop:
     str r0, [r6]
 
     @ (d) floating point loads and multiply-accumulates
+    nop                             @ issues alone: the marker store begins a group (M7)
     str r0, [r6]
     movs r4, #100
 d_loop:
@@ -96,6 +101,7 @@ d_loop:
     str r0, [r6]
 
     @ (e) multiple and double loads and stores
+    nop                             @ issues alone: the marker store begins a group (M7)
     str r0, [r6]
     movs r4, #100
 e_loop:
@@ -111,6 +117,7 @@ e_loop:
 
     @ (f) branches not taken, a taken forward branch, an IT block
     movs r7, #1
+    nop                             @ issues alone: the marker store begins a group (M7)
     str r0, [r6]
     movs r4, #100
 f_loop:
@@ -128,6 +135,7 @@ f_over:
     str r0, [r6]
 
     @ (g) a load whose address is the load before it: not pipelined
+    nop                             @ issues alone: the marker store begins a group (M7)
     str r0, [r6]
     movs r4, #100
 g_loop:
@@ -140,6 +148,7 @@ g_loop:
 
     @ (h) nothing pipelines after a store with a register offset; stores pipeline after stores
     movs r2, #12
+    nop                             @ issues alone: the marker store begins a group (M7)
     str r0, [r6]
     movs r4, #100
 h_loop:
@@ -153,6 +162,7 @@ h_loop:
     str r0, [r6]
 
     @ (i) calls and returns
+    nop                             @ issues alone: the marker store begins a group (M7)
     str r0, [r6]
     movs r4, #10
 i_loop:
@@ -163,6 +173,7 @@ i_loop:
     str r0, [r6]
 
     @ (j) the rest of the floating point unit, once
+    nop                             @ issues alone: the marker store begins a group (M7)
     str r0, [r6]
     vpush {s16-s19}
     vpop {s16-s19}
@@ -181,8 +192,39 @@ i_loop:
     vneg.f32 s9, s8
     str r0, [r6]
 
+    @ (l) a packed dot product: two word loads of weights, one of activations widened in two
+    @ halves, two DSP multiply-accumulates
+    nop                             @ issues alone: the marker store begins a group (M7)
+    str r0, [r6]
+    movs r4, #100
+l_loop:
+    ldr r0, [r1]
+    ldr r2, [r8]
+    ldr r3, [r8, #4]
+    sxtb16 r7, r0
+    sxtb16 r0, r0, ror #8
+    smlad r5, r7, r2, r5
+    smlad r5, r0, r3, r5
+    subs r4, #1
+    bne l_loop
+    str r0, [r6]
+
+    @ (m) two shifted operands, a load and the use of what it loaded
+    nop                             @ issues alone: the marker store begins a group (M7)
+    str r0, [r6]
+    movs r4, #100
+m_loop:
+    add r2, r1, r3, lsl #2
+    add r7, r1, r3, lsl #1
+    ldr r0, [r1]
+    adds r5, r0, #1
+    subs r4, #1
+    bne m_loop
+    str r0, [r6]
+
     @ (k) a 16-bit instruction just before a 32-bit one that crosses a page (QEMU may report
     @ the 16-bit one with size 4: the plugin must cost it by its encoding)
+    nop                             @ issues alone: the marker store begins a group (M7)
     str r0, [r6]
     movs r4, #100
     b k_loop

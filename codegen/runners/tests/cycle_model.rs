@@ -1,7 +1,9 @@
-//! The QEMU plugin's cycle estimate (`boards/qemu-plugin/insn.c`, `core=m4`) against small
-//! bare-metal loops (`boards/qemu-plugin/tests/loops.S`) whose Cortex-M4 cycles follow from the
-//! Technical Reference Manual (DDI 0439, table 3-1, section 3.3.2 "Load/store timings", table
-//! 7-1 for the FPU), worked out by hand below, instruction by instruction. Between two marks
+//! The QEMU plugin's cycle estimate (`boards/qemu-plugin/insn.c`, `core=m4` and `core=m7`)
+//! against small bare-metal loops (`boards/qemu-plugin/tests/loops.S`) whose Cortex-M4 cycles
+//! follow from the Technical Reference Manual (DDI 0439, table 3-1, section 3.3.2 "Load/store
+//! timings", table 7-1 for the FPU), and whose Cortex-M7 cycles follow from the dual-issue
+//! rules (`boards/qemu-plugin/dual_issue.c`), worked out by hand below, instruction by
+//! instruction. Between two marks
 //! counts everything after the first marker store up to and including the second: the loop's
 //! set-up `movs r4, #N` (1 cycle), the loop, and the closing `str r0, [r6]` (2 cycles: it
 //! follows a branch, nothing to pipeline after). P, the refill of a taken branch, is 1.
@@ -24,99 +26,153 @@ fn have(tool: &str) -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
-/// One case of `loops.S`: the instructions and the Cortex-M4 cycles between its two marks.
+/// One case of `loops.S`: the instructions, and the cycles between its two marks on the
+/// Cortex-M4 and on the Cortex-M7.
 struct Case {
     name: &'static str,
     instructions: u64,
     cycles: u64,
+    m7: u64,
 }
 
 /// In the order `loops.S` runs them. Per loop: one iteration's instructions and cycles (its
 /// first instruction follows the set-up `movs` or the loop's own branch: nothing pipelines
 /// into it), times the iterations, plus P for each taken `bne` (all but the last), plus the
 /// set-up `movs` (1) and the closing marker `str` (2).
-const CASES: [Case; 11] = [
+///
+/// On the M7 (`dual_issue.c`), cycles are counted as groups of one or two instructions issue,
+/// "@t" the cycle an instruction issues in, "+" one that pairs with the instruction before it.
+/// The opening marker store begins a group (the `nop` before it issues alone) and the set-up
+/// `movs` pairs with it (0); the loop is its own block, so each iteration starts a group with
+/// nothing pending; the closing store begins a block (1); P is 1.
+const CASES: [Case; 13] = [
     // (a) 100 × { ldr r0,[r1] 2 (after movs/bne); ldr r3,[r1,#4] 1 (pipelines after the
     //     load; its address is r1, not the r0 just loaded); smlad 1; subs 1; bne 1 } = 6,
     //     600 + 99 + 1 + 2.
+    //     M7: ldr @0, +ldr (load/load); smlad @2 (waits for the loads); +subs; bne @3: 4.
     Case {
         name: "(a) ldr, ldr, smlad",
         instructions: 100 * 5 + 2,
         cycles: 100 * 6 + 99 + 3,
+        m7: 100 * 4 + 99 + 1,
     },
     // (b) 100 × { mul 1; mla 2; mls 2; smull 1; umlal 1; subs 1; bne 1 } = 9.
+    //     M7: mul @0; mla @1 and mls @2 (one MAC pipeline; the accumulator forwarded in a
+    //     cycle); smull @3; umlal @4, +subs; bne @5: 6.
     Case {
         name: "(b) mul, mla, mls, smull, umlal",
         instructions: 100 * 7 + 2,
         cycles: 100 * 9 + 99 + 3,
+        m7: 100 * 6 + 99 + 1,
     },
     // (c) 100 × { sdiv 12; udiv 12 (2 to 12 by the operands: the worst case); subs 1; bne 1 }
     //     = 26.
+    //     M7: sdiv and udiv alone, 12 each; subs @24, +bne: 25.
     Case {
         name: "(c) sdiv, udiv",
         instructions: 100 * 4 + 2,
         cycles: 100 * 26 + 99 + 3,
+        m7: 100 * 25 + 99 + 1,
     },
     // (d) 100 × { vldr 2; vldr 2 (FP loads do not pipeline here); vmla.f32 3; vadd.f32 1;
     //     vmul.f32 1; vfma.f32 3; subs 1; bne 1 } = 14.
+    //     M7: the FPU's instructions alone at the M4's figures, 12; subs, +bne: 13.
     Case {
         name: "(d) vldr, vldr, vmla, vadd, vmul, vfma",
         instructions: 100 * 8 + 2,
         cycles: 100 * 14 + 99 + 3,
+        m7: 100 * 13 + 99 + 1,
     },
     // (e) 100 × { push {r0-r3} 1+4; pop {r0-r3} 1+4; ldmia.w {3 regs} 1+3; stmia.w {3 regs}
     //     1+3; ldrd 3; strd 3; subs 1; bne 1 } = 26.
+    //     M7: the multiple and double transfers alone, 24; subs, +bne: 25.
     Case {
         name: "(e) push, pop, ldm, stm, ldrd, strd",
         instructions: 100 * 8 + 2,
         cycles: 100 * 26 + 99 + 3,
+        m7: 100 * 25 + 99 + 1,
     },
     // (f) 100 × { cmp 1; beq not taken 1; cbz not taken 1; b taken 1+P = 2 (over a nop, which
     //     does not run); cmp 1; it 1; addhi 1 (the same whether it passes or not); subs 1;
     //     bne 1 } = 10.
+    //     M7, block by block: cmp, +beq 1; cbz 1; b 1+P; cmp 1; it alone 1; addhi @2, +subs
+    //     (both set flags: the second's stand); bne @3: 8.
     Case {
         name: "(f) branches not taken, a taken b, an IT block",
         instructions: 100 * 9 + 2,
         cycles: 100 * 10 + 99 + 3,
+        m7: 100 * 8 + 99 + 1,
     },
     // (g) 100 × { ldr r2,[r1] 2; ldr r3,[r2] 2 (its address is the register just loaded: not
     //     pipelined); str r3,[r1,#8] 1 (pipelines after the load); subs 1; bne 1 } = 7.
+    //     M7: ldr @0; ldr @2 (its address loaded at @0); str @4, +subs; bne @5: 6.
     Case {
         name: "(g) a load whose address was just loaded",
         instructions: 100 * 5 + 2,
         cycles: 100 * 7 + 99 + 3,
+        m7: 100 * 6 + 99 + 1,
     },
     // (h) 100 × { str r0,[r1,r2] 2; ldr r3,[r1] 2 (nothing pipelines after a store with a
     //     register offset); str r3,[r1,#4] 1; str r3,[r1,#8] 1 (after a store with an
     //     immediate offset); ldrb r5,[r1,#1] 1; subs 1; bne 1 } = 9.
+    //     M7: str @0, +ldr (load/store); str @2 (waits for r3); str @3 (not two stores),
+    //     +ldrb; subs @4, +bne: 5.
     Case {
         name: "(h) pipelining after stores",
         instructions: 100 * 7 + 2,
         cycles: 100 * 9 + 99 + 3,
+        m7: 100 * 5 + 99 + 1,
     },
     // (i) 10 × { bl 1+P = 2; push {r7,lr} 1+2; pop {r7,pc} 1+2+P = 4; bl 2; bx lr 1+P = 2;
     //     subs 1; bne 1 } = 15, 150 + 9 + 1 + 2.
+    //     M7: the same but subs, +bne: 14.
     Case {
         name: "(i) bl, push, pop pc, bx lr",
         instructions: 10 * 7 + 2,
         cycles: 10 * 15 + 9 + 3,
+        m7: 10 * 14 + 9 + 1,
     },
     // (j) once, no set-up: vpush {s16-s19} 1+4; vpop {s16-s19} 1+4; vldm {s0-s3} 1+4;
     //     vstm {s0-s2} 1+3; vdiv.f32 14; vsqrt.f32 14; vmov r0,s0 1; vmov s6,r0 1;
     //     vmov r0,r3,d0 2; vcvt.s32.f32 1; vcmp.f32 1; vmrs 1; vstr 2; vmov.f32 #1.0 1;
     //     vneg.f32 1; and the closing str 2 (after vneg: nothing to pipeline after).
+    //     M7: each alone at the M4's figure, and the closing str 1.
     Case {
         name: "(j) the rest of the FPU",
         instructions: 15 + 1,
         cycles: 5 + 5 + 5 + 4 + 14 + 14 + 1 + 1 + 2 + 1 + 1 + 1 + 2 + 1 + 1 + 2,
+        m7: 5 + 5 + 5 + 4 + 14 + 14 + 1 + 1 + 2 + 1 + 1 + 1 + 2 + 1 + 1 + 1,
+    },
+    // (l) 100 × { ldr r0,[r1] 2; ldr r2,[r8] 1; ldr r3,[r8,#4] 1; sxtb16 1; sxtb16 ror 1;
+    //     smlad 1; smlad 1; subs 1; bne 1 } = 10.
+    //     M7: ldr @0, +ldr; ldr @1; sxtb16 @2 (waits for r0); sxtb16 @3 and the smlads @4, @5
+    //     (DSP instructions issue only first), +subs; bne @6: 7.
+    Case {
+        name: "(l) a packed dot product",
+        instructions: 100 * 9 + 2,
+        cycles: 100 * 10 + 99 + 3,
+        m7: 100 * 7 + 99 + 1,
+    },
+    // (m) 100 × { add lsl 1; add lsl 1; ldr 2 (after an ALU instruction); adds 1; subs 1;
+    //     bne 1 } = 7.
+    //     M7: add @0; add @1 (one shifter), +ldr; adds @3 (the load's result), +subs; bne @4:
+    //     5.
+    Case {
+        name: "(m) shifted operands, a load and its use",
+        instructions: 100 * 6 + 2,
+        cycles: 100 * 7 + 99 + 3,
+        m7: 100 * 5 + 99 + 1,
     },
     // (k) set-up movs 1 and b 1+P = 2, then 100 × { cmp 1 (16-bit, at the last halfword but one
     //     of a page); mla 2 (its halves on two pages); subs 1; bne 1 } = 5. QEMU reports the
     //     cmp with size 4: costed by that size, it was a VLDM of 6 cycles more.
+    //     M7: movs 0 and b 1+P; QEMU ends a block before an instruction that crosses a page:
+    //     cmp 1; mla @0, +subs; bne @1: 3.
     Case {
         name: "(k) a 16-bit instruction before a page-crossing one",
         instructions: 100 * 4 + 3,
         cycles: 100 * 5 + 99 + 1 + 2 + 2,
+        m7: 100 * 3 + 99 + 2 + 1,
     },
 ];
 
@@ -170,8 +226,41 @@ fn run(elf: &Path, dir: &Path, args: &str) -> String {
     std::fs::read_to_string(&log).expect("the plugin's log")
 }
 
+/// Each case whose instructions or cycles between its marks differ from the hand-worked ones.
+fn mismatches(
+    core: &str,
+    marks: &[(u64, Option<u64>)],
+    expected: impl Fn(&Case) -> u64,
+) -> Vec<String> {
+    if marks.len() != 2 * CASES.len() {
+        return vec![format!(
+            "{core}: {} marks, not {}",
+            marks.len(),
+            2 * CASES.len()
+        )];
+    }
+    let mut wrong = Vec::new();
+    for (case, m) in CASES.iter().zip(marks.chunks_exact(2)) {
+        let instructions = m[1].0 - m[0].0;
+        let cycles = m[1].1.unwrap() - m[0].1.unwrap();
+        eprintln!(
+            "{core} {:<48} {instructions:>6} instructions {cycles:>6} cycles",
+            case.name
+        );
+        if (instructions, cycles) != (case.instructions, expected(case)) {
+            wrong.push(format!(
+                "{core} {}: {instructions} instructions, {cycles} cycles; by hand {}, {}",
+                case.name,
+                case.instructions,
+                expected(case)
+            ));
+        }
+    }
+    wrong
+}
+
 #[test]
-fn the_cycle_estimate_matches_the_trm_on_small_loops() {
+fn the_cycle_estimate_matches_hand_worked_small_loops() {
     let missing: Vec<&str> = ["arm-none-eabi-gcc", "qemu-system-arm"]
         .into_iter()
         .filter(|t| !have(t))
@@ -217,22 +306,9 @@ fn the_cycle_estimate_matches_the_trm_on_small_loops() {
 
     let log = run(&elf, dir.path(), ",core=m4");
     let estimated = marks(&log);
-    assert_eq!(estimated.len(), 2 * CASES.len(), "the marks of {log}");
-    let mut wrong = Vec::new();
-    for (case, m) in CASES.iter().zip(estimated.chunks_exact(2)) {
-        let instructions = m[1].0 - m[0].0;
-        let cycles = m[1].1.unwrap() - m[0].1.unwrap();
-        eprintln!(
-            "{:<48} {instructions:>6} instructions {cycles:>6} cycles",
-            case.name
-        );
-        if (instructions, cycles) != (case.instructions, case.cycles) {
-            wrong.push(format!(
-                "{}: {instructions} instructions, {cycles} cycles; the TRM says {}, {}",
-                case.name, case.instructions, case.cycles
-            ));
-        }
-    }
+    let mut wrong = mismatches("M4 (the TRM)", &estimated, |c| c.cycles);
+    let m7 = marks(&run(&elf, dir.path(), ",core=m7"));
+    wrong.extend(mismatches("M7 (dual issue)", &m7, |c| c.m7));
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
     let total = log
         .lines()

@@ -43,8 +43,7 @@ pub struct BoardRun {
     /// The cycles each step's kernel would take on the board's core, in step order, as long as
     /// `step_instructions`; empty where there is no estimate (a RISC-V board). An estimate from
     /// the core's published instruction timings ([`Core`]), identical run to run: it leaves out
-    /// memory wait states, bus contention and caches, and on the Cortex-M7 dual issue and
-    /// branch prediction (there it is about an upper bound).
+    /// memory wait states, bus contention and caches, and on the Cortex-M7 branch prediction.
     pub step_cycles: Vec<u64>,
     /// The estimated cycles of the whole run, as [`BoardRun::step_cycles`]; `None` where there
     /// is no estimate.
@@ -68,8 +67,9 @@ pub enum Core {
     M4,
     /// Cortex-M33: ARM publishes no table of its own; the M4's.
     M33,
-    /// Cortex-M7: the M4's figures one instruction at a time, without dual issue or branch
-    /// prediction: about an upper bound.
+    /// Cortex-M7: ARM publishes no table; up to two instructions a cycle, in order, by the
+    /// pairing rules and latencies of `boards/qemu-plugin/dual_issue.c`, without branch
+    /// prediction.
     M7,
 }
 
@@ -126,16 +126,22 @@ impl Core {
     /// `the Cortex-M4 TRM's instruction timings (no wait states, no bus contention)`.
     pub fn source(self) -> &'static str {
         match self {
-            Core::M0 => "the Cortex-M0 TRM's instruction timings (no wait states, no bus contention)",
-            Core::M3 => "the Cortex-M3 TRM's instruction timings (no wait states, no bus contention)",
-            Core::M4 => "the Cortex-M4 TRM's instruction timings (no wait states, no bus contention)",
+            Core::M0 => {
+                "the Cortex-M0 TRM's instruction timings (no wait states, no bus contention)"
+            }
+            Core::M3 => {
+                "the Cortex-M3 TRM's instruction timings (no wait states, no bus contention)"
+            }
+            Core::M4 => {
+                "the Cortex-M4 TRM's instruction timings (no wait states, no bus contention)"
+            }
             Core::M33 => {
                 "the Cortex-M4 TRM's instruction timings, which the Cortex-M33's 3-stage pipeline \
                  shares (no wait states, no bus contention)"
             }
             Core::M7 => {
-                "the Cortex-M4 TRM's instruction timings, one instruction at a time (no dual issue, \
-                 no branch prediction, no wait states): about an upper bound for the Cortex-M7"
+                "the Cortex-M7's dual issue as the plugin models it (in order, two instructions a \
+                 cycle where they pair; no branch prediction, no wait states)"
             }
         }
     }
