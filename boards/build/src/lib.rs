@@ -91,19 +91,30 @@ fn try_build(cflags: &[&str]) -> Result<(), String> {
 /// Compiles the `kernels.c` of the bundle in `dir` into library `library`; returns the paths of
 /// its kernels, schedule and weights, each watched for changes.
 fn compile_bundle(dir: &Path, cflags: &[&str], library: &str) -> [PathBuf; 3] {
+    let files = bundle_files(dir);
+    compile_kernels(&[&files[0]], cflags, library);
+    files
+}
+
+/// The kernels, schedule and weights of the bundle in `dir`, each watched for changes.
+fn bundle_files(dir: &Path) -> [PathBuf; 3] {
     let files = ["kernels.c", "schedule.bin", "weights.bin"].map(|name| dir.join(name));
     for file in &files {
         println!("cargo:rerun-if-changed={}", file.display());
     }
+    files
+}
+
+/// Compiles `sources` into one library, `library`: `-O2 -fno-math-errno` and the CPU's flags.
+fn compile_kernels(sources: &[&PathBuf], cflags: &[&str], library: &str) {
     cc::Build::new()
-        .file(&files[0])
+        .files(sources)
         .opt_level(2)
         .flag("-fno-math-errno")
         .flags(cflags)
         .warnings(true)
         .force_frame_pointer(false)
         .compile(library);
-    files
 }
 
 /// Compiles the bundles of `KILN_BATCH_DIR`, if set, and writes `batch.rs`; returns the
@@ -170,9 +181,11 @@ fn batch(cflags: &[&str], out_dir: &Path) -> Result<u32, String> {
     Ok(arena)
 }
 
-/// Compiles the bundles `names` of `dir` (see [`compile_bundle`]), as many at a time as cargo
-/// gives this build jobs (`NUM_JOBS`): a batch of many cases is mostly C to compile. Returns
-/// each one's files, in order; a case that does not compile fails the build, as it would alone.
+/// Compiles the bundles `names` of `dir`, as many at a time as cargo gives this build jobs
+/// (`NUM_JOBS`): a batch of many cases is mostly C to compile. Each job's cases go into one
+/// library, so the compiler's set-up and the archiver run once a job, not once a case (their
+/// kernel tables are named per case). Returns each case's files, in order; a case that does not
+/// compile fails the build, as it would alone.
 fn compile_cases(dir: &Path, names: &[String], cflags: &[&str]) -> Vec<[PathBuf; 3]> {
     let jobs = env::var("NUM_JOBS")
         .ok()
@@ -180,25 +193,23 @@ fn compile_cases(dir: &Path, names: &[String], cflags: &[&str]) -> Vec<[PathBuf;
         .unwrap_or(1)
         .clamp(1, names.len().max(1));
     let per_job = names.len().div_ceil(jobs).max(1);
+    let files: Vec<[PathBuf; 3]> = names.iter().map(|n| bundle_files(&dir.join(n))).collect();
     std::thread::scope(|scope| {
-        let handles: Vec<_> = names
-            .chunks(per_job)
-            .map(|chunk| {
+        let handles: Vec<_> = (files.chunks(per_job).enumerate())
+            .map(|(job, chunk)| {
                 scope.spawn(move || {
-                    chunk
-                        .iter()
-                        .map(|name| {
-                            compile_bundle(&dir.join(name), cflags, &format!("kiln_{name}"))
-                        })
-                        .collect::<Vec<_>>()
+                    let sources: Vec<&PathBuf> = chunk.iter().map(|f| &f[0]).collect();
+                    compile_kernels(&sources, cflags, &format!("kiln_batch_{job}"));
                 })
             })
             .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
-            .collect()
-    })
+        for handle in handles {
+            handle
+                .join()
+                .unwrap_or_else(|e| std::panic::resume_unwind(e));
+        }
+    });
+    files
 }
 
 /// `KILN_ARENA_BYTES` if set, else the arena size the schedule's manifest asks for, or 0 if
