@@ -4,10 +4,11 @@
 //! TFLM bit for bit on every board they fit (the FPU-less Cortex-M0 included, and the micro:bit
 //! for the one that fits it), and int8 QDQ models with onnxruntime; a board too small refuses
 //! them with the numbers before anything is built. The int8 kernels are generated for each
-//! board's core: packed int8 dot products (`SXTB16`/`SMLAD`) on the M4, M7 and M33, and again
-//! with their weights widened to int16 pairs (`--wide-weights`, the `_wide` tests). Every
-//! model of qemu-an386 and qemu-an505 runs twice: with semihosting files, and over RTT through
-//! QEMU's gdbstub (`_rtt`), the firmware and host path of a real board under a probe. Needs
+//! board's core: packed int8 dot products (`SXTB16`/`SMLAD`) on the M4, M7, M33 and M55, and
+//! again with their weights widened to int16 pairs (`--wide-weights`, the `_wide` tests). Every
+//! model of qemu-an386 and qemu-an505, and kws on qemu-an547, runs twice: with semihosting
+//! files, and over RTT through QEMU's gdbstub (`_rtt`), the firmware and host path of a real
+//! board under a probe. Needs
 //! `scripts/setup-toolchain.sh` (run by the test script).
 
 use kiln_codegen::bundle::Bundle;
@@ -205,6 +206,11 @@ tflite_board_tests! {
     an505_ic_int8: "qemu-an505", "pretrainedResnet_quant";
     an505_ad_int8: "qemu-an505", "ad01_int8";
     an505_str_ww_int8: "qemu-an505", "str_ww_ref_model";
+    an547_kws_int8: "qemu-an547", "kws_ref_model";
+    an547_vww_int8: "qemu-an547", "vww_96_int8";
+    an547_ic_int8: "qemu-an547", "pretrainedResnet_quant";
+    an547_ad_int8: "qemu-an547", "ad01_int8";
+    an547_str_ww_int8: "qemu-an547", "str_ww_ref_model";
     rv32_kws_int8: "qemu-rv32", "kws_ref_model";
     rv32_vww_int8: "qemu-rv32", "vww_96_int8";
     rv32_ic_int8: "qemu-rv32", "pretrainedResnet_quant";
@@ -229,6 +235,7 @@ tflite_board_tests! {
     an505_ic_int8_rtt: "qemu-an505", "pretrainedResnet_quant", Rtt;
     an505_ad_int8_rtt: "qemu-an505", "ad01_int8", Rtt;
     an505_str_ww_int8_rtt: "qemu-an505", "str_ww_ref_model", Rtt;
+    an547_kws_int8_rtt: "qemu-an547", "kws_ref_model", Rtt;
 }
 
 macro_rules! wide_tflite_board_tests {

@@ -30,6 +30,8 @@ pub enum Cpu {
     CortexM33,
     /// Cortex-M33 with its FPU (`thumbv8m.main-none-eabihf`).
     CortexM33F,
+    /// Cortex-M55 with its FPU and Helium (`thumbv8m.main-none-eabihf`: QEMU's `cortex-m55`).
+    CortexM55,
     /// RISC-V rv32imc (`riscv32imc-unknown-none-elf`: ESP32-C3).
     Rv32imc,
     /// RISC-V rv32imac (`riscv32imac-unknown-none-elf`).
@@ -56,13 +58,15 @@ pub struct CpuInfo {
 const FP16: &str = "-mfp16-format=ieee";
 
 /// The `cc` crate passes `-march=armv8-m.main` for `thumbv8m.main` targets, which drops the
-/// M33's DSP extension (`__ARM_FEATURE_DSP`): these flags, after it, bring it back.
+/// M33's DSP extension (`__ARM_FEATURE_DSP`): these flags, after it, bring it back (and the
+/// M55's Helium and double-precision FPU, on Armv8.1-M).
 const M33_DSP: &str = "-march=armv8-m.main+dsp";
 const M33_DSP_FP: &str = "-march=armv8-m.main+dsp+fp";
+const M55_DSP_MVE: &str = "-march=armv8.1-m.main+dsp+mve.fp+fp.dp";
 
 /// Every CPU, the first of those sharing a triple being the one the triple implies.
 #[rustfmt::skip]
-pub const CPUS: [CpuInfo; 12] = [
+pub const CPUS: [CpuInfo; 13] = [
     row(Cpu::Host, "host", None, &[], false),
     row(Cpu::CortexM0, "cortex-m0", Some("thumbv6m-none-eabi"), &["-mcpu=cortex-m0", "-mfloat-abi=soft", FP16], false),
     row(Cpu::CortexM0Plus, "cortex-m0plus", Some("thumbv6m-none-eabi"), &["-mcpu=cortex-m0plus", "-mfloat-abi=soft", FP16], false),
@@ -73,6 +77,7 @@ pub const CPUS: [CpuInfo; 12] = [
     row(Cpu::CortexM7FD, "cortex-m7fd", Some("thumbv7em-none-eabihf"), &["-mcpu=cortex-m7", "-mfloat-abi=hard", "-mfpu=fpv5-d16", FP16], true),
     row(Cpu::CortexM33, "cortex-m33", Some("thumbv8m.main-none-eabi"), &["-mcpu=cortex-m33", M33_DSP, "-mfloat-abi=soft", FP16], true),
     row(Cpu::CortexM33F, "cortex-m33f", Some("thumbv8m.main-none-eabihf"), &["-mcpu=cortex-m33", M33_DSP_FP, "-mfloat-abi=hard", "-mfpu=fpv5-sp-d16", FP16], true),
+    row(Cpu::CortexM55, "cortex-m55", Some("thumbv8m.main-none-eabihf"), &["-mcpu=cortex-m55", M55_DSP_MVE, "-mfloat-abi=hard", FP16], true),
     row(Cpu::Rv32imc, "rv32imc", Some("riscv32imc-unknown-none-elf"), &["-march=rv32imc", "-mabi=ilp32"], false),
     row(Cpu::Rv32imac, "rv32imac", Some("riscv32imac-unknown-none-elf"), &["-march=rv32imac", "-mabi=ilp32"], false),
 ];
