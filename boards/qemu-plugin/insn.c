@@ -383,14 +383,19 @@ static unsigned thumb_width(const struct qemu_plugin_insn *insn)
     return (b[1] >> 3) < 0x1d ? 2 : 4;
 }
 
-static struct cost classify(const struct qemu_plugin_insn *insn)
+/* An instruction's halfwords (h2 0 for a 16-bit one); whether it is a 32-bit one. */
+static bool halfwords(const struct qemu_plugin_insn *insn, unsigned *h1, unsigned *h2)
 {
     const uint8_t *b = qemu_plugin_insn_data(insn);
-    unsigned h1 = b[0] | (unsigned)b[1] << 8;
-    if (thumb_width(insn) == 2) {
-        return thumb16(h1);
-    }
-    return thumb32(h1, b[2] | (unsigned)b[3] << 8);
+    bool wide = thumb_width(insn) == 4;
+    *h1 = b[0] | (unsigned)b[1] << 8;
+    *h2 = wide ? b[2] | (unsigned)b[3] << 8 : 0;
+    return wide;
+}
+
+static struct cost classify(unsigned h1, unsigned h2, bool wide)
+{
+    return wide ? thumb32(h1, h2) : thumb16(h1);
 }
 
 /* One translation block: its cycles when run from its start to its end (taken branches
@@ -457,7 +462,9 @@ static void in_order(struct qemu_plugin_tb *tb, size_t n, struct block *b, uint3
 {
     struct cost prev = {0}, c = {0};
     for (size_t i = 0; i < n; i++) {
-        c = classify(qemu_plugin_tb_get_insn(tb, i));
+        unsigned h1, h2;
+        bool wide = halfwords(qemu_plugin_tb_get_insn(tb, i), &h1, &h2);
+        c = classify(h1, h2, wide);
         if (i > 0 && prev.pipes_next && c.ldst && !(c.address & prev.loaded)) {
             c.cycles -= 1;
         }
@@ -480,12 +487,9 @@ static void dual(struct qemu_plugin_tb *tb, size_t n, struct block *b, uint32_t 
     struct m7_issue issue = {0};
     struct cost c = {0};
     for (size_t i = 0; i < n; i++) {
-        const struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
-        const uint8_t *bytes = qemu_plugin_insn_data(insn);
-        unsigned h1 = bytes[0] | (unsigned)bytes[1] << 8;
-        bool wide = thumb_width(insn) == 4;
-        unsigned h2 = wide ? bytes[2] | (unsigned)bytes[3] << 8 : 0;
-        c = classify(insn);
+        unsigned h1, h2;
+        bool wide = halfwords(qemu_plugin_tb_get_insn(tb, i), &h1, &h2);
+        c = classify(h1, h2, wide);
         struct m7_insn m = m7_decode(h1, h2, wide);
         cost[i] = m7_issue(&issue, &m, c.cycles);
     }
