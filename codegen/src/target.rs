@@ -70,6 +70,11 @@ pub struct Target {
     /// ([`Target::c_dsp_wide`]), so the inner loop loads it ready for `SMLAD`. Twice the
     /// weight's bytes.
     pub wide_weights: bool,
+    /// With packed dot products: an int8 intermediate that a dot product reads is stored as
+    /// int16 in the arena ([`Target::with_wide_activations`]), written widened once by the
+    /// kernel that computes it, so the dot products load pairs ready for `SMLAD` instead of
+    /// unpacking every word at every use. Twice those buffers' bytes of RAM.
+    pub wide_activations: bool,
     /// The language the renderer writes for it.
     pub language: Language,
 }
@@ -92,6 +97,7 @@ impl Target {
             writes_in_place: true,
             packed_dot: false,
             wide_weights: false,
+            wide_activations: false,
             language: Language::C,
         }
     }
@@ -119,11 +125,38 @@ impl Target {
     /// This target with its dot products' weights widened ([`Target::c_dsp_wide`]), when it
     /// has packed dot products; `None` when it has none.
     pub fn with_wide_weights(&self) -> Option<Self> {
-        self.packed_dot.then(|| Target {
-            name: "c-dsp-wide",
-            wide_weights: true,
-            ..self.clone()
+        self.packed_dot.then(|| {
+            Target {
+                wide_weights: true,
+                ..self.clone()
+            }
+            .named()
         })
+    }
+
+    /// This target with the int8 activations its dot products read stored as int16
+    /// ([`Target::wide_activations`]), when it has packed dot products; `None` when it has
+    /// none.
+    pub fn with_wide_activations(&self) -> Option<Self> {
+        self.packed_dot.then(|| {
+            Target {
+                wide_activations: true,
+                ..self.clone()
+            }
+            .named()
+        })
+    }
+
+    /// A DSP target named after what it widens: `c-dsp`, `c-dsp-wide` (weights), `c-dsp-i16`
+    /// (activations), `c-dsp-wide-i16` (both).
+    fn named(self) -> Self {
+        let name = match (self.wide_weights, self.wide_activations) {
+            (false, false) => "c-dsp",
+            (true, false) => "c-dsp-wide",
+            (false, true) => "c-dsp-i16",
+            (true, true) => "c-dsp-wide-i16",
+        };
+        Target { name, ..self }
     }
 
     /// The target a CPU's kernels are generated for, whoever asks (`kiln run` on a board, a
@@ -137,12 +170,25 @@ impl Target {
         }
     }
 
-    /// The target of a name the command line takes: `c`, `c-dsp`, `c-dsp-wide`, `host`.
+    /// The names [`Target::by_name`] knows.
+    pub const CPU_NAMES: [&'static str; 6] = [
+        "c",
+        "c-dsp",
+        "c-dsp-wide",
+        "c-dsp-i16",
+        "c-dsp-wide-i16",
+        "host",
+    ];
+
+    /// The target of a name the command line takes (one of [`Target::CPU_NAMES`]).
     pub fn by_name(name: &str) -> Option<Self> {
+        let i16 = |t: Target| t.with_wide_activations();
         match name {
             "c" => Some(Target::c()),
             "c-dsp" => Some(Target::c_dsp()),
             "c-dsp-wide" => Some(Target::c_dsp_wide()),
+            "c-dsp-i16" => i16(Target::c_dsp()),
+            "c-dsp-wide-i16" => i16(Target::c_dsp_wide()),
             "host" => Some(Target::host()),
             _ => None,
         }
@@ -181,6 +227,7 @@ impl Target {
             writes_in_place: false,
             packed_dot: false,
             wide_weights: false,
+            wide_activations: false,
             language,
         }
     }
@@ -203,6 +250,7 @@ impl Target {
             writes_in_place: false,
             packed_dot: false,
             wide_weights: false,
+            wide_activations: false,
             language: Language::C,
         }
     }

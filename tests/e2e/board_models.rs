@@ -5,7 +5,8 @@
 //! for the one that fits it), and int8 QDQ models with onnxruntime; a board too small refuses
 //! them with the numbers before anything is built. The int8 kernels are generated for each
 //! board's core: packed int8 dot products (`SXTB16`/`SMLAD`) on the M4, M7, M33 and M55, and
-//! again with their weights widened to int16 pairs (`--wide-weights`, the `_wide` tests). Every
+//! again with their weights widened to int16 pairs (`--wide-weights`, the `_wide` tests), their
+//! activations stored as int16 (`--wide-activations`, `_i16`), or both. Every
 //! model of qemu-an386 and qemu-an505, and kws on qemu-an547, runs twice: with semihosting
 //! files, and over RTT through QEMU's gdbstub (`_rtt`), the firmware and host path of a real
 //! board under a probe. Needs
@@ -57,21 +58,39 @@ fn run_tflite_on(board_name: &str, model: &str, io: Io) {
     run_bundle(board_name, model, &bundle, (vec![x], &[y]), (0.0, 0.0), io);
 }
 
-/// An int8 TFLite model on a DSP board with its dot products' weights widened to int16 pairs
-/// (`--wide-weights`), on its first TFLM vector: equal to TFLM's output (0 LSB).
-fn run_wide_tflite_on(board_name: &str, model: &str) {
+/// What a widened test widens: the dot products' weights (`--wide-weights`, the `_wide`
+/// tests), the activations they read (`--wide-activations`, `_i16`), or both (`_wide_i16`).
+#[derive(Clone, Copy)]
+enum Widen {
+    Weights,
+    Activations,
+    Both,
+}
+
+/// An int8 TFLite model on a DSP board with its dot products' operands widened to int16 as
+/// `widen` says, on its first TFLM vector: equal to TFLM's output (0 LSB).
+fn run_wide_tflite_on(board_name: &str, model: &str, widen: Widen) {
     let target = board::info(board_name).unwrap().kernel_target();
-    let wide = target
-        .with_wide_weights()
-        .expect("a core with packed dot products");
+    let (wide, helper) = match widen {
+        Widen::Weights => (target.with_wide_weights(), "kiln_dot4w("),
+        // An int8 weight with its fours in pair order meets the int16 activations.
+        Widen::Activations => (target.with_wide_activations(), "kiln_dot4w("),
+        Widen::Both => (
+            target
+                .with_wide_weights()
+                .and_then(|t| t.with_wide_activations()),
+            "kiln_dot4ww(",
+        ),
+    };
+    let wide = wide.expect("a core with packed dot products");
     let bundle = compile_file_for(model, &tflite_path(model), &wide)
         .unwrap_or_else(|e| panic!("{model}: {e:#}"));
     assert!(
-        bundle.kernels_c.contains("kiln_dot4w("),
-        "{model} on {board_name}: no widened weight"
+        bundle.kernels_c.contains(helper),
+        "{model} on {board_name}: no {helper}"
     );
     let (x, y) = tflm_vectors(model).unwrap().remove(0);
-    let name = format!("{model}-wide");
+    let name = format!("{model}-{}", wide.name);
     run_bundle(
         board_name,
         &name,
@@ -114,8 +133,12 @@ fn run_bundle(
             .output()
             .expect("arm-none-eabi-objdump");
         let text = String::from_utf8_lossy(&listing.stdout);
+        // Only int8 words are unpacked: dot products of two int16 operands have none.
+        let unpacks = ["= kiln_dot4(", "= kiln_dot4w("]
+            .iter()
+            .any(|call| bundle.kernels_c.contains(call));
         assert!(
-            text.contains("smlad") && text.contains("sxtb16"),
+            text.contains("smlad") && (text.contains("sxtb16") || !unpacks),
             "{model} on {board_name}: no SMLAD/SXTB16 in the image"
         );
     }
@@ -239,19 +262,23 @@ tflite_board_tests! {
 }
 
 macro_rules! wide_tflite_board_tests {
-    ($($t:ident: $board:expr, $model:expr;)*) => {
-        $( #[test] fn $t() { run_wide_tflite_on($board, $model); } )*
+    ($($t:ident: $board:expr, $model:expr, $widen:ident;)*) => {
+        $( #[test] fn $t() { run_wide_tflite_on($board, $model, Widen::$widen); } )*
     };
 }
 
 // A matrix of one input vector (ad's dense layers), 1×1 convolutions over 125 pixels and a
-// first 10×4 one (kws), and 2×2 blocks of pixels and channels (vww), on each DSP core.
+// first 10×4 one (kws), and 2×2 blocks of pixels and channels (vww), on each DSP core; int16
+// activations that residual additions read too (ic), and a streaming model's (str_ww).
 wide_tflite_board_tests! {
-    an386_kws_int8_wide: "qemu-an386", "kws_ref_model";
-    an386_vww_int8_wide: "qemu-an386", "vww_96_int8";
-    an386_ad_int8_wide: "qemu-an386", "ad01_int8";
-    an500_ad_int8_wide: "qemu-an500", "ad01_int8";
-    an505_kws_int8_wide: "qemu-an505", "kws_ref_model";
+    an386_kws_int8_wide: "qemu-an386", "kws_ref_model", Weights;
+    an386_vww_int8_wide: "qemu-an386", "vww_96_int8", Weights;
+    an386_ad_int8_wide: "qemu-an386", "ad01_int8", Weights;
+    an500_ad_int8_wide: "qemu-an500", "ad01_int8", Weights;
+    an505_kws_int8_wide: "qemu-an505", "kws_ref_model", Weights;
+    an386_ic_int8_i16: "qemu-an386", "pretrainedResnet_quant", Activations;
+    an500_kws_int8_wide_i16: "qemu-an500", "kws_ref_model", Both;
+    an505_str_ww_int8_i16: "qemu-an505", "str_ww_ref_model", Activations;
 }
 
 /// Of the five int8 models only the streaming wake word fits a micro:bit (16 KiB of RAM,

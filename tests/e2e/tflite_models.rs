@@ -92,6 +92,19 @@ fn mlperf(name: &str) {
             "{name}: {widened} B of widened weights against {narrow} B"
         );
         check(&format!("{name}-dsp-wide"), &wide, &samples);
+        // And their activations stored as int16 (`--wide-activations`), with int8 weights in
+        // pair order and with widened ones: the same outputs from a larger arena.
+        for (target, helper) in [
+            (Target::c_dsp(), "= kiln_dot4w("),
+            (Target::c_dsp_wide(), "= kiln_dot4ww("),
+        ] {
+            let target = target.with_wide_activations().unwrap();
+            let i16 = compile_file_for(name, &tflite_path(name), &target)
+                .unwrap_or_else(|e| panic!("{e:#}"));
+            assert!(i16.kernels_c.contains(helper), "{name}: no {helper}");
+            assert!(i16.report.arena_bytes > dsp.report.arena_bytes, "{name}");
+            check(&format!("{name}-{}", target.name), &i16, &samples);
+        }
     }
     let r = &bundle.report;
     println!(
@@ -206,7 +219,7 @@ fn op_models_match_tflm() {
     names.sort();
     assert!(names.len() >= 30, "the op models are missing");
     let mut report = Vec::new();
-    let mut packed = 0;
+    let (mut packed, mut widened) = (0, 0);
     for name in &names {
         let path = op_models().join(format!("{name}.tflite"));
         let compiled = compile_file(name, &path);
@@ -235,6 +248,13 @@ fn op_models_match_tflm() {
                 .unwrap_or_else(|e| panic!("{name}: {e:#}"));
             check(&format!("{name}-dsp"), &dsp, &samples);
             packed += usize::from(dsp.kernels_c.contains("kiln_dot4("));
+            // Its int8 activations stored as int16 where dot products read them, whatever
+            // else reads them too.
+            let i16 = Target::c_dsp().with_wide_activations().unwrap();
+            let wide =
+                compile_file_for(name, &path, &i16).unwrap_or_else(|e| panic!("{name}: {e:#}"));
+            check(&format!("{name}-dsp-i16"), &wide, &samples);
+            widened += usize::from(wide.kernels_c.contains("(short* restrict data0"));
         }
         report.push(format!(
             "{name}: {} ({worst:.1e})",
@@ -242,8 +262,10 @@ fn op_models_match_tflm() {
         ));
     }
     println!("{}", report.join("\n"));
-    // The int8 convolutions and dense layers of the op models take packed dot products.
+    // The int8 convolutions and dense layers of the op models take packed dot products, and
+    // some of them read activations stored as int16.
     assert!(packed >= 4, "{packed} op models with packed dot products");
+    assert!(widened >= 2, "{widened} op models with int16 activations");
 }
 
 /// The demo's int8 input and expected output are the first TFLM vector of the KWS model.

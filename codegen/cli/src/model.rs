@@ -51,6 +51,12 @@ pub struct ModelArgs {
     /// core with the DSP extension, for twice those weights' flash (the target `c-dsp-wide`).
     #[arg(long)]
     pub wide_weights: bool,
+    /// Stores the int8 activations that the packed dot products read as int16 in the arena,
+    /// each written widened once by the kernel that computes it: fewer instructions per
+    /// product on a core with the DSP extension, for twice those buffers' RAM (the target
+    /// `c-dsp-i16`, or `c-dsp-wide-i16` with `--wide-weights`).
+    #[arg(long)]
+    pub wide_activations: bool,
 }
 
 impl ModelArgs {
@@ -65,6 +71,7 @@ impl ModelArgs {
             consts: Vec::new(),
             states: Vec::new(),
             wide_weights: false,
+            wide_activations: false,
         }
     }
 }
@@ -155,20 +162,41 @@ pub fn compile_with_cost(args: &ModelArgs, target: &Target, cost: BeamCost) -> R
     compile_searched(args, target, Some(cost))
 }
 
+/// `target` with what `--wide-weights` and `--wide-activations` widen.
+fn widened(target: &Target, args: &ModelArgs) -> Result<Target> {
+    type Widen = fn(&Target) -> Option<Target>;
+    let asks: [(bool, &str, &str, Widen); 2] = [
+        (
+            args.wide_weights,
+            "--wide-weights",
+            "weights",
+            Target::with_wide_weights,
+        ),
+        (
+            args.wide_activations,
+            "--wide-activations",
+            "activations",
+            Target::with_wide_activations,
+        ),
+    ];
+    let mut target = target.clone();
+    for (_, flag, what, widen) in asks.into_iter().filter(|a| a.0) {
+        target = widen(&target).with_context(|| {
+            format!(
+                "{flag}: the target {} has no packed int8 dot products to widen {what} for \
+                 (c-dsp and the boards with the DSP extension have)",
+                target.name
+            )
+        })?;
+    }
+    Ok(target)
+}
+
 /// The model compiled for `target`: with `--beam`, its kernels searched as `cost` measures
 /// them (there must be one), else the target's heuristics.
 fn compile_searched(args: &ModelArgs, target: &Target, cost: Option<BeamCost>) -> Result<Compiled> {
     let import = import_options(args)?;
-    let target = &match args.wide_weights {
-        false => target.clone(),
-        true => target.with_wide_weights().with_context(|| {
-            format!(
-                "--wide-weights: the target {} has no packed int8 dot products to widen \
-                 weights for (c-dsp and the boards with the DSP extension have)",
-                target.name
-            )
-        })?,
-    };
+    let target = &widened(target, args)?;
     let bar = progress(0, "kernels");
     let mut tick = |done: usize, total: usize| {
         bar.set_length(total as u64);

@@ -23,8 +23,10 @@ pub struct CompileArgs {
     model: ModelArgs,
     /// What to generate code for: `host` (C for this machine's CPU, its reduces over float
     /// vectors of GCC/Clang), `c` (plain C for any C compiler or a board), `c-dsp` (plain C
-    /// with packed int8 dot products for the DSP extension of the Cortex-M4, M7 and M33),
-    /// `opencl` (OpenCL C) or `vulkan` (GLSL compute and SPIR-V), for the API's portable limits.
+    /// with packed int8 dot products for the DSP extension of the Cortex-M4, M7 and M33;
+    /// `c-dsp-wide`, `c-dsp-i16` and `c-dsp-wide-i16` with its weights, its activations or both
+    /// widened to int16), `opencl` (OpenCL C) or `vulkan` (GLSL compute and SPIR-V), for the
+    /// API's portable limits.
     #[arg(long, default_value = "host")]
     target: String,
     /// The bundle folder to write (replaced whole).
@@ -115,8 +117,9 @@ pub fn compile_cmd(a: CompileArgs) -> Result<ExitCode> {
             c
         }
         (None, None) => bail!(
-            "unknown target `{}` (known: host, c, c-dsp, c-dsp-wide, opencl, vulkan)",
-            a.target
+            "unknown target `{}` (known: {}, opencl, vulkan)",
+            a.target,
+            Target::CPU_NAMES.join(", ")
         ),
     };
     if let Some(dir) = &a.replay {

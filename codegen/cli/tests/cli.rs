@@ -375,6 +375,23 @@ fn explain_shows_a_convolution_split_into_its_interior() {
     assert!(interior_rows(&split), "{split}");
 }
 
+/// `kiln compile MODEL --target TARGET [FLAG]` into a folder of `dir` named after both: its
+/// output, its stdout and that folder.
+fn compile_flagged(
+    dir: &std::path::Path,
+    model: &std::path::Path,
+    target: &str,
+    flag: Option<&str>,
+) -> (std::process::Output, String, std::path::PathBuf) {
+    let out = dir.join(format!("{target}{}", flag.unwrap_or_default()));
+    let mut args = vec!["compile", model.to_str().unwrap(), "--target", target];
+    args.extend(["-o", out.to_str().unwrap()]);
+    args.extend(flag);
+    let o = kiln(&args);
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    (o, text, out)
+}
+
 /// `--wide-weights` widens the int8 weights of the packed dot products where the target has
 /// them (the report counts the bytes in flash), and is refused, naming the target, where it
 /// has none.
@@ -383,15 +400,7 @@ fn wide_weights_need_packed_dot_products() {
     let model = root().join("tests/models/mlperf-tiny/tflite/ad01_int8.tflite");
     let dir = tempfile::tempdir().unwrap();
     let weights = |target: &str, wide: bool| {
-        let out = dir.path().join(format!("{target}-{wide}"));
-        let mut args = vec!["compile", model.to_str().unwrap(), "--target", target];
-        args.extend(["-o", out.to_str().unwrap()]);
-        if wide {
-            args.push("--wide-weights");
-        }
-        let o = kiln(&args);
-        let text = String::from_utf8_lossy(&o.stdout).into_owned();
-        (o, text, out)
+        compile_flagged(dir.path(), &model, target, wide.then_some("--wide-weights"))
     };
     let (o, narrow, _) = weights("c-dsp", false);
     assert!(o.status.success(), "{}", stderr(&o));
@@ -413,6 +422,49 @@ fn wide_weights_need_packed_dot_products() {
     let e = stderr(&o);
     assert!(
         e.contains("--wide-weights") && e.contains("target c "),
+        "{e}"
+    );
+    assert!(!out.exists(), "nothing is written on failure");
+}
+
+/// `--wide-activations` stores the int8 activations that the packed dot products read as
+/// int16 (the report's arena grows by them), names the target `c-dsp-i16`, and is refused,
+/// naming the target, where it has no packed dot products.
+#[test]
+fn wide_activations_grow_the_arena_and_need_packed_dot_products() {
+    let model = root().join("tests/models/mlperf-tiny/tflite/kws_ref_model.tflite");
+    let dir = tempfile::tempdir().unwrap();
+    let compile = |target: &str, wide: bool| {
+        compile_flagged(
+            dir.path(),
+            &model,
+            target,
+            wide.then_some("--wide-activations"),
+        )
+    };
+    let arena = |text: &str| -> usize {
+        let at = text.find("arena ").expect("an arena figure") + "arena ".len();
+        text[at..].split(' ').next().unwrap().parse().unwrap()
+    };
+    let (o, narrow, _) = compile("c-dsp", false);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let (o, wide, out) = compile("c-dsp", true);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // kws: its 1×1 convolutions' 25×5×64 inputs, twice their bytes.
+    assert!(arena(&wide) > arena(&narrow), "{narrow}\n{wide}");
+    let c = std::fs::read_to_string(out.join("kernels.c")).unwrap();
+    assert!(
+        c.contains("(short* restrict data0"),
+        "no kernel writes int16"
+    );
+    let (o, named, _) = compile("c-dsp-i16", false);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(arena(&named), arena(&wide));
+    let (o, _, out) = compile("c", true);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains("--wide-activations") && e.contains("target c "),
         "{e}"
     );
     assert!(!out.exists(), "nothing is written on failure");

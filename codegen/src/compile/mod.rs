@@ -6,7 +6,7 @@
 use crate::bundle::{self, Bundle, PackError};
 use crate::dtype::Scalar;
 use crate::graph::{Graph, Lazy, WeightId};
-use crate::kernel::dot::widen_pairs;
+use crate::kernel::dot::{pair_fours, widen};
 use crate::kernel::lanes::reorder_bytes;
 use crate::kernel::{Kernel, KernelBuffer, KernelError};
 use crate::linearize::{linearize, LinearizeError};
@@ -97,7 +97,7 @@ fn kernels_of(schedule: &Schedule, target: &Target) -> Result<Vec<Kernel>, Compi
     let mut kernels = Vec::with_capacity(schedule.items.len());
     for item in &schedule.items {
         let mut k = Kernel::new(item.ast.clone(), target.clone())?;
-        if target.simd_lanes > 0 || target.wide_weights {
+        if target.simd_lanes > 0 || target.wide_weights || target.wide_activations {
             k.free_layout = free_weights(schedule, &readers, item, &k);
         }
         kernels.push(k);
@@ -179,8 +179,14 @@ fn lay_out_weights(schedule: &Schedule, kernels: &[Kernel]) -> (Vec<Kernel>, Vec
         for w in k.widened.iter().filter_map(|&b| weight_of(b)) {
             let data = &weights[w];
             let shape = data.shape().to_vec();
-            weights[w] = Tensor::new(Scalar::I16, shape, widen_pairs(data.bytes()))
+            weights[w] = Tensor::new(Scalar::I16, shape, widen(data.bytes()))
                 .expect("an int16 for each int8");
+        }
+        for w in k.paired.iter().filter_map(|&b| weight_of(b)) {
+            // Pairing permutes each four elements: as many bytes.
+            let data = &mut weights[w];
+            let paired = pair_fours(data.bytes(), data.dtype().size());
+            data.bytes_mut().copy_from_slice(&paired);
         }
         laid.push(k);
     }

@@ -9,8 +9,8 @@ use crate::ops::{AluOp, BinaryOp, ReduceOp};
 use crate::schedule::ast::Op;
 
 impl Kernel {
-    /// The two buffers (positions in `bufs`) whose int8 values the kernel's one reduce
-    /// multiplies and sums in `i32`, when it is such a reduce.
+    /// The two buffers (positions in `bufs`) whose int8 (or int16) values the kernel's one
+    /// reduce multiplies and sums in `i32`, when it is such a reduce.
     pub fn dot_operands(&self) -> Option<[usize; 2]> {
         let [r] = self.reduceops.as_slice() else {
             return None;
@@ -31,7 +31,7 @@ impl Kernel {
             let Op::Load(m) = load.op() else {
                 return None;
             };
-            if m.dtype != DType::I8 {
+            if !DOT_LANE_TYPES.contains(&m.dtype) {
                 return None;
             }
             *slot = self
@@ -51,11 +51,18 @@ impl Kernel {
         self.dot_axis()
     }
 
-    /// An upcast reduce axis of 4 that is contiguous and unmasked in both int8 operands.
+    /// An upcast reduce axis of 4 that is contiguous and unmasked in both operands, whose
+    /// lanes meet ([`Kernel::lanes_meet`]).
     pub(super) fn dot_axis(&self) -> Option<usize> {
         if !self.target.packed_dot {
             return None;
         }
+        self.contiguous_dot_axis()
+            .filter(|&axis| self.lanes_meet(axis))
+    }
+
+    /// An upcast reduce axis of 4 that is contiguous and unmasked in both operands.
+    pub(super) fn contiguous_dot_axis(&self) -> Option<usize> {
         let operands = self.dot_operands()?;
         let n = self.shape_len();
         let (full, out) = (self.full_shape(), self.output_shape());
@@ -67,23 +74,57 @@ impl Kernel {
                     .all(|&b| self.sts[b].unit_stride_axes(false).contains(&axis))
         })
     }
+
+    /// Whether the two operands' lanes along `axis` meet in one dot product: they are of one
+    /// width, or one operand is a weight stored in pair order, or free to be
+    /// ([`Kernel::dot_weight_forms`]).
+    pub(super) fn lanes_meet(&self, axis: usize) -> bool {
+        let Some([a, b]) = self.dot_operands() else {
+            return false;
+        };
+        self.operand_dtype(a) == self.operand_dtype(b)
+            || !self.paired.is_empty()
+            || [a, b].iter().any(|&w| self.read_once_at_fours(w, axis))
+    }
+
+    /// The type of buffer `b`'s values as they are stored: int16 for a [`Kernel::widened`]
+    /// weight.
+    pub fn operand_dtype(&self, b: usize) -> DType {
+        match &self.bufs[b] {
+            _ if self.widened.contains(&b) => DType::I16,
+            KernelBuffer::Mem(m) => m.dtype,
+            _ => DType::I32,
+        }
+    }
 }
 
 impl Kernel {
-    /// The operand of the packed dot products to store widened to int16 ([`Kernel::widened`]),
-    /// on a target that wants it ([`crate::target::Target::wide_weights`]): an int8 weight
-    /// that only this kernel reads, once, through one unmasked view in which every word the
-    /// products load starts at a multiple of four elements. Each four can then be reordered
-    /// where they lie, so the view's indices stay as they are.
-    pub fn widenable_dot_weight(&self) -> Option<usize> {
-        if !self.target.wide_weights {
-            return None;
-        }
-        let axis = self.packed_dot_axis()?;
-        let operands = self.dot_operands()?;
-        operands
-            .into_iter()
-            .find(|&b| self.read_once_at_fours(b, axis))
+    /// How the weight of the packed dot products is to be stored: `(widened, paired)`, each
+    /// empty or that weight (see [`Kernel::widened`] and [`Kernel::paired`]). The weight is an
+    /// int8 buffer that only this kernel reads, once, through one unmasked view in which every
+    /// word the products load starts at a multiple of four elements, so that each four can be
+    /// reordered where they lie and the view's indices stay as they are. It is widened where
+    /// the target wants it ([`crate::target::Target::wide_weights`]), and its fours are put in
+    /// pair order where its lanes and the other operand's then differ in width: `SXTB16`
+    /// unpacks an int8 word into the pairs of values 0 and 2 and of 1 and 3, which meet the
+    /// other operand's consecutive pairs only so.
+    pub fn dot_weight_forms(&self) -> (Vec<usize>, Vec<usize>) {
+        let none = (Vec::new(), Vec::new());
+        let (Some(axis), Some(operands)) = (self.packed_dot_axis(), self.dot_operands()) else {
+            return none;
+        };
+        let Some(at) = (0..2).find(|&i| self.read_once_at_fours(operands[i], axis)) else {
+            return none;
+        };
+        let (weight, other) = (operands[at], operands[1 - at]);
+        let widen = self.target.wide_weights && self.operand_dtype(weight) == DType::I8;
+        let wide = widen || self.operand_dtype(weight) == DType::I16;
+        let other_wide = self.operand_dtype(other) == DType::I16;
+        let pick = |yes: bool| match yes {
+            true => vec![weight],
+            false => Vec::new(),
+        };
+        (pick(widen), pick(wide != other_wide))
     }
 
     /// Buffer `b` is a free weight, loaded at one place in the kernel, through one view whose
@@ -116,27 +157,39 @@ impl Kernel {
 /// and 3 (the order is its own inverse).
 pub const PAIR_ORDER: [usize; 4] = [0, 2, 1, 3];
 
-/// An int8 weight's values, widened to little-endian int16 with each four in
-/// [`PAIR_ORDER`]: the bytes a [`Kernel::widened`] buffer is stored as. A last group of fewer
-/// than four, which no packed load reads, keeps its order.
-pub fn widen_pairs(int8: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(int8.len() * 2);
-    for group in int8.chunks(4) {
-        let order: &[usize] = if group.len() == 4 {
-            &PAIR_ORDER
-        } else {
-            &[0, 1, 2][..group.len()]
+/// An int8 weight's values widened to little-endian int16: the bytes a [`Kernel::widened`]
+/// buffer is stored as (before [`pair_fours`]).
+pub fn widen(int8: &[u8]) -> Vec<u8> {
+    int8.iter()
+        .flat_map(|&b| (b as i8 as i16).to_le_bytes())
+        .collect()
+}
+
+/// Elements of `size` bytes with each four in [`PAIR_ORDER`]: the order of a
+/// [`Kernel::paired`] buffer. A last group of fewer than four, which no packed load reads,
+/// keeps its order.
+pub fn pair_fours(bytes: &[u8], size: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(bytes.len());
+    for group in bytes.chunks(4 * size) {
+        let order: &[usize] = match group.len() / size {
+            4 => &PAIR_ORDER,
+            n => &[0, 1, 2][..n],
         };
-        for &k in order {
-            out.extend_from_slice(&(group[k] as i8 as i16).to_le_bytes());
+        for &from in order {
+            out.extend_from_slice(&group[from * size..(from + 1) * size]);
         }
     }
     out
 }
 
+/// The lane types of a packed dot product's operands: int8, or int16 (an activation stored
+/// widened, [`crate::target::Target::wide_activations`]).
+const DOT_LANE_TYPES: [DType; 2] = [DType::I8, DType::I16];
+
 #[cfg(test)]
 mod tests {
-    use crate::kernel::examples::{matvec, matvec_i8};
+    use crate::dtype::DType;
+    use crate::kernel::examples::{matvec, matvec_i8, matvec_int};
     use crate::kernel::{Kernel, KernelError, Opt, OptOp};
     use crate::ops::ConstValue;
     use crate::render::to_program;
@@ -226,7 +279,7 @@ mod tests {
             .collect();
         let b: Vec<i64> = (0..cols).map(|j| 127 - (j as i64 * 53 % 256)).collect();
         let bytes: Vec<u8> = a.iter().map(|&x| x as i8 as u8).collect();
-        let wide: Vec<ConstValue> = super::widen_pairs(&bytes)
+        let wide: Vec<ConstValue> = super::pair_fours(&super::widen(&bytes), 2)
             .chunks(2)
             .map(|h| ConstValue::Int(i16::from_le_bytes([h[0], h[1]]) as i64))
             .collect();
@@ -279,10 +332,85 @@ mod tests {
         k.apply_opt(Opt::new(OptOp::Dot, 0, 4)).unwrap();
         assert!(k.laid_out().0.widened.is_empty(), "not free: not widened");
         assert_eq!(
-            super::widen_pairs(&[1, 0xff, 3, 0x80, 5, 6]),
+            super::pair_fours(&super::widen(&[1, 0xff, 3, 0x80, 5, 6]), 2),
             [1, 0, 3, 0, 0xff, 0xff, 0x80, 0xff, 5, 0, 6, 0],
             "pair order, sign extended; a last short group in its order"
         );
+        assert_eq!(super::pair_fours(&[1, 2, 3, 4, 5], 1), [1, 3, 2, 4, 5]);
+    }
+
+    /// Activations stored as int16 (buffer 2) meet an int8 weight through the weight's fours
+    /// in pair order, and a widened weight as it is: each kernel's sums are the plain ones,
+    /// exactly, from the weight's bytes as the bundle stores them.
+    #[test]
+    fn int16_activations_meet_a_paired_int8_weight_or_a_widened_one() {
+        let (rows, cols) = (6, 24);
+        let a: Vec<i64> = (0..rows * cols)
+            .map(|i| (i as i64 * 37 % 256) - 128)
+            .collect();
+        let b: Vec<i64> = (0..cols).map(|j| 127 - (j as i64 * 53 % 256)).collect();
+        let cases = [
+            (Target::c_dsp(), false, true, "kiln_dot4w("),
+            (Target::c_dsp_wide(), true, false, "kiln_dot4ww("),
+        ];
+        for (target, widened, paired, helper) in cases {
+            let mut k = matvec_int(
+                rows,
+                cols,
+                [DType::I8, DType::I16],
+                target.with_wide_activations().unwrap(),
+            );
+            k.free_layout = vec![(position(&k, 1), rows * cols)];
+            k.apply_opt(Opt::new(OptOp::Upcast, 0, 2)).unwrap();
+            k.apply_opt(Opt::new(OptOp::Dot, 0, 4)).unwrap();
+            let (k, _) = k.laid_out();
+            assert_eq!(
+                (!k.widened.is_empty(), !k.paired.is_empty()),
+                (widened, paired)
+            );
+            let p = to_program(&k).unwrap();
+            assert!(p.src.contains(helper), "{}", p.src);
+            let mut bytes: Vec<u8> = a.iter().map(|&x| x as i8 as u8).collect();
+            let scalar = match widened {
+                true => {
+                    bytes = super::widen(&bytes);
+                    crate::dtype::Scalar::I16
+                }
+                false => crate::dtype::Scalar::I8,
+            };
+            if paired {
+                bytes = super::pair_fours(&bytes, scalar.size());
+            }
+            let stored = bytes.chunks(scalar.size()).map(|c| match c {
+                [lo, hi] => i16::from_le_bytes([*lo, *hi]) as i64,
+                [x] => *x as i8 as i64,
+                _ => unreachable!("int8 or int16"),
+            });
+            let ints = |dtype, v: Vec<i64>| HostBuffer {
+                dtype,
+                data: v.into_iter().map(ConstValue::Int).collect(),
+            };
+            let mut bufs = HashMap::new();
+            bufs.insert(ArgId(0), HostBuffer::zeros(crate::dtype::Scalar::I32, rows));
+            bufs.insert(ArgId(1), ints(scalar, stored.collect()));
+            bufs.insert(ArgId(2), ints(crate::dtype::Scalar::I16, b.clone()));
+            run(&p.uops, &mut bufs, &HashMap::new()).unwrap();
+            for r in 0..rows {
+                let want: i64 = (0..cols).map(|j| a[r * cols + j] * b[j]).sum();
+                assert_eq!(bufs[&ArgId(0)].data[r].as_i64(), want, "{helper} row {r}");
+            }
+        }
+        // A weight that cannot be reordered: its int8 lanes cannot meet int16 ones.
+        let fixed = matvec_int_fixed(rows, cols);
+        let why = refusal(fixed, Opt::new(OptOp::Dot, 0, 4));
+        assert!(why.contains("int8 and int16 lanes"), "{why}");
+    }
+
+    /// [`int16_activations_meet_a_paired_int8_weight_or_a_widened_one`]'s kernel with a
+    /// weight that is not free to lay out.
+    fn matvec_int_fixed(rows: usize, cols: usize) -> Kernel {
+        let target = Target::c_dsp().with_wide_activations().unwrap();
+        matvec_int(rows, cols, [DType::I8, DType::I16], target)
     }
 
     #[test]
@@ -291,7 +419,10 @@ mod tests {
         let plain = refusal(matvec_i8(4, 16, Target::c()), dot);
         assert!(plain.contains("no packed dot products"), "{plain}");
         let float = refusal(matvec(4, 16, Target::c_dsp()), dot);
-        assert!(float.contains("not a sum of int8 products"), "{float}");
+        assert!(
+            float.contains("not a sum of int8 (or int16) products"),
+            "{float}"
+        );
         let three = refusal(
             matvec_i8(4, 16, Target::c_dsp()),
             Opt::new(OptOp::Dot, 0, 2),

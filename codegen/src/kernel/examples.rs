@@ -29,11 +29,18 @@ pub fn matvec(rows: usize, cols: usize, target: Target) -> Kernel {
 /// [`matvec`] of int8 values summed in `i32`: `out[i] = Σ_j i32(a[i, j]) · i32(b[j])`, the
 /// shape of a quantized dense layer.
 pub fn matvec_i8(rows: usize, cols: usize, target: Target) -> Kernel {
+    matvec_int(rows, cols, [DType::I8, DType::I8], target)
+}
+
+/// [`matvec_i8`] with the matrix and the vector of the integer types `dtypes` (int16
+/// activations, say, as [`Target::wide_activations`] stores them).
+pub fn matvec_int(rows: usize, cols: usize, dtypes: [DType; 2], target: Target) -> Kernel {
     let a = ShapeTracker::from_shape(&[rows, cols]);
     let b = ShapeTracker::from_shape(&[1, cols])
         .expand(&[rows, cols])
         .expect("a row broadcast to the matrix");
-    let widened = |buf, st| LazyOp::cast(DType::I32, LazyOp::load(buf, DType::I8, st));
+    let widened =
+        |buf, st| LazyOp::cast(DType::I32, LazyOp::load(buf, dtypes[buf as usize - 1], st));
     let mul = LazyOp::alu(
         AluOp::Binary(BinaryOp::Mul),
         vec![widened(1, a), widened(2, b)],

@@ -201,8 +201,9 @@ pub fn relayouts(k: &Kernel) -> Vec<Relayout> {
 
 impl Kernel {
     /// The kernel reading its free weights in the orders [`relayouts`] chooses, and those
-    /// relayouts, which the weights' bytes must follow; its dot product's weight widened
-    /// where the target wants it ([`Kernel::widened`]); no weight is free any more. The step
+    /// relayouts, which the weights' bytes must follow; its dot product's weight widened or
+    /// paired where the target or the other operand wants it ([`Kernel::dot_weight_forms`]);
+    /// no weight is free any more. The step
     /// between optimizing a kernel and linearizing it.
     pub fn laid_out(&self) -> (Kernel, Vec<Relayout>) {
         let relayouts = relayouts(self);
@@ -210,7 +211,7 @@ impl Kernel {
         for r in &relayouts {
             k.sts[r.buf] = r.st.clone();
         }
-        k.widened = k.widenable_dot_weight().into_iter().collect();
+        (k.widened, k.paired) = k.dot_weight_forms();
         k.free_layout.clear();
         (k, relayouts)
     }

@@ -104,10 +104,14 @@ pub struct Kernel {
     /// Buffers (by position in `bufs`, with their element count) whose memory layout the
     /// compiler may choose: constant weights that only this kernel reads.
     pub free_layout: Vec<(usize, usize)>,
-    /// Buffers (by position in `bufs`) whose int8 values are stored widened to int16, each
-    /// four in the pair order of `SXTB16` ([`Kernel::widenable_dot_weight`]): chosen by
-    /// [`Kernel::laid_out`], read by the linearizer's packed dot products.
+    /// Weights (by position in `bufs`) whose int8 values are stored widened to int16
+    /// ([`Kernel::dot_weight_forms`]): chosen by [`Kernel::laid_out`], read by the
+    /// linearizer's packed dot products.
     pub widened: Vec<usize>,
+    /// Weights (by position in `bufs`) stored with each four values in the pair order of
+    /// `SXTB16` ([`dot::PAIR_ORDER`]), because the dot products meet them with lanes of the
+    /// other width ([`Kernel::dot_weight_forms`]).
+    pub paired: Vec<usize>,
 }
 
 /// Every node of the stores `ast`, each once, in the order the stores reach them.
@@ -212,6 +216,7 @@ impl Kernel {
             applied_opts: Vec::new(),
             free_layout: Vec::new(),
             widened: Vec::new(),
+            paired: Vec::new(),
         };
         k.check_shapes().map_err(bad)?;
         k.pad_st = ShapeTracker::from_shape(k.full_shape());

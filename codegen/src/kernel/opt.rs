@@ -272,14 +272,19 @@ impl Kernel {
         self.require(
             opt,
             operands,
-            "the reduce is not a sum of int8 products in i32",
+            "the reduce is not a sum of int8 (or int16) products in i32",
         )?;
         self.apply_unroll(opt, a, amt)?;
-        let contiguous = self.dot_axis().is_some();
+        let contiguous = self.contiguous_dot_axis();
         self.require(
             opt,
-            contiguous,
+            contiguous.is_some(),
             "the axis is not contiguous and unmasked in both operands",
+        )?;
+        self.require(
+            opt,
+            contiguous.is_some_and(|axis| self.lanes_meet(axis)),
+            "int8 and int16 lanes meet only through a weight whose fours can be reordered",
         )
     }
 

@@ -32,10 +32,11 @@ pub enum LinearizeError {
         #[source]
         source: GroupedDimsError,
     },
-    /// A weight stored widened for packed dot products ([`Kernel::widened`]) in a kernel whose
-    /// products did not pack: it cannot be read one value at a time.
+    /// A weight stored widened or paired for packed dot products ([`Kernel::widened`],
+    /// [`Kernel::paired`]) in a kernel whose products did not pack: it cannot be read one
+    /// value at a time.
     #[error(
-        "kernel {kernel}: buffer {buf} is stored widened to int16 for packed dot products, \
+        "kernel {kernel}: buffer {buf} is stored widened or reordered for packed dot products, \
          but the kernel's products do not pack into words"
     )]
     Unpacked { kernel: String, buf: usize },

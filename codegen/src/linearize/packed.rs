@@ -57,7 +57,8 @@ impl Lin {
             if lanes.iter().any(|&l| offs[l] != off) {
                 return false;
             }
-            let (wide_a, wide_b) = (self.k.widened.contains(&a), self.k.widened.contains(&b));
+            let wide = |b: usize| self.k.operand_dtype(b) == DType::I16;
+            let (wide_a, wide_b) = (wide(a), wide(b));
             let (Some(wa), Some(wb)) = (
                 self.packed_word(la, &lanes, wide_a),
                 self.packed_word(lb, &lanes, wide_b),
@@ -74,8 +75,8 @@ impl Lin {
     }
 
     /// The four loads `lanes` of `loads` as one load of a packed word, when they are ungated
-    /// loads of one buffer at consecutive indices: four int8 lanes, or four int16 lanes in
-    /// [`PAIR_ORDER`](crate::kernel::dot::PAIR_ORDER) from a `wide` buffer.
+    /// loads of one buffer at consecutive indices: four int8 lanes, or four int16 lanes from a
+    /// `wide` buffer (a widened weight or an activation stored as int16).
     fn packed_word(&mut self, loads: &[UOpId], lanes: &[usize], wide: bool) -> Option<UOpId> {
         let first = self.g.get(loads[lanes[0]]).clone();
         let (base, start) = self.g.base_and_offset(*first.src.get(1)?);

@@ -47,7 +47,7 @@ impl Lin {
             Some(axis) => self.packed_dots(axis, &early_idxs, &loaded, &offs, &mut acc),
             None => false,
         };
-        if let (false, Some(&buf)) = (packed, self.k.widened.first()) {
+        if let (false, Some(&buf)) = (packed, self.k.widened.iter().chain(&self.k.paired).next()) {
             return Err(LinearizeError::Unpacked {
                 kernel: self.k.label(),
                 buf,

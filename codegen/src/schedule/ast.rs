@@ -100,6 +100,11 @@ impl LazyOp {
         Self::new(Op::Reduce(op, axes), vec![src])
     }
 
+    /// The same operation over `src`.
+    pub fn with_src(&self, src: Vec<LazyOp>) -> Self {
+        Self::new(self.op().clone(), src)
+    }
+
     pub fn op(&self) -> &Op {
         &self.0.op
     }

@@ -10,7 +10,7 @@
 //! the kernels compute is unchanged, so only speed depends on the choice; the model's inputs
 //! and outputs, the weights and the buffers a loop moves windows over keep their layout.
 
-use super::{BufKind, Schedule};
+use super::Schedule;
 use crate::shape::{ShapeTracker, View};
 use crate::target::Target;
 
@@ -136,20 +136,11 @@ pub fn choose_layouts(s: &mut Schedule, target: &Target) {
     if target.simd_lanes == 0 {
         return;
     }
-    let in_loops: Vec<usize> = s.loops.iter().flat_map(|l| l.items.clone()).collect();
     for b in 0..s.buffers.len() {
-        let info = &s.buffers[b];
-        let windowed = s
-            .buffers
-            .iter()
-            .any(|x| matches!(x.kind, BufKind::Window { of, .. } if of.0 as usize == b));
-        let in_loop = in_loops
-            .iter()
-            .any(|&i| s.items[i].bufs.iter().any(|x| x.0 as usize == b));
-        if info.kind != BufKind::Intermediate || windowed || in_loop {
+        if !s.free_storage(b) {
             continue;
         }
-        let Some(layout) = channels_last(&info.shape) else {
+        let Some(layout) = channels_last(&s.buffers[b].shape) else {
             continue;
         };
         for item in &mut s.items {
@@ -168,6 +159,7 @@ pub fn choose_layouts(s: &mut Schedule, target: &Target) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::schedule::BufKind;
     use crate::shape::Node;
 
     fn offset(st: &ShapeTracker, at: &[i64]) -> i64 {

@@ -14,6 +14,7 @@ pub(crate) mod realize;
 pub use realize::MAX_KERNEL_INPUTS;
 mod repeat;
 mod state;
+pub mod widen;
 
 use crate::dtype::DType;
 use crate::graph::{Graph, GraphError, Lazy, WeightData, WeightId};
@@ -105,7 +106,9 @@ pub enum ScheduleError {
     Internal(String),
 }
 
-/// [`create_schedule`], its buffers then laid out for `target` ([`layout::choose_layouts`]).
+/// [`create_schedule`], its buffers then laid out for `target` ([`layout::choose_layouts`])
+/// and, where it asks, the activations of its dot products stored as int16
+/// ([`widen::widen_dot_activations`]).
 pub fn schedule_for(
     graph: &Graph,
     outputs: &[Lazy],
@@ -113,6 +116,7 @@ pub fn schedule_for(
 ) -> Result<Schedule, ScheduleError> {
     let mut s = create_schedule(graph, outputs)?;
     layout::choose_layouts(&mut s, target);
+    widen::widen_dot_activations(&mut s, target);
     Ok(s)
 }
 
@@ -168,6 +172,16 @@ impl Schedule {
             }
         }
         order
+    }
+
+    /// Whether the compiler may choose how buffer `b` is stored (its layout, its element
+    /// type): an intermediate that no window moves over and that no loop's kernel touches.
+    pub fn free_storage(&self, b: usize) -> bool {
+        let windowed = (self.buffers.iter())
+            .any(|x| matches!(x.kind, BufKind::Window { of, .. } if of.0 as usize == b));
+        let in_loop = (self.loops.iter().flat_map(|l| l.items.clone()))
+            .any(|i| self.items[i].bufs.iter().any(|x| x.0 as usize == b));
+        self.buffers[b].kind == BufKind::Intermediate && !windowed && !in_loop
     }
 
     /// The buffer whose memory `b` is: itself, or the buffer a window moves over.

@@ -330,15 +330,15 @@ impl Ctx<'_> {
                 let (a, b) = (reg(t, u.src[1]), reg(t, u.src[2]));
                 let dtype = |k: usize| prog.uops[u.src[k].index()].dtype;
                 let lanes = dtype(1).map_or(1, |d| d.count) as usize;
-                // An operand of int16 lanes is a widened weight, its four in pair order.
-                let at = |k: usize, operand: usize| match dtype(operand) {
-                    Some(d) if d.scalar == crate::dtype::Scalar::I16 => {
-                        crate::kernel::dot::PAIR_ORDER[k]
-                    }
-                    _ => k,
+                // Lanes of different widths meet in pair order (the int8 side unpacked by
+                // `SXTB16`); the order is its own inverse, so either side may hold it.
+                let paired = dtype(1).map(|d| d.scalar) != dtype(2).map(|d| d.scalar);
+                let at = |k: usize| match paired {
+                    true => crate::kernel::dot::PAIR_ORDER[k],
+                    false => k,
                 };
                 let sum = (0..lanes).fold(reg(t, u.src[0]).scalar().as_i64(), |s, k| {
-                    let (x, y) = (a.lane(at(k, 1)).as_i64(), b.lane(at(k, 2)).as_i64());
+                    let (x, y) = (a.lane(k).as_i64(), b.lane(at(k)).as_i64());
                     s.wrapping_add(x.wrapping_mul(y))
                 });
                 Some(Val::Scalar(ConstValue::from_i64(

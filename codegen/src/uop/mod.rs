@@ -72,10 +72,11 @@ pub enum UOpKind {
     /// An ALU op over its sources.
     Alu(AluOp),
     /// A packed dot product: the accumulator plus the sum of the lane-by-lane products of two
-    /// vectors of int8 (each lane widened first), in the accumulator's type. Sources: the
-    /// accumulator, then the two vectors (each one load of consecutive elements). A vector of
-    /// int16 lanes is a widened weight ([`crate::kernel::Kernel::widened`]): its lanes are the
-    /// values in [`crate::kernel::dot::PAIR_ORDER`].
+    /// vectors of four int8 or int16 lanes (each lane widened first), in the accumulator's
+    /// type. Sources: the accumulator, then the two vectors (each one load of consecutive
+    /// elements). Where the two differ in width, lane `k` of one meets lane
+    /// [`PAIR_ORDER[k]`](crate::kernel::dot::PAIR_ORDER) of the other: one of them is a weight
+    /// stored in that order ([`crate::kernel::Kernel::paired`]).
     Dot,
     /// Numeric conversion of one source, or packing of several scalars into a vector.
     Cast,

@@ -37,9 +37,10 @@ pub fn targets(names: &[String]) -> Result<Vec<ReplayTarget>> {
             Ok(match (Target::by_name(n), Api::from_name(n)) {
                 (Some(t), _) => ReplayTarget::Cpu(t),
                 (None, Some(api)) => ReplayTarget::Gpu(api),
-                (None, None) => {
-                    bail!("no target `{n}` (known: c, c-dsp, c-dsp-wide, host, opencl, vulkan)")
-                }
+                (None, None) => bail!(
+                    "no target `{n}` (known: {}, opencl, vulkan)",
+                    Target::CPU_NAMES.join(", ")
+                ),
             })
         })
         .collect()

@@ -32,10 +32,11 @@ static inline int kiln_dot4(int acc, int a, int b) {\n\
 #endif\n\
 #endif";
 
-/// The helpers for a widened weight ([`crate::kernel::Kernel::widened`]): `kiln_dot4w` multiplies
-/// its four int16 values at `w` (two words, any alignment) by a word of int8 activations. The
-/// weight's words hold values 0 and 2, then 1 and 3, as `SXTB16` unpacks the activations, so
-/// each pair is one `SMLAD`. It follows [`PACKED_DOT`] in the helpers (sorted: `…DOT4_DEFINED`
+/// The helpers for an int16 operand and an int8 one (a widened weight and int8 activations,
+/// or activations stored as int16 and an int8 weight): `kiln_dot4w` multiplies the four int16
+/// values at `w` (two words, any alignment) by a word of four int8 values. One side holds its
+/// values in pair order ([`crate::kernel::Kernel::paired`]), 0 and 2 then 1 and 3, as `SXTB16`
+/// unpacks the int8 word, so each pair is one `SMLAD`. It follows [`PACKED_DOT`] in the helpers (sorted: `…DOT4_DEFINED`
 /// before `…DOT4_WIDE_DEFINED`) and uses its `kiln_sxtb16_ror8`.
 const WIDE_DOT: &str = "#ifndef KILN_DOT4_WIDE_DEFINED\n\
 #define KILN_DOT4_WIDE_DEFINED\n\
@@ -53,15 +54,33 @@ static inline int kiln_dot4w(int acc, int a, const short* w) {\n\
 #endif\n\
 #endif";
 
+/// The helper for two int16 operands (an activation stored as int16 and a widened weight,
+/// or two such activations): `kiln_dot4ww` multiplies the four values at `a` by the four at
+/// `w`, in the same order, two words each, one `SMLAD` a word. It follows [`WIDE_DOT`] in the
+/// helpers (`…DOT4_WIDE_DEFINED` before `…DOT4_WW_DEFINED`) and uses its `kiln_ld2h`.
+const WIDE_WIDE_DOT: &str = "#ifndef KILN_DOT4_WW_DEFINED\n\
+#define KILN_DOT4_WW_DEFINED\n\
+#if defined(__ARM_FEATURE_DSP)\n\
+static inline int kiln_dot4ww(int acc, const short* a, const short* w) {\n\
+  acc = __smlad(kiln_ld2h(a), kiln_ld2h(w), acc);\n\
+  return __smlad(kiln_ld2h(a + 2), kiln_ld2h(w + 2), acc);\n\
+}\n\
+#else\n\
+static inline int kiln_dot4ww(int acc, const short* a, const short* w) {\n\
+  return acc + a[0] * w[0] + a[1] * w[1] + a[2] * w[2] + a[3] * w[3];\n\
+}\n\
+#endif\n\
+#endif";
+
 /// The operand type of a packed dot product: four int8 lanes.
 pub(super) const PACKED: DType = DType::I8.vec(4);
 
-/// A widened weight's operand: four int16 lanes in pair order.
+/// An int16 operand: four int16 lanes (a widened weight, or activations stored as int16).
 pub(super) const WIDE: DType = DType::I16.vec(4);
 
 impl Renderer<'_> {
-    /// Four int8 values of a buffer, loaded as one word for a [`crate::uop::UOpKind::Dot`]; a
-    /// widened weight's four are read by the dot product itself, from their address.
+    /// Four int8 values of a buffer, loaded as one word for a [`crate::uop::UOpKind::Dot`];
+    /// four int16 values are read by the dot product itself, from their address.
     pub(super) fn packed_load(&mut self, i: usize, u: &UOp) -> Result<(), RenderError> {
         if !self.target.packed_dot || u.src.len() != 2 {
             return Err(self.unsupported(format!("a load of {}", u.dtype.unwrap_or(PACKED))));
@@ -79,19 +98,24 @@ impl Renderer<'_> {
         Ok(())
     }
 
-    /// `acc + Σ a·b` over the four lanes of two packed words, or of a word and a widened
-    /// weight's pair of words (in either place).
+    /// `acc + Σ a·b` over the four lanes of two packed words, of a word and four int16 values
+    /// (in either place), or of two fours of int16 values.
     pub(super) fn dot(&mut self, i: usize, u: &UOp) -> Result<(), RenderError> {
         let (a, b) = (self.dtype_of(u, 1), self.dtype_of(u, 2));
         let helper = match (a, b) {
             (PACKED, PACKED) => "kiln_dot4",
             (PACKED, WIDE) | (WIDE, PACKED) => "kiln_dot4w",
+            (WIDE, WIDE) => "kiln_dot4ww",
             _ => "",
         };
         if !self.target.packed_dot || helper.is_empty() || u.dtype != Some(DType::I32) {
             return Err(self.unsupported("a packed dot product".to_string()));
         }
         self.helpers.insert(PACKED_DOT.to_string());
+        if (a, b) == (WIDE, WIDE) {
+            self.helpers.insert(WIDE_DOT.to_string());
+            self.helpers.insert(WIDE_WIDE_DOT.to_string());
+        }
         let (x, y) = match a == PACKED {
             true => (self.src(u, 1), self.src(u, 2)),
             false => (self.src(u, 2), self.src(u, 1)),
