@@ -6,9 +6,11 @@
 //! `RANGE`, up to and including the `PHI`s that carry its accumulators out; an `IF`'s scope is
 //! everything that depends on it up to the `STORE`s. The matching `END` is placed right after
 //! the last node of the scope, and an accumulator is declared just before the first loop it
-//! accumulates over. The result is then checked: every node sits inside the loops it depends
+//! accumulates over. A value first used after a block it takes no part in then moves past
+//! that block ([`sink`]). The result is then checked: every node sits inside the loops it depends
 //! on, and every value it reads is still in scope.
 
+mod sink;
 mod verify;
 
 use super::{UOp, UOpGraph, UOpId, UOpKind};
@@ -61,7 +63,8 @@ pub fn order_uops(g: &UOpGraph, sinks: &[UOpId]) -> Result<Linear, OrderError> {
     let (children, in_degree) = edges(g, &nodes);
     let scopes = block_scopes(g, &nodes, &children);
     let (order, end_markers) = topological_order(g, &nodes, &children, in_degree, scopes)?;
-    let (order, ends) = place_ends(g, order, end_markers);
+    let (mut order, ends) = place_ends(g, order, end_markers);
+    sink::sink_past_blocks(g, &mut order, &ends);
     let linear = build_linear(g, &order, &ends, sinks);
     if let Err(e) = verify::verify(&linear) {
         if std::env::var_os("KILN_DEBUG_ORDER").is_some() {
