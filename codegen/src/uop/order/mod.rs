@@ -7,7 +7,7 @@
 //! everything that depends on it up to the `STORE`s. The matching `END` is placed right after
 //! the last node of the scope, and an accumulator is declared just before the first loop it
 //! accumulates over. A value first used after a block it takes no part in then moves past
-//! that block ([`sink`]). The result is then checked: every node sits inside the loops it depends
+//! that block (`sink.rs`). The result is then checked: every node sits inside the loops it depends
 //! on, and every value it reads is still in scope.
 
 mod sink;
