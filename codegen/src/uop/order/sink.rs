@@ -11,49 +11,87 @@ use crate::uop::{UOpGraph, UOpKind};
 use std::collections::HashMap;
 
 /// `order` (with the END sentinels of `ends`) with each movable value moved past the blocks
-/// that lie between it and its first use, as the module documentation says.
+/// that lie between it and its first use, as the module documentation says. Linear in the
+/// program's size: each value gets a place (just before the original position of its first
+/// user's place), found from the last value to the first, and the order is sorted by those.
 pub(super) fn sink_past_blocks(g: &UOpGraph, order: &mut Vec<UOpId>, ends: &HashMap<usize, UOpId>) {
     let is_end = |u: UOpId| ends.contains_key(&u.index());
+    let spans = Spans::of(g, order, &is_end);
+    let mut users: Vec<Vec<usize>> = vec![Vec::new(); g.len()];
+    for (p, &u) in order.iter().enumerate() {
+        if !is_end(u) {
+            for s in g.get(u).src.iter().filter(|s| s.index() < g.len()) {
+                users[s.index()].push(p);
+            }
+        }
+    }
+    // Each position's place: (the original position it goes just before, its own position).
+    let mut place: Vec<(usize, usize)> = (0..order.len()).map(|p| (p, p)).collect();
     for i in (0..order.len()).rev() {
         let n = order[i];
         if is_end(n) || !movable(g, n) {
             continue;
         }
-        let Some(q) =
-            (i + 1..order.len()).find(|&j| !is_end(order[j]) && g.get(order[j]).src.contains(&n))
-        else {
+        let Some(&(at, _)) = users[n.index()].iter().map(|&p| &place[p]).min() else {
             continue;
         };
         let load = g.get(n).kind == UOpKind::Load;
-        let (mut depth, mut blocks) = (0usize, 0usize);
-        let mut ok = true;
-        for &x in &order[i + 1..q] {
-            if is_end(x) {
-                match depth.checked_sub(1) {
-                    Some(d) => depth = d,
-                    None => {
-                        ok = false;
-                        break;
+        if at > i + 1 && spans.may_sink(i, at, load) {
+            place[i] = (at, i);
+        }
+    }
+    let mut sorted: Vec<usize> = (0..order.len()).collect();
+    sorted.sort_by_key(|&p| place[p]);
+    *order = sorted.into_iter().map(|p| order[p]).collect();
+}
+
+/// Prefix counts over a linear order, for checking a move from one position to another.
+struct Spans {
+    /// Before each position: the innermost open block (its position; `usize::MAX` for none)
+    /// and how many are open.
+    block: Vec<(usize, usize)>,
+    /// Blocks opened, and stores or barriers met, before each position.
+    opened: Vec<usize>,
+    writes: Vec<usize>,
+}
+
+impl Spans {
+    fn of(g: &UOpGraph, order: &[UOpId], is_end: &dyn Fn(UOpId) -> bool) -> Spans {
+        let (mut stack, mut block) = (Vec::new(), Vec::with_capacity(order.len()));
+        let (mut opened, mut writes) = (vec![0], vec![0]);
+        for (p, &u) in order.iter().enumerate() {
+            block.push((stack.last().copied().unwrap_or(usize::MAX), stack.len()));
+            let (mut o, mut w) = (opened[p], writes[p]);
+            if is_end(u) {
+                stack.pop();
+            } else {
+                match g.get(u).kind {
+                    UOpKind::Range { .. } | UOpKind::If => {
+                        stack.push(p);
+                        o += 1;
                     }
+                    UOpKind::Store | UOpKind::Barrier => w += 1,
+                    _ => {}
                 }
-                continue;
             }
-            match g.get(x).kind {
-                UOpKind::Range { .. } | UOpKind::If => {
-                    depth += 1;
-                    blocks += 1;
-                }
-                UOpKind::Store | UOpKind::Barrier if load => {
-                    ok = false;
-                    break;
-                }
-                _ => {}
-            }
+            opened.push(o);
+            writes.push(w);
         }
-        if ok && blocks > 0 && depth == 0 {
-            let x = order.remove(i);
-            order.insert(q - 1, x);
+        Spans {
+            block,
+            opened,
+            writes,
         }
+    }
+
+    /// Whether a value at `from` may run just before position `to` instead: the same blocks
+    /// are open at both, at least one block opens between them, and, for a `load`, nothing
+    /// between them stores or waits at a barrier.
+    fn may_sink(&self, from: usize, to: usize, load: bool) -> bool {
+        let between = |counts: &[usize]| counts[to] - counts[from + 1];
+        self.block[from] == self.block[to]
+            && between(&self.opened) > 0
+            && !(load && between(&self.writes) > 0)
     }
 }
 
