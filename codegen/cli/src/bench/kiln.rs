@@ -30,15 +30,56 @@ pub struct KilnNumbers {
     /// The runs on the other boards asked for (the speed table's), each its numbers or its
     /// error as text.
     pub other_boards: Vec<(&'static str, Result<BoardNumbers, String>)>,
-    /// The runs with the dot products' weights widened (`--wide-weights`), per board asked for.
-    pub wide: Vec<(&'static str, Result<BoardNumbers, String>)>,
+    /// The runs with the dot products' operands widened, per widening and board asked for.
+    pub wide: Vec<(Widening, &'static str, Result<BoardNumbers, String>)>,
+}
+
+/// What a widened run widens: the dot products' int8 weights in flash (`--wide-weights`), the
+/// int8 activations they read in the arena (`--wide-activations`), or both.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Widening {
+    Weights,
+    Activations,
+    Both,
+}
+
+impl Widening {
+    pub const ALL: [Widening; 3] = [Widening::Weights, Widening::Activations, Widening::Both];
+
+    /// `args` with this widening's options.
+    fn args(self, args: ModelArgs) -> ModelArgs {
+        ModelArgs {
+            wide_weights: self != Widening::Activations,
+            wide_activations: self != Widening::Weights,
+            ..args
+        }
+    }
+
+    /// What it widens, in words.
+    pub fn label(self) -> &'static str {
+        match self {
+            Widening::Weights => "weights",
+            Widening::Activations => "activations",
+            Widening::Both => "both",
+        }
+    }
+
+    /// The target it compiles for, after its key in `bench.tsv`.
+    pub fn key(self) -> &'static str {
+        match self {
+            Widening::Weights => "wide",
+            Widening::Activations => "i16",
+            Widening::Both => "wide_i16",
+        }
+    }
 }
 
 impl KilnNumbers {
-    /// The numbers of the run on `board` with `--wide-weights`, or its error; `None` where it
-    /// did not run there.
-    pub fn wide_on(&self, board: &str) -> Option<Result<&BoardNumbers, &str>> {
-        run_of(&self.wide, board)
+    /// The numbers of the run on `board` with widening `w`, or its error; `None` where it did
+    /// not run there.
+    pub fn wide_on(&self, w: Widening, board: &str) -> Option<Result<&BoardNumbers, &str>> {
+        let (_, _, run) = self.wide.iter().find(|(x, b, _)| *x == w && *b == board)?;
+        Some(run.as_ref().map_err(String::as_str))
     }
 
     /// The numbers of the run on `board` ([`BOARD`] or one of [`KilnNumbers::other_boards`]),
@@ -129,7 +170,7 @@ pub struct Plan<'a> {
     /// Also once on [`BOARD`] and once on each of `other_boards`.
     pub board: bool,
     pub other_boards: &'a [&'static str],
-    /// Boards (of those above) to run on once more, with `--wide-weights`.
+    /// Boards (of those above) to run on again, once per [`Widening`].
     pub wide_boards: &'a [&'static str],
     /// BEAM width of the measured bundle (0: the hand-coded opts).
     pub beam: usize,
@@ -181,12 +222,10 @@ pub fn measure_kiln(
             k.other_boards.push((other, run));
         }
         for &wide in wide_boards {
-            let args = ModelArgs {
-                wide_weights: true,
-                ..args.clone()
-            };
-            let run = measure_board(wide, args, board_beam, &inputs, vectors)?;
-            k.wide.push((wide, run));
+            for w in Widening::ALL {
+                let run = measure_board(wide, w.args(args.clone()), board_beam, &inputs, vectors)?;
+                k.wide.push((w, wide, run));
+            }
         }
     }
     Ok(k)

@@ -1,5 +1,5 @@
 use super::*;
-use crate::bench::kiln::{BoardNumbers, KilnNumbers};
+use crate::bench::kiln::{BoardNumbers, KilnNumbers, Widening};
 use crate::bench::models::BenchModel;
 use crate::bench::peer::PeerNumbers;
 
@@ -171,52 +171,81 @@ fn sets_the_peer_beside_kiln_and_says_where_its_run_failed() {
     assert!(!numbers.contains("m33_cmsis_nn"), "{numbers}");
 }
 
-/// The widened weights' table: each run against the int8 weights' on the same core, the
-/// published figure and the flash it costs; a published target it alone meets is named.
+/// The widened operands' table: each run against the int8 run on the same core, the
+/// published figure and the flash and RAM it costs; a published target it alone meets is
+/// named with both.
 #[test]
-fn the_widened_weights_table_states_cycles_and_the_flash_they_cost() {
+fn the_widened_operands_table_states_cycles_and_the_memory_they_cost() {
     let (kws, ad) = (
         BenchModel::named("kws_int8", Kind::Int8),
         BenchModel::named("ad_int8", Kind::Int8),
     );
-    let wide = |cycles: u64, flash: usize| BoardNumbers {
+    let wide = |cycles: u64, flash: usize, ram: usize| BoardNumbers {
         flash,
+        ram,
         ..numbers(cycles / 2, cycles)
     };
-    // ad: 0.5 M cycles on the M4 with int8 weights (over 0.486 M), 0.45 M widened.
+    // ad: 0.5 M cycles on the M4 unwidened (over 0.486 M), 0.45 M with its weights widened,
+    // 0.49 M with its activations (in 128 B more RAM).
     let mut rows = [
         row(&kws, [7_100_000, 3_000_000, 0]),
         row(&ad, [500_000, 600_000, 0]),
     ];
-    rows[0].k.wide = vec![("qemu-an386", Ok(wide(7_000_000, 1_800)))];
+    rows[0].k.wide = vec![(
+        Widening::Weights,
+        "qemu-an386",
+        Ok(wide(7_000_000, 1_800, 300)),
+    )];
     rows[1].k.wide = vec![
-        ("qemu-an386", Ok(wide(450_000, 2_000))),
-        ("qemu-an505", Err("no QEMU".into())),
+        (
+            Widening::Weights,
+            "qemu-an386",
+            Ok(wide(450_000, 2_000, 300)),
+        ),
+        (
+            Widening::Activations,
+            "qemu-an386",
+            Ok(wide(490_000, 1_000, 428)),
+        ),
+        (Widening::Weights, "qemu-an505", Err("no QEMU".into())),
     ];
     assert!(markdown(&rows[..0]).is_empty());
     let md = markdown(&rows);
     assert!(
         md.contains(
-            "| Cortex-M4 @ 120 MHz | ad_int8 | 450,000 | 0.900× | 0.93× ✓ | — | 2,000 | 1,000 | — |"
+            "| Cortex-M4 @ 120 MHz | ad_int8 | weights | 450,000 | 0.900× | 0.93× ✓ | — | \
+             2,000 | 1,000 | 300 | 0 |"
         ),
         "{md}"
     );
-    assert!(md.contains("| Cortex-M4 @ 120 MHz | kws_int8 | 7,000,000 | 0.986× | 1.35× ✗ |"));
     assert!(
         md.contains(
-            "Published targets met with widened weights and missed without: ad_int8 on the M4 \
-             (0.450 M cycles, 3.75 ms, for 1,000 B more flash)."
+            "| Cortex-M4 @ 120 MHz | ad_int8 | activations | 490,000 | 0.980× | 1.01× ✗ | — | \
+             1,000 | 0 | 428 | 128 |"
         ),
         "{md}"
     );
     assert!(
-        md.contains("\nad_int8 on qemu-an505 with widened weights: no QEMU\n"),
+        md.contains("| Cortex-M4 @ 120 MHz | kws_int8 | weights | 7,000,000 | 0.986× | 1.35× ✗ |")
+    );
+    assert!(
+        md.contains(
+            "Published targets met widened and missed without: ad_int8 on the M4 with weights \
+             widened (0.450 M cycles, 3.75 ms, for 1,000 B more flash and 0 B more RAM)."
+        ),
+        "{md}"
+    );
+    assert!(
+        md.contains("\nad_int8 on qemu-an505 with weights widened: no QEMU\n"),
         "{md}"
     );
     let tsv = tsv_row(&rows[1]);
-    assert!(
-        tsv.contains("ad_int8\tm4_wide_cycles_est\t450000\n"),
-        "{tsv}"
-    );
-    assert!(tsv.contains("ad_int8\tm4_wide_flash\t2000\n"), "{tsv}");
+    for line in [
+        "ad_int8\tm4_wide_cycles_est\t450000\n",
+        "ad_int8\tm4_wide_flash\t2000\n",
+        "ad_int8\tm4_i16_cycles_est\t490000\n",
+        "ad_int8\tm4_i16_ram\t428\n",
+    ] {
+        assert!(tsv.contains(line), "{line} in {tsv}");
+    }
 }
