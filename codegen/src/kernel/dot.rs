@@ -5,7 +5,6 @@
 
 use super::{Kernel, KernelBuffer, OptOp};
 use crate::dtype::DType;
-use crate::ops::{AluOp, BinaryOp, ReduceOp};
 use crate::schedule::ast::Op;
 
 impl Kernel {
@@ -15,31 +14,16 @@ impl Kernel {
         let [r] = self.reduceops.as_slice() else {
             return None;
         };
-        if !matches!(r.op(), Op::Reduce(ReduceOp::Sum, _)) || r.dtype() != DType::I32 {
+        let [Some(a), Some(b)] = r.summed_product_loads()? else {
             return None;
-        }
-        let product = &r.src()[0];
-        if *product.op() != Op::Alu(AluOp::Binary(BinaryOp::Mul)) {
-            return None;
-        }
-        let mut operands = [0; 2];
-        for (slot, factor) in operands.iter_mut().zip(product.src()) {
-            if *factor.op() != Op::Cast(DType::I32) {
-                return None;
-            }
-            let load = &factor.src()[0];
-            let Op::Load(m) = load.op() else {
-                return None;
-            };
-            if !DOT_LANE_TYPES.contains(&m.dtype) {
-                return None;
-            }
-            *slot = self
-                .bufs
-                .iter()
-                .position(|b| *b == KernelBuffer::Mem(m.clone()))?;
-        }
-        Some(operands)
+        };
+        let position = |m: &crate::schedule::ast::MemBuffer| {
+            let lane = DOT_LANE_TYPES.contains(&m.dtype);
+            let mine = KernelBuffer::Mem(m.clone());
+            lane.then(|| self.bufs.iter().position(|b| *b == mine))
+                .flatten()
+        };
+        Some([position(a)?, position(b)?])
     }
 
     /// The upcast reduce axis whose four lanes the linearizer packs into dot products: after

@@ -2,7 +2,7 @@
 //! access. Subtrees are shared (`Rc`), so a value used twice is one node.
 
 use crate::dtype::DType;
-use crate::ops::{AluOp, ConstValue, ReduceOp};
+use crate::ops::{AluOp, BinaryOp, ConstValue, ReduceOp};
 use crate::shape::ShapeTracker;
 use std::collections::{HashMap, HashSet};
 use std::fmt;
@@ -98,6 +98,32 @@ impl LazyOp {
 
     pub fn reduce(op: ReduceOp, axes: Vec<usize>, src: LazyOp) -> Self {
         Self::new(Op::Reduce(op, axes), vec![src])
+    }
+
+    /// For a sum in `i32` of the products of two factors: each factor that is a load cast to
+    /// `i32`, its buffer access (the operands a packed dot product can take); `None` for any
+    /// other node.
+    pub fn summed_product_loads(&self) -> Option<[Option<&MemBuffer>; 2]> {
+        let Op::Reduce(ReduceOp::Sum, _) = self.op() else {
+            return None;
+        };
+        let product = &self.src()[0];
+        if self.dtype() != DType::I32 || *product.op() != Op::Alu(AluOp::Binary(BinaryOp::Mul)) {
+            return None;
+        }
+        fn cast_load(factor: &LazyOp) -> Option<&MemBuffer> {
+            match (factor.op(), factor.src()) {
+                (Op::Cast(DType::I32), [load]) => match load.op() {
+                    Op::Load(m) => Some(m),
+                    _ => None,
+                },
+                _ => None,
+            }
+        }
+        let [a, b] = product.src() else {
+            return None;
+        };
+        Some([cast_load(a), cast_load(b)])
     }
 
     /// The same operation over `src`.

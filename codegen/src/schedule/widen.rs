@@ -8,12 +8,11 @@
 //! widened once, and the dot products load its pairs as they are. The values are the same;
 //! the buffer takes twice the bytes, which the arena planner counts.
 
-use super::ast::{LazyOp, Op};
+use super::ast::{LazyOp, MemBuffer, Op};
 use super::Schedule;
 use crate::dtype::DType;
-use crate::ops::{AluOp, BinaryOp, ReduceOp};
 use crate::target::Target;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// The lanes of a packed dot product: a reduce axis that a buffer must read in runs of four.
 const DOT_LANES: usize = 4;
@@ -25,15 +24,9 @@ pub fn widen_dot_activations(s: &mut Schedule, target: &Target) {
     if !target.wide_activations {
         return;
     }
+    let factors = dot_factor_buffers(s);
     for b in 0..s.buffers.len() {
-        if !s.free_storage(b) || s.buffers[b].dtype != DType::I8 {
-            continue;
-        }
-        let read_by_dot = s.items.iter().any(|item| {
-            let at = item.bufs.iter().position(|x| x.0 as usize == b);
-            at.is_some_and(|at| item.ast.iter().any(|st| dot_factors(st).contains(&at)))
-        });
-        if !read_by_dot {
+        if !s.free_storage(b) || s.buffers[b].dtype != DType::I8 || !factors.contains(&b) {
             continue;
         }
         s.buffers[b].dtype = DType::I16;
@@ -48,6 +41,17 @@ pub fn widen_dot_activations(s: &mut Schedule, target: &Target) {
     }
 }
 
+/// The buffers of `s` that some kernel reads as a dot product's operand ([`dot_factors`]).
+fn dot_factor_buffers(s: &Schedule) -> HashSet<usize> {
+    let mut found = HashSet::new();
+    for item in &s.items {
+        for st in &item.ast {
+            found.extend(dot_factors(st).into_iter().map(|a| item.bufs[a].0 as usize));
+        }
+    }
+    found
+}
+
 /// The buffers (by position in the kernel's buffers) that the reduces under `root` read as
 /// an int8 factor of a sum of products in `i32`, along a reduce axis of a multiple of four
 /// elements that the read steps through one element at a time: the operands a packed dot
@@ -55,25 +59,13 @@ pub fn widen_dot_activations(s: &mut Schedule, target: &Target) {
 fn dot_factors(root: &LazyOp) -> Vec<usize> {
     let mut found = Vec::new();
     for op in root.lazyops() {
-        let Op::Reduce(ReduceOp::Sum, axes) = op.op() else {
+        let (Op::Reduce(_, axes), Some(loads)) = (op.op(), op.summed_product_loads()) else {
             continue;
         };
-        let product = &op.src()[0];
-        if op.dtype() != DType::I32 || *product.op() != Op::Alu(AluOp::Binary(BinaryOp::Mul)) {
-            continue;
-        }
-        for factor in product.src() {
-            let (Op::Cast(DType::I32), [load]) = (factor.op(), factor.src()) else {
-                continue;
-            };
-            let Op::Load(m) = load.op() else {
-                continue;
-            };
+        for m in loads.into_iter().flatten() {
             let shape = m.st.shape();
             let unit = m.st.unit_stride_axes(false);
-            let packs = axes
-                .iter()
-                .any(|&a| unit.contains(&a) && shape[a] % DOT_LANES == 0);
+            let packs = (axes.iter()).any(|&a| unit.contains(&a) && shape[a] % DOT_LANES == 0);
             if m.dtype == DType::I8 && packs {
                 found.push(m.idx.0 as usize);
             }
@@ -90,19 +82,18 @@ fn stored_as_i16(op: &LazyOp, idx: u32, done: &mut HashMap<usize, LazyOp>) -> La
     if let Some(x) = done.get(&key) {
         return x.clone();
     }
-    let mine = |o: &Op| matches!(o, Op::Load(m) | Op::Store(m) if m.idx.0 == idx);
-    let wide_load = |load: &LazyOp| {
-        let Op::Load(m) = load.op() else {
-            unreachable!("a load")
-        };
-        LazyOp::load(m.idx.0, DType::I16, m.st.clone())
+    let wide_load = |m: &MemBuffer| LazyOp::load(m.idx.0, DType::I16, m.st.clone());
+    let cast_read = match (op.op(), op.src()) {
+        (Op::Cast(DType::I32), [load]) => match load.op() {
+            Op::Load(m) if m.idx.0 == idx => Some(m),
+            _ => None,
+        },
+        _ => None,
     };
-    let out = match (op.op(), op.src()) {
-        (Op::Cast(DType::I32), [load]) if mine(load.op()) && matches!(load.op(), Op::Load(_)) => {
-            LazyOp::cast(DType::I32, wide_load(load))
-        }
-        (Op::Load(_), _) if mine(op.op()) => LazyOp::cast(DType::I8, wide_load(op)),
-        (Op::Store(m), [value]) if mine(op.op()) => {
+    let out = match (cast_read, op.op(), op.src()) {
+        (Some(m), ..) => LazyOp::cast(DType::I32, wide_load(m)),
+        (None, Op::Load(m), _) if m.idx.0 == idx => LazyOp::cast(DType::I8, wide_load(m)),
+        (None, Op::Store(m), [value]) if m.idx.0 == idx => {
             let value = stored_as_i16(value, idx, done);
             LazyOp::store(m.idx.0, m.st.clone(), LazyOp::cast(DType::I16, value))
         }
@@ -123,6 +114,7 @@ fn stored_as_i16(op: &LazyOp, idx: u32, done: &mut HashMap<usize, LazyOp>) -> La
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ops::{AluOp, BinaryOp, ReduceOp};
     use crate::shape::ShapeTracker;
 
     fn dot(a_dtype: DType, reduce: usize) -> LazyOp {

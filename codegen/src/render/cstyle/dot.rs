@@ -113,7 +113,7 @@ impl Renderer<'_> {
         }
         self.helpers.insert(PACKED_DOT.to_string());
         if (a, b) == (WIDE, WIDE) {
-            self.helpers.insert(WIDE_DOT.to_string());
+            // Its operands' loads brought in `WIDE_DOT`.
             self.helpers.insert(WIDE_WIDE_DOT.to_string());
         }
         let (x, y) = match a == PACKED {
