@@ -8,7 +8,7 @@
  *
  *   qemu-system-arm ... -plugin libinsn.so,marker=0x20000000[,core=m4] -d plugin -D insn.log
  *
- * With `core=m0|m3|m4|m33|m7` it also estimates the cycles the core would take, and prints them
+ * With `core=m0|m3|m4|m33|m7|m55` it also estimates the cycles the core would take, and prints them
  * after the count: `kiln-insn <instructions> <cycles>`, and `kiln-insn-total <instructions>
  * <cycles>` at exit. Without it the lines are as before, one number each.
  *
@@ -57,6 +57,15 @@
  *   VLDM, VSTM, VPUSH, VPOP (N words) ............................................. 1+N
  * Cortex-M33: ARM publishes no per-instruction table for it; its 3-stage ARMv8-M Mainline
  *   pipeline is the M4's, so the M4's figures are used unchanged.
+ * Cortex-M55: ARM publishes no per-instruction table for its scalar pipeline either: the M4's
+ *   figures. Its Helium (MVE) instructions execute as four beats of 32 bits each, two beats a
+ *   cycle (the M55 implements Helium "dual-beat": Cortex-M55 Technical Reference Manual,
+ *   101051): 2 cycles each, and 1 when it follows a Helium instruction of the other kind (a
+ *   vector load or store after an arithmetic one, or the other way round), whose second cycle
+ *   its first two beats overlap (the beat-wise execution of the Armv8.1-M architecture, Armv8-M
+ *   Architecture Reference Manual, DDI 0553). A scalar instruction between them ends the
+ *   overlap; the latency of a vector result the next instruction reads (a VMLADAVA's
+ *   accumulator register) is not counted.
  * Cortex-M7: dual issue (dual_issue.c, which gives its rules and sources): single-cycle
  *   instructions, single loads and stores and multiply-accumulates included, issue in order
  *   up to two a cycle, with the latencies of loads and multiplies; what it does not decode
@@ -116,7 +125,7 @@ static uint64_t marker;
 
 /* ---- the cycle model ------------------------------------------------------------------- */
 
-enum core { CORE_NONE, CORE_M0, CORE_M3, CORE_M4, CORE_M33, CORE_M7 };
+enum core { CORE_NONE, CORE_M0, CORE_M3, CORE_M4, CORE_M33, CORE_M7, CORE_M55 };
 static enum core core = CORE_NONE;
 static uint64_t cycles;
 
@@ -398,6 +407,34 @@ static struct cost classify(unsigned h1, unsigned h2, bool wide)
     return wide ? thumb32(h1, h2) : thumb16(h1);
 }
 
+/* What a Helium unit an instruction takes: none (a scalar or floating-point one), the vector
+ * loads and stores, or the vector arithmetic. */
+enum helium { HELIUM_NONE, HELIUM_MEMORY, HELIUM_ARITHMETIC };
+
+/* Helium's encodings are the coprocessor space's: 0xEF and 0xFF (vector data processing), and
+ * the loads, stores and data processing of coprocessors 14 and 15 (bits 11:9 of the second
+ * halfword 0b111; floating point is coprocessors 10 and 11). A few moves between vector lanes
+ * and core registers sit in the floating point's space and are costed as its. */
+static enum helium helium_of(unsigned h1, unsigned h2, bool wide)
+{
+    if (!wide || (h1 & 0xec00) != 0xec00) {
+        return HELIUM_NONE;
+    }
+    bool vector_space = ((h1 >> 8) & 0xef) == 0xef;
+    bool coprocessor_14_15 = ((h2 >> 9) & 7) == 7;
+    if (!vector_space && !coprocessor_14_15) {
+        return HELIUM_NONE;
+    }
+    return ((h1 >> 9) & 7) == 6 ? HELIUM_MEMORY : HELIUM_ARITHMETIC;
+}
+
+/* The Cortex-M55's cost of a Helium instruction of kind `h` after one of kind `before`: two
+ * cycles, one when the two overlap. */
+static unsigned helium_cycles(enum helium h, enum helium before)
+{
+    return before != HELIUM_NONE && before != h ? 1 : 2;
+}
+
 /* One translation block: its cycles when run from its start to its end (taken branches
  * aside), and what the blocks around it need to know of its first and last instructions. */
 struct block {
@@ -456,15 +493,23 @@ static void on_store(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t vad
     }
 }
 
-/* The M4's, M33's, M3's or M0's cost of each of the block's `n` instructions, one at a time,
+/* The M4's, M33's, M55's, M3's or M0's cost of each of the block's `n` instructions, one at a time,
  * with the load/store pipelining between neighbours; what the block's neighbours need of it. */
 static void in_order(struct qemu_plugin_tb *tb, size_t n, struct block *b, uint32_t *cost)
 {
     struct cost prev = {0}, c = {0};
+    enum helium vector = HELIUM_NONE, vector_before = HELIUM_NONE;
     for (size_t i = 0; i < n; i++) {
         unsigned h1, h2;
         bool wide = halfwords(qemu_plugin_tb_get_insn(tb, i), &h1, &h2);
         c = classify(h1, h2, wide);
+        if (core == CORE_M55) {
+            vector = helium_of(h1, h2, wide);
+            if (vector != HELIUM_NONE) {
+                c = alu(helium_cycles(vector, vector_before));
+            }
+            vector_before = vector;
+        }
         if (i > 0 && prev.pipes_next && c.ldst && !(c.address & prev.loaded)) {
             c.cycles -= 1;
         }
@@ -563,12 +608,14 @@ qemu_plugin_install(qemu_plugin_id_t id, const struct qemu_info_t *info, int arg
                 core = CORE_M33, t = M4;
             } else if (strcmp(name, "m7") == 0) {
                 core = CORE_M7, t = M4;
+            } else if (strcmp(name, "m55") == 0) {
+                core = CORE_M55, t = M4;
             } else if (strcmp(name, "m3") == 0) {
                 core = CORE_M3, t = M3;
             } else if (strcmp(name, "m0") == 0) {
                 core = CORE_M0, t = M0;
             } else {
-                qemu_plugin_outs("kiln-insn: core= is one of m0, m3, m4, m33, m7\n");
+                qemu_plugin_outs("kiln-insn: core= is one of m0, m3, m4, m33, m7, m55\n");
                 return -1;
             }
         }

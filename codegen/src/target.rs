@@ -75,6 +75,10 @@ pub struct Target {
     /// kernel that computes it, so the dot products load pairs ready for `SMLAD` instead of
     /// unpacking every word at every use. Twice those buffers' bytes of RAM.
     pub wide_activations: bool,
+    /// With packed dot products: Helium's (MVE) vector dot products as well, sixteen int8
+    /// products summed into an `i32` by one `VMLADAVA` from two 128-bit vector loads
+    /// ([`Target::c_mve`]); an axis that sixteen do not divide takes the DSP's fours.
+    pub helium_dot: bool,
     /// The language the renderer writes for it.
     pub language: Language,
 }
@@ -98,6 +102,7 @@ impl Target {
             packed_dot: false,
             wide_weights: false,
             wide_activations: false,
+            helium_dot: false,
             language: Language::C,
         }
     }
@@ -113,6 +118,28 @@ impl Target {
         }
     }
 
+    /// C for a Cortex-M55 (Helium, the M-profile vector extension): [`Target::c_dsp`] with
+    /// Helium's sixteen-lane int8 dot products ([`Target::helium_dot`]), written with
+    /// `arm_mve.h`'s `vldrbq_s8` and `vmladavaq_s8` (plain C where the compiler does not
+    /// define `__ARM_FEATURE_MVE`).
+    pub fn c_mve() -> Self {
+        Target {
+            name: "c-mve",
+            helium_dot: true,
+            ..Target::c_dsp()
+        }
+    }
+
+    /// The lanes a packed dot product of this target may take, the widest first: none
+    /// without packed dot products, 4 with the DSP's, 16 and 4 with Helium's.
+    pub fn dot_widths(&self) -> &'static [usize] {
+        match (self.packed_dot, self.helium_dot) {
+            (false, _) => &[],
+            (true, false) => &[4],
+            (true, true) => &[16, 4],
+        }
+    }
+
     /// [`Target::c_dsp`] with its dot products' int8 weights widened to int16 pairs in flash
     /// ([`Target::wide_weights`]): fewer instructions per product for twice those weights'
     /// flash.
@@ -122,10 +149,10 @@ impl Target {
             .expect("c-dsp has packed dot products")
     }
 
-    /// This target with its dot products' weights widened ([`Target::c_dsp_wide`]), when it
-    /// has packed dot products; `None` when it has none.
+    /// This target with its dot products' weights widened ([`Target::c_dsp_wide`]), when its
+    /// packed dot products are the DSP's, which unpack their operands; `None` otherwise.
     pub fn with_wide_weights(&self) -> Option<Self> {
-        self.packed_dot.then(|| {
+        self.unpacks_dots().then(|| {
             Target {
                 wide_weights: true,
                 ..self.clone()
@@ -135,16 +162,22 @@ impl Target {
     }
 
     /// This target with the int8 activations its dot products read stored as int16
-    /// ([`Target::wide_activations`]), when it has packed dot products; `None` when it has
-    /// none.
+    /// ([`Target::wide_activations`]), when its packed dot products are the DSP's, which
+    /// unpack their operands; `None` otherwise.
     pub fn with_wide_activations(&self) -> Option<Self> {
-        self.packed_dot.then(|| {
+        self.unpacks_dots().then(|| {
             Target {
                 wide_activations: true,
                 ..self.clone()
             }
             .named()
         })
+    }
+
+    /// Its packed dot products are the DSP's alone, which unpack each int8 word into pairs of
+    /// halfwords (Helium's read int8 lanes as they are: widening would only add bytes).
+    fn unpacks_dots(&self) -> bool {
+        self.packed_dot && !self.helium_dot
     }
 
     /// A DSP target named after what it widens: `c-dsp`, `c-dsp-wide` (weights), `c-dsp-i16`
@@ -161,22 +194,25 @@ impl Target {
 
     /// The target a CPU's kernels are generated for, whoever asks (`kiln run` on a board, a
     /// board's or a user's build script): this machine's vectors on the host, packed int8 dot
-    /// products ([`Target::c_dsp`]) on the cores with the DSP extension, plain C elsewhere.
+    /// products ([`Target::c_dsp`]) on the cores with the DSP extension, Helium's too
+    /// ([`Target::c_mve`]) on those with MVE, plain C elsewhere.
     pub fn for_cpu(cpu: Cpu) -> Self {
         match cpu {
             Cpu::Host => Target::host(),
+            cpu if cpu.mve() => Target::c_mve(),
             cpu if cpu.dsp() => Target::c_dsp(),
             _ => Target::c(),
         }
     }
 
     /// The names [`Target::by_name`] knows.
-    pub const CPU_NAMES: [&'static str; 6] = [
+    pub const CPU_NAMES: [&'static str; 7] = [
         "c",
         "c-dsp",
         "c-dsp-wide",
         "c-dsp-i16",
         "c-dsp-wide-i16",
+        "c-mve",
         "host",
     ];
 
@@ -189,6 +225,7 @@ impl Target {
             "c-dsp-wide" => Some(Target::c_dsp_wide()),
             "c-dsp-i16" => i16(Target::c_dsp()),
             "c-dsp-wide-i16" => i16(Target::c_dsp_wide()),
+            "c-mve" => Some(Target::c_mve()),
             "host" => Some(Target::host()),
             _ => None,
         }
@@ -228,6 +265,7 @@ impl Target {
             packed_dot: false,
             wide_weights: false,
             wide_activations: false,
+            helium_dot: false,
             language,
         }
     }
@@ -251,6 +289,7 @@ impl Target {
             packed_dot: false,
             wide_weights: false,
             wide_activations: false,
+            helium_dot: false,
             language: Language::C,
         }
     }

@@ -4,7 +4,9 @@
 //! TFLM bit for bit on every board they fit (the FPU-less Cortex-M0 included, and the micro:bit
 //! for the one that fits it), and int8 QDQ models with onnxruntime; a board too small refuses
 //! them with the numbers before anything is built. The int8 kernels are generated for each
-//! board's core: packed int8 dot products (`SXTB16`/`SMLAD`) on the M4, M7, M33 and M55, and
+//! board's core: packed int8 dot products (`SXTB16`/`SMLAD`) on the M4, M7, M33 and M55
+//! (Helium's sixteen lanes, `VMLADAVA`, too on the M55, its loads and sums checked by QEMU's
+//! emulation of them), and
 //! again with their weights widened to int16 pairs (`--wide-weights`, the `_wide` tests), their
 //! activations stored as int16 (`--wide-activations`, `_i16`), or both. Every
 //! model of qemu-an386 and qemu-an505, and kws on qemu-an547, runs twice: with semihosting
@@ -46,13 +48,19 @@ fn run_qdq_on(board_name: &str, model: &str, io: Io) {
 /// An int8 TFLite model on a board, on its first TFLM vector: equal to TFLM's output (0 LSB).
 fn run_tflite_on(board_name: &str, model: &str, io: Io) {
     let bundle = compile_for(board_name, model, &tflite_path(model));
-    // The DSP cores run the convolutions and dense layers as packed dot products (`SMLAD`);
-    // the others in plain integer C.
-    let dsp = board::info(board_name).unwrap().kernel_target().packed_dot;
+    // The DSP cores run the convolutions and dense layers as packed dot products (`SMLAD`),
+    // the Helium core as sixteen-lane ones (`VMLADAVA`) where sixteen divide the sum; the
+    // others in plain integer C.
+    let target = board::info(board_name).unwrap().kernel_target();
+    let helium = bundle.kernels_c.contains("kiln_dot16(");
     assert_eq!(
-        bundle.kernels_c.contains("kiln_dot4("),
-        dsp,
+        bundle.kernels_c.contains("kiln_dot4(") || helium,
+        target.packed_dot,
         "{model} on {board_name}: packed dot products where the core has them"
+    );
+    assert_eq!(
+        helium, target.helium_dot,
+        "{model} on {board_name}: Helium's dot products where the core has them"
     );
     let (x, y) = tflm_vectors(model).unwrap().remove(0);
     run_bundle(board_name, model, &bundle, (vec![x], &[y]), (0.0, 0.0), io);

@@ -6,7 +6,8 @@
 //! - The small op models of `tests/models/tflite` (`scripts/make_tflite_models.py`) against their
 //!   TFLM outputs; those whose ops Kiln lacks must fail to import with an error naming the op.
 //! - The int8 ones again for a DSP core (`c-dsp`: packed dot products, in plain C on the host),
-//!   and with their weights widened to int16 pairs (`c-dsp-wide`).
+//!   and with their weights widened to int16 pairs (`c-dsp-wide`), and for a Helium core
+//!   (`c-mve`: sixteen-lane dot products, in plain C on the host).
 
 use kiln_codegen::bundle::Bundle;
 use kiln_codegen::dtype::Scalar;
@@ -105,6 +106,14 @@ fn mlperf(name: &str) {
             assert!(i16.report.arena_bytes > dsp.report.arena_bytes, "{name}");
             check(&format!("{name}-{}", target.name), &i16, &samples);
         }
+        // Helium's sixteen-lane dot products (the Cortex-M55's kernels), in plain C here.
+        let mve = compile_file_for(name, &tflite_path(name), &Target::c_mve())
+            .unwrap_or_else(|e| panic!("{e:#}"));
+        assert!(
+            mve.kernels_c.contains("= kiln_dot16("),
+            "{name}: no Helium dot product"
+        );
+        check(&format!("{name}-mve"), &mve, &samples);
     }
     let r = &bundle.report;
     println!(
@@ -219,7 +228,7 @@ fn op_models_match_tflm() {
     names.sort();
     assert!(names.len() >= 30, "the op models are missing");
     let mut report = Vec::new();
-    let (mut packed, mut widened) = (0, 0);
+    let (mut packed, mut widened, mut helium) = (0, 0, 0);
     for name in &names {
         let path = op_models().join(format!("{name}.tflite"));
         let compiled = compile_file(name, &path);
@@ -255,6 +264,10 @@ fn op_models_match_tflm() {
                 compile_file_for(name, &path, &i16).unwrap_or_else(|e| panic!("{name}: {e:#}"));
             check(&format!("{name}-dsp-i16"), &wide, &samples);
             widened += usize::from(wide.kernels_c.contains("(short* restrict data0"));
+            let mve = compile_file_for(name, &path, &Target::c_mve())
+                .unwrap_or_else(|e| panic!("{name}: {e:#}"));
+            check(&format!("{name}-mve"), &mve, &samples);
+            helium += usize::from(mve.kernels_c.contains("= kiln_dot16("));
         }
         report.push(format!(
             "{name}: {} ({worst:.1e})",
@@ -262,10 +275,11 @@ fn op_models_match_tflm() {
         ));
     }
     println!("{}", report.join("\n"));
-    // The int8 convolutions and dense layers of the op models take packed dot products, and
-    // some of them read activations stored as int16.
+    // The int8 convolutions and dense layers of the op models take packed dot products, some
+    // of them read activations stored as int16, and some take Helium's sixteen lanes.
     assert!(packed >= 4, "{packed} op models with packed dot products");
     assert!(widened >= 2, "{widened} op models with int16 activations");
+    assert!(helium >= 1, "{helium} op models with Helium's dot products");
 }
 
 /// The demo's int8 input and expected output are the first TFLM vector of the KWS model.

@@ -183,8 +183,9 @@ fn widened(target: &Target, args: &ModelArgs) -> Result<Target> {
     for (_, flag, what, widen) in asks.into_iter().filter(|a| a.0) {
         target = widen(&target).with_context(|| {
             format!(
-                "{flag}: the target {} has no packed int8 dot products to widen {what} for \
-                 (c-dsp and the boards with the DSP extension have)",
+                "{flag}: the target {} has no DSP dot products to widen {what} for (c-dsp and \
+                 the boards with the DSP extension have; Helium's, on the Cortex-M55, read int8 \
+                 lanes as they are)",
                 target.name
             )
         })?;

@@ -25,7 +25,8 @@ pub struct CompileArgs {
     /// vectors of GCC/Clang), `c` (plain C for any C compiler or a board), `c-dsp` (plain C
     /// with packed int8 dot products for the DSP extension of the Cortex-M4, M7 and M33;
     /// `c-dsp-wide`, `c-dsp-i16` and `c-dsp-wide-i16` with its weights, its activations or both
-    /// widened to int16), `opencl` (OpenCL C) or `vulkan` (GLSL compute and SPIR-V), for the
+    /// widened to int16), `c-mve` (the Cortex-M55's: `c-dsp` with Helium's sixteen-lane int8
+    /// dot products), `opencl` (OpenCL C) or `vulkan` (GLSL compute and SPIR-V), for the
     /// API's portable limits.
     #[arg(long, default_value = "host")]
     target: String,
@@ -147,6 +148,7 @@ pub(crate) fn reference_mhz(core: board::Core) -> Option<f64> {
         board::Core::M4 => "M4",
         board::Core::M33 => "M33",
         board::Core::M7 => "M7",
+        board::Core::M55 => "M55",
         board::Core::M0 | board::Core::M3 => return None,
     };
     let cores = crate::bench::speed::CORES;

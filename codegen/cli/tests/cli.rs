@@ -429,7 +429,8 @@ fn wide_weights_need_packed_dot_products() {
 
 /// `--wide-activations` stores the int8 activations that the packed dot products read as
 /// int16 (the report's arena grows by them), names the target `c-dsp-i16`, and is refused,
-/// naming the target, where it has no packed dot products.
+/// naming the target, where it has no DSP dot products (`c`; `c-mve`, whose Helium dot
+/// products read int8 lanes as they are).
 #[test]
 fn wide_activations_grow_the_arena_and_need_packed_dot_products() {
     let model = root().join("tests/models/mlperf-tiny/tflite/kws_ref_model.tflite");
@@ -467,5 +468,15 @@ fn wide_activations_grow_the_arena_and_need_packed_dot_products() {
         e.contains("--wide-activations") && e.contains("target c "),
         "{e}"
     );
+    assert!(!out.exists(), "nothing is written on failure");
+    // Helium's dot products read int8 lanes as they are: nothing to widen.
+    let (o, _, out) = compile("c-mve", false);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let c = std::fs::read_to_string(out.join("kernels.c")).unwrap();
+    assert!(c.contains("= kiln_dot16("), "no Helium dot product");
+    let (o, _, out) = compile("c-mve", true);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(e.contains("target c-mve ") && e.contains("Helium"), "{e}");
     assert!(!out.exists(), "nothing is written on failure");
 }

@@ -51,6 +51,9 @@ pub struct CpuInfo {
     /// The DSP extension (Armv7E-M, Armv8-M Mainline): packed 16-bit multiply-accumulates,
     /// which the int8 kernels use for dot products.
     pub dsp: bool,
+    /// The M-profile vector extension (Helium, Armv8.1-M): 128-bit vectors of int8 lanes
+    /// whose products one instruction sums, which the int8 kernels use for dot products.
+    pub mve: bool,
 }
 
 /// On Arm, float16 tensors are `_Float16` in IEEE format (the runtime's `c-math` feature
@@ -95,6 +98,8 @@ const fn row(
         triple,
         cflags,
         dsp,
+        // Helium: of the table's cores, the Cortex-M55 alone (its flags name `+mve`).
+        mve: matches!(cpu, Cpu::CortexM55),
     }
 }
 
@@ -116,6 +121,10 @@ impl Cpu {
 
     pub fn dsp(self) -> bool {
         self.info().dsp
+    }
+
+    pub fn mve(self) -> bool {
+        self.info().mve
     }
 
     /// The CPU of a name in the table (`cortex-m4f`).

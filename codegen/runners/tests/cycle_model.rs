@@ -1,9 +1,10 @@
-//! The QEMU plugin's cycle estimate (`boards/qemu-plugin/insn.c`, `core=m4` and `core=m7`)
-//! against small bare-metal loops (`boards/qemu-plugin/tests/loops.S`) whose Cortex-M4 cycles
+//! The QEMU plugin's cycle estimate (`boards/qemu-plugin/insn.c`, `core=m4`, `core=m7` and
+//! `core=m55`) against small bare-metal loops (`boards/qemu-plugin/tests/loops.S`) whose Cortex-M4 cycles
 //! follow from the Technical Reference Manual (DDI 0439, table 3-1, section 3.3.2 "Load/store
 //! timings", table 7-1 for the FPU), and whose Cortex-M7 cycles follow from the dual-issue
 //! rules (`boards/qemu-plugin/dual_issue.c`), worked out by hand below, instruction by
-//! instruction. Between two marks
+//! instruction; and the Cortex-M55's Helium instructions against the loops of
+//! `boards/qemu-plugin/tests/helium.S` on QEMU's mps3-an547 ([`HELIUM`]). Between two marks
 //! counts everything after the first marker store up to and including the second: the loop's
 //! set-up `movs r4, #N` (1 cycle), the loop, and the closing `str r0, [r6]` (2 cycles: it
 //! follows a branch, nothing to pipeline after). P, the refill of a taken branch, is 1.
@@ -192,6 +193,17 @@ fn marks(log: &str) -> Vec<(u64, Option<u64>)> {
 
 /// Runs `elf` on QEMU's mps2-an386 with the plugin given `args` (after the marker); its log.
 fn run(elf: &Path, dir: &Path, args: &str) -> String {
+    run_on(
+        ["mps2-an386", "cortex-m4"],
+        elf,
+        dir,
+        &format!("0x20000000{args}"),
+    )
+}
+
+/// Runs `elf` on QEMU's `machine` and CPU with the plugin given `args` (from the marker's
+/// address on); its log.
+fn run_on(machine: [&str; 2], elf: &Path, dir: &Path, args: &str) -> String {
     let log = dir.join(format!("insn{}.log", args.replace([',', '='], "_")));
     let plugin = root().join("target/qemu-plugin/libinsn.so");
     let output = Command::new("timeout")
@@ -199,9 +211,9 @@ fn run(elf: &Path, dir: &Path, args: &str) -> String {
             "60",
             "qemu-system-arm",
             "-machine",
-            "mps2-an386",
+            machine[0],
             "-cpu",
-            "cortex-m4",
+            machine[1],
         ])
         .args([
             "-nographic",
@@ -211,7 +223,7 @@ fn run(elf: &Path, dir: &Path, args: &str) -> String {
         .arg("-kernel")
         .arg(elf)
         .arg("-plugin")
-        .arg(format!("{},marker=0x20000000{args}", plugin.display()))
+        .arg(format!("{},marker={args}", plugin.display()))
         .args(["-d", "plugin", "-D"])
         .arg(&log)
         .output()
@@ -226,41 +238,46 @@ fn run(elf: &Path, dir: &Path, args: &str) -> String {
     std::fs::read_to_string(&log).expect("the plugin's log")
 }
 
-/// Each case whose instructions or cycles between its marks differ from the hand-worked ones.
+/// Each case whose instructions or cycles between its marks differ from the hand-worked ones:
+/// `expected` is (name, instructions, cycles) per case, in the order they run.
 fn mismatches(
     core: &str,
     marks: &[(u64, Option<u64>)],
-    expected: impl Fn(&Case) -> u64,
+    expected: &[(&str, u64, u64)],
 ) -> Vec<String> {
-    if marks.len() != 2 * CASES.len() {
+    if marks.len() != 2 * expected.len() {
         return vec![format!(
             "{core}: {} marks, not {}",
             marks.len(),
-            2 * CASES.len()
+            2 * expected.len()
         )];
     }
     let mut wrong = Vec::new();
-    for (case, m) in CASES.iter().zip(marks.chunks_exact(2)) {
+    for (&(name, want_instructions, want_cycles), m) in expected.iter().zip(marks.chunks_exact(2)) {
         let instructions = m[1].0 - m[0].0;
         let cycles = m[1].1.unwrap() - m[0].1.unwrap();
-        eprintln!(
-            "{core} {:<48} {instructions:>6} instructions {cycles:>6} cycles",
-            case.name
-        );
-        if (instructions, cycles) != (case.instructions, expected(case)) {
+        eprintln!("{core} {name:<48} {instructions:>6} instructions {cycles:>6} cycles");
+        if (instructions, cycles) != (want_instructions, want_cycles) {
             wrong.push(format!(
-                "{core} {}: {instructions} instructions, {cycles} cycles; by hand {}, {}",
-                case.name,
-                case.instructions,
-                expected(case)
+                "{core} {name}: {instructions} instructions, {cycles} cycles; by hand \
+                 {want_instructions}, {want_cycles}"
             ));
         }
     }
     wrong
 }
 
-#[test]
-fn the_cycle_estimate_matches_hand_worked_small_loops() {
+/// The cases' (name, instructions, cycles by `cycles`).
+fn expected(cycles: impl Fn(&Case) -> u64) -> Vec<(&'static str, u64, u64)> {
+    CASES
+        .iter()
+        .map(|c| (c.name, c.instructions, cycles(c)))
+        .collect()
+}
+
+/// The QEMU plugin built and `source` (under `boards/qemu-plugin/tests/`) assembled into an ELF
+/// in `dir` with `flags`; `None` where the tools are missing and the test may pass without them.
+fn assembled(source: &str, flags: &[&str], dir: &Path) -> Option<PathBuf> {
     let missing: Vec<&str> = ["arm-none-eabi-gcc", "qemu-system-arm"]
         .into_iter()
         .filter(|t| !have(t))
@@ -273,7 +290,7 @@ fn the_cycle_estimate_matches_hand_worked_small_loops() {
         )),
     };
     if !kiln_tests::available("the cycle-model loops", tools) {
-        return;
+        return None;
     }
     let built = Command::new("bash")
         .arg(root().join("scripts/qemu-plugin.sh"))
@@ -284,31 +301,39 @@ fn the_cycle_estimate_matches_hand_worked_small_loops() {
         "building the plugin: {}",
         String::from_utf8_lossy(&built.stderr)
     );
-    let dir = tempfile::tempdir().unwrap();
-    let elf = dir.path().join("loops.elf");
-    let assembled = Command::new("arm-none-eabi-gcc")
-        .args([
-            "-mcpu=cortex-m4",
-            "-mfpu=fpv4-sp-d16",
-            "-mfloat-abi=hard",
-            "-mthumb",
-        ])
-        .args(["-nostdlib", "-Ttext=0", "-o"])
+    let elf = dir.join(source.replace(".S", ".elf"));
+    let output = Command::new("arm-none-eabi-gcc")
+        .args(flags)
+        .args(["-mthumb", "-nostdlib", "-o"])
         .arg(&elf)
-        .arg(root().join("boards/qemu-plugin/tests/loops.S"))
+        .arg(root().join("boards/qemu-plugin/tests").join(source))
         .output()
         .expect("running arm-none-eabi-gcc");
     assert!(
-        assembled.status.success(),
-        "assembling loops.S: {}",
-        String::from_utf8_lossy(&assembled.stderr)
+        output.status.success(),
+        "assembling {source}: {}",
+        String::from_utf8_lossy(&output.stderr)
     );
+    Some(elf)
+}
 
+#[test]
+fn the_cycle_estimate_matches_hand_worked_small_loops() {
+    let dir = tempfile::tempdir().unwrap();
+    let flags = [
+        "-mcpu=cortex-m4",
+        "-mfpu=fpv4-sp-d16",
+        "-mfloat-abi=hard",
+        "-Ttext=0",
+    ];
+    let Some(elf) = assembled("loops.S", &flags, dir.path()) else {
+        return;
+    };
     let log = run(&elf, dir.path(), ",core=m4");
     let estimated = marks(&log);
-    let mut wrong = mismatches("M4 (the TRM)", &estimated, |c| c.cycles);
+    let mut wrong = mismatches("M4 (the TRM)", &estimated, &expected(|c| c.cycles));
     let m7 = marks(&run(&elf, dir.path(), ",core=m7"));
-    wrong.extend(mismatches("M7 (dual issue)", &m7, |c| c.m7));
+    wrong.extend(mismatches("M7 (dual issue)", &m7, &expected(|c| c.m7)));
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
     let total = log
         .lines()
@@ -328,4 +353,58 @@ fn the_cycle_estimate_matches_hand_worked_small_loops() {
     let counts = |m: &[(u64, Option<u64>)]| m.iter().map(|m| m.0).collect::<Vec<_>>();
     assert_eq!(counts(&plain_marks), counts(&estimated));
     assert!(plain.contains(&format!("kiln-insn-total {}\n", total[0])));
+}
+
+/// The loops of `helium.S` on the Cortex-M55: (name, instructions, cycles). Per loop, as for
+/// [`CASES`]: one iteration times 100, P (1) for each taken branch back, the set-up `movs` (1)
+/// and the closing marker `str` (2). A Helium instruction costs 2 cycles, 1 where it follows
+/// one of the other kind (a vector load or store after vector arithmetic, or the other way
+/// round); a scalar instruction between them ends the overlap.
+const HELIUM: [(&str, u64, u64); 5] = [
+    // (a) 100 × { vldrb 2 (after the branch); vmladava 1; vldrb 1; vmladava 1; subs 1; bne 1 }
+    //     = 7.
+    (
+        "(a) loads and dot products interleaved",
+        100 * 6 + 2,
+        100 * 7 + 99 + 3,
+    ),
+    // (b) 100 × { vldrb 2; vldrb 2 (the same kind); vmladava 1; vmladava 2; subs 1; bne 1 }
+    //     = 9.
+    (
+        "(b) the same, grouped by kind",
+        100 * 6 + 2,
+        100 * 9 + 99 + 3,
+    ),
+    // (c) 100 × { vldrb 2; adds 1; vmladava 2 (after a scalar instruction); subs 1; bne 1 } = 7.
+    (
+        "(c) a scalar instruction between",
+        100 * 5 + 2,
+        100 * 7 + 99 + 3,
+    ),
+    // (d) 100 × { vadd 2; vstrb 1; vmul 1; vmov 2 (arithmetic after arithmetic); subs 1;
+    //     bne 1 } = 8.
+    (
+        "(d) vector arithmetic and a store",
+        100 * 6 + 2,
+        100 * 8 + 99 + 3,
+    ),
+    // (e) dls 1 after the set-up, then 100 × { vldrb 2; vmladava 1; le 1 (+P taken) } = 4.
+    (
+        "(e) a low-overhead loop",
+        100 * 3 + 3,
+        100 * 4 + 99 + 1 + 1 + 2,
+    ),
+];
+
+#[test]
+fn the_helium_estimate_matches_hand_worked_loops() {
+    let dir = tempfile::tempdir().unwrap();
+    let flags = ["-mcpu=cortex-m55", "-mfloat-abi=hard", "-Ttext=0x10000000"];
+    let Some(elf) = assembled("helium.S", &flags, dir.path()) else {
+        return;
+    };
+    let machine = ["mps3-an547", "cortex-m55"];
+    let log = run_on(machine, &elf, dir.path(), "0x11000000,core=m55");
+    let wrong = mismatches("M55 (Helium)", &marks(&log), &HELIUM);
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }

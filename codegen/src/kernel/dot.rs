@@ -1,7 +1,8 @@
 //! Where a kernel can sum int8 products as packed dot products ([`OptOp::Dot`]): its one
-//! reduce sums the products of two int8 loads widened to `i32`, and a reduce axis of 4 that is
-//! upcast is contiguous in both loaded buffers and never masked there, so each operand's four
-//! lanes are one word in memory.
+//! reduce sums the products of two int8 loads widened to `i32`, and a reduce axis of 4 (or of
+//! 16 on a target with Helium's dot products) that is upcast is contiguous in both loaded
+//! buffers and never masked there, so each operand's lanes are one word (or one 128-bit
+//! vector) in memory.
 
 use super::{Kernel, KernelBuffer, OptOp};
 use crate::dtype::DType;
@@ -26,32 +27,33 @@ impl Kernel {
         Some([position(a)?, position(b)?])
     }
 
-    /// The upcast reduce axis whose four lanes the linearizer packs into dot products: after
-    /// a [`OptOp::Dot`], on a target that has them.
+    /// The upcast reduce axis whose lanes the linearizer packs into dot products: after a
+    /// [`OptOp::Dot`], on a target that has them. Its size is the lanes of each dot product
+    /// ([`Kernel::dot_lanes`]).
     pub fn packed_dot_axis(&self) -> Option<usize> {
-        if !self.applied_opts.iter().any(|o| o.op == OptOp::Dot) {
+        let lanes = self.dot_lanes()?;
+        if !self.target.dot_widths().contains(&lanes) {
             return None;
         }
-        self.dot_axis()
-    }
-
-    /// An upcast reduce axis of 4 that is contiguous and unmasked in both operands, whose
-    /// lanes meet ([`Kernel::lanes_meet`]).
-    pub(super) fn dot_axis(&self) -> Option<usize> {
-        if !self.target.packed_dot {
-            return None;
-        }
-        self.contiguous_dot_axis()
+        self.contiguous_dot_axis(lanes)
             .filter(|&axis| self.lanes_meet(axis))
     }
 
-    /// An upcast reduce axis of 4 that is contiguous and unmasked in both operands.
-    pub(super) fn contiguous_dot_axis(&self) -> Option<usize> {
+    /// The lanes of each packed dot product, once a [`OptOp::Dot`] is applied: 4, or 16 with
+    /// Helium's.
+    pub fn dot_lanes(&self) -> Option<usize> {
+        (self.applied_opts.iter())
+            .find(|o| o.op == OptOp::Dot)
+            .map(|o| o.amt)
+    }
+
+    /// An upcast reduce axis of `lanes` that is contiguous and unmasked in both operands.
+    pub(super) fn contiguous_dot_axis(&self, lanes: usize) -> Option<usize> {
         let operands = self.dot_operands()?;
         let n = self.shape_len();
         let (full, out) = (self.full_shape(), self.output_shape());
         (n - self.upcasted..n).find(|&axis| {
-            full[axis] == 4
+            full[axis] == lanes
                 && out[axis] == 1
                 && operands
                     .iter()
@@ -209,7 +211,12 @@ mod tests {
         assert_eq!(dots, 2, "{}", p.src);
         assert!(p.src.contains("kiln_dot4(") && p.src.contains("kiln_ld4(data1+"));
         assert!(p.src.contains("__smlad") && p.src.contains("__ARM_FEATURE_DSP"));
-        // Values at the ends of int8's range, so a sign lost in the packing would show.
+        assert_matvec_sums(&p, rows, cols);
+    }
+
+    /// `p` computes `matvec_i8(rows, cols)`'s sums exactly, on values at the ends of int8's
+    /// range, so that a sign lost in the packing would show.
+    fn assert_matvec_sums(p: &crate::render::Program, rows: usize, cols: usize) {
         let a: Vec<i64> = (0..rows * cols)
             .map(|i| (i as i64 * 37 % 256) - 128)
             .collect();
@@ -227,6 +234,39 @@ mod tests {
             let want: i64 = (0..cols).map(|j| a[r * cols + j] * b[j]).sum();
             assert_eq!(bufs[&ArgId(0)].data[r].as_i64(), want, "row {r}");
         }
+    }
+
+    /// With Helium, sixteen int8 products are one dot product of two 128-bit loads; the sums
+    /// are the plain kernel's. Only Helium's targets take sixteen lanes, and they keep the
+    /// DSP's four for an axis sixteen do not divide.
+    #[test]
+    fn helium_dot_products_sum_sixteen_int8_products_each() {
+        let (rows, cols) = (6, 48);
+        let mut k = matvec_i8(rows, cols, Target::c_mve());
+        k.apply_opt(Opt::new(OptOp::Upcast, 0, 2)).unwrap();
+        k.apply_opt(Opt::new(OptOp::Dot, 0, 16)).unwrap();
+        assert_eq!(k.dot_lanes(), Some(16));
+        assert!(k.packed_dot_axis().is_some());
+        let p = to_program(&k).unwrap();
+        let dots = (p.uops.uops.iter())
+            .filter(|u| u.kind == UOpKind::Dot)
+            .count();
+        assert_eq!(dots, 2, "{}", p.src);
+        assert!(p.src.contains("kiln_dot16(") && p.src.contains("kiln_ld16(data1+"));
+        assert!(p.src.contains("vmladavaq_s8") && p.src.contains("__ARM_FEATURE_MVE"));
+        assert!(!p.src.contains("kiln_dot4("), "{}", p.src);
+        assert_matvec_sums(&p, rows, cols);
+
+        let reason = refusal(
+            matvec_i8(rows, cols, Target::c_dsp()),
+            Opt::new(OptOp::Dot, 0, 16),
+        );
+        assert!(reason.contains("takes [4] lanes"), "{reason}");
+        let mut fours = matvec_i8(rows, 24, Target::c_mve());
+        fours.apply_opt(Opt::new(OptOp::Dot, 0, 4)).unwrap();
+        let p = to_program(&fours).unwrap();
+        assert!(p.src.contains("kiln_dot4(") && !p.src.contains("kiln_dot16("));
+        assert_matvec_sums(&p, rows, 24);
     }
 
     /// Buffer `id`'s position in the kernel's buffers.
@@ -411,7 +451,7 @@ mod tests {
             matvec_i8(4, 16, Target::c_dsp()),
             Opt::new(OptOp::Dot, 0, 2),
         );
-        assert!(three.contains("4 lanes"), "{three}");
+        assert!(three.contains("takes [4] lanes"), "{three}");
         // The rows of a transposed matrix are strided: its lanes are not one word.
         let mut k = matvec_i8(4, 16, Target::c_dsp());
         k.sts[1] = crate::shape::ShapeTracker::from_shape(&[16, 4])

@@ -257,15 +257,20 @@ impl Kernel {
         self.upcast(opt)
     }
 
-    /// DOT: UNROLL of 4, whose lanes the linearizer sums as packed dot products
-    /// ([`Kernel::packed_dot_axis`]).
+    /// DOT: UNROLL of 4 (or 16 on a target with Helium's dot products), whose lanes the
+    /// linearizer sums as packed dot products ([`Kernel::packed_dot_axis`]).
     fn apply_dot(&mut self, opt: Opt, a: usize, amt: usize) -> Result<(), KernelError> {
         self.require(
             opt,
             self.target.packed_dot,
             "the target has no packed dot products",
         )?;
-        self.require(opt, amt == 4, "a packed dot product takes 4 lanes")?;
+        let widths = self.target.dot_widths();
+        self.require(
+            opt,
+            widths.contains(&amt),
+            format!("a packed dot product of this target takes {widths:?} lanes"),
+        )?;
         let once = !self.applied_opts.iter().any(|o| o.op == OptOp::Dot);
         self.require(opt, once, "the kernel already has a packed dot product")?;
         let operands = self.dot_operands().is_some();
@@ -275,7 +280,7 @@ impl Kernel {
             "the reduce is not a sum of int8 (or int16) products in i32",
         )?;
         self.apply_unroll(opt, a, amt)?;
-        let contiguous = self.contiguous_dot_axis();
+        let contiguous = self.contiguous_dot_axis(amt);
         self.require(
             opt,
             contiguous.is_some(),

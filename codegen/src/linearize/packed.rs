@@ -1,6 +1,6 @@
-//! Packed int8 words: four int8 values of a buffer read as one 32-bit word, on a target with
-//! packed dot products; along an upcast reduce axis the four products of two words are one
-//! [`UOpKind::Dot`].
+//! Packed int8 words: four int8 values of a buffer read as one 32-bit word (sixteen as one
+//! 128-bit vector, with Helium's dot products), on a target with packed dot products; along an
+//! upcast reduce axis the products of two such words are one [`UOpKind::Dot`].
 
 use super::{expand, Lin, Loaded};
 use crate::dtype::DType;
@@ -10,8 +10,8 @@ use crate::uop::{UOpId, UOpKind};
 impl Lin {
     /// The reduce's int8 products summed as packed dot products along the upcast reduce
     /// `axis` (see [`Kernel::packed_dot_axis`](crate::kernel::Kernel::packed_dot_axis)): for
-    /// each accumulator, each four lanes of the axis are one [`UOpKind::Dot`] of a word load
-    /// of each operand. `loaded` holds the operands' loads at `idxs`, one per upcast
+    /// each accumulator, each group of the axis's lanes (all of them: 4 or 16) is one
+    /// [`UOpKind::Dot`] of a packed load of each operand. `loaded` holds the operands' loads at `idxs`, one per upcast
     /// combination, and `offs` each combination's accumulator. Returns false, with nothing
     /// changed, when some lanes are not one word in memory (the caller then sums them one by
     /// one).
@@ -42,7 +42,8 @@ impl Lin {
         let sizes_ok = [la.len(), lb.len(), offs.len()]
             .iter()
             .all(|&l| l == combos.len());
-        if !sizes_ok || vars[at].min() != 0 || vars[at].max() != 3 {
+        let width = self.k.full_shape()[axis];
+        if !sizes_ok || vars[at].min() != 0 || vars[at].max() != width as i64 - 1 {
             return false;
         }
         let stride = lane_stride(&vars, at);
@@ -52,7 +53,7 @@ impl Lin {
             if combo[at] != 0 {
                 continue;
             }
-            let lanes: Vec<usize> = (0..4).map(|k| j + k * stride).collect();
+            let lanes: Vec<usize> = (0..width).map(|k| j + k * stride).collect();
             let off = offs[j];
             if lanes.iter().any(|&l| offs[l] != off) {
                 return false;
@@ -74,9 +75,9 @@ impl Lin {
         true
     }
 
-    /// The four loads `lanes` of `loads` as one load of a packed word, when they are ungated
-    /// loads of one buffer at consecutive indices: four int8 lanes, or four int16 lanes from a
-    /// `wide` buffer (a widened weight or an activation stored as int16).
+    /// The loads `lanes` of `loads` as one packed load, when they are ungated loads of one
+    /// buffer at consecutive indices: int8 lanes, or int16 lanes from a `wide` buffer (a
+    /// widened weight or an activation stored as int16).
     fn packed_word(&mut self, loads: &[UOpId], lanes: &[usize], wide: bool) -> Option<UOpId> {
         let first = self.g.get(loads[lanes[0]]).clone();
         let (base, start) = self.g.base_and_offset(*first.src.get(1)?);
@@ -93,7 +94,8 @@ impl Lin {
             true => DType::I16,
             false => DType::I8,
         };
-        Some(self.g.node(UOpKind::Load, Some(lane.vec(4)), first.src))
+        let width = lanes.len() as u8;
+        Some(self.g.node(UOpKind::Load, Some(lane.vec(width)), first.src))
     }
 }
 

@@ -135,7 +135,8 @@ fn packs_dots(k: &Kernel) -> bool {
         return false;
     }
     let rel = last - 1 - k.first_reduce();
-    k.clone().apply_opt(Opt::new(OptOp::Dot, rel, 4)).is_ok()
+    (k.target.dot_widths().iter())
+        .any(|&w| k.clone().apply_opt(Opt::new(OptOp::Dot, rel, w)).is_ok())
 }
 
 /// Two outputs along an axis where each operand of the packed dot products is broadcast: each
@@ -240,18 +241,19 @@ pub fn hand_coded_optimizations(k: &mut Kernel) {
             _ => break,
         }
     }
-    // Unroll the innermost reduce axis: by 4 into packed dot products where the target has
-    // them and the int8 operands are contiguous along it; else fully when short, else by 4.
+    // Unroll the innermost reduce axis: by the widest packed dot product the target has that
+    // divides it, where the int8 operands are contiguous along it; else fully when short,
+    // else by 4.
     let last = k.shape_len() - k.upcasted;
     if !k.reduceops.is_empty() && last > k.first_reduce() {
         let axis = last - 1;
         let size = k.full_shape()[axis];
         let rel = axis - k.first_reduce();
-        let packed = k.target.packed_dot
-            && size.is_multiple_of(4)
-            && k.apply_opt(Opt::new(OptOp::Dot, rel, 4)).is_ok();
-        if packed {
-            // The rest of a short axis is unrolled too.
+        let packed = (k.target.dot_widths().iter()).find(|&&w| {
+            size.is_multiple_of(w) && k.apply_opt(Opt::new(OptOp::Dot, rel, w)).is_ok()
+        });
+        if packed.is_some() {
+            // The rest of a short axis (two dot products) is unrolled too.
             let rest = k.full_shape()[axis];
             if rest > 1 && rest * 4 <= FULL_UNROLL && k.shape_len() - k.upcasted > axis {
                 let _ = k.apply_opt(Opt::new(OptOp::Unroll, rel, 0));

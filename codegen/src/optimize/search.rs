@@ -96,8 +96,8 @@ pub fn actions(k: &Kernel) -> Vec<Opt> {
         for amt in [0, 2, 3, 4] {
             out.push(Opt::new(OptOp::Unroll, axis, amt));
         }
-        if k.target.packed_dot {
-            out.push(Opt::new(OptOp::Dot, axis, 4));
+        for &width in k.target.dot_widths() {
+            out.push(Opt::new(OptOp::Dot, axis, width));
         }
     }
     out

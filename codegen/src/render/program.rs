@@ -125,8 +125,11 @@ pub fn flops_mem(l: &Linear) -> (u64, u64) {
                 };
                 flops += m * lanes * w;
             }
-            // Four multiplies and four adds.
-            UOpKind::Dot => flops += m * 8,
+            // A multiply and an add per lane of its operands (4, or 16 with Helium).
+            UOpKind::Dot => {
+                let lanes = l.uops[u.src[1].index()].dtype.map_or(4, |d| d.count as u64);
+                flops += m * 2 * lanes;
+            }
             UOpKind::Load | UOpKind::Store => {
                 let buf = &l.uops[u.src[0].index()];
                 if matches!(buf.kind, UOpKind::DefineGlobal { .. }) {

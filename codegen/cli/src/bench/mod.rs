@@ -78,7 +78,7 @@ pub struct Args {
     #[arg(long)]
     only: Vec<String>,
     /// Skip the emulated boards (instructions, cycles, flash and RAM; the int8 models' speed on
-    /// the three cores).
+    /// the four cores).
     #[arg(long)]
     no_board: bool,
     /// Skip the references (onnxruntime, tinygrad, TFLM, LiteRT) and their Python environment.

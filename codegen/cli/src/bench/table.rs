@@ -22,7 +22,7 @@ pub fn markdown(rows: &[Row], refs: &Refs, runs: usize, beam: usize, board_beam:
 }
 
 /// The int8 models' table of `rows`, with its caption, notes and errors, then their speed on
-/// the three cores ([`super::speed`]) and one model's layers ([`super::layers`]).
+/// the four cores ([`super::speed`]) and one model's layers ([`super::layers`]).
 pub fn int8_markdown(
     rows: &[Row],
     refs: &Refs,

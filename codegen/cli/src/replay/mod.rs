@@ -29,11 +29,11 @@ enum Command {
 #[derive(clap::Args)]
 struct CorpusArgs {
     /// Targets to compile for, comma-separated (`c`, `c-dsp`, `c-dsp-wide`, `c-dsp-i16`,
-    /// `c-dsp-wide-i16`, `host`, `opencl`, `vulkan`).
+    /// `c-dsp-wide-i16`, `c-mve`, `host`, `opencl`, `vulkan`).
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "c,c-dsp,c-dsp-wide,c-dsp-i16,c-dsp-wide-i16,host,opencl,vulkan"
+        default_value = "c,c-dsp,c-dsp-wide,c-dsp-i16,c-dsp-wide-i16,c-mve,host,opencl,vulkan"
     )]
     targets: Vec<String>,
     /// The ONNX node test cases (default: `$KILN_ONNX_NODE_TESTS`, else the `onnx` package's in

@@ -3,7 +3,9 @@
 //! with the DSP extension that is two `SXTB16` per word (bytes 0 and 2, then 1 and 3, each
 //! sign-extended to a pair of halfwords) and two `SMLAD` (two 16-bit products and their sum
 //! added to the accumulator in one instruction); elsewhere it is the same sum in plain C.
-//! Both operands are read the same way, so the pairing never changes the sum.
+//! Both operands are read the same way, so the pairing never changes the sum. With Helium,
+//! sixteen int8 values of each operand are one 128-bit vector and one `VMLADAVA` sums their
+//! products.
 
 use super::Renderer;
 use crate::dtype::DType;
@@ -72,21 +74,52 @@ static inline int kiln_dot4ww(int acc, const short* a, const short* w) {\n\
 #endif\n\
 #endif";
 
+/// The helpers for Helium's dot products: `kiln_v16` is sixteen int8 values, `kiln_ld16`
+/// loads them from any alignment (one `VLDRB.8`) and `kiln_dot16` adds their sixteen products
+/// with another such vector's to the accumulator (one `VMLADAVA.S8`).
+const HELIUM_DOT: &str = "#ifndef KILN_DOT16_DEFINED\n\
+#define KILN_DOT16_DEFINED\n\
+#if defined(__ARM_FEATURE_MVE)\n\
+#include <arm_mve.h>\n\
+typedef int8x16_t kiln_v16;\n\
+static inline kiln_v16 kiln_ld16(const signed char* p) { return vldrbq_s8(p); }\n\
+static inline int kiln_dot16(int acc, kiln_v16 a, kiln_v16 b) { return vmladavaq_s8(acc, a, b); }\n\
+#else\n\
+typedef struct { signed char v[16]; } kiln_v16;\n\
+static inline kiln_v16 kiln_ld16(const signed char* p) { kiln_v16 r; __builtin_memcpy(&r, p, 16); return r; }\n\
+static inline int kiln_dot16(int acc, kiln_v16 a, kiln_v16 b) {\n\
+  for (int k = 0; k < 16; k++) acc += a.v[k] * b.v[k];\n\
+  return acc;\n\
+}\n\
+#endif\n\
+#endif";
+
 /// The operand type of a packed dot product: four int8 lanes.
 pub(super) const PACKED: DType = DType::I8.vec(4);
 
 /// An int16 operand: four int16 lanes (a widened weight, or activations stored as int16).
 pub(super) const WIDE: DType = DType::I16.vec(4);
 
+/// The operand type of Helium's dot products: sixteen int8 lanes.
+pub(super) const HELIUM: DType = DType::I8.vec(16);
+
 impl Renderer<'_> {
     /// Four int8 values of a buffer, loaded as one word for a [`crate::uop::UOpKind::Dot`];
     /// four int16 values are read by the dot product itself, from their address.
     pub(super) fn packed_load(&mut self, i: usize, u: &UOp) -> Result<(), RenderError> {
-        if !self.target.packed_dot || u.src.len() != 2 {
+        let helium = u.dtype == Some(HELIUM);
+        if !self.target.packed_dot || u.src.len() != 2 || (helium && !self.target.helium_dot) {
             return Err(self.unsupported(format!("a load of {}", u.dtype.unwrap_or(PACKED))));
         }
-        self.helpers.insert(PACKED_DOT.to_string());
         let at = format!("{}+{}", self.src(u, 0), self.src(u, 1));
+        if helium {
+            self.helpers.insert(HELIUM_DOT.to_string());
+            let name = self.fresh("vec");
+            self.line(format!("kiln_v16 {name} = kiln_ld16({at});"));
+            self.exprs[i] = name;
+            return Ok(());
+        }
+        self.helpers.insert(PACKED_DOT.to_string());
         if u.dtype == Some(WIDE) {
             self.helpers.insert(WIDE_DOT.to_string());
             self.exprs[i] = format!("({at})");
@@ -106,10 +139,21 @@ impl Renderer<'_> {
             (PACKED, PACKED) => "kiln_dot4",
             (PACKED, WIDE) | (WIDE, PACKED) => "kiln_dot4w",
             (WIDE, WIDE) => "kiln_dot4ww",
+            (HELIUM, HELIUM) => "kiln_dot16",
             _ => "",
         };
         if !self.target.packed_dot || helper.is_empty() || u.dtype != Some(DType::I32) {
             return Err(self.unsupported("a packed dot product".to_string()));
+        }
+        if a == HELIUM {
+            // Its operands' loads brought in `HELIUM_DOT`.
+            let e = format!(
+                "kiln_dot16({}, {}, {})",
+                self.src(u, 0),
+                self.src(u, 1),
+                self.src(u, 2)
+            );
+            return self.value(i, "alu", e);
         }
         self.helpers.insert(PACKED_DOT.to_string());
         if (a, b) == (WIDE, WIDE) {

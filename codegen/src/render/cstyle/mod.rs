@@ -253,7 +253,7 @@ impl<'a> Renderer<'a> {
 
     fn load(&mut self, i: usize, u: &UOp) -> Result<(), RenderError> {
         let dt = u.dtype.expect("typed");
-        if dt == dot::PACKED || dt == dot::WIDE {
+        if dt == dot::PACKED || dt == dot::WIDE || dt == dot::HELIUM {
             return self.packed_load(i, u);
         }
         let t = self.ty(dt)?;

@@ -46,7 +46,7 @@ fn the_images_lie_under_the_peer_folder_by_the_tflite_name() {
         "tests/peers/tflm-cmsis-nn/an386/vww_96_int8-perop.elf"
     );
     let cores: Vec<Option<&str>> = CORES.iter().map(|c| c.peer).collect();
-    assert_eq!(cores, [Some("an386"), Some("an505"), None]);
+    assert_eq!(cores, [Some("an386"), Some("an505"), None, None]);
 }
 
 /// The smallest image, ad01_int8 on the emulated M4, runs under the board's QEMU command line

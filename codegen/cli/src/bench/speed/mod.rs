@@ -1,4 +1,4 @@
-//! The int8 models' speed on three Cortex-M cores: each board's kernels run once under QEMU,
+//! The int8 models' speed on four Cortex-M cores: each board's kernels run once under QEMU,
 //! their instructions and estimated cycles per inference, the milliseconds those cycles take
 //! at a clock of that core class, the best published MLPerf Tiny result at that clock
 //! ([`published::PUBLISHED`]), and TFLM with CMSIS-NN's kernels measured the same way on the same board
@@ -42,8 +42,8 @@ impl SpeedCore {
     }
 }
 
-/// The three cores, in the table's order; the first is [`BOARD`], the main table's board.
-pub const CORES: [SpeedCore; 3] = [
+/// The four cores, in the table's order; the first is [`BOARD`], the main table's board.
+pub const CORES: [SpeedCore; 4] = [
     SpeedCore {
         board: BOARD,
         short: "M4",
@@ -66,6 +66,15 @@ pub const CORES: [SpeedCore; 3] = [
         mhz: 280.0,
         target: true,
         key: "m7",
+        peer: None,
+    },
+    // Helium's: the published figures are a Cortex-M85's at 480 MHz (no M55 result is faster).
+    SpeedCore {
+        board: "qemu-an547",
+        short: "M55",
+        mhz: 480.0,
+        target: true,
+        key: "m55",
         peer: None,
     },
 ];
@@ -207,8 +216,9 @@ fn caption() -> String {
         false => format!("; the {} rows are for comparison", named(false)),
     };
     format!(
-        "\nSpeed on three cores: each int8 model's kernels compiled for the board's kernel target \
-         (`{}`: packed int8 dot products with SMLAD) and run once under QEMU, {}: instructions in \
+        "\nSpeed on four cores: each int8 model's kernels compiled for the board's kernel target \
+         (`{}`: packed int8 dot products with SMLAD, and with Helium's VMLADAVA on the M55) and \
+         run once under QEMU, {}: instructions in \
          the kernels per inference, cycles estimated from them by the core's instruction \
          timings (an estimate, see below), and milliseconds at the core's clock (cycles ÷ MHz ÷ \
          1000). Against the best published MLPerf Tiny result for that core class at that \

@@ -15,7 +15,7 @@ use std::fmt::Write as _;
 pub fn wide_boards() -> Vec<&'static str> {
     CORES
         .iter()
-        .filter(|c| crate::run::target_for(c.board).is_ok_and(|t| t.packed_dot))
+        .filter(|c| crate::run::target_for(c.board).is_ok_and(|t| t.with_wide_weights().is_some()))
         .map(|c| c.board)
         .collect()
 }

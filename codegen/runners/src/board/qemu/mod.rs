@@ -71,6 +71,9 @@ pub enum Core {
     /// pairing rules and latencies of `boards/qemu-plugin/dual_issue.c`, without branch
     /// prediction.
     M7,
+    /// Cortex-M55: the M4's figures for its scalar instructions; its Helium instructions 2
+    /// cycles each (two beats a cycle), 1 where one overlaps the instruction before it.
+    M55,
 }
 
 impl Core {
@@ -87,7 +90,8 @@ impl Core {
             "mps2-an385" | "mps2-an511" => Some("cortex-m3"),
             "mps2-an386" => Some("cortex-m4"),
             "mps2-an500" => Some("cortex-m7"),
-            "mps2-an505" | "mps2-an521" | "mps3-an524" | "mps3-an547" => Some("cortex-m33"),
+            "mps2-an505" | "mps2-an521" | "mps3-an524" => Some("cortex-m33"),
+            "mps3-an547" => Some("cortex-m55"),
             _ => None,
         })?;
         match cpu {
@@ -96,6 +100,7 @@ impl Core {
             "cortex-m4" => Some(Core::M4),
             "cortex-m33" => Some(Core::M33),
             "cortex-m7" => Some(Core::M7),
+            "cortex-m55" => Some(Core::M55),
             _ => None,
         }
     }
@@ -108,6 +113,7 @@ impl Core {
             Core::M4 => "m4",
             Core::M33 => "m33",
             Core::M7 => "m7",
+            Core::M55 => "m55",
         }
     }
 
@@ -119,6 +125,7 @@ impl Core {
             Core::M4 => "Cortex-M4",
             Core::M33 => "Cortex-M33",
             Core::M7 => "Cortex-M7",
+            Core::M55 => "Cortex-M55",
         }
     }
 
@@ -142,6 +149,11 @@ impl Core {
             Core::M7 => {
                 "the Cortex-M7's dual issue as the plugin models it (in order, two instructions a \
                  cycle where they pair; no branch prediction, no wait states)"
+            }
+            Core::M55 => {
+                "the Cortex-M4 TRM's instruction timings for the scalar code and two beats a \
+                 cycle for Helium's, overlapping where a vector load meets vector arithmetic \
+                 (no wait states, no bus contention)"
             }
         }
     }

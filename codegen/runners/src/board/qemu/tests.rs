@@ -84,6 +84,11 @@ fn the_core_comes_from_the_cpu_or_the_machine() {
         Some(Core::M7)
     );
     assert_eq!(
+        core("qemu-system-arm -machine mps3-an547 -cpu cortex-m55"),
+        Some(Core::M55)
+    );
+    assert_eq!(core("qemu-system-arm -machine mps3-an547"), Some(Core::M55));
+    assert_eq!(
         core("qemu-system-arm -machine microbit -nographic"),
         Some(Core::M0)
     );
