@@ -110,7 +110,7 @@ fn mlperf(name: &str) {
         let mve = compile_file_for(name, &tflite_path(name), &Target::c_mve())
             .unwrap_or_else(|e| panic!("{e:#}"));
         assert!(
-            mve.kernels_c.contains("= kiln_dot16("),
+            mve.kernels_c.contains("= kiln_ld16(data"),
             "{name}: no Helium dot product"
         );
         check(&format!("{name}-mve"), &mve, &samples);
@@ -267,7 +267,7 @@ fn op_models_match_tflm() {
             let mve = compile_file_for(name, &path, &Target::c_mve())
                 .unwrap_or_else(|e| panic!("{name}: {e:#}"));
             check(&format!("{name}-mve"), &mve, &samples);
-            helium += usize::from(mve.kernels_c.contains("= kiln_dot16("));
+            helium += usize::from(mve.kernels_c.contains("= kiln_ld16(data"));
         }
         report.push(format!(
             "{name}: {} ({worst:.1e})",

@@ -473,7 +473,7 @@ fn wide_activations_grow_the_arena_and_need_packed_dot_products() {
     let (o, _, out) = compile("c-mve", false);
     assert!(o.status.success(), "{}", stderr(&o));
     let c = std::fs::read_to_string(out.join("kernels.c")).unwrap();
-    assert!(c.contains("= kiln_dot16("), "no Helium dot product");
+    assert!(c.contains("= kiln_ld16(data"), "no Helium dot product");
     let (o, _, out) = compile("c-mve", true);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     let e = stderr(&o);

@@ -252,10 +252,12 @@ pub fn hand_coded_optimizations(k: &mut Kernel) {
         let packed = (k.target.dot_widths().iter()).find(|&&w| {
             size.is_multiple_of(w) && k.apply_opt(Opt::new(OptOp::Dot, rel, w)).is_ok()
         });
-        if packed.is_some() {
-            // The rest of a short axis (two dot products) is unrolled too.
+        if let Some(&width) = packed {
+            // The rest of a short axis is unrolled too: up to two dot products of four (32
+            // products), four of sixteen (64: Helium's loads then overlap its sums).
             let rest = k.full_shape()[axis];
-            if rest > 1 && rest * 4 <= FULL_UNROLL && k.shape_len() - k.upcasted > axis {
+            let most = if width == 16 { 4 } else { FULL_UNROLL / 4 };
+            if rest > 1 && rest <= most && k.shape_len() - k.upcasted > axis {
                 let _ = k.apply_opt(Opt::new(OptOp::Unroll, rel, 0));
             }
         } else if size <= FULL_UNROLL && upcast_size(k) * size <= 4 * max_upcast {
