@@ -97,6 +97,15 @@ pub fn opt<T>(v: Option<T>, f: impl Fn(T) -> String) -> String {
     v.map(f).unwrap_or_else(|| "—".into())
 }
 
+/// Items as a sentence lists them: `a`, `a and b`, `a, b and c`.
+pub fn listed(items: &[&str]) -> String {
+    match items.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+        Some((last, _)) => last.to_string(),
+        None => String::new(),
+    }
+}
+
 pub fn mark(ok: bool) -> &'static str {
     if ok {
         " ✓"

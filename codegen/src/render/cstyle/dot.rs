@@ -104,8 +104,9 @@ pub(super) const WIDE: DType = DType::I16.vec(4);
 pub(super) const HELIUM: DType = DType::I8.vec(16);
 
 impl Renderer<'_> {
-    /// Four int8 values of a buffer, loaded as one word for a [`crate::uop::UOpKind::Dot`];
-    /// four int16 values are read by the dot product itself, from their address.
+    /// Four int8 values of a buffer, loaded as one word for a [`crate::uop::UOpKind::Dot`]
+    /// (sixteen as one Helium vector); four int16 values are read by the dot product itself,
+    /// from their address.
     pub(super) fn packed_load(&mut self, i: usize, u: &UOp) -> Result<(), RenderError> {
         let helium = u.dtype == Some(HELIUM);
         if !self.target.packed_dot || u.src.len() != 2 || (helium && !self.target.helium_dot) {

@@ -4,7 +4,7 @@
 
 use super::{SpeedCore, CORES};
 use crate::bench::peer::{PeerNumbers, DIR};
-use crate::bench::report::{mark, opt, thousands, Row};
+use crate::bench::report::{listed, mark, opt, thousands, Row};
 use crate::bench::{BOARD, TARGET_VS_CMSIS_NN};
 use std::fmt::Write as _;
 
@@ -63,8 +63,8 @@ pub(super) fn note(rows: &[&Row]) -> String {
          run whose outputs on all five of TFLM's reference vectors equal TFLM's reference \
          (the image's own check; a run that fails it is `failed`); no image for the {}. Kiln ÷ \
          CMSIS-NN: target ≤ {TARGET_VS_CMSIS_NN}× on every model, ✓ where met, ✗ where missed",
-        names.join(" and "),
-        without.join(", "),
+        listed(&names),
+        listed(&without),
     );
     s += &standing(rows, &ran);
     s += &flash_note(rows);

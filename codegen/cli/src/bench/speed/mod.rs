@@ -10,7 +10,7 @@ mod published;
 mod wide;
 
 use super::models::Kind;
-use super::report::{mark, opt, thousands, Row};
+use super::report::{listed, mark, opt, thousands, Row};
 use super::BOARD;
 pub use published::{published, Published};
 use published::{published_ms, published_note, ESTIMATE};
@@ -217,7 +217,7 @@ fn caption() -> String {
     };
     format!(
         "\nSpeed on four cores: each int8 model's kernels compiled for the board's kernel target \
-         (`{}`: packed int8 dot products with SMLAD, and with Helium's VMLADAVA on the M55) and \
+         (`{}`: packed int8 dot products with SMLAD, and with Helium's VMLADAVA as well on the M55) and \
          run once under QEMU, {}: instructions in \
          the kernels per inference, cycles estimated from them by the core's instruction \
          timings (an estimate, see below), and milliseconds at the core's clock (cycles ÷ MHz ÷ \
@@ -239,11 +239,7 @@ fn named(target: bool) -> String {
         .filter(|c| c.target == target)
         .map(|c| c.short)
         .collect();
-    match names.split_last() {
-        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
-        Some((last, _)) => last.to_string(),
-        None => String::new(),
-    }
+    listed(&names)
 }
 
 /// One sentence per target missed, or that none is.
@@ -285,7 +281,7 @@ fn outputs_note(rows: &[&Row]) -> String {
     if diffs.iter().all(|(_, _, d)| *d == 0.0) {
         return format!(
             "\nKiln's outputs on {} equal TFLM's on every model compared, as on {BOARD}.\n",
-            others.join(" and ")
+            listed(&others)
         );
     }
     let list: Vec<String> = diffs
@@ -294,7 +290,7 @@ fn outputs_note(rows: &[&Row]) -> String {
         .collect();
     format!(
         "\nKiln's outputs on {} against TFLM's, largest difference in steps: {}.\n",
-        others.join(" and "),
+        listed(&others),
         list.join(", ")
     )
 }
