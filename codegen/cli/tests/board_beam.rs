@@ -1,6 +1,6 @@
 //! `kiln run --board` and `kiln compile --board` with a BEAM search by the board's estimated
-//! cycles (an emulated Cortex-M4F, `qemu-an386`), sharing one cache. They need the board toolchain
-//! (`scripts/setup-toolchain.sh`).
+//! cycles (an emulated Cortex-M4F, `qemu-an386`, and the Helium Cortex-M55, `qemu-an547`),
+//! sharing one cache. They need the board toolchain (`scripts/setup-toolchain.sh`).
 
 use std::time::Instant;
 
@@ -85,4 +85,34 @@ fn kiln_run_on_a_board_searches_by_its_cycles_and_compile_reuses_them() {
     );
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("--target host"));
+}
+
+/// The Cortex-M55's search (`qemu-an547`) measures its candidates, Helium's sixteen-lane dot
+/// products among them, on the board's batch image, and keeps them where they are cheapest.
+#[test]
+fn the_helium_board_searches_its_int8_kernels_by_its_cycles() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let model = root.join("tests/models/mlperf-tiny/tflite/ad01_int8.tflite");
+    let dir = tempfile::tempdir().unwrap();
+    let bundle = dir.path().join("bundle");
+    let compile = [
+        "compile",
+        model.to_str().unwrap(),
+        "--board",
+        "qemu-an547",
+        "--beam",
+        "1",
+        "-o",
+        bundle.to_str().unwrap(),
+    ];
+    let o = kiln(&compile, &dir.path().join("cache"));
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains("beam search (estimated cycles on qemu-an547)"),
+        "{err}"
+    );
+    assert!(!err.contains(" 0 kernels searched"), "{err}");
+    let c = std::fs::read_to_string(bundle.join("kernels.c")).unwrap();
+    assert!(c.contains("= kiln_ld16(data"), "no Helium dot product kept");
 }
