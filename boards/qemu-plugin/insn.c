@@ -8,8 +8,8 @@
  *
  *   qemu-system-arm ... -plugin libinsn.so,marker=0x20000000[,core=m4] -d plugin -D insn.log
  *
- * With `core=m0|m3|m4|m33|m7|m55` it also estimates the cycles the core would take, and prints them
- * after the count: `kiln-insn <instructions> <cycles>`, and `kiln-insn-total <instructions>
+ * With `core=m0|m3|m4|m33|m7|m55` it also estimates the cycles the core would take, and prints
+ * them after the count: `kiln-insn <instructions> <cycles>`, and `kiln-insn-total <instructions>
  * <cycles>` at exit. Without it the lines are as before, one number each.
  *
  * The estimate: each Thumb/Thumb-2 instruction is classified from its bytes when QEMU
@@ -493,18 +493,19 @@ static void on_store(unsigned int vcpu, qemu_plugin_meminfo_t info, uint64_t vad
     }
 }
 
-/* The M4's, M33's, M55's, M3's or M0's cost of each of the block's `n` instructions, one at a time,
- * with the load/store pipelining between neighbours; what the block's neighbours need of it. */
+/* The M4's, M33's, M55's, M3's or M0's cost of each of the block's `n` instructions, one at a
+ * time, with the load/store pipelining between neighbours; what the block's neighbours need of
+ * it. */
 static void in_order(struct qemu_plugin_tb *tb, size_t n, struct block *b, uint32_t *cost)
 {
     struct cost prev = {0}, c = {0};
-    enum helium vector = HELIUM_NONE, vector_before = HELIUM_NONE;
+    enum helium vector_before = HELIUM_NONE;
     for (size_t i = 0; i < n; i++) {
         unsigned h1, h2;
         bool wide = halfwords(qemu_plugin_tb_get_insn(tb, i), &h1, &h2);
         c = classify(h1, h2, wide);
         if (core == CORE_M55) {
-            vector = helium_of(h1, h2, wide);
+            enum helium vector = helium_of(h1, h2, wide);
             if (vector != HELIUM_NONE) {
                 c = alu(helium_cycles(vector, vector_before));
             }

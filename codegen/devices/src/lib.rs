@@ -67,22 +67,23 @@ const M33_DSP: &str = "-march=armv8-m.main+dsp";
 const M33_DSP_FP: &str = "-march=armv8-m.main+dsp+fp";
 const M55_DSP_MVE: &str = "-march=armv8.1-m.main+dsp+mve.fp+fp.dp";
 
-/// Every CPU, the first of those sharing a triple being the one the triple implies.
+/// Every CPU, the first of those sharing a triple being the one the triple implies; the last
+/// two columns say whether it has the DSP extension and Helium.
 #[rustfmt::skip]
 pub const CPUS: [CpuInfo; 13] = [
-    row(Cpu::Host, "host", None, &[], false),
-    row(Cpu::CortexM0, "cortex-m0", Some("thumbv6m-none-eabi"), &["-mcpu=cortex-m0", "-mfloat-abi=soft", FP16], false),
-    row(Cpu::CortexM0Plus, "cortex-m0plus", Some("thumbv6m-none-eabi"), &["-mcpu=cortex-m0plus", "-mfloat-abi=soft", FP16], false),
-    row(Cpu::CortexM3, "cortex-m3", Some("thumbv7m-none-eabi"), &["-mcpu=cortex-m3", "-mfloat-abi=soft", FP16], false),
-    row(Cpu::CortexM4, "cortex-m4", Some("thumbv7em-none-eabi"), &["-mcpu=cortex-m4", "-mfloat-abi=soft", FP16], true),
-    row(Cpu::CortexM4F, "cortex-m4f", Some("thumbv7em-none-eabihf"), &["-mcpu=cortex-m4", "-mfloat-abi=hard", "-mfpu=fpv4-sp-d16", FP16], true),
-    row(Cpu::CortexM7F, "cortex-m7f", Some("thumbv7em-none-eabihf"), &["-mcpu=cortex-m7", "-mfloat-abi=hard", "-mfpu=fpv5-sp-d16", FP16], true),
-    row(Cpu::CortexM7FD, "cortex-m7fd", Some("thumbv7em-none-eabihf"), &["-mcpu=cortex-m7", "-mfloat-abi=hard", "-mfpu=fpv5-d16", FP16], true),
-    row(Cpu::CortexM33, "cortex-m33", Some("thumbv8m.main-none-eabi"), &["-mcpu=cortex-m33", M33_DSP, "-mfloat-abi=soft", FP16], true),
-    row(Cpu::CortexM33F, "cortex-m33f", Some("thumbv8m.main-none-eabihf"), &["-mcpu=cortex-m33", M33_DSP_FP, "-mfloat-abi=hard", "-mfpu=fpv5-sp-d16", FP16], true),
-    row(Cpu::CortexM55, "cortex-m55", Some("thumbv8m.main-none-eabihf"), &["-mcpu=cortex-m55", M55_DSP_MVE, "-mfloat-abi=hard", FP16], true),
-    row(Cpu::Rv32imc, "rv32imc", Some("riscv32imc-unknown-none-elf"), &["-march=rv32imc", "-mabi=ilp32"], false),
-    row(Cpu::Rv32imac, "rv32imac", Some("riscv32imac-unknown-none-elf"), &["-march=rv32imac", "-mabi=ilp32"], false),
+    row(Cpu::Host, "host", None, &[], false, false),
+    row(Cpu::CortexM0, "cortex-m0", Some("thumbv6m-none-eabi"), &["-mcpu=cortex-m0", "-mfloat-abi=soft", FP16], false, false),
+    row(Cpu::CortexM0Plus, "cortex-m0plus", Some("thumbv6m-none-eabi"), &["-mcpu=cortex-m0plus", "-mfloat-abi=soft", FP16], false, false),
+    row(Cpu::CortexM3, "cortex-m3", Some("thumbv7m-none-eabi"), &["-mcpu=cortex-m3", "-mfloat-abi=soft", FP16], false, false),
+    row(Cpu::CortexM4, "cortex-m4", Some("thumbv7em-none-eabi"), &["-mcpu=cortex-m4", "-mfloat-abi=soft", FP16], true, false),
+    row(Cpu::CortexM4F, "cortex-m4f", Some("thumbv7em-none-eabihf"), &["-mcpu=cortex-m4", "-mfloat-abi=hard", "-mfpu=fpv4-sp-d16", FP16], true, false),
+    row(Cpu::CortexM7F, "cortex-m7f", Some("thumbv7em-none-eabihf"), &["-mcpu=cortex-m7", "-mfloat-abi=hard", "-mfpu=fpv5-sp-d16", FP16], true, false),
+    row(Cpu::CortexM7FD, "cortex-m7fd", Some("thumbv7em-none-eabihf"), &["-mcpu=cortex-m7", "-mfloat-abi=hard", "-mfpu=fpv5-d16", FP16], true, false),
+    row(Cpu::CortexM33, "cortex-m33", Some("thumbv8m.main-none-eabi"), &["-mcpu=cortex-m33", M33_DSP, "-mfloat-abi=soft", FP16], true, false),
+    row(Cpu::CortexM33F, "cortex-m33f", Some("thumbv8m.main-none-eabihf"), &["-mcpu=cortex-m33", M33_DSP_FP, "-mfloat-abi=hard", "-mfpu=fpv5-sp-d16", FP16], true, false),
+    row(Cpu::CortexM55, "cortex-m55", Some("thumbv8m.main-none-eabihf"), &["-mcpu=cortex-m55", M55_DSP_MVE, "-mfloat-abi=hard", FP16], true, true),
+    row(Cpu::Rv32imc, "rv32imc", Some("riscv32imc-unknown-none-elf"), &["-march=rv32imc", "-mabi=ilp32"], false, false),
+    row(Cpu::Rv32imac, "rv32imac", Some("riscv32imac-unknown-none-elf"), &["-march=rv32imac", "-mabi=ilp32"], false, false),
 ];
 
 const fn row(
@@ -91,6 +92,7 @@ const fn row(
     triple: Option<&'static str>,
     cflags: &'static [&'static str],
     dsp: bool,
+    mve: bool,
 ) -> CpuInfo {
     CpuInfo {
         cpu,
@@ -98,8 +100,7 @@ const fn row(
         triple,
         cflags,
         dsp,
-        // Helium: of the table's cores, the Cortex-M55 alone (its flags name `+mve`).
-        mve: matches!(cpu, Cpu::CortexM55),
+        mve,
     }
 }
 

@@ -11,8 +11,8 @@ impl Lin {
     /// The reduce's int8 products summed as packed dot products along the upcast reduce
     /// `axis` (see [`Kernel::packed_dot_axis`](crate::kernel::Kernel::packed_dot_axis)): for
     /// each accumulator, each group of the axis's lanes (all of them: 4 or 16) is one
-    /// [`UOpKind::Dot`] of a packed load of each operand. `loaded` holds the operands' loads at `idxs`, one per upcast
-    /// combination, and `offs` each combination's accumulator. Returns false, with nothing
+    /// [`UOpKind::Dot`] of a packed load of each operand. `loaded` holds the operands' loads
+    /// at `idxs`, one per upcast combination, and `offs` each combination's accumulator. Returns false, with nothing
     /// changed, when some lanes are not one word in memory (the caller then sums them one by
     /// one).
     pub(super) fn packed_dots(

@@ -133,7 +133,8 @@ impl Renderer<'_> {
     }
 
     /// `acc + Σ a·b` over the four lanes of two packed words, of a word and four int16 values
-    /// (in either place), or of two fours of int16 values.
+    /// (in either place), of two fours of int16 values, or of two Helium vectors of sixteen
+    /// int8 values.
     pub(super) fn dot(&mut self, i: usize, u: &UOp) -> Result<(), RenderError> {
         let (a, b) = (self.dtype_of(u, 1), self.dtype_of(u, 2));
         let helper = match (a, b) {
@@ -146,24 +147,21 @@ impl Renderer<'_> {
         if !self.target.packed_dot || helper.is_empty() || u.dtype != Some(DType::I32) {
             return Err(self.unsupported("a packed dot product".to_string()));
         }
-        if a == HELIUM {
-            // Its operands' loads brought in `HELIUM_DOT`.
-            let e = format!(
-                "kiln_dot16({}, {}, {})",
-                self.src(u, 0),
-                self.src(u, 1),
-                self.src(u, 2)
-            );
-            return self.value(i, "alu", e);
+        // The operands' loads brought in `HELIUM_DOT` and `WIDE_DOT`.
+        match (a, b) {
+            (HELIUM, HELIUM) => {}
+            (WIDE, WIDE) => {
+                self.helpers.insert(PACKED_DOT.to_string());
+                self.helpers.insert(WIDE_WIDE_DOT.to_string());
+            }
+            _ => {
+                self.helpers.insert(PACKED_DOT.to_string());
+            }
         }
-        self.helpers.insert(PACKED_DOT.to_string());
-        if (a, b) == (WIDE, WIDE) {
-            // Its operands' loads brought in `WIDE_DOT`.
-            self.helpers.insert(WIDE_WIDE_DOT.to_string());
-        }
-        let (x, y) = match a == PACKED {
-            true => (self.src(u, 1), self.src(u, 2)),
-            false => (self.src(u, 2), self.src(u, 1)),
+        // `kiln_dot4w` takes the int8 word first.
+        let (x, y) = match a == WIDE {
+            true => (self.src(u, 2), self.src(u, 1)),
+            false => (self.src(u, 1), self.src(u, 2)),
         };
         let e = format!("{helper}({}, {x}, {y})", self.src(u, 0));
         self.value(i, "alu", e)

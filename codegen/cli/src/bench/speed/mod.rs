@@ -217,15 +217,14 @@ fn caption() -> String {
     };
     format!(
         "\nSpeed on four cores: each int8 model's kernels compiled for the board's kernel target \
-         (`{}`: packed int8 dot products with SMLAD, and with Helium's VMLADAVA as well on the M55) and \
-         run once under QEMU, {}: instructions in \
-         the kernels per inference, cycles estimated from them by the core's instruction \
-         timings (an estimate, see below), and milliseconds at the core's clock (cycles ÷ MHz ÷ \
-         1000). Against the best published MLPerf Tiny result for that core class at that \
-         clock: Kiln ÷ published (cycles), ✓ where below; target: below on the {} on each of \
-         KWS, VWW, IC, AD and str_ww (✗ where missed){compared}. str_ww's published figure is a \
-         busy time per window with the features computed on the board, not the model alone (see \
-         the notes).\n\n",
+         (`{}`: packed int8 dot products with SMLAD, and with Helium's VMLADAVA as well on the \
+         M55) and run once under QEMU, {}: instructions in the kernels per inference, cycles \
+         estimated from them by the core's instruction timings (an estimate, see below), and \
+         milliseconds at the core's clock (cycles ÷ MHz ÷ 1000). Against the best published \
+         MLPerf Tiny result for that core class at that clock: Kiln ÷ published (cycles), ✓ \
+         where below; target: below on the {} on each of KWS, VWW, IC, AD and str_ww (✗ where \
+         missed){compared}. str_ww's published figure is a busy time per window with the \
+         features computed on the board, not the model alone (see the notes).\n\n",
         targets.join("`, `"),
         boards.join(", "),
         named(true),

@@ -95,7 +95,8 @@ pub(super) const ESTIMATE: &str = "The cycles are an estimate, not a measurement
      late), without the branch predictor. The Cortex-M55 gets the M4's figures for its scalar \
      instructions and, for Helium's, two beats of four a cycle (2 cycles an instruction, 1 where \
      a vector load or store and vector arithmetic overlap), without the loop cache that makes a \
-     low-overhead loop's LE free; its published figures are a Cortex-M85's. It leaves out flash wait states, bus contention and \
+     low-overhead loop's LE free; its published figures are a Cortex-M85's. It leaves out \
+     flash wait states, bus contention and \
      caches. The published figures are measured on real boards, from their flash at their clock, \
      so each ratio compares an estimate with a measurement.";
 
