@@ -22,6 +22,11 @@ packages=(
   cargo-web
   rust-web-src
   rust-web-clippy
+  # The hosted AArch64 board (qemu-aarch64): a Linux C compiler and C library for it, and
+  # QEMU's user-mode emulation, which runs its programs here.
+  gcc-aarch64-linux-gnu
+  libc6-dev-arm64-cross
+  qemu-user
 )
 
 bash "$root/scripts/apt-install.sh" setup-toolchain --no-install-recommends "${packages[@]}"

@@ -193,12 +193,13 @@ impl Target {
     }
 
     /// The target a CPU's kernels are generated for, whoever asks (`kiln run` on a board, a
-    /// board's or a user's build script): this machine's vectors on the host, packed int8 dot
+    /// board's or a user's build script): this machine's vectors on the host, NEON's on AArch64, packed int8 dot
     /// products ([`Target::c_dsp`]) on the cores with the DSP extension, Helium's too
     /// ([`Target::c_mve`]) on those with MVE, plain C elsewhere.
     pub fn for_cpu(cpu: Cpu) -> Self {
         match cpu {
             Cpu::Host => Target::host(),
+            Cpu::Aarch64 => Target::neon(),
             cpu if cpu.mve() => Target::c_mve(),
             cpu if cpu.dsp() => Target::c_dsp(),
             _ => Target::c(),
@@ -206,7 +207,7 @@ impl Target {
     }
 
     /// The names [`Target::by_name`] knows.
-    pub const CPU_NAMES: [&'static str; 7] = [
+    pub const CPU_NAMES: [&'static str; 8] = [
         "c",
         "c-dsp",
         "c-dsp-wide",
@@ -214,6 +215,7 @@ impl Target {
         "c-dsp-wide-i16",
         "c-mve",
         "host",
+        "neon",
     ];
 
     /// The target of a name the command line takes (one of [`Target::CPU_NAMES`]).
@@ -227,6 +229,7 @@ impl Target {
             "c-dsp-wide-i16" => i16(Target::c_dsp_wide()),
             "c-mve" => Some(Target::c_mve()),
             "host" => Some(Target::host()),
+            "neon" => Some(Target::neon()),
             _ => None,
         }
     }
@@ -242,6 +245,17 @@ impl Target {
                 "host"
             },
             simd_lanes: if host_has_wide_vectors() { 16 } else { 8 },
+            ..Target::c()
+        }
+    }
+
+    /// C for a 64-bit Arm application core (AArch64): reduces over float vectors of 8 lanes,
+    /// which the C compiler computes as pairs of NEON's 128-bit registers, whatever machine
+    /// builds it.
+    pub fn neon() -> Self {
+        Target {
+            name: "neon",
+            simd_lanes: 8,
             ..Target::c()
         }
     }

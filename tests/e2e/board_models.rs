@@ -11,7 +11,9 @@
 //! activations stored as int16 (`--wide-activations`, `_i16`), or both. Every
 //! model of qemu-an386 and qemu-an505, and kws on qemu-an547, runs twice: with semihosting
 //! files, and over RTT through QEMU's gdbstub (`_rtt`), the firmware and host path of a real
-//! board under a probe. Needs
+//! board under a probe. The host target's C runs on 64-bit Arm Linux too (`qemu-aarch64`,
+//! QEMU's user-mode emulation): the same models, its float reduces on NEON vectors, and kws
+//! over its test-vector channel on standard input and output (`_channel`). Needs
 //! `scripts/setup-toolchain.sh` (run by the test script).
 
 use kiln_codegen::bundle::Bundle;
@@ -135,12 +137,7 @@ fn run_bundle(
     if bundle.kernels_c.contains("kiln_dot4(") {
         // The packed dot products compiled to the DSP extension's instructions, not to the
         // plain C beside them (a board whose C flags lose the extension would run those).
-        let listing = std::process::Command::new("arm-none-eabi-objdump")
-            .arg("-d")
-            .arg(&image.elf)
-            .output()
-            .expect("arm-none-eabi-objdump");
-        let text = String::from_utf8_lossy(&listing.stdout);
+        let text = disassembly("arm-none-eabi-objdump", &image.elf);
         // Only int8 words are unpacked: dot products of two int16 operands have none.
         let unpacks = ["= kiln_dot4(", "= kiln_dot4w("]
             .iter()
@@ -148,6 +145,15 @@ fn run_bundle(
         assert!(
             text.contains("smlad") && (text.contains("sxtb16") || !unpacks),
             "{model} on {board_name}: no SMLAD/SXTB16 in the image"
+        );
+    }
+    if info.target.starts_with("aarch64") && bundle.kernels_c.contains("vector_size(") {
+        // The float vectors compiled to NEON's multiply-accumulates on four lanes.
+        let text = disassembly("aarch64-linux-gnu-objdump", &image.elf);
+        assert!(
+            text.lines()
+                .any(|l| l.contains("fmla") && l.contains(".4s")),
+            "{model} on {board_name}: no NEON FMLA in the image"
         );
     }
     let inputs: Vec<Vec<u8>> = inputs.into_iter().map(Tensor::into_bytes).collect();
@@ -164,6 +170,16 @@ fn run_bundle(
         run.total_instructions, image.flash_used, image.ram_used
     );
     assert_eq!(run.step_instructions.len(), bundle.report.steps.len());
+}
+
+/// The listing `objdump` (the board's own) makes of `elf`.
+fn disassembly(objdump: &str, elf: &std::path::Path) -> String {
+    let listing = std::process::Command::new(objdump)
+        .arg("-d")
+        .arg(elf)
+        .output()
+        .unwrap_or_else(|e| panic!("{objdump}: {e}"));
+    String::from_utf8_lossy(&listing.stdout).into_owned()
 }
 
 macro_rules! board_tests {
@@ -194,6 +210,8 @@ board_tests! {
     rv32_ad: "qemu-rv32", MLPERF[3];
     an385_m0_kws: "qemu-an385-m0", MLPERF[0];
     an385_m0_ad: "qemu-an385-m0", MLPERF[3];
+    aarch64_kws: "qemu-aarch64", MLPERF[0];
+    aarch64_ad: "qemu-aarch64", MLPERF[3];
 }
 
 // The same models over RTT, the path of a real board.
@@ -253,6 +271,16 @@ tflite_board_tests! {
     an385_m0_ad_int8: "qemu-an385-m0", "ad01_int8";
     an385_m0_str_ww_int8: "qemu-an385-m0", "str_ww_ref_model";
     microbit_str_ww_int8: "qemu-microbit", "str_ww_ref_model";
+    aarch64_kws_int8: "qemu-aarch64", "kws_ref_model";
+    aarch64_vww_int8: "qemu-aarch64", "vww_96_int8";
+    aarch64_ic_int8: "qemu-aarch64", "pretrainedResnet_quant";
+    aarch64_ad_int8: "qemu-aarch64", "ad01_int8";
+    aarch64_str_ww_int8: "qemu-aarch64", "str_ww_ref_model";
+}
+
+// A hosted board's test-vector channel: its standard input and output.
+tflite_board_tests! {
+    aarch64_kws_int8_channel: "qemu-aarch64", "kws_ref_model", Channel;
 }
 
 tflite_board_tests! {

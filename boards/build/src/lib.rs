@@ -14,7 +14,8 @@
 //! - writes `$OUT_DIR/bundle.rs` for `main.rs` to `include!`: `SCHEDULE` and `WEIGHTS`
 //!   (flash, `include_bytes!`) and `ARENA`, a static sized by the bundle's manifest;
 //! - puts the board's `memory.x` on the linker's path, with a linker-script assertion that the
-//!   arena and a minimum stack fit in RAM.
+//!   arena and a minimum stack fit in RAM (not for a hosted board, a Linux program, which the
+//!   operating system places in memory).
 //!
 //! When `KILN_BATCH_DIR` is set, it names a folder of bundles, `case_000/`, `case_001/`, …,
 //! whose kernel tables are named `kiln_case_000_kernels`, …: each one's `kernels.c` is compiled
@@ -40,7 +41,7 @@ const DEFAULT_BUNDLE: &str = "../testdata/add-relu";
 
 /// Everything a board's build script does; see the crate documentation.
 pub fn build() {
-    if let Err(message) = board_cpu().and_then(|cpu| try_build(cpu.cflags())) {
+    if let Err(message) = board_cpu().and_then(|cpu| try_build(cpu.cflags(), cpu.hosted())) {
         panic!("kiln-board-build: {message}");
     }
 }
@@ -59,7 +60,9 @@ fn board_cpu() -> Result<Cpu, String> {
     Cpu::by_name(&name).ok_or_else(|| format!("{CPU_VAR} = {name:?} is not one of {}", known()))
 }
 
-fn try_build(cflags: &[&str]) -> Result<(), String> {
+/// Builds the bundle in; `hosted`: the program runs on an operating system, which places it
+/// in memory itself (no linker scripts).
+fn try_build(cflags: &[&str], hosted: bool) -> Result<(), String> {
     let board_dir = PathBuf::from(var("CARGO_MANIFEST_DIR")?);
     let out_dir = PathBuf::from(var("OUT_DIR")?);
     println!("cargo:rerun-if-env-changed=KILN_BUNDLE_DIR");
@@ -85,7 +88,10 @@ fn try_build(cflags: &[&str]) -> Result<(), String> {
         println!("cargo:rustc-link-arg=-Tdefmt.x");
     }
     let batch_arena = batch(cflags, &out_dir)?;
-    link_scripts(&board_dir, &out_dir, arena_bytes.max(batch_arena))
+    match hosted {
+        true => Ok(()),
+        false => link_scripts(&board_dir, &out_dir, arena_bytes.max(batch_arena)),
+    }
 }
 
 /// Compiles the `kernels.c` of the bundle in `dir` into library `library`; returns the paths of

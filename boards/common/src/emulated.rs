@@ -1,4 +1,5 @@
-//! Running a bundle on an emulated board.
+//! Running a bundle on an emulated board, or on a hosted one (feature `std`), whose files,
+//! console and exit are the operating system's instead of semihosting's.
 //!
 //! # I/O convention
 //!
@@ -159,7 +160,7 @@ fn run_case(index: usize, case: &crate::BatchCase, arena: &mut [u8]) -> Result<(
 /// [`run`] over the test-vector channel: a refused bundle is the session's `Error`.
 fn run_channel(schedule: &'static [u8], weights: &'static [u8], arena: &'static mut [u8]) -> ! {
     let Ok(console) = Console::open() else {
-        host::eprint(format_args!("kiln: cannot open the semihosting console\n"));
+        host::eprint(format_args!("kiln: cannot open the console\n"));
         host::exit(false)
     };
     let mut link = Link::new(console);
@@ -196,6 +197,7 @@ fn run_channel(schedule: &'static [u8], weights: &'static [u8], arena: &'static 
     }
 }
 
+#[cfg(not(feature = "std"))]
 #[panic_handler]
 fn panic(info: &core::panic::PanicInfo) -> ! {
     host::eprint(format_args!("kiln: panic: {info}\n"));

@@ -9,25 +9,30 @@
 //!   takes inputs and sends outputs on the test-vector channel over an RTT channel pair, and
 //!   measures each kernel with a cycle counter the board picks ([`clock`]: features `dwt`,
 //!   `systick`). An emulated board built with it calls [`run`], as with `semihosting`, and
-//!   runs the same path under QEMU, its RTT read through the gdbstub.
+//!   runs the same path under QEMU, its RTT read through the gdbstub;
+//! - feature `std` (hosted boards: a Linux program, under QEMU's user-mode emulation or on the
+//!   machine itself): [`run`] as with `semihosting`, through the program's own files, standard
+//!   output and exit status, and the test-vector channel on its standard input and output.
 //!
 //! Nothing here names a board: features say what a board's core and connection can do, and the
 //! architecture decides which semihosting crate carries the calls.
-#![no_std]
+#![cfg_attr(not(feature = "std"), no_std)]
 
 #[cfg(all(feature = "semihosting", feature = "rtt"))]
 compile_error!("features `semihosting` and `rtt` each bring a panic handler: enable one");
+#[cfg(all(feature = "std", any(feature = "semihosting", feature = "rtt")))]
+compile_error!("feature `std` is a hosted board's: it takes neither `semihosting` nor `rtt`");
 
 pub mod clock;
-#[cfg(feature = "semihosting")]
+#[cfg(any(feature = "semihosting", feature = "std"))]
 mod emulated;
 pub mod host;
-#[cfg(any(feature = "semihosting", feature = "rtt"))]
+#[cfg(any(feature = "semihosting", feature = "rtt", feature = "std"))]
 pub mod marker;
 #[cfg(feature = "rtt")]
 pub mod probe;
 
-#[cfg(feature = "semihosting")]
+#[cfg(any(feature = "semihosting", feature = "std"))]
 pub use emulated::{run, run_batch};
 
 /// An emulated board's firmware built with feature `rtt` (`kiln run --io rtt`): the path of a

@@ -7,9 +7,9 @@ use kiln_firmware::exec::KernelEvent;
 
 /// The word the marker stores go to; its address is all that matters. It lives in `.uninit`,
 /// which the startup code neither zeroes nor copies into: a store there at boot would read as
-/// a marker.
+/// a marker. (A hosted program's statics are the operating system's: zeroed, never stored to.)
 #[no_mangle]
-#[link_section = ".uninit.kiln_marker"]
+#[cfg_attr(target_os = "none", link_section = ".uninit.kiln_marker")]
 static mut KILN_MARKER: MaybeUninit<u32> = MaybeUninit::uninit();
 
 /// The executor's hook: one store to the marker per event, with the step index.

@@ -32,6 +32,9 @@ pub enum Cpu {
     CortexM33F,
     /// Cortex-M55 with its FPU and Helium (`thumbv8m.main-none-eabihf`: QEMU's `cortex-m55`).
     CortexM55,
+    /// 64-bit Arm application cores running Linux (`aarch64-unknown-linux-gnu`): Armv8-A with
+    /// 128-bit NEON vectors (Cortex-A53 and later: Raspberry Pi 3 to 5, phones).
+    Aarch64,
     /// RISC-V rv32imc (`riscv32imc-unknown-none-elf`: ESP32-C3).
     Rv32imc,
     /// RISC-V rv32imac (`riscv32imac-unknown-none-elf`).
@@ -45,6 +48,7 @@ pub struct CpuInfo {
     /// The name boards and the command line use: `cortex-m4f`.
     pub name: &'static str,
     /// The Rust target triple firmware for it is built for (none for the host).
+    /// A triple with an operating system (`-linux-`) builds a hosted program, with `std`.
     pub triple: Option<&'static str>,
     /// The C compiler's flags for it, beside the ones the `cc` crate picks for the triple.
     pub cflags: &'static [&'static str],
@@ -70,7 +74,7 @@ const M55_DSP_MVE: &str = "-march=armv8.1-m.main+dsp+mve.fp+fp.dp";
 /// Every CPU, the first of those sharing a triple being the one the triple implies; the last
 /// two columns say whether it has the DSP extension and Helium.
 #[rustfmt::skip]
-pub const CPUS: [CpuInfo; 13] = [
+pub const CPUS: [CpuInfo; 14] = [
     row(Cpu::Host, "host", None, &[], false, false),
     row(Cpu::CortexM0, "cortex-m0", Some("thumbv6m-none-eabi"), &["-mcpu=cortex-m0", "-mfloat-abi=soft", FP16], false, false),
     row(Cpu::CortexM0Plus, "cortex-m0plus", Some("thumbv6m-none-eabi"), &["-mcpu=cortex-m0plus", "-mfloat-abi=soft", FP16], false, false),
@@ -82,6 +86,7 @@ pub const CPUS: [CpuInfo; 13] = [
     row(Cpu::CortexM33, "cortex-m33", Some("thumbv8m.main-none-eabi"), &["-mcpu=cortex-m33", M33_DSP, "-mfloat-abi=soft", FP16], true, false),
     row(Cpu::CortexM33F, "cortex-m33f", Some("thumbv8m.main-none-eabihf"), &["-mcpu=cortex-m33", M33_DSP_FP, "-mfloat-abi=hard", "-mfpu=fpv5-sp-d16", FP16], true, false),
     row(Cpu::CortexM55, "cortex-m55", Some("thumbv8m.main-none-eabihf"), &["-mcpu=cortex-m55", M55_DSP_MVE, "-mfloat-abi=hard", FP16], true, true),
+    row(Cpu::Aarch64, "aarch64", Some("aarch64-unknown-linux-gnu"), &["-march=armv8-a"], false, false),
     row(Cpu::Rv32imc, "rv32imc", Some("riscv32imc-unknown-none-elf"), &["-march=rv32imc", "-mabi=ilp32"], false, false),
     row(Cpu::Rv32imac, "rv32imac", Some("riscv32imac-unknown-none-elf"), &["-march=rv32imac", "-mabi=ilp32"], false, false),
 ];
@@ -144,6 +149,11 @@ impl Cpu {
             .map(|i| i.cpu)
     }
 
+    /// Its programs run on an operating system (`std`, files, an exit status), not bare metal.
+    pub fn hosted(self) -> bool {
+        self == Cpu::Host || self.info().triple.is_some_and(|t| t.contains("-linux-"))
+    }
+
     /// The names in the table, for an error that lists them.
     pub fn names() -> Vec<&'static str> {
         CPUS.iter().map(|i| i.name).collect()
@@ -184,5 +194,11 @@ mod tests {
             let dsp = arch.starts_with("thumbv7em") || arch.starts_with("thumbv8m.main");
             assert_eq!(info.dsp, dsp, "{}", info.name);
         }
+    }
+
+    #[test]
+    fn a_linux_triple_is_hosted_and_bare_metal_is_not() {
+        assert!(Cpu::Aarch64.hosted() && Cpu::Host.hosted());
+        assert!(!Cpu::CortexM55.hosted() && !Cpu::Rv32imc.hosted());
     }
 }

@@ -300,6 +300,23 @@ fn test_bundle_runs_on_every_emulated_board() {
     }
 }
 
+/// A hosted board has no RTT: asked for it, the run says so and names the channel it has.
+#[test]
+fn a_hosted_board_refuses_rtt_and_names_its_channel() {
+    let board = board::info("qemu-aarch64").unwrap();
+    let testdata = board::root().join("boards/testdata/add-relu");
+    let input = std::fs::read(testdata.join("io/input_0.bin")).unwrap();
+    let image = build(&board, &testdata);
+    let options = RunOptions { io: Io::Rtt };
+    let error = board::run_with_options(&board, &image, &[input], TIMEOUT, options).unwrap_err();
+    let text = error.to_string();
+    assert!(matches!(error, BoardError::Unsupported { .. }), "{text}");
+    assert!(
+        text.contains("qemu-aarch64") && text.contains("--io channel"),
+        "{text}"
+    );
+}
+
 #[test]
 fn other_format_version_is_refused_by_the_device() {
     let board = board::info("qemu-an386").unwrap();
@@ -361,7 +378,7 @@ fn boards_are_read_from_their_folders() {
     assert!(!names.contains(&"user-firmware"), "{names:?}");
     let an386 = board::info("qemu-an386").unwrap();
     assert_eq!(an386.target, "thumbv7em-none-eabihf");
-    assert!(an386.emulated && !an386.code_in_ram);
+    assert!(an386.emulated && !an386.code_in_ram && !an386.hosted());
     assert_eq!((an386.flash_bytes, an386.ram_bytes), (4 << 20, 4 << 20));
     let qemu = an386.qemu.unwrap();
     assert_eq!(qemu[0], "qemu-system-arm");
@@ -372,6 +389,11 @@ fn boards_are_read_from_their_folders() {
         (256 << 10, 16 << 10)
     );
     assert!(board::info("qemu-rv32").unwrap().code_in_ram);
+    // A Linux program under QEMU's user-mode emulation: code and data share its memory.
+    let aarch64 = board::info("qemu-aarch64").unwrap();
+    assert!(aarch64.emulated && aarch64.hosted() && aarch64.code_in_ram);
+    assert_eq!(aarch64.target, "aarch64-unknown-linux-gnu");
+    assert_eq!(aarch64.qemu.as_ref().unwrap()[0], "qemu-aarch64");
     let pico = board::info("rp2040-pico").unwrap();
     assert!(!pico.emulated && pico.qemu.is_none());
     assert_eq!(pico.probe_chip.as_deref(), Some("RP2040"));

@@ -334,11 +334,11 @@ fn run_files(
         }
     }
     let mut command = std::process::Command::new(&qemu[0]);
-    command.args(&qemu[1..]).arg(&image.elf);
     let log = io.path.join("insn.log");
     if counted.is_some() {
         count_instructions(&mut command, &image.elf, &log, Core::of(board))?;
     }
+    command.args(&qemu[1..]).arg(&image.elf);
     let output = match run_with_timeout(&mut command, &io.path, &board.name, timeout) {
         Ok((_, output)) => output,
         // What the cases before the hang wrote is still there.
@@ -379,14 +379,14 @@ fn run_rtt(
     let io = IoDir::new()?;
     let socket = io.path.join("gdb.sock");
     let mut command = std::process::Command::new(&qemu[0]);
-    command
-        .args(channel_command_line(&qemu[1..]))
-        .arg(&image.elf)
-        .args(gdb_args(&socket));
     let log = io.path.join("insn.log");
     if counted.is_some() {
         count_instructions(&mut command, &image.elf, &log, Core::of(board))?;
     }
+    command
+        .args(channel_command_line(&qemu[1..]))
+        .arg(&image.elf)
+        .args(gdb_args(&socket));
     let inputs: Vec<&[Vec<u8>]> = cases.iter().map(|c| c.inputs).collect();
     let run = run_under_gdb(
         &mut command,
@@ -459,8 +459,9 @@ fn session_outcomes(sessions: Sessions, cases: usize) -> Vec<Option<CountedOutco
     outcomes
 }
 
-/// Adds the instruction-count plugin to `command`, counting by the image's `KILN_MARKER`
-/// stores into `log`, with the cycle estimate of `core` (its log lines then carry the
+/// Adds the instruction-count plugin to `command`, before any other argument (a user-mode
+/// QEMU takes what follows the program as the program's), counting by the image's
+/// `KILN_MARKER` stores into `log`, with the cycle estimate of `core` (its log lines then carry the
 /// estimated cycles after the instructions, which [`read_marks`] reads too).
 fn count_instructions(
     command: &mut std::process::Command,

@@ -41,12 +41,12 @@ pub fn run_marked(
     let log = io.path.join("insn.log");
     let mut command = Command::new(&qemu[0]);
     command
-        .args(&qemu[1..])
-        .arg(elf)
         .arg("-plugin")
         .arg(plugin_args(&plugin()?, marker, Core::of(board)))
         .args(["-d", "plugin", "-D"])
-        .arg(&log);
+        .arg(&log)
+        .args(&qemu[1..])
+        .arg(elf);
     let (status, output) = run_with_timeout(&mut command, &io.path, &board.name, timeout)?;
     let text = std::fs::read_to_string(&log).map_err(io_error(&log))?;
     Ok(MarkedRun {

@@ -73,6 +73,12 @@ pub struct BoardInfo {
 }
 
 impl BoardInfo {
+    /// Its program runs on an operating system (a Linux program, [`Cpu::hosted`]), under a
+    /// user-mode QEMU when emulated.
+    pub fn hosted(&self) -> bool {
+        self.cpu.hosted()
+    }
+
     /// The target its kernels are generated for: its CPU's ([`Target::for_cpu`]), as a build
     /// script building for that CPU would.
     ///
@@ -308,10 +314,11 @@ pub fn info(name: &str) -> Result<BoardInfo, BoardError> {
     let runner = files
         .runner()
         .map(|r| r.split_whitespace().map(str::to_string).collect::<Vec<_>>());
+    // `qemu-system-arm`, or a user-mode QEMU (`qemu-aarch64`) for a hosted board.
     let emulated = runner
         .as_ref()
         .and_then(|r| r.first())
-        .is_some_and(|program| program.starts_with("qemu-system-"));
+        .is_some_and(|program| program.starts_with("qemu-"));
     let probe_chip = runner
         .as_ref()
         .filter(|r| r.first().is_some_and(|p| p == "probe-rs"))

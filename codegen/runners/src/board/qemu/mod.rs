@@ -358,22 +358,13 @@ fn launch(
     let log = io.path.join("insn.log");
     let socket = io.path.join("gdb.sock");
     let rtt_block = match options.io {
-        Io::Rtt => Some(super::rtt_control_block(image)?),
+        Io::Rtt if !board.hosted() => Some(super::rtt_control_block(image)?),
+        Io::Rtt => None,
         Io::Files | Io::Channel => None,
     };
     let mut command = Command::new(&qemu[0]);
-    match options.io {
-        Io::Files => command.args(&qemu[1..]).arg(&image.elf),
-        Io::Channel => command
-            .args(channel_command_line(&qemu[1..]))
-            .arg(&image.elf)
-            .args(["-append", CHANNEL_WORD]),
-        Io::Rtt => command
-            .args(channel_command_line(&qemu[1..]))
-            .arg(&image.elf)
-            .args(gdb_args(&socket)),
-    };
-    // A firmware that can never run a kernel has no marker, and nothing to count.
+    // A firmware that can never run a kernel has no marker, and nothing to count. The plugin
+    // comes first: a user-mode QEMU takes what follows the program as the program's arguments.
     let marker = elf.symbol("KILN_MARKER").map(|(address, _)| address);
     if let Some(address) = marker {
         let plugin = plugin()?;
@@ -383,6 +374,27 @@ fn launch(
             .args(["-d", "plugin", "-D"])
             .arg(&log);
     }
+    match (options.io, board.hosted()) {
+        (Io::Files, _) => command.args(&qemu[1..]).arg(&image.elf),
+        // A hosted program's channel is its standard streams, asked for among its arguments.
+        (Io::Channel, true) => command.args(&qemu[1..]).arg(&image.elf).arg(CHANNEL_WORD),
+        (Io::Channel, false) => command
+            .args(channel_command_line(&qemu[1..]))
+            .arg(&image.elf)
+            .args(["-append", CHANNEL_WORD]),
+        (Io::Rtt, true) => {
+            return Err(BoardError::Unsupported {
+                board: board.name.clone(),
+                reason: "a hosted program has no RTT; its test-vector channel is its standard \
+                         input and output (--io channel)"
+                    .into(),
+            })
+        }
+        (Io::Rtt, false) => command
+            .args(channel_command_line(&qemu[1..]))
+            .arg(&image.elf)
+            .args(gdb_args(&socket)),
+    };
     let started = Instant::now();
     let (status, output, session) = match options.io {
         Io::Files => {

@@ -1,0 +1,3 @@
+fn main() {
+    kiln_board_build::build();
+}
