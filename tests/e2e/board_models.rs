@@ -148,12 +148,13 @@ fn run_bundle(
         );
     }
     if info.target.starts_with("aarch64") && bundle.kernels_c.contains("vector_size(") {
-        // The float vectors compiled to NEON's multiply-accumulates on four lanes.
+        // The vectors compiled to NEON's multiplies on four 32-bit lanes (`FMLA`, or `MUL` and
+        // `MLA` of int32 lanes).
         let text = disassembly("aarch64-linux-gnu-objdump", &image.elf);
+        let neon = |l: &str| (l.contains("mla") || l.contains("mul")) && l.contains(".4s");
         assert!(
-            text.lines()
-                .any(|l| l.contains("fmla") && l.contains(".4s")),
-            "{model} on {board_name}: no NEON FMLA in the image"
+            text.lines().any(neon),
+            "{model} on {board_name}: no NEON multiply in the image"
         );
     }
     let inputs: Vec<Vec<u8>> = inputs.into_iter().map(Tensor::into_bytes).collect();

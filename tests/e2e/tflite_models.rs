@@ -64,6 +64,16 @@ fn mlperf(name: &str) {
     assert_eq!(samples.len(), 5);
     let worst = check(name, &bundle, &samples);
     if is_int8(name) {
+        // The host's kernels: int8 sums in int32 lanes, their int8 loads widened as vectors;
+        // the same outputs.
+        let host = compile_file_for(name, &tflite_path(name), &Target::host())
+            .unwrap_or_else(|e| panic!("{e:#}"));
+        assert!(
+            host.kernels_c.contains("__builtin_convertvector("),
+            "{name}: no int8 loads widened in lanes on the host"
+        );
+        let host_name = format!("{name}-host");
+        assert_eq!(check(&host_name, &host, &samples), 0.0, "{host_name}");
         // The kernels of a DSP core, their packed dot products in plain C here: the same
         // outputs, so the packing pairs every product as the plain kernels do.
         let dsp = compile_file_for(name, &tflite_path(name), &Target::c_dsp())

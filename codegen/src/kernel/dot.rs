@@ -175,7 +175,7 @@ const DOT_LANE_TYPES: [DType; 2] = [DType::I8, DType::I16];
 #[cfg(test)]
 mod tests {
     use crate::dtype::DType;
-    use crate::kernel::examples::{matvec, matvec_i8, matvec_int};
+    use crate::kernel::examples::{assert_matvec_sums, matvec, matvec_i8, matvec_int};
     use crate::kernel::{Kernel, KernelError, Opt, OptOp};
     use crate::ops::ConstValue;
     use crate::render::to_program;
@@ -212,28 +212,6 @@ mod tests {
         assert!(p.src.contains("kiln_dot4(") && p.src.contains("kiln_ld4(data1+"));
         assert!(p.src.contains("__smlad") && p.src.contains("__ARM_FEATURE_DSP"));
         assert_matvec_sums(&p, rows, cols);
-    }
-
-    /// `p` computes `matvec_i8(rows, cols)`'s sums exactly, on values at the ends of int8's
-    /// range, so that a sign lost in the packing would show.
-    fn assert_matvec_sums(p: &crate::render::Program, rows: usize, cols: usize) {
-        let a: Vec<i64> = (0..rows * cols)
-            .map(|i| (i as i64 * 37 % 256) - 128)
-            .collect();
-        let b: Vec<i64> = (0..cols).map(|j| 127 - (j as i64 * 53 % 256)).collect();
-        let mut bufs = HashMap::new();
-        let ints = |v: &[i64]| HostBuffer {
-            dtype: crate::dtype::Scalar::I8,
-            data: v.iter().map(|&x| ConstValue::Int(x)).collect(),
-        };
-        bufs.insert(ArgId(0), HostBuffer::zeros(crate::dtype::Scalar::I32, rows));
-        bufs.insert(ArgId(1), ints(&a));
-        bufs.insert(ArgId(2), ints(&b));
-        run(&p.uops, &mut bufs, &HashMap::new()).unwrap();
-        for r in 0..rows {
-            let want: i64 = (0..cols).map(|j| a[r * cols + j] * b[j]).sum();
-            assert_eq!(bufs[&ArgId(0)].data[r].as_i64(), want, "row {r}");
-        }
     }
 
     /// With Helium, sixteen int8 products are one dot product of two 128-bit loads; the sums

@@ -74,3 +74,40 @@ pub fn conv2d(
     let item = s.items.last().expect("the convolution's kernel");
     Kernel::new(item.ast.clone(), target).expect("a valid kernel")
 }
+
+/// `p` computes `matvec_i8(rows, cols)`'s sums exactly, on values at the ends of int8's
+/// range, so that a sign lost in the packing would show.
+#[cfg(test)]
+pub fn assert_matvec_sums(p: &crate::render::Program, rows: usize, cols: usize) {
+    let a: Vec<i64> = (0..rows * cols)
+        .map(|i| (i as i64 * 37 % 256) - 128)
+        .collect();
+    let b: Vec<i64> = (0..cols).map(|j| 127 - (j as i64 * 53 % 256)).collect();
+    let sums = run_matvec_i8(p, &a, &b);
+    for r in 0..rows {
+        let want: i64 = (0..cols).map(|j| a[r * cols + j] * b[j]).sum();
+        assert_eq!(sums[r], want, "row {r}");
+    }
+}
+
+/// The int32 sums `p`, a `matvec_i8` kernel, computes in the UOp interpreter from the int8
+/// matrix `a` (in the order the kernel reads it) and vector `b`.
+#[cfg(test)]
+pub fn run_matvec_i8(p: &crate::render::Program, a: &[i64], b: &[i64]) -> Vec<i64> {
+    use crate::dtype::Scalar;
+    use crate::ops::ConstValue;
+    use crate::uop::interp::{run, HostBuffer};
+    use crate::uop::ArgId;
+    use std::collections::HashMap;
+    let ints = |v: &[i64]| HostBuffer {
+        dtype: Scalar::I8,
+        data: v.iter().map(|&x| ConstValue::Int(x)).collect(),
+    };
+    let rows = a.len() / b.len();
+    let mut bufs = HashMap::new();
+    bufs.insert(ArgId(0), HostBuffer::zeros(Scalar::I32, rows));
+    bufs.insert(ArgId(1), ints(a));
+    bufs.insert(ArgId(2), ints(b));
+    run(&p.uops, &mut bufs, &HashMap::new()).unwrap();
+    bufs[&ArgId(0)].data.iter().map(|v| v.as_i64()).collect()
+}

@@ -58,16 +58,15 @@ impl Kernel {
         if most < 8 || self.reduceops.is_empty() || self.group_for_reduces > 0 {
             return None;
         }
-        let f32_only = self
-            .reduceops
-            .iter()
-            .all(|r| r.dtype().scalar == Scalar::F32)
-            && self
-                .earlybufs
-                .iter()
-                .flatten()
-                .all(|&b| self.bufs[b].dtype().scalar == Scalar::F32);
-        if !f32_only {
+        // Float sums of floats, or int32 sums of int8, int16 or int32 (each widened in its
+        // lane).
+        let sums = |s: Scalar| self.reduceops.iter().all(|r| r.dtype().scalar == s);
+        let reads = |ok: &[Scalar]| {
+            (self.earlybufs.iter().flatten()).all(|&b| ok.contains(&self.bufs[b].dtype().scalar))
+        };
+        let lanes_compute = (sums(Scalar::F32) && reads(&[Scalar::F32]))
+            || (sums(Scalar::I32) && reads(&[Scalar::I8, Scalar::I16, Scalar::I32]));
+        if !lanes_compute {
             return None;
         }
         let n = self.shape_len();
@@ -333,6 +332,43 @@ mod tests {
                     assert_eq!(order[(g * 4 + i) * 8 + lane], (15 - o) * 4 + (3 - i));
                 }
             }
+        }
+    }
+
+    /// int8 products summed in int32 take lanes as floats do: each lane's int8 loads are
+    /// one vector, widened to int32 lanes by one conversion; the sums are exact.
+    #[test]
+    fn int8_products_summed_in_int32_are_computed_in_lanes() {
+        use crate::kernel::examples::matvec_i8;
+        let (rows, cols) = (16, 24);
+        let mut k = lanes_on_outputs(matvec_i8(rows, cols, Target::host()));
+        k.free_layout = vec![(1, rows * cols)];
+        let axis = k.vector_axis().expect("int32 lanes along the outputs");
+        assert_eq!(
+            k.lane_gathers(axis),
+            Some(0),
+            "the int8 matrix is laid out again"
+        );
+        let (laid, relayouts) = k.laid_out();
+        assert_eq!(relayouts.len(), 1);
+        let p = crate::render::to_program(&laid).unwrap();
+        let widen = p.uops.uops.iter().find(|u| {
+            u.kind == crate::uop::UOpKind::Cast
+                && u.dtype == Some(DType::I32.vec(8))
+                && u.src.len() == 1
+        });
+        assert!(widen.is_some(), "one conversion of eight lanes: {}", p.src);
+        assert!(p.src.contains("__builtin_convertvector("), "{}", p.src);
+        // The sums, the matrix given in its new order, at the ends of int8's range.
+        let a: Vec<i64> = (0..rows * cols)
+            .map(|i| (i as i64 * 37 % 256) - 128)
+            .collect();
+        let b: Vec<i64> = (0..cols).map(|j| 127 - (j as i64 * 53 % 256)).collect();
+        let laid_a: Vec<i64> = relayouts[0].order().map(|o| a[o]).collect();
+        let sums = crate::kernel::examples::run_matvec_i8(&p, &laid_a, &b);
+        for r in 0..rows {
+            let want: i64 = (0..cols).map(|j| a[r * cols + j] * b[j]).sum();
+            assert_eq!(sums[r], want, "row {r}");
         }
     }
 

@@ -20,6 +20,7 @@ impl Dialect {
             type_name: glsl_type_name,
             storage_type: glsl_storage_type,
             cast: "$t($x)",
+            convert: "$t($x)",
             pack: "$t($x)",
             gep: "($x)[$n]",
             vector_access: VectorAccess::Lanes,

@@ -71,6 +71,8 @@ pub struct Dialect {
     pub storage_type: fn(DType) -> Option<String>,
     /// Template of a numeric conversion.
     pub cast: &'static str,
+    /// Template of a numeric conversion of a vector, lane by lane.
+    pub convert: &'static str,
     /// Template packing scalars into a vector.
     pub pack: &'static str,
     /// Template of one lane of a vector.
@@ -129,6 +131,8 @@ impl Dialect {
             type_name: c_type_name,
             storage_type: |d| Some(c_type_name(d)),
             cast: "(($t)($x))",
+            // A cast between GCC's vector types reinterprets their bits.
+            convert: "__builtin_convertvector($x, $t)",
             pack: "(($t){$x})",
             gep: "($x)[$n]",
             vector_access: VectorAccess::Pointer,

@@ -19,6 +19,7 @@ impl Dialect {
             type_name: opencl_type_name,
             storage_type: opencl_storage_type,
             cast: "(($t)($x))",
+            convert: "convert_$t($x)",
             pack: "(($t)($x))",
             gep: "($x).s$n",
             vector_access: VectorAccess::Builtin,

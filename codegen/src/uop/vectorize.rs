@@ -174,6 +174,11 @@ impl Vectorizer<'_> {
                 }
                 Some(self.g.node(UOpKind::Alu(*op), vdt, src))
             }
+            // A numeric conversion of each lane: one of the vector of their sources.
+            UOpKind::Cast if first.src.len() == 1 => {
+                let from = self.vector(&us.iter().map(|u| u.src[0]).collect::<Vec<_>>())?;
+                Some(self.g.node(UOpKind::Cast, vdt, vec![from]))
+            }
             UOpKind::Load => self
                 .consecutive_load(&us, vdt)
                 .or_else(|| Some(self.g.node(UOpKind::Cast, vdt, lanes.to_vec()))),

@@ -161,6 +161,8 @@ impl Renderer<'_> {
         let e = if u.src.len() > 1 {
             let parts: Vec<&str> = (0..u.src.len()).map(|k| self.src(u, k)).collect();
             fill(d.pack, &[("$t", &t), ("$x", &parts.join(", "))])
+        } else if self.dtype_of(u, 0).is_vector() {
+            fill(d.convert, &[("$t", &t), ("$x", self.src(u, 0))])
         } else {
             fill(d.cast, &[("$t", &t), ("$x", self.src(u, 0))])
         };

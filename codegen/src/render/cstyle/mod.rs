@@ -253,7 +253,8 @@ impl<'a> Renderer<'a> {
 
     fn load(&mut self, i: usize, u: &UOp) -> Result<(), RenderError> {
         let dt = u.dtype.expect("typed");
-        if dt == dot::PACKED || dt == dot::WIDE || dt == dot::HELIUM {
+        // A dot product's operand; on a target without them, a vector of int8 lanes.
+        if self.target.packed_dot && (dt == dot::PACKED || dt == dot::WIDE || dt == dot::HELIUM) {
             return self.packed_load(i, u);
         }
         let t = self.ty(dt)?;
