@@ -33,7 +33,7 @@ struct CorpusArgs {
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "c,c-dsp,c-dsp-wide,c-dsp-i16,c-dsp-wide-i16,c-mve,host,opencl,vulkan"
+        default_value = "c,c-dsp,c-dsp-wide,c-dsp-i16,c-dsp-wide-i16,c-mve,host,neon,opencl,vulkan"
     )]
     targets: Vec<String>,
     /// The ONNX node test cases (default: `$KILN_ONNX_NODE_TESTS`, else the `onnx` package's in
