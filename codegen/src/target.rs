@@ -47,6 +47,11 @@ pub struct Target {
     /// Lanes of the CPU's float vectors that reduces are computed in (GCC/Clang vector
     /// extensions); 0 keeps every value scalar.
     pub simd_lanes: u8,
+    /// With `simd_lanes`: int32 sums of int8 (or int16, int32) reads take the lanes too, each
+    /// lane's loads widened as one vector. On where the C compiler widens a vector of int8 in
+    /// registers (x86); off on AArch64, where GCC builds a widened 256-bit vector byte by byte
+    /// through the stack.
+    pub int_lanes: bool,
     /// Per-axis limits of the global size (x, y, z); `None` when unlimited.
     pub global_max: Option<Vec<usize>>,
     /// Per-axis limits of the local size (x, y, z).
@@ -92,6 +97,7 @@ impl Target {
             has_shared: false,
             supports_float4: false,
             simd_lanes: 0,
+            int_lanes: false,
             global_max: None,
             local_max: None,
             shared_max: 0,
@@ -245,13 +251,14 @@ impl Target {
                 "host"
             },
             simd_lanes: if host_has_wide_vectors() { 16 } else { 8 },
+            int_lanes: true,
             ..Target::c()
         }
     }
 
     /// C for a 64-bit Arm application core (AArch64): reduces over float vectors of 8 lanes,
     /// which the C compiler computes as pairs of NEON's 128-bit registers, whatever machine
-    /// builds it.
+    /// builds it; integer reduces stay scalar ([`Target::int_lanes`]).
     pub fn neon() -> Self {
         Target {
             name: "neon",
@@ -269,6 +276,7 @@ impl Target {
             has_shared: limits.shared_bytes > 0,
             supports_float4: true,
             simd_lanes: 0,
+            int_lanes: false,
             global_max: Some(limits.groups_max.to_vec()),
             local_max: Some(limits.local_max.to_vec()),
             shared_max: limits.shared_bytes,
@@ -293,6 +301,7 @@ impl Target {
             has_shared: true,
             supports_float4: true,
             simd_lanes: 0,
+            int_lanes: false,
             global_max: Some(global_max),
             local_max: Some(local_max),
             shared_max: 32768,

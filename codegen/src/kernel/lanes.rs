@@ -58,14 +58,15 @@ impl Kernel {
         if most < 8 || self.reduceops.is_empty() || self.group_for_reduces > 0 {
             return None;
         }
-        // Float sums of floats, or int32 sums of int8, int16 or int32 (each widened in its
-        // lane).
+        // Float sums of floats, or, where the target takes them, int32 sums of int8, int16
+        // or int32 (each widened in its lane).
         let sums = |s: Scalar| self.reduceops.iter().all(|r| r.dtype().scalar == s);
         let reads = |ok: &[Scalar]| {
             (self.earlybufs.iter().flatten()).all(|&b| ok.contains(&self.bufs[b].dtype().scalar))
         };
+        let ints = self.target.int_lanes;
         let lanes_compute = (sums(Scalar::F32) && reads(&[Scalar::F32]))
-            || (sums(Scalar::I32) && reads(&[Scalar::I8, Scalar::I16, Scalar::I32]));
+            || (ints && sums(Scalar::I32) && reads(&[Scalar::I8, Scalar::I16, Scalar::I32]));
         if !lanes_compute {
             return None;
         }
@@ -359,6 +360,9 @@ mod tests {
         });
         assert!(widen.is_some(), "one conversion of eight lanes: {}", p.src);
         assert!(p.src.contains("__builtin_convertvector("), "{}", p.src);
+        // AArch64's target keeps them scalar: GCC widens its int8 vectors through the stack.
+        let neon = lanes_on_outputs(matvec_i8(rows, cols, Target::neon()));
+        assert_eq!(neon.vector_axis(), None);
         // The sums, the matrix given in its new order, at the ends of int8's range.
         let a: Vec<i64> = (0..rows * cols)
             .map(|i| (i as i64 * 37 % 256) - 128)
