@@ -22,6 +22,7 @@ use crate::dtype::DType;
 use crate::ops::{AluOp, ConstValue, ReduceOp, TernaryOp};
 use crate::shape::{ShapeError, ShapeTracker};
 use crate::tensor::Tensor;
+use std::collections::BTreeSet;
 
 /// Index of a node in a [`Graph`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -141,11 +142,23 @@ pub struct Graph {
     pub weights: Vec<WeightData>,
     pub inputs: Vec<InputInfo>,
     pub states: Vec<StateInfo>,
+    /// Nodes whose shape already puts an image's channels last (a TFLite model's NHWC
+    /// tensors): the schedule's layout pass leaves their buffers in the order they have.
+    /// Every other image is channel-first, as ONNX's are.
+    pub channels_last: BTreeSet<NodeId>,
 }
 
 impl Graph {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Records that `x`'s shape is an image with its channels last (NHWC), when `x` is its
+    /// node as computed (a node seen through a permutation is not).
+    pub fn mark_channels_last(&mut self, x: &Lazy) {
+        if x.st.contiguous() && x.shape() == self.node(x.base).shape.as_slice() {
+            self.channels_last.insert(x.base);
+        }
     }
 
     pub fn node(&self, id: NodeId) -> &GNode {

@@ -32,6 +32,7 @@ fn schedule(sizes: &[usize], uses: &[Vec<usize>]) -> Schedule {
         outputs: vec![],
         states: vec![],
         weights: vec![],
+        channels_last: Default::default(),
     }
 }
 
@@ -118,6 +119,7 @@ mod in_place {
             outputs: vec![BufId(3)],
             states: vec![],
             weights: vec![],
+            channels_last: Default::default(),
         }
     }
 

@@ -161,6 +161,10 @@ pub(super) fn build_schedule(
         states: (states.into_iter().zip(&g.states))
             .map(|(buf, s)| (buf, s.init.clone()))
             .collect(),
+        channels_last: (b.buf_of.iter())
+            .filter(|(id, _)| g.channels_last.contains(id))
+            .map(|(_, &buf)| buf)
+            .collect(),
         weights: b.weights,
     })
 }

@@ -137,7 +137,8 @@ pub fn choose_layouts(s: &mut Schedule, target: &Target) {
         return;
     }
     for b in 0..s.buffers.len() {
-        if !s.free_storage(b) {
+        // A buffer stored channels-last already (NHWC) keeps its order.
+        if !s.free_storage(b) || s.channels_last.contains(&super::BufId(b as u32)) {
             continue;
         }
         let Some(layout) = channels_last(&s.buffers[b].shape) else {
@@ -314,5 +315,41 @@ mod tests {
         );
         assert!(channels_last(&[1, 10]).is_none());
         assert!(channels_last(&[]).is_none());
+    }
+
+    #[test]
+    fn a_tflite_models_nhwc_images_keep_their_order() {
+        // kws int8: its activations are NHWC, [1, 25, 5, 64]; moving the 25 rows innermost
+        // (as if they were an ONNX image's channels) would put the 64 channels 25 apart.
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/models/mlperf-tiny/tflite/kws_ref_model.tflite"
+        );
+        let bytes = std::fs::read(path).expect("the kws model");
+        let imported = crate::model::import_bytes(&bytes, &Default::default()).unwrap();
+        let (g, outputs) = (&imported.graph, &imported.outputs);
+        let plain = super::super::create_schedule(g, outputs).unwrap();
+        let mut host = plain.clone();
+        choose_layouts(&mut host, &Target::host());
+        let images: Vec<usize> = (0..plain.buffers.len())
+            .filter(|&b| plain.free_storage(b) && channels_last(&plain.buffers[b].shape).is_some())
+            .collect();
+        assert!(images.len() >= 8, "the activations: {images:?}");
+        for &b in &images {
+            assert!(plain.channels_last.contains(&super::super::BufId(b as u32)));
+        }
+        assert_eq!(host.items.len(), plain.items.len());
+        for (mine, theirs) in host.items.iter().zip(&plain.items) {
+            assert_eq!(mine.ast, theirs.ast, "every view as the graph has it");
+        }
+        // Unmarked, the same buffers would be laid out again.
+        let mut unmarked = plain.clone();
+        unmarked.channels_last.clear();
+        choose_layouts(&mut unmarked, &Target::host());
+        assert!(unmarked
+            .items
+            .iter()
+            .zip(&plain.items)
+            .any(|(a, b)| a.ast != b.ast));
     }
 }

@@ -19,6 +19,7 @@ pub mod widen;
 use crate::dtype::DType;
 use crate::graph::{Graph, GraphError, Lazy, WeightData, WeightId};
 use ast::LazyOp;
+use std::collections::BTreeSet;
 
 /// A buffer of the compiled model.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -93,6 +94,9 @@ pub struct Schedule {
     pub states: Vec<(BufId, Option<crate::tensor::Tensor>)>,
     /// The weights `BufKind::Weight` refers to (the graph's, after folding).
     pub weights: Vec<WeightData>,
+    /// Buffers whose shape already puts an image's channels last (the graph's
+    /// [`Graph::channels_last`](crate::graph::Graph::channels_last) nodes).
+    pub channels_last: BTreeSet<BufId>,
 }
 
 /// Errors of scheduling.

@@ -181,6 +181,10 @@ fn lower(
             source,
         })?;
         for (id, v) in op.outputs.iter().zip(outs) {
+            // TFLite's images are NHWC: their buffers need no other layout.
+            if v.shape().len() == 4 {
+                graph.mark_channels_last(&v);
+            }
             values.insert(*id, v);
         }
     }

@@ -250,6 +250,7 @@ fn candidates_bundle(
         outputs: Vec::new(),
         states: vec![],
         weights: Vec::new(),
+        channels_last: Default::default(),
     };
     let programs: Vec<Program> = programs.iter().map(|&p| p.clone()).collect();
     bundle::build(kernel, &schedule, &[], &programs, &plan, "c").map_err(|source| {

@@ -356,7 +356,9 @@ fn quantized_sum(
     let fq = filter_quant(ctx, n)?;
     let g = &mut *ctx.graph;
     let xp = if pads.iter().any(|&(a, b)| a + b > 0) {
-        g.pad_value(x, pads, f64::from(zp_in))?
+        let xp = g.pad_value(x, pads, f64::from(zp_in))?;
+        g.mark_channels_last(&xp);
+        xp
     } else {
         x.clone()
     };
