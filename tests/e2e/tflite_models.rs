@@ -72,6 +72,11 @@ fn mlperf(name: &str) {
             host.kernels_c.contains("__builtin_convertvector("),
             "{name}: no int8 loads widened in lanes on the host"
         );
+        // Their requantization in lanes too: the clamp to int8 one vector selection.
+        assert!(
+            host.kernels_c.contains("kiln_select_int"),
+            "{name}: no requantization in lanes on the host"
+        );
         let host_name = format!("{name}-host");
         assert_eq!(check(&host_name, &host, &samples), 0.0, "{host_name}");
         // The kernels of a DSP core, their packed dot products in plain C here: the same

@@ -199,6 +199,9 @@ pub fn c_type_name(d: DType) -> String {
     };
     if d.count == 1 {
         base.to_string()
+    } else if d.scalar == Bool {
+        // A vector comparison's lane masks (see the renderer's SIMD types).
+        format!("kiln_mask{}", d.count)
     } else {
         // `float8`, `unsigned_char4`: one word, for a typedef.
         format!("{}{}", base.replace(' ', "_"), d.count)

@@ -17,8 +17,9 @@ use super::{UOp, UOpGraph, UOpId, UOpKind};
 use crate::ops::{AluOp, BinaryOp, TernaryOp, UnaryOp};
 use std::collections::HashMap;
 
-/// Vectorizes each group of accumulator results (`Phi` nodes, in lane order) that it can and
-/// returns the sinks rewritten to read those lanes out of the vectors.
+/// Vectorizes each group of accumulator results (`Phi` nodes, or the sums themselves where
+/// the reduce is unrolled whole; in lane order) that it can and returns the sinks rewritten
+/// to read those lanes out of the vectors.
 pub fn vectorize(g: &mut UOpGraph, groups: &[Vec<UOpId>], sinks: &[UOpId]) -> Vec<UOpId> {
     let mut v = Vectorizer {
         g,
@@ -26,12 +27,23 @@ pub fn vectorize(g: &mut UOpGraph, groups: &[Vec<UOpId>], sinks: &[UOpId]) -> Ve
     };
     let mut lanes_of: HashMap<UOpId, UOpId> = HashMap::new();
     for group in groups {
-        if group.len() < 2 || !group.iter().all(|&p| v.kind(p) == &UOpKind::Phi) {
+        // Accumulators carried through a reduce loop, or, where the whole reduce is
+        // unrolled, the sums themselves.
+        let phis = group
+            .iter()
+            .filter(|&&p| v.kind(p) == &UOpKind::Phi)
+            .count();
+        if group.len() < 2 || (phis != 0 && phis != group.len()) {
             continue;
         }
         let Some(vector) = v.vector(group) else {
             continue;
         };
+        // Lanes only packed into a vector (a gather, a broadcast) stay as they are: reading
+        // them out of it again would go round in a circle.
+        if v.g.get(vector).src.iter().any(|s| group.contains(s)) {
+            continue;
+        }
         for (lane, &p) in group.iter().enumerate() {
             let d = v.g.get(p).dtype;
             let gep = v.g.node(UOpKind::Gep(lane as u8), d, vec![vector]);
@@ -167,7 +179,10 @@ impl Vectorizer<'_> {
                 };
                 Some(self.g.node(UOpKind::Phi, vdt, vec![acc, new]))
             }
-            UOpKind::Alu(op) if lane_wise(*op) => {
+            // A selection by a comparison of 32-bit lanes: the comparison's lane masks pick
+            // each lane (C has no `?:` on vectors; the renderer selects with the masks).
+            UOpKind::Alu(AluOp::Ternary(TernaryOp::Where)) => self.selection(&us, vdt),
+            UOpKind::Alu(op) if lane_wise(*op, dtype) => {
                 let mut src = Vec::with_capacity(first.src.len());
                 for k in 0..first.src.len() {
                     src.push(self.vector(&us.iter().map(|u| u.src[k]).collect::<Vec<_>>())?);
@@ -193,6 +208,36 @@ impl Vectorizer<'_> {
             }
             _ => None,
         }
+    }
+
+    /// One vector `Where` for lanes `us` that each select by a `CmpLt` of two 32-bit values:
+    /// the comparison is made on the vectors of its operands, for this selection alone.
+    fn selection(&mut self, us: &[UOp], vdt: Option<crate::dtype::DType>) -> Option<UOpId> {
+        let less = UOpKind::Alu(AluOp::Binary(BinaryOp::CmpLt));
+        let conds: Vec<UOp> = us.iter().map(|u| self.g.get(u.src[0]).clone()).collect();
+        let operand = self.g.get(conds[0].src[0]).dtype?;
+        let four = |d: Option<crate::dtype::DType>| d.is_some_and(|d| d.scalar.size() == 4);
+        if conds.iter().any(|c| c.kind != less) || !four(Some(operand)) || !four(vdt) {
+            return None;
+        }
+        let mut cmp = Vec::with_capacity(2);
+        for k in 0..2 {
+            cmp.push(self.vector(&conds.iter().map(|c| c.src[k]).collect::<Vec<_>>())?);
+        }
+        let mask = crate::dtype::DType::BOOL.vec(us.len() as u8);
+        let cond = self.g.node(
+            UOpKind::Alu(AluOp::Binary(BinaryOp::CmpLt)),
+            Some(mask),
+            cmp,
+        );
+        let mut src = vec![cond];
+        for k in 1..3 {
+            src.push(self.vector(&us.iter().map(|u| u.src[k]).collect::<Vec<_>>())?);
+        }
+        Some(
+            self.g
+                .node(UOpKind::Alu(AluOp::Ternary(TernaryOp::Where)), vdt, src),
+        )
     }
 
     /// `sinks` with each run of stores into consecutive elements of one buffer (ungated, of
@@ -321,15 +366,16 @@ impl Vectorizer<'_> {
 }
 
 /// The ALU ops that C's vector types compute lane by lane (with the same operators, or a
-/// helper for `Max`).
-fn lane_wise(op: AluOp) -> bool {
-    matches!(
-        op,
-        AluOp::Binary(
-            BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Div | BinaryOp::Max
-        ) | AluOp::Unary(UnaryOp::Neg)
-            | AluOp::Ternary(TernaryOp::MulAcc)
-    )
+/// helper for `Max`), the shifts and bitwise ops on integers only; `Where` is
+/// [`Vectorizer::selection`].
+fn lane_wise(op: AluOp, dtype: crate::dtype::DType) -> bool {
+    use BinaryOp::*;
+    match op {
+        AluOp::Binary(Shl | Shr | And | Or | Xor) => dtype.is_int(),
+        AluOp::Binary(Add | Sub | Mul | Div | Max) => true,
+        AluOp::Unary(UnaryOp::Neg) | AluOp::Ternary(TernaryOp::MulAcc) => true,
+        _ => false,
+    }
 }
 
 #[cfg(test)]
@@ -490,5 +536,96 @@ mod tests {
         assert_eq!(tree.kind, add);
         assert_eq!(g.get(tree.src[0]).kind, add);
         assert_eq!(g.get(tree.src[1]).kind, UOpKind::Load);
+    }
+
+    #[test]
+    fn sums_of_a_reduce_unrolled_whole_are_vectorized_too() {
+        // No loop: each lane's sum is buf[lane] + buf[lane + 8], stored apart.
+        let mut g = UOpGraph::new();
+        let f = DType::F32;
+        let global = |g: &mut UOpGraph, id: u32, mutable: bool| {
+            let kind = UOpKind::DefineGlobal {
+                buf: ArgId(id),
+                mutable,
+            };
+            g.node(kind, Some(f), vec![])
+        };
+        let (buf, out) = (global(&mut g, 1, false), global(&mut g, 0, true));
+        let (mut sums, mut stores) = (Vec::new(), Vec::new());
+        for lane in 0..2 {
+            let load = |g: &mut UOpGraph, at: i64| {
+                let idx = g.const_int(at);
+                g.node(UOpKind::Load, Some(f), vec![buf, idx])
+            };
+            let (a, b) = (load(&mut g, lane), load(&mut g, lane + 8));
+            let sum = g.binary(BinaryOp::Add, a, b);
+            let at = g.const_int(2 * lane);
+            stores.push(g.node(UOpKind::Store, None, vec![out, at, sum]));
+            sums.push(sum);
+        }
+        let sinks = vectorize(&mut g, &[sums], &stores);
+        let value = g.get(g.get(sinks[1]).src[2]);
+        assert_eq!(value.kind, UOpKind::Gep(1));
+        let vector = g.get(value.src[0]);
+        let add = UOpKind::Alu(AluOp::Binary(BinaryOp::Add));
+        assert_eq!((&vector.kind, vector.dtype), (&add, Some(f.vec(2))));
+        assert!(vector.src.iter().all(|&s| g.get(s).kind == UOpKind::Load));
+        // Lanes that are loads themselves, one element apart: packed into a vector they would
+        // be read out of it again; they stay as they are.
+        let mut g = UOpGraph::new();
+        let (buf, out) = (global(&mut g, 1, false), global(&mut g, 0, true));
+        let (mut loads, mut stores) = (Vec::new(), Vec::new());
+        for lane in 0..2 {
+            let idx = g.const_int(3 * lane);
+            let x = g.node(UOpKind::Load, Some(f), vec![buf, idx]);
+            let at = g.const_int(2 * lane);
+            stores.push(g.node(UOpKind::Store, None, vec![out, at, x]));
+            loads.push(x);
+        }
+        assert_eq!(vectorize(&mut g, &[loads], &stores), stores);
+    }
+
+    #[test]
+    fn a_clamp_of_lanes_is_one_vector_selection() {
+        // min(x_lane, 127) as the requantization clamps: where(127 < x, 127, x), x loaded.
+        let mut g = UOpGraph::new();
+        let i = DType::I32;
+        let global = |g: &mut UOpGraph, id: u32, mutable: bool| {
+            let kind = UOpKind::DefineGlobal {
+                buf: ArgId(id),
+                mutable,
+            };
+            g.node(kind, Some(i), vec![])
+        };
+        let (buf, out) = (global(&mut g, 1, false), global(&mut g, 0, true));
+        let hi = g.const_int(127);
+        let (mut clamps, mut stores) = (Vec::new(), Vec::new());
+        for lane in 0..2 {
+            let at = g.const_int(lane);
+            let x = g.node(UOpKind::Load, Some(i), vec![buf, at]);
+            let above = g.node(
+                UOpKind::Alu(AluOp::Binary(BinaryOp::CmpLt)),
+                Some(DType::BOOL),
+                vec![hi, x],
+            );
+            let where_ = UOpKind::Alu(AluOp::Ternary(TernaryOp::Where));
+            let clamp = g.node(where_, Some(i), vec![above, hi, x]);
+            stores.push(g.node(UOpKind::Store, None, vec![out, at, clamp]));
+            clamps.push(clamp);
+        }
+        let sinks = vectorize(&mut g, &[clamps], &stores);
+        let [store] = sinks.as_slice() else {
+            panic!("one vector store: {sinks:?}");
+        };
+        let select = g.get(g.get(*store).src[2]).clone();
+        let where_ = UOpKind::Alu(AluOp::Ternary(TernaryOp::Where));
+        assert_eq!((&select.kind, select.dtype), (&where_, Some(i.vec(2))));
+        let mask = g.get(select.src[0]);
+        assert_eq!(
+            mask.dtype,
+            Some(DType::BOOL.vec(2)),
+            "the comparison's lane masks"
+        );
+        assert_eq!(g.get(select.src[2]).kind, UOpKind::Load, "one vector load");
     }
 }

@@ -106,6 +106,11 @@ impl Renderer<'_> {
                     BinaryOp::Max => format!("{}({x}, {y})", self.max_helper(od)?),
                 }
             }
+            AluOp::Ternary(TernaryOp::Where) if u.dtype.is_some_and(|d| d.count > 1) => {
+                let args = format!("({}, {}, {})", a(0), a(1), a(2));
+                let select = self.vector_select_helper(u.dtype.expect("typed"))?;
+                format!("{select}{args}")
+            }
             AluOp::Ternary(TernaryOp::Where) => format!("({}?{}:{})", a(0), a(1), a(2)),
             AluOp::Ternary(TernaryOp::MulAcc) => format!("(({}*{})+{})", a(0), a(1), a(2)),
         };
@@ -162,25 +167,30 @@ impl Renderer<'_> {
     }
 
     /// The rounded high word of a 32×32-bit product, `(int)(((i64)a · (i64)b + 2^31) >> 32)`
-    /// with `a`, `b` of type `i32` (the requantization's multiply): `a` and `b`, on a C dialect.
+    /// with `a`, `b` of type `i32` (the requantization's multiply), or the same lane by lane on
+    /// vectors of `i32` on a SIMD target: `a` and `b`, on a C dialect.
     pub(super) fn high_word(&self, u: &UOp) -> Option<(crate::uop::UOpId, crate::uop::UOpId)> {
-        if !self.is_c() || u.dtype != Some(DType::I32) {
+        let lanes = u.dtype.filter(|d| d.scalar == Scalar::I32)?.count;
+        if !self.is_c() || (lanes > 1 && self.target.simd_lanes == 0) {
             return None;
         }
+        let (narrow, wide) = (DType::I32.vec(lanes), DType::I64.vec(lanes));
         let node = |id: crate::uop::UOpId| &self.prog.uops[id.index()];
-        let int = |id| self.int_const(id);
+        let int = |id| self.lane_const(id);
         let binary = |id: crate::uop::UOpId, op: BinaryOp| {
             let n = node(id);
             (n.kind == UOpKind::Alu(AluOp::Binary(op))).then(|| (n.src[0], n.src[1]))
         };
-        // An i32 value widened to i64, or an i64 constant within i32's range (it is passed as is).
+        // An i32 value widened to i64, or a scalar i64 constant within i32's range (it is
+        // passed as is).
         let widened = |id: crate::uop::UOpId| {
             let n = node(id);
             let from = n.src.first().and_then(|&s| node(s).dtype);
-            if let Some(c) = int(id) {
-                return i32::try_from(c).is_ok().then_some(id);
+            if let (1, UOpKind::Const(ConstValue::Int(c))) = (lanes, &n.kind) {
+                return i32::try_from(*c).is_ok().then_some(id);
             }
-            (n.kind == UOpKind::Cast && n.dtype == Some(DType::I64) && from == Some(DType::I32))
+            let one = n.src.len() == 1;
+            (n.kind == UOpKind::Cast && one && n.dtype == Some(wide) && from == Some(narrow))
                 .then(|| n.src[0])
         };
         if u.kind != UOpKind::Cast || u.src.len() != 1 {
@@ -201,8 +211,34 @@ impl Renderer<'_> {
         }
     }
 
-    /// The rounded high word of `a · b`: one `SMMULR` where the core has it, else in 64 bits.
-    pub(super) fn smmulr(&mut self, a: crate::uop::UOpId, b: crate::uop::UOpId) -> String {
+    /// The value of an integer constant, or of every lane of a vector of one.
+    fn lane_const(&self, id: crate::uop::UOpId) -> Option<i64> {
+        let u = &self.prog.uops[id.index()];
+        match u.kind {
+            UOpKind::Cast if u.src.len() > 1 && u.src.iter().all(|&s| s == u.src[0]) => {
+                self.int_const(u.src[0])
+            }
+            _ => self.int_const(id),
+        }
+    }
+
+    /// The rounded high word of `a · b`: one `SMMULR` where the core has it, else in 64 bits;
+    /// on vectors of `lanes` int32, [`vector_high_word`]'s helper.
+    pub(super) fn smmulr(
+        &mut self,
+        a: crate::uop::UOpId,
+        b: crate::uop::UOpId,
+        lanes: u8,
+    ) -> String {
+        let (x, y) = (&self.exprs[a.index()], &self.exprs[b.index()]);
+        if lanes > 1 {
+            let t = (self.dialect.type_name)(DType::I32.vec(lanes));
+            let (name, helper) = vector_high_word(&t, lanes);
+            let call = format!("{name}({x}, {y})");
+            self.helpers.insert(helper);
+            return call;
+        }
+        let call = format!("kiln_smmulr({x}, {y})");
         self.helpers.insert(
             "#ifndef KILN_SMMULR_DEFINED\n#define KILN_SMMULR_DEFINED\n\
              #if defined(__ARM_FEATURE_DSP)\n\
@@ -214,11 +250,7 @@ impl Renderer<'_> {
              #endif\n#endif"
                 .to_string(),
         );
-        format!(
-            "kiln_smmulr({}, {})",
-            self.exprs[a.index()],
-            self.exprs[b.index()]
-        )
+        call
     }
 
     /// `x` saturated to `bits` signed bits: one `SSAT` where the core has it (the ACLE's
@@ -293,6 +325,25 @@ impl Renderer<'_> {
         Ok(name)
     }
 
+    /// `kiln_select_int8(m, a, b)` on a SIMD target's vectors of 32-bit lanes: each lane of `a`
+    /// where the comparison's mask `m` is set, else of `b` (C has no `?:` on vectors). A macro,
+    /// as [`Renderer::vector_max_helper`] is.
+    fn vector_select_helper(&mut self, d: DType) -> Result<String, RenderError> {
+        let t = self.ty(d)?;
+        if d.scalar.size() != 4 {
+            return Err(self.unsupported(format!("a selection of {d}")));
+        }
+        let m = self.ty(DType::BOOL.vec(d.count))?;
+        let name = format!("kiln_select_{t}");
+        let guard = format!("{}_DEFINED", name.to_uppercase());
+        self.helpers.insert(format!(
+            "#ifndef {guard}\n#define {guard}\n\
+             #define {name}(m, a, b) ({{ {m} kiln_m = (m); {t} kiln_a = (a), kiln_b = (b); \
+             ({t})((kiln_m & ({m})kiln_a) | (~kiln_m & ({m})kiln_b)); }})\n#endif"
+        ));
+        Ok(name)
+    }
+
     /// C's remainder (the sign of the dividend) where `%` does not promise it.
     fn rem_helper(&mut self, d: DType) -> Result<String, RenderError> {
         self.helper("rem", d, "a - b * (a / b)")
@@ -331,4 +382,143 @@ fn grows(op: AluOp) -> bool {
             | AluOp::Binary(BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::Shl)
             | AluOp::Ternary(TernaryOp::MulAcc)
     )
+}
+
+/// The name and definition of the rounded high words of the products of two vectors of `lanes`
+/// int32 (C type `t`), `(int)(((i64)a · (i64)b + 2^31) >> 32)` in each lane: a macro, as
+/// [`Renderer::vector_max_helper`] is. With AVX2 (8 lanes) or AVX-512 (16), two signed 32×32→64
+/// multiplies of the even and the odd lanes (`vpmuldq`) and a blend of their high words; else
+/// lane by lane.
+pub(crate) fn vector_high_word(t: &str, lanes: u8) -> (String, String) {
+    let name = format!("kiln_smmulr_{t}");
+    let guard = format!("{}_DEFINED", name.to_uppercase());
+    let each = format!(
+        "#define {name}(a, b) ({{ {t} kiln_a = (a), kiln_b = (b), kiln_r = kiln_a; \
+         for (int kiln_k = 0; kiln_k < {lanes}; kiln_k++) kiln_r[kiln_k] = \
+         (int)(((long long)kiln_a[kiln_k] * kiln_b[kiln_k] + 2147483648LL) >> 32); kiln_r; }})"
+    );
+    let wide = match lanes {
+        8 => Some((
+            "__AVX2__",
+            "_mm256",
+            "__m256i",
+            "_mm256_set1_epi64x",
+            "_mm256_blend_epi32(kiln_e, kiln_o, 0xAA)",
+        )),
+        16 => Some((
+            "__AVX512F__",
+            "_mm512",
+            "__m512i",
+            "_mm512_set1_epi64",
+            "_mm512_mask_blend_epi32(0xAAAA, kiln_e, kiln_o)",
+        )),
+        _ => None,
+    };
+    let body = match wide {
+        Some((feature, p, v, set1, blend)) => format!(
+            "#if defined({feature})\n#include <immintrin.h>\n\
+             #define {name}(a, b) ({{ {v} kiln_a = ({v})(a), kiln_b = ({v})(b); \
+             {v} kiln_h = {set1}(2147483648LL); \
+             {v} kiln_e = {p}_srli_epi64({p}_add_epi64({p}_mul_epi32(kiln_a, kiln_b), kiln_h), 32); \
+             {v} kiln_o = {p}_add_epi64({p}_mul_epi32({p}_srli_epi64(kiln_a, 32), \
+             {p}_srli_epi64(kiln_b, 32)), kiln_h); ({t}){blend}; }})\n#else\n{each}\n#endif"
+        ),
+        None => each,
+    };
+    (
+        name,
+        format!("#ifndef {guard}\n#define {guard}\n{body}\n#endif"),
+    )
+}
+
+#[cfg(all(test, target_arch = "x86_64"))]
+mod tests {
+    use super::vector_high_word;
+    use std::process::Command;
+
+    /// The rounded high word of each product, as the scalar helper computes it.
+    fn expected(a: &[i32], b: &[i32]) -> Vec<i64> {
+        a.iter()
+            .zip(b)
+            .map(|(&x, &y)| ((x as i64 * y as i64 + (1 << 31)) >> 32) as i32 as i64)
+            .collect()
+    }
+
+    /// Compiles the vector helpers with `flags`, runs them on `a` and `b` (8 lanes, then 16)
+    /// where `run`, and returns what they print.
+    fn high_words(flags: &[&str], a: &[i32], b: &[i32], run: bool) -> Vec<i64> {
+        let dir = tempfile::tempdir().expect("a temporary folder");
+        let mut src = String::from("#include <stdio.h>\n");
+        let mut main = String::from("int main(void) {\n");
+        for (lanes, at) in [(8u8, 0usize), (16, 8)] {
+            let t = format!("int{lanes}");
+            src.push_str(&format!(
+                "typedef int {t} __attribute__((vector_size({}), aligned(4)));\n",
+                4 * lanes as usize
+            ));
+            src.push_str(&vector_high_word(&t, lanes).1);
+            src.push('\n');
+            let list = |v: &[i32]| {
+                let part = &v[at..at + lanes as usize];
+                part.iter()
+                    .map(|x| format!("{x}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            main.push_str(&format!(
+                "  {{ {t} a = {{{}}}, b = {{{}}}; {t} r = kiln_smmulr_{t}(a, b);\n    \
+                 for (int k = 0; k < {lanes}; k++) printf(\"%d\\n\", r[k]); }}\n",
+                list(a),
+                list(b)
+            ));
+        }
+        main.push_str("  return 0;\n}\n");
+        let (c, bin) = (dir.path().join("h.c"), dir.path().join("h"));
+        std::fs::write(&c, src + &main).unwrap();
+        let cc = Command::new("cc")
+            .args(["-O2", "-std=gnu11", "-Wall", "-Werror"])
+            .args(flags)
+            .arg("-o")
+            .arg(&bin)
+            .arg(&c)
+            .output()
+            .expect("the system C compiler");
+        let err = String::from_utf8_lossy(&cc.stderr);
+        assert!(cc.status.success(), "{flags:?}: {err}");
+        if !run {
+            return Vec::new();
+        }
+        let out = Command::new(&bin).output().expect("the helpers' program");
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| l.parse().unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn vector_high_words_equal_the_scalar_ones_with_and_without_avx() {
+        let a: Vec<i32> = (0..24i64)
+            .map(|k| match k % 6 {
+                0 => i32::MIN,
+                1 => i32::MAX,
+                2 => -1,
+                3 => 1 << 30,
+                _ => ((k * 0x3A5F_1C27 % 0x7FFF_FFFF) - (k % 2) * 0x4000_0000) as i32,
+            })
+            .collect();
+        let b: Vec<i32> = a.iter().rev().map(|&x| x.wrapping_mul(7) ^ 0x55).collect();
+        let (a, b) = (&a[..], &b[..]);
+        // 8 lanes from the first 8 values, 16 from the next 16.
+        let want = expected(a, b);
+        let avx2 = std::arch::is_x86_feature_detected!("avx2");
+        let avx512 = std::arch::is_x86_feature_detected!("avx512f");
+        assert_eq!(high_words(&["-mno-avx2"], a, b, true), want, "lane by lane");
+        assert!(avx2, "the host has AVX2");
+        assert_eq!(high_words(&["-mavx2"], a, b, true), want, "AVX2");
+        // AVX-512's form is compiled everywhere, run where the CPU has it.
+        let got = high_words(&["-mavx2", "-mavx512f"], a, b, avx512);
+        if avx512 {
+            assert_eq!(got, want, "AVX-512");
+        }
+    }
 }

@@ -21,7 +21,7 @@ impl Renderer<'_> {
                 return self.value(i, "alu", e);
             }
             Some(Fused::HighWord { a, b }) => {
-                let e = self.smmulr(a, b);
+                let e = self.smmulr(a, b, u.dtype.map_or(1, |d| d.count));
                 return self.value(i, "cast", e);
             }
             None => {}

@@ -227,12 +227,17 @@ impl<'a> Renderer<'a> {
             .filter(|d| d.count > 1)
             .collect();
         for v in vectors {
-            let (t, lane) = (self.ty(v)?, self.ty(v.scalar())?);
+            let t = self.ty(v)?;
+            // A comparison's lanes are masks of 32 bits, all ones or all zeros, as C compares
+            // vectors of 32-bit lanes.
+            let (lane, lane_size) = match v.scalar {
+                Scalar::Bool => ("int".to_string(), 4),
+                _ => (self.ty(v.scalar())?, v.scalar().size()),
+            };
             let guard = format!("KILN_{}_DEFINED", t.to_uppercase());
             self.helpers.insert(format!(
-                "#ifndef {guard}\n#define {guard}\ntypedef {lane} {t} __attribute__((vector_size({}), aligned({})));\n#endif",
-                v.size(),
-                v.scalar().size()
+                "#ifndef {guard}\n#define {guard}\ntypedef {lane} {t} __attribute__((vector_size({}), aligned({lane_size})));\n#endif",
+                lane_size * v.count as usize,
             ));
         }
         Ok(())
