@@ -538,19 +538,24 @@ mod tests {
         assert_eq!(g.get(tree.src[1]).kind, UOpKind::Load);
     }
 
+    /// An input buffer (`data1`) and an output buffer (`data0`) of `d`.
+    fn in_and_out(g: &mut UOpGraph, d: DType) -> (UOpId, UOpId) {
+        let mut global = |id: u32, mutable: bool| {
+            let kind = UOpKind::DefineGlobal {
+                buf: ArgId(id),
+                mutable,
+            };
+            g.node(kind, Some(d), vec![])
+        };
+        (global(1, false), global(0, true))
+    }
+
     #[test]
     fn sums_of_a_reduce_unrolled_whole_are_vectorized_too() {
         // No loop: each lane's sum is buf[lane] + buf[lane + 8], stored apart.
         let mut g = UOpGraph::new();
         let f = DType::F32;
-        let global = |g: &mut UOpGraph, id: u32, mutable: bool| {
-            let kind = UOpKind::DefineGlobal {
-                buf: ArgId(id),
-                mutable,
-            };
-            g.node(kind, Some(f), vec![])
-        };
-        let (buf, out) = (global(&mut g, 1, false), global(&mut g, 0, true));
+        let (buf, out) = in_and_out(&mut g, f);
         let (mut sums, mut stores) = (Vec::new(), Vec::new());
         for lane in 0..2 {
             let load = |g: &mut UOpGraph, at: i64| {
@@ -573,7 +578,7 @@ mod tests {
         // Lanes that are loads themselves, one element apart: packed into a vector they would
         // be read out of it again; they stay as they are.
         let mut g = UOpGraph::new();
-        let (buf, out) = (global(&mut g, 1, false), global(&mut g, 0, true));
+        let (buf, out) = in_and_out(&mut g, f);
         let (mut loads, mut stores) = (Vec::new(), Vec::new());
         for lane in 0..2 {
             let idx = g.const_int(3 * lane);
@@ -590,14 +595,7 @@ mod tests {
         // min(x_lane, 127) as the requantization clamps: where(127 < x, 127, x), x loaded.
         let mut g = UOpGraph::new();
         let i = DType::I32;
-        let global = |g: &mut UOpGraph, id: u32, mutable: bool| {
-            let kind = UOpKind::DefineGlobal {
-                buf: ArgId(id),
-                mutable,
-            };
-            g.node(kind, Some(i), vec![])
-        };
-        let (buf, out) = (global(&mut g, 1, false), global(&mut g, 0, true));
+        let (buf, out) = in_and_out(&mut g, i);
         let hi = g.const_int(127);
         let (mut clamps, mut stores) = (Vec::new(), Vec::new());
         for lane in 0..2 {
