@@ -14,6 +14,7 @@
 //! reassociated within an iteration; each iteration still adds to the accumulator in order).
 
 use super::{UOp, UOpGraph, UOpId, UOpKind};
+use crate::dtype::DType;
 use crate::ops::{AluOp, BinaryOp, TernaryOp, UnaryOp};
 use std::collections::HashMap;
 
@@ -212,11 +213,11 @@ impl Vectorizer<'_> {
 
     /// One vector `Where` for lanes `us` that each select by a `CmpLt` of two 32-bit values:
     /// the comparison is made on the vectors of its operands, for this selection alone.
-    fn selection(&mut self, us: &[UOp], vdt: Option<crate::dtype::DType>) -> Option<UOpId> {
+    fn selection(&mut self, us: &[UOp], vdt: Option<DType>) -> Option<UOpId> {
         let less = UOpKind::Alu(AluOp::Binary(BinaryOp::CmpLt));
         let conds: Vec<UOp> = us.iter().map(|u| self.g.get(u.src[0]).clone()).collect();
         let operand = self.g.get(conds[0].src[0]).dtype?;
-        let four = |d: Option<crate::dtype::DType>| d.is_some_and(|d| d.scalar.size() == 4);
+        let four = |d: Option<DType>| d.is_some_and(|d| d.scalar.size() == 4);
         if conds.iter().any(|c| c.kind != less) || !four(Some(operand)) || !four(vdt) {
             return None;
         }
@@ -224,12 +225,8 @@ impl Vectorizer<'_> {
         for k in 0..2 {
             cmp.push(self.vector(&conds.iter().map(|c| c.src[k]).collect::<Vec<_>>())?);
         }
-        let mask = crate::dtype::DType::BOOL.vec(us.len() as u8);
-        let cond = self.g.node(
-            UOpKind::Alu(AluOp::Binary(BinaryOp::CmpLt)),
-            Some(mask),
-            cmp,
-        );
+        let mask = DType::BOOL.vec(us.len() as u8);
+        let cond = self.g.node(less, Some(mask), cmp);
         let mut src = vec![cond];
         for k in 1..3 {
             src.push(self.vector(&us.iter().map(|u| u.src[k]).collect::<Vec<_>>())?);
@@ -337,7 +334,7 @@ impl Vectorizer<'_> {
 
     /// One vector load for scalar loads of consecutive elements of one buffer, ungated or
     /// all under the same gate.
-    fn consecutive_load(&mut self, us: &[UOp], vdt: Option<crate::dtype::DType>) -> Option<UOpId> {
+    fn consecutive_load(&mut self, us: &[UOp], vdt: Option<DType>) -> Option<UOpId> {
         let first = &us[0];
         if first.src.len() != 2 && first.src.len() != 4 {
             return None;
@@ -368,7 +365,7 @@ impl Vectorizer<'_> {
 /// The ALU ops that C's vector types compute lane by lane (with the same operators, or a
 /// helper for `Max`), the shifts and bitwise ops on integers only; `Where` is
 /// [`Vectorizer::selection`].
-fn lane_wise(op: AluOp, dtype: crate::dtype::DType) -> bool {
+fn lane_wise(op: AluOp, dtype: DType) -> bool {
     use BinaryOp::*;
     match op {
         AluOp::Binary(Shl | Shr | And | Or | Xor) => dtype.is_int(),
@@ -381,7 +378,6 @@ fn lane_wise(op: AluOp, dtype: crate::dtype::DType) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dtype::DType;
     use crate::ops::ConstValue;
     use crate::uop::ArgId;
 
