@@ -6,7 +6,7 @@ use std::fmt;
 /// disagree on one.
 pub use kiln_firmware::scalar::Scalar;
 
-/// A value type: a scalar, or a vector of `count` (2, 4, 8 or 16) lanes of it.
+/// A value type: a scalar, or a vector of `count` (2, 4, 8, 16 or 32) lanes of it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct DType {
     pub scalar: Scalar,

@@ -84,6 +84,12 @@ pub struct Target {
     /// products summed into an `i32` by one `VMLADAVA` from two 128-bit vector loads
     /// ([`Target::c_mve`]); an axis that sixteen do not divide takes the DSP's fours.
     pub helium_dot: bool,
+    /// Int8 products summed in pairs into each 32-bit lane of a vector accumulator, two
+    /// products of one lane in one operation (x86's `vpmaddwd` on the pairs widened to int16):
+    /// a dot product of 2 along a reduce axis, on the lanes of [`Target::int_lanes`]. One
+    /// operand is a pair shared by every lane, the other a weight stored with each lane's pair
+    /// side by side (the kernel's vector axis).
+    pub lane_dot: bool,
     /// The language the renderer writes for it.
     pub language: Language,
 }
@@ -109,6 +115,7 @@ impl Target {
             wide_weights: false,
             wide_activations: false,
             helium_dot: false,
+            lane_dot: false,
             language: Language::C,
         }
     }
@@ -137,9 +144,11 @@ impl Target {
     }
 
     /// The lanes a packed dot product of this target may take, the widest first: none
-    /// without packed dot products, 4 with the DSP's, 16 and 4 with Helium's.
+    /// without packed dot products, 4 with the DSP's, 16 and 4 with Helium's, 2 in each vector
+    /// lane with [`Target::lane_dot`].
     pub fn dot_widths(&self) -> &'static [usize] {
         match (self.packed_dot, self.helium_dot) {
+            _ if self.lane_dot => &[2],
             (false, _) => &[],
             (true, false) => &[4],
             (true, true) => &[16, 4],
@@ -242,7 +251,8 @@ impl Target {
 
     /// C for the CPU that builds it: reduces over float vectors (GCC/Clang vector extensions,
     /// which the C compiler maps onto the CPU's vector unit) of 8 lanes, or 16 where the CPU
-    /// has 512-bit vectors.
+    /// has 512-bit vectors; int8 products in int32 lanes, two a lane at once
+    /// ([`Target::lane_dot`]).
     pub fn host() -> Self {
         Target {
             name: if host_has_wide_vectors() {
@@ -252,6 +262,7 @@ impl Target {
             },
             simd_lanes: if host_has_wide_vectors() { 16 } else { 8 },
             int_lanes: true,
+            lane_dot: true,
             ..Target::c()
         }
     }
@@ -288,6 +299,7 @@ impl Target {
             wide_weights: false,
             wide_activations: false,
             helium_dot: false,
+            lane_dot: false,
             language,
         }
     }
@@ -313,6 +325,7 @@ impl Target {
             wide_weights: false,
             wide_activations: false,
             helium_dot: false,
+            lane_dot: false,
             language: Language::C,
         }
     }

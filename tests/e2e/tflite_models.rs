@@ -72,6 +72,11 @@ fn mlperf(name: &str) {
             host.kernels_c.contains("__builtin_convertvector("),
             "{name}: no int8 loads widened in lanes on the host"
         );
+        // Their products two a lane at once: dot products of int8 pairs.
+        assert!(
+            host.kernels_c.contains("kiln_dot2_int"),
+            "{name}: no dot products of pairs in lanes on the host"
+        );
         // Their requantization in lanes too: the clamp to int8 one vector selection.
         assert!(
             host.kernels_c.contains("kiln_select_int"),

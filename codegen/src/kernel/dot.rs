@@ -73,6 +73,33 @@ impl Kernel {
             || [a, b].iter().any(|&w| self.read_once_at_fours(w, axis))
     }
 
+    /// With [`crate::target::Target::lane_dot`]: the kernel's dot products of int8 pairs fill
+    /// its vector lanes. It has a vector axis, along which one operand is one pair for every lane
+    /// (stride 0) and the other a weight stored with each lane's pair side by side, or free
+    /// to be ([`Kernel::lane_pairs`]).
+    pub(super) fn dots_fill_lanes(&self) -> bool {
+        let (Some(lanes), Some(operands)) = (self.vector_axis(), self.dot_operands()) else {
+            return false;
+        };
+        let shared = |b: usize| self.sts[b].real_strides(false)[lanes] == Some(0);
+        let int8 = operands.iter().all(|&b| self.operand_dtype(b) == DType::I8);
+        int8 && (0..2).any(|i| shared(operands[i]) && self.lane_pairs(operands[1 - i], lanes))
+    }
+
+    /// Buffer `b` is an operand of lane dot products whose pairs lie side by side along the
+    /// lane `axis` (the dot axis contiguous, the lanes a pair apart), or a free weight that
+    /// its relayout puts so ([`crate::kernel::lanes::relayouts`]).
+    pub(super) fn lane_pairs(&self, b: usize, axis: usize) -> bool {
+        let (Some(dot), Some(width)) = (self.packed_dot_axis(), self.dot_lanes()) else {
+            return false;
+        };
+        let strides = self.sts[b].real_strides(false);
+        let side_by_side = strides[dot] == Some(1) && strides[axis] == Some(width as i64);
+        self.target.lane_dot
+            && self.dot_operands().is_some_and(|o| o.contains(&b))
+            && (side_by_side || self.relayout_of(b, axis).is_some())
+    }
+
     /// The type of buffer `b`'s values as they are stored: int16 for a [`Kernel::widened`]
     /// weight.
     pub fn operand_dtype(&self, b: usize) -> DType {

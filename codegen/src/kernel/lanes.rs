@@ -6,7 +6,10 @@
 //! constant stride is gathered lane by lane. A constant weight that only this kernel reads may be laid out again to get there
 //! ([`relayouts`]): its elements are stored in the order the kernel's loops visit them, with the
 //! lane axis innermost, so a 1×1 convolution reads eight output channels' weights as one
-//! vector while the activation it multiplies is one scalar for all eight.
+//! vector while the activation it multiplies is one scalar for all eight. With dot products of
+//! int8 pairs in lanes ([`crate::target::Target::lane_dot`]) each lane's pair is stored side
+//! by side instead (the lane axis, then the dot axis): eight lanes' pairs are one load of
+//! sixteen int8 values, and one pair of activations is shared by all eight.
 
 use super::{Kernel, KernelBuffer};
 use crate::dtype::Scalar;
@@ -91,6 +94,7 @@ impl Kernel {
             match self.sts[b].real_strides(false)[axis] {
                 None => return None,
                 Some(0 | 1) => {}
+                Some(_) if self.lane_pairs(b, axis) => {}
                 Some(_) if self.relayout_of(b, axis).is_some() => {}
                 Some(_) => gathers += 1,
             }
@@ -98,8 +102,10 @@ impl Kernel {
         Some(gathers)
     }
 
-    /// Buffer `b` laid out for lanes along `axis`, when it is free and the view allows.
-    fn relayout_of(&self, b: usize, axis: usize) -> Option<Relayout> {
+    /// Buffer `b` laid out for lanes along `axis`, when it is free and the view allows: in
+    /// the order the loops visit it, the lane axis innermost, or, for the operand of lane dot
+    /// products ([`crate::target::Target::lane_dot`]), the lane axis then the dot axis.
+    pub(super) fn relayout_of(&self, b: usize, axis: usize) -> Option<Relayout> {
         let &(_, numel) = self.free_layout.iter().find(|(i, _)| *i == b)?;
         // Read through another view too: one order cannot serve both.
         let KernelBuffer::Mem(mine) = &self.bufs[b] else {
@@ -126,6 +132,14 @@ impl Kernel {
             .filter(|&a| a != axis && view.strides[a] != 0 && shape[a] > 1)
             .collect();
         axes.push(axis);
+        let dot = (self.target.lane_dot)
+            .then(|| self.packed_dot_axis())
+            .flatten()
+            .filter(|d| axes.contains(d) && self.dot_operands().is_some_and(|o| o.contains(&b)));
+        if let Some(d) = dot {
+            axes.retain(|&a| a != d);
+            axes.push(d);
+        }
         if axes.iter().map(|&a| shape[a]).product::<usize>() != numel {
             return None;
         }
@@ -370,6 +384,43 @@ mod tests {
         let b: Vec<i64> = (0..cols).map(|j| 127 - (j as i64 * 53 % 256)).collect();
         let laid_a: Vec<i64> = relayouts[0].order().map(|o| a[o]).collect();
         let sums = crate::kernel::examples::run_matvec_i8(&p, &laid_a, &b);
+        for r in 0..rows {
+            let want: i64 = (0..cols).map(|j| a[r * cols + j] * b[j]).sum();
+            assert_eq!(sums[r], want, "row {r}");
+        }
+    }
+
+    /// With dot products of pairs in lanes, a dense layer's free int8 matrix is stored with
+    /// each lane's pair side by side, and the vector lanes sum two products each; the sums
+    /// are exact. A matrix whose lanes' pairs lie a row apart refuses them.
+    #[test]
+    fn int8_pairs_in_lanes_read_a_matrix_stored_pair_by_pair() {
+        use crate::kernel::examples::{matvec_i8, run_matvec_i8};
+        use crate::uop::UOpKind;
+        let (rows, cols) = (16, 24);
+        let fresh = || lanes_on_outputs(matvec_i8(rows, cols, Target::host()));
+        let pairs = Opt::new(OptOp::Dot, 0, 2);
+        let mut fixed = fresh();
+        assert!(fixed.apply_opt(pairs).is_err(), "the matrix is not free");
+        let mut k = fresh();
+        k.free_layout = vec![(1, rows * cols)];
+        k.apply_opt(pairs).unwrap();
+        let (axis, dot) = (k.vector_axis().unwrap(), k.packed_dot_axis().unwrap());
+        let (laid, relayouts) = k.laid_out();
+        let strides = relayouts[0].st.real_strides(false);
+        assert_eq!((strides[axis], strides[dot]), (Some(2), Some(1)));
+        assert_eq!(laid.vector_axis(), Some(axis), "the pairs are not gathered");
+        let p = crate::render::to_program(&laid).unwrap();
+        let lanes = Some(DType::I32.vec(8));
+        let dots = (p.uops.uops.iter()).filter(|u| u.kind == UOpKind::Dot && u.dtype == lanes);
+        assert!(dots.count() > 0, "vector dot products: {}", p.src);
+        assert!(p.src.contains("kiln_dot2_int8("), "{}", p.src);
+        let a: Vec<i64> = (0..rows * cols)
+            .map(|i| (i as i64 * 37 % 256) - 128)
+            .collect();
+        let b: Vec<i64> = (0..cols).map(|j| 127 - (j as i64 * 53 % 256)).collect();
+        let laid_a: Vec<i64> = relayouts[0].order().map(|o| a[o]).collect();
+        let sums = run_matvec_i8(&p, &laid_a, &b);
         for r in 0..rows {
             let want: i64 = (0..cols).map(|j| a[r * cols + j] * b[j]).sum();
             assert_eq!(sums[r], want, "row {r}");

@@ -135,7 +135,13 @@ impl Kernel {
         }
         self.applied_opts.push(opt);
         self.simplify_ones()?;
-        Ok(())
+        // Known once the dot product is applied: where its pairs fill vector lanes.
+        self.require(
+            opt,
+            opt.op != OptOp::Dot || !self.target.lane_dot || self.dots_fill_lanes(),
+            "each vector lane's pairs need one operand shared by the lanes and a weight stored \
+             with each lane's pair side by side",
+        )
     }
 
     /// The absolute axis `opt` acts on (if any) and its amount (the whole axis for 0), checked
@@ -257,15 +263,16 @@ impl Kernel {
         self.upcast(opt)
     }
 
-    /// DOT: UNROLL of 4 (or 16 on a target with Helium's dot products), whose lanes the
-    /// linearizer sums as packed dot products ([`Kernel::packed_dot_axis`]).
+    /// DOT: UNROLL of 4 (16 on a target with Helium's dot products, 2 in each vector lane on
+    /// one with [`crate::target::Target::lane_dot`]), whose lanes the linearizer sums as
+    /// packed dot products ([`Kernel::packed_dot_axis`]).
     fn apply_dot(&mut self, opt: Opt, a: usize, amt: usize) -> Result<(), KernelError> {
+        let widths = self.target.dot_widths();
         self.require(
             opt,
-            self.target.packed_dot,
+            !widths.is_empty(),
             "the target has no packed dot products",
         )?;
-        let widths = self.target.dot_widths();
         self.require(
             opt,
             widths.contains(&amt),

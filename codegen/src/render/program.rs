@@ -125,10 +125,11 @@ pub fn flops_mem(l: &Linear) -> (u64, u64) {
                 };
                 flops += m * lanes * w;
             }
-            // A multiply and an add per lane of its operands (4, or 16 with Helium).
+            // A multiply and an add per lane of its wider operand (4, 16 with Helium, two per
+            // accumulator lane with pairs in vector lanes).
             UOpKind::Dot => {
-                let lanes = l.uops[u.src[1].index()].dtype.map_or(4, |d| d.count as u64);
-                flops += m * 2 * lanes;
+                let lanes = |k: usize| l.uops[u.src[k].index()].dtype.map_or(4, |d| d.count as u64);
+                flops += m * 2 * lanes(1).max(lanes(2));
             }
             UOpKind::Load | UOpKind::Store => {
                 let buf = &l.uops[u.src[0].index()];

@@ -326,26 +326,11 @@ impl Ctx<'_> {
                 None
             }
             UOpKind::Alu(op) => Some(self.alu(pc, t, *op)?),
-            UOpKind::Dot => {
-                let (a, b) = (reg(t, u.src[1]), reg(t, u.src[2]));
-                let dtype = |k: usize| prog.uops[u.src[k].index()].dtype;
-                let lanes = dtype(1).map_or(1, |d| d.count) as usize;
-                // Lanes of different widths meet in pair order (the int8 side unpacked by
-                // `SXTB16`); the order is its own inverse, so either side may hold it.
-                let paired = dtype(1).map(|d| d.scalar) != dtype(2).map(|d| d.scalar);
-                let at = |k: usize| match paired {
-                    true => crate::kernel::dot::PAIR_ORDER[k],
-                    false => k,
-                };
-                let sum = (0..lanes).fold(reg(t, u.src[0]).scalar().as_i64(), |s, k| {
-                    let (x, y) = (a.lane(k).as_i64(), b.lane(at(k)).as_i64());
-                    s.wrapping_add(x.wrapping_mul(y))
-                });
-                Some(Val::Scalar(ConstValue::from_i64(
-                    u.dtype.expect("typed"),
-                    sum,
-                )))
-            }
+            UOpKind::Dot => Some(dot(
+                u,
+                |k| reg(t, u.src[k]),
+                |k| prog.uops[u.src[k].index()].dtype,
+            )),
             UOpKind::Cast => Some(cast(
                 u,
                 &u.src.iter().map(|s| reg(t, *s)).collect::<Vec<_>>(),
@@ -460,6 +445,42 @@ impl Ctx<'_> {
         } else {
             Val::Vector(lanes)
         })
+    }
+}
+
+/// A [`UOpKind::Dot`]: each lane of the accumulator plus the products of its lanes of the two
+/// operands, each operand either one pack shared by every lane or a pack per lane.
+fn dot(
+    u: &super::UOp,
+    operand: impl Fn(usize) -> Val,
+    dtype: impl Fn(usize) -> Option<DType>,
+) -> Val {
+    let count = |k: usize| dtype(k).map_or(1, |d| d.count as usize);
+    let lanes = u.dtype.map_or(1, |d| d.count as usize);
+    let width = count(1).max(count(2)) / lanes;
+    // Packs of different widths meet in pair order (the int8 side unpacked by `SXTB16`); the
+    // order is its own inverse, so either side may hold it.
+    let paired = dtype(1).map(|d| d.scalar) != dtype(2).map(|d| d.scalar);
+    let at = |j: usize| match paired {
+        true => crate::kernel::dot::PAIR_ORDER[j],
+        false => j,
+    };
+    let (acc, a, b) = (operand(0), operand(1), operand(2));
+    let start = |k: usize, lane: usize| if count(k) == width { 0 } else { lane * width };
+    let scalar = u.dtype.expect("typed").scalar();
+    let sums: Vec<ConstValue> = (0..lanes)
+        .map(|l| {
+            let sum = (0..width).fold(acc.lane(l).as_i64(), |s, j| {
+                let x = a.lane(start(1, l) + j).as_i64();
+                let y = b.lane(start(2, l) + at(j)).as_i64();
+                s.wrapping_add(x.wrapping_mul(y))
+            });
+            ConstValue::from_i64(scalar, sum)
+        })
+        .collect();
+    match sums.as_slice() {
+        [one] => Val::Scalar(*one),
+        _ => Val::Vector(sums),
     }
 }
 

@@ -195,6 +195,7 @@ impl Vectorizer<'_> {
                 let from = self.vector(&us.iter().map(|u| u.src[0]).collect::<Vec<_>>())?;
                 Some(self.g.node(UOpKind::Cast, vdt, vec![from]))
             }
+            UOpKind::Dot => self.lane_dot(&us, vdt),
             UOpKind::Load => self
                 .consecutive_load(&us, vdt)
                 .or_else(|| Some(self.g.node(UOpKind::Cast, vdt, lanes.to_vec()))),
@@ -235,6 +236,35 @@ impl Vectorizer<'_> {
             self.g
                 .node(UOpKind::Alu(AluOp::Ternary(TernaryOp::Where)), vdt, src),
         )
+    }
+
+    /// One vector [`UOpKind::Dot`] for lanes `us` that each add a dot product of two packed
+    /// loads to their accumulator: each operand is one load shared by every lane (the narrow
+    /// operand of a vector dot product) or the lanes' loads of consecutive packs (one vector
+    /// load of all of them).
+    fn lane_dot(&mut self, us: &[UOp], vdt: Option<DType>) -> Option<UOpId> {
+        let acc = self.vector(&us.iter().map(|u| u.src[0]).collect::<Vec<_>>())?;
+        let shared = |k: usize| us.iter().all(|u| u.src[k] == us[0].src[k]);
+        // Two shared operands would be one dot product for every lane: not a vector one.
+        if shared(1) && shared(2) {
+            return None;
+        }
+        let mut src = vec![acc];
+        for k in 1..3 {
+            if shared(k) {
+                src.push(us[0].src[k]);
+                continue;
+            }
+            let loads: Vec<UOp> = us.iter().map(|u| self.g.get(u.src[k]).clone()).collect();
+            let pack = loads[0].dtype?;
+            let plain = |l: &UOp| l.kind == UOpKind::Load && l.src.len() == 2;
+            if loads.iter().any(|l| !plain(l) || l.dtype != Some(pack)) {
+                return None;
+            }
+            let whole = pack.vec(pack.count * us.len() as u8);
+            src.push(self.consecutive_load(&loads, Some(whole))?);
+        }
+        Some(self.g.node(UOpKind::Dot, vdt, src))
     }
 
     /// `sinks` with each run of stores into consecutive elements of one buffer (ungated, of
@@ -332,8 +362,8 @@ impl Vectorizer<'_> {
         )
     }
 
-    /// One vector load for scalar loads of consecutive elements of one buffer, ungated or
-    /// all under the same gate.
+    /// One vector load for loads of consecutive elements of one buffer (each lane one element,
+    /// or one pack of elements), ungated or all under the same gate.
     fn consecutive_load(&mut self, us: &[UOp], vdt: Option<DType>) -> Option<UOpId> {
         let first = &us[0];
         if first.src.len() != 2 && first.src.len() != 4 {
@@ -346,9 +376,10 @@ impl Vectorizer<'_> {
             return None;
         }
         let (base, start) = self.g.base_and_offset(first.src[1]);
+        let step = first.dtype.map_or(1, |d| d.count as usize);
         for (lane, u) in us.iter().enumerate() {
             let (b, off) = self.g.base_and_offset(u.src[1]);
-            if b != base || off != start + lane as i64 {
+            if b != base || off != start + (lane * step) as i64 {
                 return None;
             }
         }
@@ -621,5 +652,49 @@ mod tests {
             "the comparison's lane masks"
         );
         assert_eq!(g.get(select.src[2]).kind, UOpKind::Load, "one vector load");
+    }
+
+    /// Each of two lanes adds the dot product of one int8 pair, shared, and its own pair of
+    /// weights at `weights[lane]` to 0, and stores it; the lanes' sums and stores.
+    fn pair_dots(weights: [i64; 2]) -> (UOpGraph, Vec<UOpId>, Vec<UOpId>) {
+        let mut g = UOpGraph::new();
+        let (buf, out) = in_and_out(&mut g, DType::I8);
+        let pair = DType::I8.vec(2);
+        let zero = g.const_int(0);
+        let shared = g.node(UOpKind::Load, Some(pair), vec![buf, zero]);
+        let (mut dots, mut stores) = (Vec::new(), Vec::new());
+        for (lane, at) in weights.into_iter().enumerate() {
+            let idx = g.const_int(at);
+            let w = g.node(UOpKind::Load, Some(pair), vec![buf, idx]);
+            let dot = g.node(UOpKind::Dot, Some(DType::I32), vec![zero, shared, w]);
+            let to = g.const_int(lane as i64);
+            stores.push(g.node(UOpKind::Store, None, vec![out, to, dot]));
+            dots.push(dot);
+        }
+        (g, dots, stores)
+    }
+
+    #[test]
+    fn dot_products_of_a_shared_pair_and_consecutive_pairs_are_one_vector_dot() {
+        let (mut g, dots, stores) = pair_dots([8, 10]);
+        let sinks = vectorize(&mut g, &[dots], &stores);
+        let [store] = sinks.as_slice() else {
+            panic!("one vector store: {sinks:?}");
+        };
+        let dot = g.get(g.get(*store).src[2]).clone();
+        assert_eq!(
+            (&dot.kind, dot.dtype),
+            (&UOpKind::Dot, Some(DType::I32.vec(2)))
+        );
+        let operand = |k: usize| {
+            let u = g.get(dot.src[k]);
+            (u.kind.clone(), u.dtype)
+        };
+        let pairs = |n: u8| (UOpKind::Load, Some(DType::I8.vec(n)));
+        assert_eq!(operand(1), pairs(2), "the shared pair, as it is");
+        assert_eq!(operand(2), pairs(4), "both lanes' pairs, one load");
+        // Pairs that are not side by side stay dot products of their own.
+        let (mut g, dots, stores) = pair_dots([8, 11]);
+        assert_eq!(vectorize(&mut g, &[dots], &stores), stores);
     }
 }

@@ -433,8 +433,8 @@ pub(crate) fn vector_high_word(t: &str, lanes: u8) -> (String, String) {
 
 #[cfg(all(test, target_arch = "x86_64"))]
 mod tests {
+    use super::super::cc::{compile_and_run, list};
     use super::vector_high_word;
-    use std::process::Command;
 
     /// The rounded high word of each product, as the scalar helper computes it.
     fn expected(a: &[i32], b: &[i32]) -> Vec<i64> {
@@ -447,7 +447,6 @@ mod tests {
     /// Compiles the vector helpers with `flags`, runs them on `a` and `b` (8 lanes, then 16)
     /// where `run`, and returns what they print.
     fn high_words(flags: &[&str], a: &[i32], b: &[i32], run: bool) -> Vec<i64> {
-        let dir = tempfile::tempdir().expect("a temporary folder");
         let mut src = String::from("#include <stdio.h>\n");
         let mut main = String::from("int main(void) {\n");
         for (lanes, at) in [(8u8, 0usize), (16, 8)] {
@@ -458,41 +457,16 @@ mod tests {
             ));
             src.push_str(&vector_high_word(&t, lanes).1);
             src.push('\n');
-            let list = |v: &[i32]| {
-                let part = &v[at..at + lanes as usize];
-                part.iter()
-                    .map(|x| format!("{x}"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            };
+            let part = |v: &[i32]| list(&v[at..at + lanes as usize]);
             main.push_str(&format!(
                 "  {{ {t} a = {{{}}}, b = {{{}}}; {t} r = kiln_smmulr_{t}(a, b);\n    \
                  for (int k = 0; k < {lanes}; k++) printf(\"%d\\n\", r[k]); }}\n",
-                list(a),
-                list(b)
+                part(a),
+                part(b)
             ));
         }
         main.push_str("  return 0;\n}\n");
-        let (c, bin) = (dir.path().join("h.c"), dir.path().join("h"));
-        std::fs::write(&c, src + &main).unwrap();
-        let cc = Command::new("cc")
-            .args(["-O2", "-std=gnu11", "-Wall", "-Werror"])
-            .args(flags)
-            .arg("-o")
-            .arg(&bin)
-            .arg(&c)
-            .output()
-            .expect("the system C compiler");
-        let err = String::from_utf8_lossy(&cc.stderr);
-        assert!(cc.status.success(), "{flags:?}: {err}");
-        if !run {
-            return Vec::new();
-        }
-        let out = Command::new(&bin).output().expect("the helpers' program");
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .map(|l| l.parse().unwrap())
-            .collect()
+        compile_and_run(&(src + &main), flags, run)
     }
 
     #[test]

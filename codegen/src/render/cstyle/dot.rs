@@ -134,8 +134,12 @@ impl Renderer<'_> {
 
     /// `acc + Σ a·b` over the four lanes of two packed words, of a word and four int16 values
     /// (in either place), of two fours of int16 values, or of two Helium vectors of sixteen
-    /// int8 values.
+    /// int8 values; on a target with [`crate::target::Target::lane_dot`], over pairs
+    /// ([`Renderer::lane_dot`]).
     pub(super) fn dot(&mut self, i: usize, u: &UOp) -> Result<(), RenderError> {
+        if self.target.lane_dot {
+            return self.lane_dot(i, u);
+        }
         let (a, b) = (self.dtype_of(u, 1), self.dtype_of(u, 2));
         let helper = match (a, b) {
             (PACKED, PACKED) => "kiln_dot4",
@@ -165,5 +169,177 @@ impl Renderer<'_> {
         };
         let e = format!("{helper}({}, {x}, {y})", self.src(u, 0));
         self.value(i, "alu", e)
+    }
+}
+
+impl Renderer<'_> {
+    /// A dot product of int8 pairs ([`crate::target::Target::lane_dot`]): in one `int`, the
+    /// two products of two pairs added to it; in each lane of a vector of them, the two
+    /// products of that lane's pairs, each operand one pair for every lane or a pair per lane
+    /// side by side ([`lane_dot_helpers`]).
+    fn lane_dot(&mut self, i: usize, u: &UOp) -> Result<(), RenderError> {
+        let pair = DType::I8.vec(2);
+        let acc = u.dtype.filter(|d| d.scalar() == DType::I32);
+        let lanes = acc.map_or(0, |d| d.count);
+        let fits = |k: usize| {
+            let d = self.dtype_of(u, k);
+            d == pair || (lanes > 1 && d == pair.vec(2 * lanes))
+        };
+        if acc.is_none() || !fits(1) || !fits(2) {
+            return Err(self.unsupported("a dot product of int8 pairs".to_string()));
+        }
+        let (a, b, sum) = (self.src(u, 1), self.src(u, 2), self.src(u, 0));
+        if lanes == 1 {
+            let e = format!("({sum}+{a}[0]*{b}[0]+{a}[1]*{b}[1])");
+            return self.value(i, "alu", e);
+        }
+        let t = self.ty(acc.expect("checked"))?;
+        let operand = |k: usize, x: &str| match self.dtype_of(u, k) == pair {
+            true => format!("kiln_pair_{t}({x})"),
+            false => format!("kiln_widen_{t}({x})"),
+        };
+        let e = format!("kiln_dot2_{t}({sum}, {}, {})", operand(1, a), operand(2, b));
+        self.helpers.insert(lane_dot_helpers(&t, lanes));
+        self.value(i, "alu", e)
+    }
+}
+
+/// The macros of the dot products of int8 pairs in `lanes` int32 lanes (C type `t`), as
+/// [`super::alu::vector_high_word`]'s: `kiln_pair_T` widens one pair to int16 and repeats it
+/// in every lane, `kiln_widen_T` widens a pair per lane, `kiln_dot2_T` adds each lane's two
+/// products to the accumulator. With AVX2 (8 lanes) or AVX-512BW (16) those are
+/// `vpbroadcastw` and `vpmovsxbw`, `vpmovsxbw`, and one `vpmaddwd`; else the same in plain C.
+pub(crate) fn lane_dot_helpers(t: &str, lanes: u8) -> String {
+    let halves = 2 * lanes as usize;
+    let pairs = format!("kiln_i16x{halves}_of_{t}");
+    let (bytes_of, halves_of) = (
+        format!("kiln_i8x{halves}_of_{t}"),
+        format!("kiln_i16x{lanes}_of_{t}"),
+    );
+    let same = vec!["kiln_h"; lanes as usize].join(", ");
+    // The pair's two bytes as one halfword.
+    let half = "({ __typeof__(p) kiln_p = (p); short kiln_h; __builtin_memcpy(&kiln_h, &kiln_p, 2); kiln_h; })";
+    let plain = format!(
+        "#define kiln_pair_{t}(p) ({{ short kiln_h = {half}; \
+         __builtin_convertvector(({bytes_of})(({halves_of}){{{same}}}), {pairs}); }})\n\
+         #define kiln_widen_{t}(x) __builtin_convertvector((x), {pairs})\n\
+         #define kiln_dot2_{t}(acc, a, b) ({{ {t} kiln_r = (acc); {pairs} kiln_a = (a), \
+         kiln_b = (b); for (int kiln_k = 0; kiln_k < {lanes}; kiln_k++) kiln_r[kiln_k] += \
+         kiln_a[2 * kiln_k] * kiln_b[2 * kiln_k] + kiln_a[2 * kiln_k + 1] * kiln_b[2 * kiln_k + 1]; \
+         kiln_r; }})"
+    );
+    // (feature, prefix, the int16 vector, the int8 vector it widens, its set1)
+    let wide = match lanes {
+        8 => Some(("__AVX2__", "_mm256", "__m256i", "__m128i", "_mm_set1_epi16")),
+        16 => Some((
+            "__AVX512BW__",
+            "_mm512",
+            "__m512i",
+            "__m256i",
+            "_mm256_set1_epi16",
+        )),
+        _ => None,
+    };
+    let body = match wide {
+        Some((feature, p, v, narrow, set1)) => format!(
+            "#if defined({feature})\n#include <immintrin.h>\n\
+             #define kiln_pair_{t}(p) (({pairs}){p}_cvtepi8_epi16({set1}({half})))\n\
+             #define kiln_widen_{t}(x) (({pairs}){p}_cvtepi8_epi16(({narrow})(x)))\n\
+             #define kiln_dot2_{t}(acc, a, b) ((acc) + ({t}){p}_madd_epi16(({v})(a), ({v})(b)))\n\
+             #else\n{plain}\n#endif"
+        ),
+        None => plain,
+    };
+    let guard = format!("KILN_DOT2_{}_DEFINED", t.to_uppercase());
+    format!(
+        "#ifndef {guard}\n#define {guard}\n\
+         typedef short {pairs} __attribute__((vector_size({}), aligned(2)));\n\
+         typedef signed char {bytes_of} __attribute__((vector_size({halves}), aligned(1)));\n\
+         typedef short {halves_of} __attribute__((vector_size({halves}), aligned(2)));\n\
+         {body}\n#endif",
+        2 * halves
+    )
+}
+
+#[cfg(all(test, target_arch = "x86_64"))]
+mod tests {
+    use super::super::cc::{compile_and_run, list};
+    use super::lane_dot_helpers;
+
+    /// The accumulators, a shared pair, and two vectors of a pair per lane, for `lanes` lanes:
+    /// int8's ends among them.
+    fn operands(lanes: usize) -> (Vec<i64>, [i64; 2], Vec<i64>, Vec<i64>) {
+        let acc = (0..lanes as i64)
+            .map(|l| (2 * l - lanes as i64) * 130_000_007)
+            .collect();
+        let w = (0..2 * lanes as i64)
+            .map(|k| [-128, 127, -1, 0][k as usize % 4] + (k / 4) * 9 % 50)
+            .map(|x| x.clamp(-128, 127))
+            .collect();
+        let v = (0..2 * lanes as i64).map(|k| 127 - k * 37 % 256).collect();
+        (acc, [-128, -128], w, v)
+    }
+
+    /// Each lane's sum: its accumulator plus the products of `a`'s pair (one for every lane,
+    /// or one per lane) and its pair of `b`.
+    fn expected(acc: &[i64], a: &[i64], b: &[i64]) -> Vec<i64> {
+        let at = |x: &[i64], l: usize, j: usize| x[if x.len() == 2 { j } else { 2 * l + j }];
+        (0..acc.len())
+            .map(|l| acc[l] + (0..2).map(|j| at(a, l, j) * at(b, l, j)).sum::<i64>())
+            .collect()
+    }
+
+    /// Compiles the helpers with `flags` and, where `run`, returns the sums (8 lanes, then
+    /// 16) of a shared pair and a pair per lane, then of two pairs per lane.
+    fn lane_dots(flags: &[&str], run: bool) -> Vec<i64> {
+        let mut src = String::from("#include <stdio.h>\n");
+        src += "typedef signed char signed_char2 __attribute__((vector_size(2), aligned(1)));\n";
+        let mut main = String::from("int main(void) {\n");
+        for lanes in [8usize, 16] {
+            let (t, bytes) = (format!("int{lanes}"), format!("signed_char{}", 2 * lanes));
+            src += &format!(
+                "typedef int {t} __attribute__((vector_size({}), aligned(4)));\n\
+                 typedef signed char {bytes} __attribute__((vector_size({}), aligned(1)));\n{}\n",
+                4 * lanes,
+                2 * lanes,
+                lane_dot_helpers(&t, lanes as u8)
+            );
+            let (acc, p, w, v) = operands(lanes);
+            main += &format!(
+                "  {{ {t} acc = {{{}}}; signed_char2 p = {{{}}}; {bytes} w = {{{}}}, v = {{{}}};\n    \
+                 {t} r = kiln_dot2_{t}(acc, kiln_pair_{t}(p), kiln_widen_{t}(w));\n    \
+                 {t} s = kiln_dot2_{t}(acc, kiln_widen_{t}(v), kiln_widen_{t}(w));\n    \
+                 for (int k = 0; k < {lanes}; k++) printf(\"%d\\n\", r[k]);\n    \
+                 for (int k = 0; k < {lanes}; k++) printf(\"%d\\n\", s[k]); }}\n",
+                list(&acc),
+                list(&p),
+                list(&w),
+                list(&v)
+            );
+        }
+        main += "  return 0;\n}\n";
+        compile_and_run(&(src + &main), flags, run)
+    }
+
+    #[test]
+    fn dot_products_of_pairs_in_lanes_equal_the_plain_sums_with_and_without_avx() {
+        let mut want = Vec::new();
+        for lanes in [8, 16] {
+            let (acc, p, w, v) = operands(lanes);
+            want.extend(expected(&acc, &p, &w));
+            want.extend(expected(&acc, &v, &w));
+        }
+        assert_eq!(lane_dots(&["-mno-avx2"], true), want, "lane by lane");
+        assert!(
+            std::arch::is_x86_feature_detected!("avx2"),
+            "the host has AVX2"
+        );
+        assert_eq!(lane_dots(&["-mavx2"], true), want, "AVX2");
+        // AVX-512BW's form is compiled everywhere, run where the CPU has it.
+        let avx512 = std::arch::is_x86_feature_detected!("avx512bw");
+        let got = lane_dots(&["-mavx2", "-mavx512f", "-mavx512bw"], avx512);
+        if avx512 {
+            assert_eq!(got, want, "AVX-512BW");
+        }
     }
 }

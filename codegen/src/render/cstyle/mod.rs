@@ -5,6 +5,8 @@
 
 mod alu;
 mod body;
+#[cfg(all(test, target_arch = "x86_64"))]
+mod cc;
 mod dot;
 mod entry;
 
