@@ -433,7 +433,7 @@ pub(crate) fn vector_high_word(t: &str, lanes: u8) -> (String, String) {
 
 #[cfg(all(test, target_arch = "x86_64"))]
 mod tests {
-    use super::super::cc::{compile_and_run, list};
+    use super::super::cc::{assert_with_and_without_avx, compile_and_run, list};
     use super::vector_high_word;
 
     /// The rounded high word of each product, as the scalar helper computes it.
@@ -484,15 +484,8 @@ mod tests {
         let (a, b) = (&a[..], &b[..]);
         // 8 lanes from the first 8 values, 16 from the next 16.
         let want = expected(a, b);
-        let avx2 = std::arch::is_x86_feature_detected!("avx2");
         let avx512 = std::arch::is_x86_feature_detected!("avx512f");
-        assert_eq!(high_words(&["-mno-avx2"], a, b, true), want, "lane by lane");
-        assert!(avx2, "the host has AVX2");
-        assert_eq!(high_words(&["-mavx2"], a, b, true), want, "AVX2");
-        // AVX-512's form is compiled everywhere, run where the CPU has it.
-        let got = high_words(&["-mavx2", "-mavx512f"], a, b, avx512);
-        if avx512 {
-            assert_eq!(got, want, "AVX-512");
-        }
+        let run = |flags: &[&str], run: bool| high_words(flags, a, b, run);
+        assert_with_and_without_avx(run, &want, (&["-mavx2", "-mavx512f"], avx512));
     }
 }

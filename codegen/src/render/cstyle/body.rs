@@ -162,7 +162,9 @@ impl Renderer<'_> {
             let parts: Vec<&str> = (0..u.src.len()).map(|k| self.src(u, k)).collect();
             fill(d.pack, &[("$t", &t), ("$x", &parts.join(", "))])
         } else if self.dtype_of(u, 0).is_vector() {
-            fill(d.convert, &[("$t", &t), ("$x", self.src(u, 0))])
+            let (from, x) = (self.dtype_of(u, 0), self.src(u, 0).to_string());
+            self.int_vector_conversion(from, u.dtype.expect("typed"), &t, &x)
+                .unwrap_or_else(|| fill(d.convert, &[("$t", &t), ("$x", &x)]))
         } else {
             fill(d.cast, &[("$t", &t), ("$x", self.src(u, 0))])
         };

@@ -34,3 +34,23 @@ pub(super) fn list<T: std::fmt::Display>(values: &[T]) -> String {
     let parts: Vec<String> = values.iter().map(|x| x.to_string()).collect();
     parts.join(", ")
 }
+
+/// Checks that `program` (compiled with the flags it is given, and run where told) prints
+/// `want` lane by lane without AVX2, with AVX2, and with the AVX-512 `flags`: compiled
+/// everywhere, run where this CPU has them (`runs`).
+pub(super) fn assert_with_and_without_avx(
+    program: impl Fn(&[&str], bool) -> Vec<i64>,
+    want: &[i64],
+    (flags, runs): (&[&str], bool),
+) {
+    assert_eq!(program(&["-mno-avx2"], true), want, "lane by lane");
+    assert!(
+        std::arch::is_x86_feature_detected!("avx2"),
+        "the host has AVX2"
+    );
+    assert_eq!(program(&["-mavx2"], true), want, "AVX2");
+    let got = program(flags, runs);
+    if runs {
+        assert_eq!(got, want, "AVX-512 ({flags:?})");
+    }
+}

@@ -263,7 +263,7 @@ pub(crate) fn lane_dot_helpers(t: &str, lanes: u8) -> String {
 
 #[cfg(all(test, target_arch = "x86_64"))]
 mod tests {
-    use super::super::cc::{compile_and_run, list};
+    use super::super::cc::{assert_with_and_without_avx, compile_and_run, list};
     use super::lane_dot_helpers;
 
     /// The accumulators, a shared pair, and two vectors of a pair per lane, for `lanes` lanes:
@@ -329,17 +329,11 @@ mod tests {
             want.extend(expected(&acc, &p, &w));
             want.extend(expected(&acc, &v, &w));
         }
-        assert_eq!(lane_dots(&["-mno-avx2"], true), want, "lane by lane");
-        assert!(
-            std::arch::is_x86_feature_detected!("avx2"),
-            "the host has AVX2"
-        );
-        assert_eq!(lane_dots(&["-mavx2"], true), want, "AVX2");
-        // AVX-512BW's form is compiled everywhere, run where the CPU has it.
         let avx512 = std::arch::is_x86_feature_detected!("avx512bw");
-        let got = lane_dots(&["-mavx2", "-mavx512f", "-mavx512bw"], avx512);
-        if avx512 {
-            assert_eq!(got, want, "AVX-512BW");
-        }
+        assert_with_and_without_avx(
+            lane_dots,
+            &want,
+            (&["-mavx2", "-mavx512f", "-mavx512bw"], avx512),
+        );
     }
 }

@@ -7,6 +7,7 @@ mod alu;
 mod body;
 #[cfg(all(test, target_arch = "x86_64"))]
 mod cc;
+mod convert;
 mod dot;
 mod entry;
 
