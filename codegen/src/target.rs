@@ -48,9 +48,10 @@ pub struct Target {
     /// extensions); 0 keeps every value scalar.
     pub simd_lanes: u8,
     /// With `simd_lanes`: int32 sums of int8 (or int16, int32) reads take the lanes too, each
-    /// lane's loads widened as one vector. On where the C compiler widens a vector of int8 in
-    /// registers (x86); off on AArch64, where GCC builds a widened 256-bit vector byte by byte
-    /// through the stack.
+    /// lane's loads widened as one vector. The renderer writes the conversions, the dot
+    /// products and the high-word multiplies of these lanes with x86's or NEON's intrinsics
+    /// where the C compiler has them (GCC builds some of them byte by byte through the stack
+    /// otherwise).
     pub int_lanes: bool,
     /// Per-axis limits of the global size (x, y, z); `None` when unlimited.
     pub global_max: Option<Vec<usize>>,
@@ -84,12 +85,12 @@ pub struct Target {
     /// products summed into an `i32` by one `VMLADAVA` from two 128-bit vector loads
     /// ([`Target::c_mve`]); an axis that sixteen do not divide takes the DSP's fours.
     pub helium_dot: bool,
-    /// Int8 products summed in pairs into each 32-bit lane of a vector accumulator, two
-    /// products of one lane in one operation (x86's `vpmaddwd` on the pairs widened to int16):
-    /// a dot product of 2 along a reduce axis, on the lanes of [`Target::int_lanes`]. One
-    /// operand is a pair shared by every lane, the other a weight stored with each lane's pair
-    /// side by side (the kernel's vector axis).
-    pub lane_dot: bool,
+    /// Int8 products summed in groups into each 32-bit lane of a vector accumulator, one
+    /// group of a lane in one operation: 2 (x86's `vpmaddwd` on pairs widened to int16), 4
+    /// (AArch64's `SDOT`), 0 for none. A dot product of that width along a reduce axis, on
+    /// the lanes of [`Target::int_lanes`]: one operand is a group shared by every lane, the
+    /// other a weight stored with each lane's group side by side (the kernel's vector axis).
+    pub lane_dot: u8,
     /// The language the renderer writes for it.
     pub language: Language,
 }
@@ -115,7 +116,7 @@ impl Target {
             wide_weights: false,
             wide_activations: false,
             helium_dot: false,
-            lane_dot: false,
+            lane_dot: 0,
             language: Language::C,
         }
     }
@@ -144,11 +145,12 @@ impl Target {
     }
 
     /// The lanes a packed dot product of this target may take, the widest first: none
-    /// without packed dot products, 4 with the DSP's, 16 and 4 with Helium's, 2 in each vector
-    /// lane with [`Target::lane_dot`].
+    /// without packed dot products, 4 with the DSP's, 16 and 4 with Helium's, 2 or 4 in each
+    /// vector lane with [`Target::lane_dot`].
     pub fn dot_widths(&self) -> &'static [usize] {
         match (self.packed_dot, self.helium_dot) {
-            _ if self.lane_dot => &[2],
+            _ if self.lane_dot == 2 => &[2],
+            _ if self.lane_dot == 4 => &[4],
             (false, _) => &[],
             (true, false) => &[4],
             (true, true) => &[16, 4],
@@ -214,7 +216,7 @@ impl Target {
     pub fn for_cpu(cpu: Cpu) -> Self {
         match cpu {
             Cpu::Host => Target::host(),
-            Cpu::Aarch64 => Target::neon(),
+            Cpu::Aarch64 | Cpu::Aarch64Dotprod => Target::neon(),
             cpu if cpu.mve() => Target::c_mve(),
             cpu if cpu.dsp() => Target::c_dsp(),
             _ => Target::c(),
@@ -262,18 +264,22 @@ impl Target {
             },
             simd_lanes: if host_has_wide_vectors() { 16 } else { 8 },
             int_lanes: true,
-            lane_dot: true,
+            lane_dot: 2,
             ..Target::c()
         }
     }
 
-    /// C for a 64-bit Arm application core (AArch64): reduces over float vectors of 8 lanes,
-    /// which the C compiler computes as pairs of NEON's 128-bit registers, whatever machine
-    /// builds it; integer reduces stay scalar ([`Target::int_lanes`]).
+    /// C for a 64-bit Arm application core (AArch64): reduces over vectors of 8 lanes, which
+    /// the C compiler computes as pairs of NEON's 128-bit registers, whatever machine builds
+    /// it; int8 products four a lane at once ([`Target::lane_dot`]): `SDOT` where the core
+    /// has dot products (Armv8.2-A's `dotprod`), widening multiplies and pairwise sums where
+    /// it has not.
     pub fn neon() -> Self {
         Target {
             name: "neon",
             simd_lanes: 8,
+            int_lanes: true,
+            lane_dot: 4,
             ..Target::c()
         }
     }
@@ -299,7 +305,7 @@ impl Target {
             wide_weights: false,
             wide_activations: false,
             helium_dot: false,
-            lane_dot: false,
+            lane_dot: 0,
             language,
         }
     }
@@ -325,7 +331,7 @@ impl Target {
             wide_weights: false,
             wide_activations: false,
             helium_dot: false,
-            lane_dot: false,
+            lane_dot: 0,
             language: Language::C,
         }
     }

@@ -156,6 +156,12 @@ fn run_bundle(
             text.lines().any(neon),
             "{model} on {board_name}: no NEON multiply in the image"
         );
+        // int8 products four a lane: `SDOT` on the board's Armv8.2-A.
+        let sdot = |l: &str| l.contains("sdot") && l.contains(".16b");
+        assert!(
+            !bundle.kernels_c.contains("kiln_dot4_") || text.lines().any(sdot),
+            "{model} on {board_name}: no SDOT in the image"
+        );
     }
     let inputs: Vec<Vec<u8>> = inputs.into_iter().map(Tensor::into_bytes).collect();
     let options = board::RunOptions { io };

@@ -35,6 +35,9 @@ pub enum Cpu {
     /// 64-bit Arm application cores running Linux (`aarch64-unknown-linux-gnu`): Armv8-A with
     /// 128-bit NEON vectors (Cortex-A53 and later: Raspberry Pi 3 to 5, phones).
     Aarch64,
+    /// [`Cpu::Aarch64`] with Armv8.2-A's int8 dot products (`SDOT`): Cortex-A55, A76 and
+    /// later (Raspberry Pi 5, Jetson Orin, i.MX 93, phones since 2018).
+    Aarch64Dotprod,
     /// RISC-V rv32imc (`riscv32imc-unknown-none-elf`: ESP32-C3).
     Rv32imc,
     /// RISC-V rv32imac (`riscv32imac-unknown-none-elf`).
@@ -74,7 +77,7 @@ const M55_DSP_MVE: &str = "-march=armv8.1-m.main+dsp+mve.fp+fp.dp";
 /// Every CPU, the first of those sharing a triple being the one the triple implies; the last
 /// two columns say whether it has the DSP extension and Helium.
 #[rustfmt::skip]
-pub const CPUS: [CpuInfo; 14] = [
+pub const CPUS: [CpuInfo; 15] = [
     row(Cpu::Host, "host", None, &[], false, false),
     row(Cpu::CortexM0, "cortex-m0", Some("thumbv6m-none-eabi"), &["-mcpu=cortex-m0", "-mfloat-abi=soft", FP16], false, false),
     row(Cpu::CortexM0Plus, "cortex-m0plus", Some("thumbv6m-none-eabi"), &["-mcpu=cortex-m0plus", "-mfloat-abi=soft", FP16], false, false),
@@ -87,6 +90,7 @@ pub const CPUS: [CpuInfo; 14] = [
     row(Cpu::CortexM33F, "cortex-m33f", Some("thumbv8m.main-none-eabihf"), &["-mcpu=cortex-m33", M33_DSP_FP, "-mfloat-abi=hard", "-mfpu=fpv5-sp-d16", FP16], true, false),
     row(Cpu::CortexM55, "cortex-m55", Some("thumbv8m.main-none-eabihf"), &["-mcpu=cortex-m55", M55_DSP_MVE, "-mfloat-abi=hard", FP16], true, true),
     row(Cpu::Aarch64, "aarch64", Some("aarch64-unknown-linux-gnu"), &["-march=armv8-a"], false, false),
+    row(Cpu::Aarch64Dotprod, "aarch64-dotprod", Some("aarch64-unknown-linux-gnu"), &["-march=armv8.2-a+dotprod"], false, false),
     row(Cpu::Rv32imc, "rv32imc", Some("riscv32imc-unknown-none-elf"), &["-march=rv32imc", "-mabi=ilp32"], false, false),
     row(Cpu::Rv32imac, "rv32imac", Some("riscv32imac-unknown-none-elf"), &["-march=rv32imac", "-mabi=ilp32"], false, false),
 ];
@@ -198,7 +202,7 @@ mod tests {
 
     #[test]
     fn a_linux_triple_is_hosted_and_bare_metal_is_not() {
-        assert!(Cpu::Aarch64.hosted() && Cpu::Host.hosted());
+        assert!(Cpu::Aarch64.hosted() && Cpu::Aarch64Dotprod.hosted() && Cpu::Host.hosted());
         assert!(!Cpu::CortexM55.hosted() && !Cpu::Rv32imc.hosted());
     }
 }

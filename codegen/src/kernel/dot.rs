@@ -95,7 +95,7 @@ impl Kernel {
         };
         let strides = self.sts[b].real_strides(false);
         let side_by_side = strides[dot] == Some(1) && strides[axis] == Some(width as i64);
-        self.target.lane_dot
+        self.target.lane_dot > 0
             && self.dot_operands().is_some_and(|o| o.contains(&b))
             && (side_by_side || self.relayout_of(b, axis).is_some())
     }

@@ -132,7 +132,7 @@ impl Kernel {
             .filter(|&a| a != axis && view.strides[a] != 0 && shape[a] > 1)
             .collect();
         axes.push(axis);
-        let dot = (self.target.lane_dot)
+        let dot = (self.target.lane_dot > 0)
             .then(|| self.packed_dot_axis())
             .flatten()
             .filter(|d| axes.contains(d) && self.dot_operands().is_some_and(|o| o.contains(&b)));
@@ -375,9 +375,13 @@ mod tests {
         });
         assert!(widen.is_some(), "one conversion of eight lanes: {}", p.src);
         assert!(p.src.contains("kiln_cvt_i8_int8("), "{}", p.src);
-        // AArch64's target keeps them scalar: GCC widens its int8 vectors through the stack.
-        let neon = lanes_on_outputs(matvec_i8(rows, cols, Target::neon()));
-        assert_eq!(neon.vector_axis(), None);
+        // A target with float vectors but without integer lanes keeps them scalar.
+        let floats_only = Target {
+            int_lanes: false,
+            ..Target::neon()
+        };
+        let scalar = lanes_on_outputs(matvec_i8(rows, cols, floats_only));
+        assert_eq!(scalar.vector_axis(), None);
         // The sums, the matrix given in its new order, at the ends of int8's range.
         let a: Vec<i64> = (0..rows * cols)
             .map(|i| (i as i64 * 37 % 256) - 128)
@@ -396,11 +400,21 @@ mod tests {
     /// are exact. A matrix whose lanes' pairs lie a row apart refuses them.
     #[test]
     fn int8_pairs_in_lanes_read_a_matrix_stored_pair_by_pair() {
+        groups_in_lanes_read_a_matrix_stored_group_by_group(Target::host(), 2);
+    }
+
+    /// The same with NEON's fours (`SDOT`): each lane's four side by side.
+    #[test]
+    fn int8_fours_in_lanes_read_a_matrix_stored_four_by_four() {
+        groups_in_lanes_read_a_matrix_stored_group_by_group(Target::neon(), 4);
+    }
+
+    fn groups_in_lanes_read_a_matrix_stored_group_by_group(target: Target, width: usize) {
         use crate::kernel::examples::{matvec_i8, run_matvec_i8};
         use crate::uop::UOpKind;
         let (rows, cols) = (16, 24);
-        let fresh = || lanes_on_outputs(matvec_i8(rows, cols, Target::host()));
-        let pairs = Opt::new(OptOp::Dot, 0, 2);
+        let fresh = || lanes_on_outputs(matvec_i8(rows, cols, target.clone()));
+        let pairs = Opt::new(OptOp::Dot, 0, width);
         let mut fixed = fresh();
         assert!(fixed.apply_opt(pairs).is_err(), "the matrix is not free");
         let mut k = fresh();
@@ -409,13 +423,17 @@ mod tests {
         let (axis, dot) = (k.vector_axis().unwrap(), k.packed_dot_axis().unwrap());
         let (laid, relayouts) = k.laid_out();
         let strides = relayouts[0].st.real_strides(false);
-        assert_eq!((strides[axis], strides[dot]), (Some(2), Some(1)));
+        assert_eq!((strides[axis], strides[dot]), (Some(width as i64), Some(1)));
         assert_eq!(laid.vector_axis(), Some(axis), "the pairs are not gathered");
         let p = crate::render::to_program(&laid).unwrap();
         let lanes = Some(DType::I32.vec(8));
         let dots = (p.uops.uops.iter()).filter(|u| u.kind == UOpKind::Dot && u.dtype == lanes);
         assert!(dots.count() > 0, "vector dot products: {}", p.src);
-        assert!(p.src.contains("kiln_dot2_int8("), "{}", p.src);
+        assert!(
+            p.src.contains(&format!("kiln_dot{width}_int8(")),
+            "{}",
+            p.src
+        );
         let a: Vec<i64> = (0..rows * cols)
             .map(|i| (i as i64 * 37 % 256) - 128)
             .collect();

@@ -138,7 +138,7 @@ impl Kernel {
         // Known once the dot product is applied: where its pairs fill vector lanes.
         self.require(
             opt,
-            opt.op != OptOp::Dot || !self.target.lane_dot || self.dots_fill_lanes(),
+            opt.op != OptOp::Dot || self.target.lane_dot == 0 || self.dots_fill_lanes(),
             "each vector lane's pairs need one operand shared by the lanes and a weight stored \
              with each lane's pair side by side",
         )

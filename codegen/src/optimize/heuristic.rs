@@ -254,18 +254,20 @@ pub fn hand_coded_optimizations(k: &mut Kernel) {
         });
         if let Some(&width) = packed {
             // The rest of a short axis is unrolled too: up to two dot products of four (32
-            // products), four of sixteen (64: Helium's loads then overlap its sums); pairs in
-            // vector lanes as far as the plain sums would be (a short axis whole, else by 4).
+            // products), four of sixteen (64: Helium's loads then overlap its sums); groups in
+            // vector lanes as far as the plain sums would be (a short axis whole, else by 2
+            // groups, 4 or 8 products).
             let rest = k.full_shape()[axis];
+            let lanes = k.target.lane_dot > 0;
             let most = match width {
                 16 => 4,
-                2 => FULL_UNROLL / 2,
+                _ if lanes => FULL_UNROLL / width,
                 _ => FULL_UNROLL / 4,
             };
-            if k.shape_len() - k.upcasted <= axis || rest <= 1 {
-            } else if rest <= most {
+            let more = k.shape_len() - k.upcasted > axis && rest > 1;
+            if more && rest <= most {
                 let _ = k.apply_opt(Opt::new(OptOp::Unroll, rel, 0));
-            } else if width == 2 && rest.is_multiple_of(2) {
+            } else if more && lanes && rest.is_multiple_of(2) {
                 let _ = k.apply_opt(Opt::new(OptOp::Unroll, rel, 2));
             }
         } else if size <= FULL_UNROLL && upcast_size(k) * size <= 4 * max_upcast {

@@ -1,5 +1,6 @@
 //! Constants, ALU ops and the helper functions they need.
 
+use super::simd::{guarded, neon_view, Form};
 use super::Renderer;
 use crate::dtype::{DType, Scalar};
 use crate::ops::{AluOp, BinaryOp, ConstValue, TernaryOp, UnaryOp};
@@ -387,8 +388,9 @@ fn grows(op: AluOp) -> bool {
 /// The name and definition of the rounded high words of the products of two vectors of `lanes`
 /// int32 (C type `t`), `(int)(((i64)a · (i64)b + 2^31) >> 32)` in each lane: a macro, as
 /// [`Renderer::vector_max_helper`] is. With AVX2 (8 lanes) or AVX-512 (16), two signed 32×32→64
-/// multiplies of the even and the odd lanes (`vpmuldq`) and a blend of their high words; else
-/// lane by lane.
+/// multiplies of the even and the odd lanes (`vpmuldq`) and a blend of their high words; with
+/// NEON, per register of four lanes two widening multiplies (`SMULL`, `SMULL2`) and two
+/// rounding narrowing shifts (`RSHRN`); else lane by lane.
 pub(crate) fn vector_high_word(t: &str, lanes: u8) -> (String, String) {
     let name = format!("kiln_smmulr_{t}");
     let guard = format!("{}_DEFINED", name.to_uppercase());
@@ -414,26 +416,43 @@ pub(crate) fn vector_high_word(t: &str, lanes: u8) -> (String, String) {
         )),
         _ => None,
     };
-    let body = match wide {
-        Some((feature, p, v, set1, blend)) => format!(
-            "#if defined({feature})\n#include <immintrin.h>\n\
-             #define {name}(a, b) ({{ {v} kiln_a = ({v})(a), kiln_b = ({v})(b); \
-             {v} kiln_h = {set1}(2147483648LL); \
-             {v} kiln_e = {p}_srli_epi64({p}_add_epi64({p}_mul_epi32(kiln_a, kiln_b), kiln_h), 32); \
-             {v} kiln_o = {p}_add_epi64({p}_mul_epi32({p}_srli_epi64(kiln_a, 32), \
-             {p}_srli_epi64(kiln_b, 32)), kiln_h); ({t}){blend}; }})\n#else\n{each}\n#endif"
-        ),
-        None => each,
-    };
-    (
-        name,
-        format!("#ifndef {guard}\n#define {guard}\n{body}\n#endif"),
-    )
+    let mut forms: Vec<Form> = wide
+        .map(|(feature, p, v, set1, blend)| {
+            Form::x86(
+                feature,
+                format!(
+                    "#define {name}(a, b) ({{ {v} kiln_a = ({v})(a), kiln_b = ({v})(b); \
+                     {v} kiln_h = {set1}(2147483648LL); \
+                     {v} kiln_e = {p}_srli_epi64({p}_add_epi64({p}_mul_epi32(kiln_a, kiln_b), kiln_h), 32); \
+                     {v} kiln_o = {p}_add_epi64({p}_mul_epi32({p}_srli_epi64(kiln_a, 32), \
+                     {p}_srli_epi64(kiln_b, 32)), kiln_h); ({t}){blend}; }})"
+                ),
+            )
+        })
+        .into_iter()
+        .collect();
+    if lanes.is_multiple_of(4) {
+        let quarters = lanes as usize / 4;
+        let (a, b) = (
+            neon_view("kiln_a", t, "int32x4_t", quarters, "(a)"),
+            neon_view("kiln_b", t, "int32x4_t", quarters, "(b)"),
+        );
+        forms.push(Form::neon(
+            &[],
+            format!(
+                "#define {name}(a, b) ({{ {a} {b} \
+                 for (int kiln_k = 0; kiln_k < {quarters}; kiln_k++) kiln_a.q[kiln_k] = vcombine_s32(\
+                 vrshrn_n_s64(vmull_s32(vget_low_s32(kiln_a.q[kiln_k]), vget_low_s32(kiln_b.q[kiln_k])), 32), \
+                 vrshrn_n_s64(vmull_high_s32(kiln_a.q[kiln_k], kiln_b.q[kiln_k]), 32)); kiln_a.v; }})"
+            ),
+        ));
+    }
+    (name, guarded(&guard, "", &forms, &each))
 }
 
 #[cfg(all(test, target_arch = "x86_64"))]
 mod tests {
-    use super::super::cc::{assert_with_and_without_avx, compile_and_run, list};
+    use super::super::cc::{assert_on_aarch64, assert_with_and_without_avx, compile_and_run, list};
     use super::vector_high_word;
 
     /// The rounded high word of each product, as the scalar helper computes it.
@@ -447,6 +466,11 @@ mod tests {
     /// Compiles the vector helpers with `flags`, runs them on `a` and `b` (8 lanes, then 16)
     /// where `run`, and returns what they print.
     fn high_words(flags: &[&str], a: &[i32], b: &[i32], run: bool) -> Vec<i64> {
+        compile_and_run(&high_words_src(a, b), flags, run)
+    }
+
+    /// A program printing the helpers' high words of `a` and `b` (8 lanes, then 16).
+    fn high_words_src(a: &[i32], b: &[i32]) -> String {
         let mut src = String::from("#include <stdio.h>\n");
         let mut main = String::from("int main(void) {\n");
         for (lanes, at) in [(8u8, 0usize), (16, 8)] {
@@ -466,11 +490,11 @@ mod tests {
             ));
         }
         main.push_str("  return 0;\n}\n");
-        compile_and_run(&(src + &main), flags, run)
+        src + &main
     }
 
     #[test]
-    fn vector_high_words_equal_the_scalar_ones_with_and_without_avx() {
+    fn vector_high_words_equal_the_scalar_ones_with_and_without_avx_and_on_neon() {
         let a: Vec<i32> = (0..24i64)
             .map(|k| match k % 6 {
                 0 => i32::MIN,
@@ -487,5 +511,6 @@ mod tests {
         let avx512 = std::arch::is_x86_feature_detected!("avx512f");
         let run = |flags: &[&str], run: bool| high_words(flags, a, b, run);
         assert_with_and_without_avx(run, &want, (&["-mavx2", "-mavx512f"], avx512));
+        assert_on_aarch64(&high_words_src(a, b), &want);
     }
 }

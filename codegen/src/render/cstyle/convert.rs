@@ -3,6 +3,7 @@
 //! at a time (an 8-byte vector is not one of its x86 vector modes); with AVX2 or AVX-512 each
 //! is one to three instructions.
 
+use super::simd::{guarded, neon_view, Form};
 use super::Renderer;
 use crate::dtype::{DType, Scalar};
 
@@ -33,7 +34,8 @@ impl Renderer<'_> {
 /// uint8 where not `signed`) to int32 where `widen`, else from int32 to 8 bits (the low byte
 /// of each lane, as C converts). A macro, as [`super::alu::vector_high_word`] is. With AVX2 (8
 /// lanes) `vpmovsxbd` or `vpmovzxbd`, or `vpshufb` and `vpermd`; with AVX-512 (16)
-/// `vpmovsxbd`, `vpmovzxbd` or `vpmovdb`; else `__builtin_convertvector`.
+/// `vpmovsxbd`, `vpmovzxbd` or `vpmovdb`; with NEON (8) `SXTL`/`UXTL` twice, or `XTN` twice;
+/// else `__builtin_convertvector`.
 pub(crate) fn int_conversion(t: &str, lanes: u8, widen: bool, signed: bool) -> (String, String) {
     let source = match (widen, signed) {
         (true, true) => "i8",
@@ -42,8 +44,22 @@ pub(crate) fn int_conversion(t: &str, lanes: u8, widen: bool, signed: bool) -> (
     };
     let name = format!("kiln_cvt_{source}_{t}");
     let plain = format!("#define {name}(x) __builtin_convertvector((x), {t})");
+    let mut forms: Vec<Form> = x86_conversion(t, lanes, widen, signed)
+        .map(|(feature, e)| Form::x86(feature, format!("#define {name}(x) {e}")))
+        .into_iter()
+        .collect();
+    if lanes == 8 {
+        let e = neon_conversion(t, widen, signed);
+        forms.push(Form::neon(&[], format!("#define {name}(x) {e}")));
+    }
+    let guard = format!("{}_DEFINED", name.to_uppercase());
+    (name, guarded(&guard, "", &forms, &plain))
+}
+
+/// The x86 feature and the expression of [`int_conversion`], where x86 has one.
+fn x86_conversion(t: &str, lanes: u8, widen: bool, signed: bool) -> Option<(&'static str, String)> {
     let ext = if signed { "epi8" } else { "epu8" };
-    let fast = match (lanes, widen) {
+    match (lanes, widen) {
         (8, true) => Some((
             "__AVX2__",
             format!(
@@ -72,23 +88,32 @@ pub(crate) fn int_conversion(t: &str, lanes: u8, widen: bool, signed: bool) -> (
             format!("(({t})_mm512_cvtepi32_epi8((__m512i)(x)))"),
         )),
         _ => None,
-    };
-    let body = match fast {
-        Some((feature, e)) => format!(
-            "#if defined({feature})\n#include <immintrin.h>\n#define {name}(x) {e}\n#else\n{plain}\n#endif"
-        ),
-        None => plain,
-    };
-    let guard = format!("{}_DEFINED", name.to_uppercase());
-    (
-        name,
-        format!("#ifndef {guard}\n#define {guard}\n{body}\n#endif"),
+    }
+}
+
+/// The NEON expression of [`int_conversion`] on 8 lanes (two registers of four int32).
+fn neon_conversion(t: &str, widen: bool, signed: bool) -> String {
+    if widen {
+        let halves = match signed {
+            true => "vmovl_s8((int8x8_t)(x))",
+            false => "vreinterpretq_s16_u16(vmovl_u8((uint8x8_t)(x)))",
+        };
+        let r = neon_view("kiln_r", t, "int32x4_t", 2, "");
+        return format!(
+            "({{ int16x8_t kiln_h = {halves}; {r} \
+             kiln_r.q[0] = vmovl_s16(vget_low_s16(kiln_h)); kiln_r.q[1] = vmovl_high_s16(kiln_h); \
+             kiln_r.v; }})"
+        );
+    }
+    let x = neon_view("kiln_x", "__typeof__(x)", "int32x4_t", 2, "(x)");
+    format!(
+        "({{ {x} ({t})vmovn_s16(vcombine_s16(vmovn_s32(kiln_x.q[0]), vmovn_s32(kiln_x.q[1]))); }})"
     )
 }
 
 #[cfg(all(test, target_arch = "x86_64"))]
 mod tests {
-    use super::super::cc::{assert_with_and_without_avx, compile_and_run, list};
+    use super::super::cc::{assert_on_aarch64, assert_with_and_without_avx, compile_and_run, list};
     use super::int_conversion;
 
     /// int8 values, their ends among them, and int32 values beyond int8's range.
@@ -108,9 +133,15 @@ mod tests {
         signed.chain(unsigned).chain(low).collect()
     }
 
-    /// Compiles the conversions with `flags` and, where `run`, returns their lanes (8 lanes,
-    /// then 16): int8 and uint8 widened, int32 narrowed.
+    /// Compiles the conversions with `flags` and, where `run`, returns their lanes
+    /// ([`conversions_src`]).
     fn conversions(flags: &[&str], run: bool) -> Vec<i64> {
+        compile_and_run(&conversions_src(), flags, run)
+    }
+
+    /// A program printing the conversions' lanes (8 lanes, then 16): int8 and uint8 widened,
+    /// int32 narrowed.
+    fn conversions_src() -> String {
         let mut src = String::from("#include <stdio.h>\n");
         let mut main = String::from("int main(void) {\n");
         for lanes in [8usize, 16] {
@@ -158,11 +189,11 @@ mod tests {
             );
         }
         main += "  return 0;\n}\n";
-        compile_and_run(&(src + &main), flags, run)
+        src + &main
     }
 
     #[test]
-    fn int_vector_conversions_equal_plain_c_with_and_without_avx() {
+    fn int_vector_conversions_equal_plain_c_with_and_without_avx_and_on_neon() {
         let mut want = Vec::new();
         for lanes in [8, 16] {
             let (bytes, words) = values(lanes);
@@ -170,5 +201,6 @@ mod tests {
         }
         let avx512 = std::arch::is_x86_feature_detected!("avx512f");
         assert_with_and_without_avx(conversions, &want, (&["-mavx2", "-mavx512f"], avx512));
+        assert_on_aarch64(&conversions_src(), &want);
     }
 }

@@ -7,6 +7,7 @@
 //! sixteen int8 values of each operand are one 128-bit vector and one `VMLADAVA` sums their
 //! products.
 
+use super::simd::{guarded, neon_view, Form};
 use super::Renderer;
 use crate::dtype::DType;
 use crate::render::RenderError;
@@ -137,7 +138,7 @@ impl Renderer<'_> {
     /// int8 values; on a target with [`crate::target::Target::lane_dot`], over pairs
     /// ([`Renderer::lane_dot`]).
     pub(super) fn dot(&mut self, i: usize, u: &UOp) -> Result<(), RenderError> {
-        if self.target.lane_dot {
+        if self.target.lane_dot > 0 {
             return self.lane_dot(i, u);
         }
         let (a, b) = (self.dtype_of(u, 1), self.dtype_of(u, 2));
@@ -173,33 +174,46 @@ impl Renderer<'_> {
 }
 
 impl Renderer<'_> {
-    /// A dot product of int8 pairs ([`crate::target::Target::lane_dot`]): in one `int`, the
-    /// two products of two pairs added to it; in each lane of a vector of them, the two
-    /// products of that lane's pairs, each operand one pair for every lane or a pair per lane
-    /// side by side ([`lane_dot_helpers`]).
+    /// A dot product of int8 groups ([`crate::target::Target::lane_dot`], of 2 or 4): in one
+    /// `int`, the products of two groups added to it; in each lane of a vector of them, the
+    /// products of that lane's groups, each operand one group for every lane or a group per
+    /// lane side by side ([`lane_dot_helpers`]).
     fn lane_dot(&mut self, i: usize, u: &UOp) -> Result<(), RenderError> {
-        let pair = DType::I8.vec(2);
+        let width = self.target.lane_dot;
+        let group = DType::I8.vec(width);
         let acc = u.dtype.filter(|d| d.scalar() == DType::I32);
         let lanes = acc.map_or(0, |d| d.count);
         let fits = |k: usize| {
             let d = self.dtype_of(u, k);
-            d == pair || (lanes > 1 && d == pair.vec(2 * lanes))
+            d == group || (lanes > 1 && d == group.vec(width * lanes))
         };
         if acc.is_none() || !fits(1) || !fits(2) {
-            return Err(self.unsupported("a dot product of int8 pairs".to_string()));
+            return Err(self.unsupported(format!("a dot product of int8 groups of {width}")));
         }
         let (a, b, sum) = (self.src(u, 1), self.src(u, 2), self.src(u, 0));
         if lanes == 1 {
-            let e = format!("({sum}+{a}[0]*{b}[0]+{a}[1]*{b}[1])");
-            return self.value(i, "alu", e);
+            let terms: String = (0..width).map(|j| format!("+{a}[{j}]*{b}[{j}]")).collect();
+            return self.value(i, "alu", format!("({sum}{terms})"));
         }
         let t = self.ty(acc.expect("checked"))?;
-        let operand = |k: usize, x: &str| match self.dtype_of(u, k) == pair {
-            true => format!("kiln_pair_{t}({x})"),
-            false => format!("kiln_widen_{t}({x})"),
+        let shared = match width {
+            2 => "pair",
+            _ => "quad",
         };
-        let e = format!("kiln_dot2_{t}({sum}, {}, {})", operand(1, a), operand(2, b));
-        self.helpers.insert(lane_dot_helpers(&t, lanes));
+        let operand = |k: usize, x: &str| match (self.dtype_of(u, k) == group, width) {
+            (true, _) => format!("kiln_{shared}_{t}({x})"),
+            (false, 2) => format!("kiln_widen_{t}({x})"),
+            (false, _) => x.to_string(),
+        };
+        let e = format!(
+            "kiln_dot{width}_{t}({sum}, {}, {})",
+            operand(1, a),
+            operand(2, b)
+        );
+        self.helpers.insert(match width {
+            2 => lane_dot_helpers(&t, lanes),
+            _ => quad_dot_helpers(&t, lanes),
+        });
         self.value(i, "alu", e)
     }
 }
@@ -240,100 +254,191 @@ pub(crate) fn lane_dot_helpers(t: &str, lanes: u8) -> String {
         )),
         _ => None,
     };
-    let body = match wide {
-        Some((feature, p, v, narrow, set1)) => format!(
-            "#if defined({feature})\n#include <immintrin.h>\n\
-             #define kiln_pair_{t}(p) (({pairs}){p}_cvtepi8_epi16({set1}({half})))\n\
-             #define kiln_widen_{t}(x) (({pairs}){p}_cvtepi8_epi16(({narrow})(x)))\n\
-             #define kiln_dot2_{t}(acc, a, b) ((acc) + ({t}){p}_madd_epi16(({v})(a), ({v})(b)))\n\
-             #else\n{plain}\n#endif"
-        ),
-        None => plain,
-    };
+    let forms: Vec<Form> = wide
+        .map(|(feature, p, v, narrow, set1)| {
+            Form::x86(
+                feature,
+                format!(
+                    "#define kiln_pair_{t}(p) (({pairs}){p}_cvtepi8_epi16({set1}({half})))\n\
+                     #define kiln_widen_{t}(x) (({pairs}){p}_cvtepi8_epi16(({narrow})(x)))\n\
+                     #define kiln_dot2_{t}(acc, a, b) ((acc) + ({t}){p}_madd_epi16(({v})(a), ({v})(b)))"
+                ),
+            )
+        })
+        .into_iter()
+        .collect();
     let guard = format!("KILN_DOT2_{}_DEFINED", t.to_uppercase());
-    format!(
-        "#ifndef {guard}\n#define {guard}\n\
-         typedef short {pairs} __attribute__((vector_size({}), aligned(2)));\n\
+    let common = format!(
+        "typedef short {pairs} __attribute__((vector_size({}), aligned(2)));\n\
          typedef signed char {bytes_of} __attribute__((vector_size({halves}), aligned(1)));\n\
-         typedef short {halves_of} __attribute__((vector_size({halves}), aligned(2)));\n\
-         {body}\n#endif",
+         typedef short {halves_of} __attribute__((vector_size({halves}), aligned(2)));",
         2 * halves
-    )
+    );
+    guarded(&guard, &common, &forms, &plain)
+}
+
+/// The macros of the dot products of int8 fours in `lanes` int32 lanes (C type `t`):
+/// `kiln_quad_T` repeats one four in every lane, `kiln_dot4_T` adds each lane's four products
+/// of two vectors of a four per lane to the accumulator. With NEON's dot products (Armv8.2-A
+/// `dotprod`) one `SDOT` per register of four lanes; with NEON alone two widening multiplies
+/// (`SMULL`, `SMULL2`) and three pairwise sums; else plain C.
+pub(crate) fn quad_dot_helpers(t: &str, lanes: u8) -> String {
+    let (fours, quarters) = (
+        format!("kiln_i8x{}_of_{t}", 4 * lanes as usize),
+        lanes as usize / 4,
+    );
+    let plain = format!(
+        "#define kiln_quad_{t}(p) ({{ __typeof__(p) kiln_p = (p); {fours} kiln_r; \
+         for (int kiln_k = 0; kiln_k < {}; kiln_k++) kiln_r[kiln_k] = kiln_p[kiln_k % 4]; kiln_r; }})\n\
+         #define kiln_dot4_{t}(acc, a, b) ({{ {t} kiln_r = (acc); __typeof__(a) kiln_a = (a); \
+         __typeof__(b) kiln_b = (b); for (int kiln_k = 0; kiln_k < {}; kiln_k++) \
+         kiln_r[kiln_k / 4] += kiln_a[kiln_k] * kiln_b[kiln_k]; kiln_r; }})",
+        4 * lanes as usize,
+        4 * lanes as usize,
+    );
+    let mut forms = Vec::new();
+    if lanes.is_multiple_of(4) {
+        let r = neon_view("kiln_r", &fours, "int32x4_t", quarters, "");
+        let quad = format!(
+            "#define kiln_quad_{t}(p) ({{ __typeof__(p) kiln_p = (p); int kiln_s; \
+             __builtin_memcpy(&kiln_s, &kiln_p, 4); {r} \
+             for (int kiln_k = 0; kiln_k < {quarters}; kiln_k++) kiln_r.q[kiln_k] = vdupq_n_s32(kiln_s); \
+             kiln_r.v; }})"
+        );
+        let views = [
+            neon_view("kiln_r", t, "int32x4_t", quarters, "(acc)"),
+            neon_view("kiln_a", "__typeof__(a)", "int8x16_t", quarters, "(a)"),
+            neon_view("kiln_b", "__typeof__(b)", "int8x16_t", quarters, "(b)"),
+        ]
+        .join(" ");
+        let dot = |sum: &str| {
+            format!(
+                "{quad}\n#define kiln_dot4_{t}(acc, a, b) ({{ {views} \
+                 for (int kiln_k = 0; kiln_k < {quarters}; kiln_k++) kiln_r.q[kiln_k] = {sum}; \
+                 kiln_r.v; }})"
+            )
+        };
+        let (r, a, b) = ("kiln_r.q[kiln_k]", "kiln_a.q[kiln_k]", "kiln_b.q[kiln_k]");
+        let sdot = format!("vdotq_s32({r}, {a}, {b})");
+        let pairwise = format!(
+            "vaddq_s32({r}, vpaddq_s32(vpaddlq_s16(vmull_s8(vget_low_s8({a}), vget_low_s8({b}))), \
+             vpaddlq_s16(vmull_high_s8({a}, {b}))))"
+        );
+        forms.push(Form::neon(&["__ARM_FEATURE_DOTPROD"], dot(&sdot)));
+        forms.push(Form::neon(&[], dot(&pairwise)));
+    }
+    let guard = format!("KILN_DOT4_{}_DEFINED", t.to_uppercase());
+    let common = format!(
+        "typedef signed char {fours} __attribute__((vector_size({}), aligned(1)));",
+        4 * lanes as usize
+    );
+    guarded(&guard, &common, &forms, &plain)
 }
 
 #[cfg(all(test, target_arch = "x86_64"))]
 mod tests {
-    use super::super::cc::{assert_with_and_without_avx, compile_and_run, list};
-    use super::lane_dot_helpers;
+    use super::super::cc::{assert_on_aarch64, assert_with_and_without_avx, compile_and_run, list};
+    use super::{lane_dot_helpers, quad_dot_helpers};
 
-    /// The accumulators, a shared pair, and two vectors of a pair per lane, for `lanes` lanes:
-    /// int8's ends among them.
-    fn operands(lanes: usize) -> (Vec<i64>, [i64; 2], Vec<i64>, Vec<i64>) {
+    /// The accumulators, a shared group of `width`, and two vectors of a group per lane, for
+    /// `lanes` lanes: int8's ends among them.
+    fn operands(lanes: usize, width: usize) -> (Vec<i64>, Vec<i64>, Vec<i64>, Vec<i64>) {
         let acc = (0..lanes as i64)
             .map(|l| (2 * l - lanes as i64) * 130_000_007)
             .collect();
-        let w = (0..2 * lanes as i64)
+        let n = (width * lanes) as i64;
+        let w = (0..n)
             .map(|k| [-128, 127, -1, 0][k as usize % 4] + (k / 4) * 9 % 50)
             .map(|x| x.clamp(-128, 127))
             .collect();
-        let v = (0..2 * lanes as i64).map(|k| 127 - k * 37 % 256).collect();
-        (acc, [-128, -128], w, v)
+        let v = (0..n).map(|k| 127 - k * 37 % 256).collect();
+        let shared = [-128, 127, -128, -1][4 - width..].to_vec();
+        (acc, shared, w, v)
     }
 
-    /// Each lane's sum: its accumulator plus the products of `a`'s pair (one for every lane,
-    /// or one per lane) and its pair of `b`.
-    fn expected(acc: &[i64], a: &[i64], b: &[i64]) -> Vec<i64> {
-        let at = |x: &[i64], l: usize, j: usize| x[if x.len() == 2 { j } else { 2 * l + j }];
+    /// Each lane's sum: its accumulator plus the products of `a`'s group of `w` (one for
+    /// every lane, or one per lane) and its group of `b`.
+    fn expected(acc: &[i64], a: &[i64], b: &[i64], w: usize) -> Vec<i64> {
+        let at = |x: &[i64], l: usize, j: usize| x[if x.len() == w { j } else { w * l + j }];
         (0..acc.len())
-            .map(|l| acc[l] + (0..2).map(|j| at(a, l, j) * at(b, l, j)).sum::<i64>())
+            .map(|l| acc[l] + (0..w).map(|j| at(a, l, j) * at(b, l, j)).sum::<i64>())
             .collect()
     }
 
-    /// Compiles the helpers with `flags` and, where `run`, returns the sums (8 lanes, then
-    /// 16) of a shared pair and a pair per lane, then of two pairs per lane.
-    fn lane_dots(flags: &[&str], run: bool) -> Vec<i64> {
+    /// What the program of [`dots`] prints.
+    fn dots_expected(width: usize) -> Vec<i64> {
+        let mut want = Vec::new();
+        for lanes in [8, 16] {
+            let (acc, p, w, v) = operands(lanes, width);
+            want.extend(expected(&acc, &p, &w, width));
+            want.extend(expected(&acc, &v, &w, width));
+        }
+        want
+    }
+
+    /// A program of the helpers for groups of `width` (2: [`lane_dot_helpers`], 4:
+    /// [`quad_dot_helpers`]) printing the sums (8 lanes, then 16) of a shared group and a
+    /// group per lane, then of two groups per lane.
+    fn dots(width: usize) -> String {
+        let g = format!("signed_char{width}");
         let mut src = String::from("#include <stdio.h>\n");
-        src += "typedef signed char signed_char2 __attribute__((vector_size(2), aligned(1)));\n";
+        src += &format!(
+            "typedef signed char {g} __attribute__((vector_size({width}), aligned(1)));\n"
+        );
         let mut main = String::from("int main(void) {\n");
         for lanes in [8usize, 16] {
-            let (t, bytes) = (format!("int{lanes}"), format!("signed_char{}", 2 * lanes));
+            let (t, bytes) = (
+                format!("int{lanes}"),
+                format!("signed_char{}", width * lanes),
+            );
+            let (helpers, shared, each) = match width {
+                2 => (lane_dot_helpers(&t, lanes as u8), "kiln_pair", "kiln_widen"),
+                _ => (quad_dot_helpers(&t, lanes as u8), "kiln_quad", ""),
+            };
+            let each = |x: &str| match each {
+                "" => x.to_string(),
+                f => format!("{f}_{t}({x})"),
+            };
             src += &format!(
                 "typedef int {t} __attribute__((vector_size({}), aligned(4)));\n\
-                 typedef signed char {bytes} __attribute__((vector_size({}), aligned(1)));\n{}\n",
+                 typedef signed char {bytes} __attribute__((vector_size({}), aligned(1)));\n{helpers}\n",
                 4 * lanes,
-                2 * lanes,
-                lane_dot_helpers(&t, lanes as u8)
+                width * lanes,
             );
-            let (acc, p, w, v) = operands(lanes);
+            let (acc, p, w, v) = operands(lanes, width);
+            let dot = format!("kiln_dot{width}_{t}");
             main += &format!(
-                "  {{ {t} acc = {{{}}}; signed_char2 p = {{{}}}; {bytes} w = {{{}}}, v = {{{}}};\n    \
-                 {t} r = kiln_dot2_{t}(acc, kiln_pair_{t}(p), kiln_widen_{t}(w));\n    \
-                 {t} s = kiln_dot2_{t}(acc, kiln_widen_{t}(v), kiln_widen_{t}(w));\n    \
+                "  {{ {t} acc = {{{}}}; {g} p = {{{}}}; {bytes} w = {{{}}}, v = {{{}}};\n    \
+                 {t} r = {dot}(acc, {shared}_{t}(p), {});\n    \
+                 {t} s = {dot}(acc, {}, {});\n    \
                  for (int k = 0; k < {lanes}; k++) printf(\"%d\\n\", r[k]);\n    \
                  for (int k = 0; k < {lanes}; k++) printf(\"%d\\n\", s[k]); }}\n",
                 list(&acc),
                 list(&p),
                 list(&w),
-                list(&v)
+                list(&v),
+                each("w"),
+                each("v"),
+                each("w"),
             );
         }
-        main += "  return 0;\n}\n";
-        compile_and_run(&(src + &main), flags, run)
+        src + &main + "  return 0;\n}\n"
     }
 
     #[test]
     fn dot_products_of_pairs_in_lanes_equal_the_plain_sums_with_and_without_avx() {
-        let mut want = Vec::new();
-        for lanes in [8, 16] {
-            let (acc, p, w, v) = operands(lanes);
-            want.extend(expected(&acc, &p, &w));
-            want.extend(expected(&acc, &v, &w));
-        }
         let avx512 = std::arch::is_x86_feature_detected!("avx512bw");
         assert_with_and_without_avx(
-            lane_dots,
-            &want,
+            |flags, run| compile_and_run(&dots(2), flags, run),
+            &dots_expected(2),
             (&["-mavx2", "-mavx512f", "-mavx512bw"], avx512),
         );
+    }
+
+    #[test]
+    fn dot_products_of_fours_in_lanes_equal_the_plain_sums_in_c_and_on_neon() {
+        let (src, want) = (dots(4), dots_expected(4));
+        assert_eq!(compile_and_run(&src, &[], true), want, "plain C");
+        assert_on_aarch64(&src, &want);
     }
 }

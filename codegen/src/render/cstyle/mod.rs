@@ -10,6 +10,7 @@ mod cc;
 mod convert;
 mod dot;
 mod entry;
+mod simd;
 
 use super::{fill, Dialect, Entry, KernelSource, RenderError, VectorAccess};
 use crate::dtype::{DType, Scalar};
