@@ -82,6 +82,14 @@ fn mlperf(name: &str) {
             host.kernels_c.contains("kiln_select_int"),
             "{name}: no requantization in lanes on the host"
         );
+        // A fixed multiplier (an add's or a pool's rescale) is a rounded high word of int32
+        // lanes too, not a product of int64 lanes.
+        assert!(
+            ["long_long8)*cast", "long_long16)*cast"]
+                .iter()
+                .all(|p| !host.kernels_c.contains(p)),
+            "{name}: a fixed multiplier in int64 lanes on the host"
+        );
         let host_name = format!("{name}-host");
         assert_eq!(check(&host_name, &host, &samples), 0.0, "{host_name}");
         // The kernels of a DSP core, their packed dot products in plain C here: the same

@@ -182,13 +182,16 @@ impl Renderer<'_> {
             let n = node(id);
             (n.kind == UOpKind::Alu(AluOp::Binary(op))).then(|| (n.src[0], n.src[1]))
         };
-        // An i32 value widened to i64, or a scalar i64 constant within i32's range (it is
-        // passed as is).
+        // An i32 value widened to i64, or an i64 constant within i32's range (a scalar one is
+        // passed as is, a vector one as int32 lanes: [`Renderer::wide_splat`]).
         let widened = |id: crate::uop::UOpId| {
             let n = node(id);
             let from = n.src.first().and_then(|&s| node(s).dtype);
             if let (1, UOpKind::Const(ConstValue::Int(c))) = (lanes, &n.kind) {
                 return i32::try_from(*c).is_ok().then_some(id);
+            }
+            if self.wide_splat(id).is_some() {
+                return Some(id);
             }
             let one = n.src.len() == 1;
             (n.kind == UOpKind::Cast && one && n.dtype == Some(wide) && from == Some(narrow))
@@ -202,6 +205,16 @@ impl Renderer<'_> {
         let (a, b) = binary(product, BinaryOp::Mul)?;
         (int(by)? == 32 && int(half)? == 1 << 31).then_some(())?;
         Some((widened(a)?, widened(b)?))
+    }
+
+    /// The value of `id` where it is a vector of one i64 constant within i32's range (a
+    /// requantization's fixed multiplier, repeated in every lane).
+    pub(super) fn wide_splat(&self, id: crate::uop::UOpId) -> Option<i32> {
+        let d = self.prog.uops[id.index()].dtype?;
+        let c = (d.count > 1 && d.scalar == Scalar::I64)
+            .then(|| self.lane_const(id))
+            .flatten()?;
+        i32::try_from(c).ok()
     }
 
     /// The value of an integer constant.
@@ -231,14 +244,22 @@ impl Renderer<'_> {
         b: crate::uop::UOpId,
         lanes: u8,
     ) -> String {
-        let (x, y) = (&self.exprs[a.index()], &self.exprs[b.index()]);
         if lanes > 1 {
             let t = (self.dialect.type_name)(DType::I32.vec(lanes));
+            let operand = |id: crate::uop::UOpId| match self.wide_splat(id) {
+                Some(c) => format!(
+                    "(({t}){{{}}})",
+                    vec![c.to_string(); lanes as usize].join(", ")
+                ),
+                None => self.exprs[id.index()].clone(),
+            };
+            let (x, y) = (operand(a), operand(b));
             let (name, helper) = vector_high_word(&t, lanes);
             let call = format!("{name}({x}, {y})");
             self.helpers.insert(helper);
             return call;
         }
+        let (x, y) = (&self.exprs[a.index()], &self.exprs[b.index()]);
         let call = format!("kiln_smmulr({x}, {y})");
         self.helpers.insert(
             "#ifndef KILN_SMMULR_DEFINED\n#define KILN_SMMULR_DEFINED\n\

@@ -121,7 +121,9 @@ impl<'a> Renderer<'a> {
                     vec![x],
                 )
             } else if let Some((a, b)) = self.high_word(u) {
-                (Fused::HighWord { a, b }, vec![u.src[0]], vec![a, b])
+                // A vector constant is written in place, as int32 lanes.
+                let values = [a, b].into_iter().filter(|&x| self.wide_splat(x).is_none());
+                (Fused::HighWord { a, b }, vec![u.src[0]], values.collect())
             } else {
                 continue;
             };
