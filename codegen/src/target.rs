@@ -91,8 +91,24 @@ pub struct Target {
     /// the lanes of [`Target::int_lanes`]: one operand is a group shared by every lane, the
     /// other a weight stored with each lane's group side by side (the kernel's vector axis).
     pub lane_dot: u8,
+    /// What the arena planner trades: [`Memory::Speed`] keeps every kernel's buffers apart
+    /// (but for elementwise kernels in place); [`Memory::Min`] lets a kernel write its output
+    /// over a dying input wherever that makes the arena smaller.
+    pub memory: Memory,
     /// The language the renderer writes for it.
     pub language: Language,
+}
+
+/// How the arena is planned ([`Target::memory`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Memory {
+    /// Each kernel's output apart from its inputs (an elementwise kernel's over its input).
+    #[default]
+    Speed,
+    /// A kernel's output over its dying input, shifted so that every byte is read before it
+    /// is written over, wherever that makes the arena smaller: the same kernels and
+    /// instructions, less RAM.
+    Min,
 }
 
 impl Target {
@@ -117,6 +133,7 @@ impl Target {
             wide_activations: false,
             helium_dot: false,
             lane_dot: 0,
+            memory: Memory::Speed,
             language: Language::C,
         }
     }
@@ -164,6 +181,14 @@ impl Target {
         Target::c_dsp()
             .with_wide_weights()
             .expect("c-dsp has packed dot products")
+    }
+
+    /// This target with its arena planned for `memory`.
+    pub fn with_memory(&self, memory: Memory) -> Self {
+        Target {
+            memory,
+            ..self.clone()
+        }
     }
 
     /// This target with its dot products' weights widened ([`Target::c_dsp_wide`]), when its
@@ -306,6 +331,7 @@ impl Target {
             wide_activations: false,
             helium_dot: false,
             lane_dot: 0,
+            memory: Memory::Speed,
             language,
         }
     }
@@ -332,6 +358,7 @@ impl Target {
             wide_activations: false,
             helium_dot: false,
             lane_dot: 0,
+            memory: Memory::Speed,
             language: Language::C,
         }
     }

@@ -8,7 +8,8 @@
 //! (Helium's sixteen lanes, `VMLADAVA`, too on the M55, its loads and sums checked by QEMU's
 //! emulation of them), and
 //! again with their weights widened to int16 pairs (`--wide-weights`, the `_wide` tests), their
-//! activations stored as int16 (`--wide-activations`, `_i16`), or both. Every
+//! activations stored as int16 (`--wide-activations`, `_i16`), or both, and vww and str_ww
+//! with `--memory min` on the M4 and the M0 (`_min`: outputs over dying inputs). Every
 //! model of qemu-an386 and qemu-an505, and kws on qemu-an547, runs twice: with semihosting
 //! files, and over RTT through QEMU's gdbstub (`_rtt`), the firmware and host path of a real
 //! board under a probe. The host target's C runs on 64-bit Arm Linux too (`qemu-aarch64`,
@@ -17,6 +18,7 @@
 //! `scripts/setup-toolchain.sh` (run by the test script).
 
 use kiln_codegen::bundle::Bundle;
+use kiln_codegen::target::Memory;
 use kiln_codegen::tensor::Tensor;
 use kiln_runners::board::{self, BoardError, Io};
 use kiln_tests::{
@@ -109,6 +111,25 @@ fn run_wide_tflite_on(board_name: &str, model: &str, widen: Widen) {
         (0.0, 0.0),
         Io::Files,
     );
+}
+
+/// An int8 TFLite model on a board with `--memory min` (kernels writing over the inputs that
+/// die where they read them), on its first TFLM vector: equal to TFLM's output (0 LSB), from
+/// a smaller arena than the model's without.
+fn run_min_tflite_on(board_name: &str, model: &str) {
+    let target = board::info(board_name).unwrap().kernel_target();
+    let speed = compile_for(board_name, model, &tflite_path(model));
+    let bundle = compile_file_for(model, &tflite_path(model), &target.with_memory(Memory::Min))
+        .unwrap_or_else(|e| panic!("{model}: {e:#}"));
+    let (min, apart) = (bundle.report.arena_bytes, speed.report.arena_bytes);
+    assert!(
+        min < apart,
+        "{model} on {board_name}: {min} B against {apart} B"
+    );
+    let (x, y) = tflm_vectors(model).unwrap().remove(0);
+    let name = format!("{model}-min");
+    let io = Io::Files;
+    run_bundle(board_name, &name, &bundle, (vec![x], &[y]), (0.0, 0.0), io);
 }
 
 /// Runs `bundle` on the board with `vectors` (inputs, expected outputs), compared within
@@ -302,6 +323,27 @@ tflite_board_tests! {
     an505_ad_int8_rtt: "qemu-an505", "ad01_int8", Rtt;
     an505_str_ww_int8_rtt: "qemu-an505", "str_ww_ref_model", Rtt;
     an547_kws_int8_rtt: "qemu-an547", "kws_ref_model", Rtt;
+}
+
+// Overlapping kernels on the DSP core and on the core without an FPU or DSP instructions.
+#[test]
+fn an386_vww_int8_min() {
+    run_min_tflite_on("qemu-an386", "vww_96_int8");
+}
+
+#[test]
+fn an386_str_ww_int8_min() {
+    run_min_tflite_on("qemu-an386", "str_ww_ref_model");
+}
+
+#[test]
+fn an385_m0_vww_int8_min() {
+    run_min_tflite_on("qemu-an385-m0", "vww_96_int8");
+}
+
+#[test]
+fn an385_m0_str_ww_int8_min() {
+    run_min_tflite_on("qemu-an385-m0", "str_ww_ref_model");
 }
 
 macro_rules! wide_tflite_board_tests {

@@ -7,11 +7,12 @@
 //!   TFLM outputs; those whose ops Kiln lacks must fail to import with an error naming the op.
 //! - The int8 ones again for a DSP core (`c-dsp`: packed dot products, in plain C on the host),
 //!   and with their weights widened to int16 pairs (`c-dsp-wide`), and for a Helium core
-//!   (`c-mve`: sixteen-lane dot products, in plain C on the host).
+//!   (`c-mve`: sixteen-lane dot products, in plain C on the host); and with `--memory min`
+//!   (outputs written over dying inputs) for the DSP core and the host.
 
 use kiln_codegen::bundle::Bundle;
 use kiln_codegen::dtype::Scalar;
-use kiln_codegen::target::Target;
+use kiln_codegen::target::{Memory, Target};
 use kiln_codegen::tensor::Tensor;
 use kiln_codegen::tensorio::read_tensor;
 use kiln_runners::host;
@@ -133,6 +134,28 @@ fn mlperf(name: &str) {
             assert!(i16.kernels_c.contains(helper), "{name}: no {helper}");
             assert!(i16.report.arena_bytes > dsp.report.arena_bytes, "{name}");
             check(&format!("{name}-{}", target.name), &i16, &samples);
+        }
+        // With `--memory min`, kernels write over the inputs that die where they read them:
+        // the same outputs from a smaller arena (never a larger one), for the boards' kernels
+        // and the host's vectors.
+        for target in [Target::c_dsp(), Target::host()] {
+            let min = compile_file_for(name, &tflite_path(name), &target.with_memory(Memory::Min))
+                .unwrap_or_else(|e| panic!("{e:#}"));
+            let (r, speed) = (&min.report, dsp.report.arena_bytes);
+            assert!(
+                r.arena_bytes <= speed,
+                "{name}: {} B against {speed} B",
+                r.arena_bytes
+            );
+            assert!(r.arena_lower_bound <= r.arena_bytes, "{name}");
+            if ["vww_96_int8", "str_ww_ref_model"].contains(&name) {
+                assert!(
+                    r.arena_bytes < speed,
+                    "{name}: {} B, nothing overlaps",
+                    r.arena_bytes
+                );
+            }
+            check(&format!("{name}-{}-min", target.name), &min, &samples);
         }
         // Helium's sixteen-lane dot products (the Cortex-M55's kernels), in plain C here.
         let mve = compile_file_for(name, &tflite_path(name), &Target::c_mve())

@@ -6,7 +6,7 @@ pub use kiln_codegen::compile::Compiled;
 use kiln_codegen::compile::{compile_file, FileOptions};
 use kiln_codegen::onnx::Requant;
 use kiln_codegen::optimize::{Beam, Cache, Optimize};
-use kiln_codegen::target::Target;
+use kiln_codegen::target::{Memory, Target};
 use kiln_codegen::tensor::Tensor;
 use kiln_codegen::tensorio;
 use kiln_codegen::{model, onnx};
@@ -57,6 +57,29 @@ pub struct ModelArgs {
     /// `c-dsp-i16`, or `c-dsp-wide-i16` with `--wide-weights`).
     #[arg(long)]
     pub wide_activations: bool,
+    /// What the arena planner trades: `speed` keeps each kernel's output apart from its
+    /// inputs; `min` lets a kernel write its output over an input that dies there, shifted so
+    /// that every byte is read before it is written over, wherever that makes the arena
+    /// smaller (same kernels, same outputs, less RAM; C targets).
+    #[arg(long, value_enum, default_value_t = MemoryArg::Speed)]
+    pub memory: MemoryArg,
+}
+
+/// `--memory`'s values.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum MemoryArg {
+    #[default]
+    Speed,
+    Min,
+}
+
+impl From<MemoryArg> for Memory {
+    fn from(m: MemoryArg) -> Memory {
+        match m {
+            MemoryArg::Speed => Memory::Speed,
+            MemoryArg::Min => Memory::Min,
+        }
+    }
 }
 
 impl ModelArgs {
@@ -72,6 +95,7 @@ impl ModelArgs {
             states: Vec::new(),
             wide_weights: false,
             wide_activations: false,
+            memory: MemoryArg::Speed,
         }
     }
 }
@@ -197,7 +221,7 @@ fn widened(target: &Target, args: &ModelArgs) -> Result<Target> {
 /// them (there must be one), else the target's heuristics.
 fn compile_searched(args: &ModelArgs, target: &Target, cost: Option<BeamCost>) -> Result<Compiled> {
     let import = import_options(args)?;
-    let target = &widened(target, args)?;
+    let target = &widened(target, args)?.with_memory(args.memory.into());
     let bar = progress(0, "kernels");
     let mut tick = |done: usize, total: usize| {
         bar.set_length(total as u64);

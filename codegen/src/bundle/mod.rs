@@ -262,8 +262,8 @@ pub fn build(
     plan: &ArenaPlan,
     target: &'static str,
 ) -> Result<Bundle, PackError> {
-    let legal = crate::plan::in_place_pairs(s);
-    if let Some(p) = plan.in_place.iter().find(|p| !legal.contains(p)) {
+    let illegal = |p: &&crate::plan::InPlace| !crate::plan::may_write_over(s, p);
+    if let Some(p) = plan.in_place.iter().find(illegal) {
         return Err(PackError::SelfCheck(format!(
             "step {} may not write buffer {} over buffer {}",
             p.step, p.out.0, p.src.0

@@ -1,5 +1,5 @@
 //! The whole pipeline in one function: import's graph → schedule → kernels → optimize →
-//! linearize and render → plan → bundle, the same for every target. A target is data the stages
+//! plan → linearize and render → bundle, the same for every target. A target is data the stages
 //! read; a BEAM search's cost model is given from outside (the runners implement it), so the
 //! compiler never runs a kernel itself.
 
@@ -11,10 +11,12 @@ use crate::kernel::lanes::reorder_bytes;
 use crate::kernel::{Kernel, KernelBuffer, KernelError};
 use crate::linearize::{linearize, LinearizeError};
 use crate::optimize::{optimize, Optimize, SearchError, SearchStats};
-use crate::plan::{in_place_pairs, plan_arena_with, InPlace};
+use crate::plan::{
+    in_place_pairs, overlap_pairs, plan_arena_min, plan_arena_with, ArenaPlan, InPlace,
+};
 use crate::render::{to_program_aliasing, Program, ProgramError};
 use crate::schedule::{schedule_for, BufKind, Schedule, ScheduleError, ScheduleItem};
-use crate::target::Target;
+use crate::target::{Memory, Target};
 use crate::tensor::Tensor;
 use std::collections::HashMap;
 
@@ -60,8 +62,9 @@ pub fn compile(
     })?;
     let (kernels, weights) = lay_out_weights(&schedule, &kernels);
     let in_place = in_place_steps(&schedule, target);
-    let programs = render_all(&kernels, &aliased_buffers(&schedule, &in_place), progress)?;
-    let plan = plan_arena_with(&schedule, &in_place);
+    let plan = plan_for(&schedule, &kernels, &in_place, target);
+    let shared: Vec<InPlace> = in_place.iter().chain(&plan.in_place).copied().collect();
+    let programs = render_all(&kernels, &aliased_buffers(&schedule, &shared), progress)?;
     let bundle = bundle::build(name, &schedule, &weights, &programs, &plan, target.name)?;
     Ok((bundle, stats))
 }
@@ -198,6 +201,22 @@ fn in_place_steps(schedule: &Schedule, target: &Target) -> Vec<InPlace> {
     match target.writes_in_place {
         true => in_place_pairs(schedule),
         false => Vec::new(),
+    }
+}
+
+/// The arena plan of `schedule` run by `kernels`, as `target.memory` asks, each pair of
+/// `in_place` in one place.
+fn plan_for(
+    schedule: &Schedule,
+    kernels: &[Kernel],
+    in_place: &[InPlace],
+    target: &Target,
+) -> ArenaPlan {
+    match (target.memory, target.writes_in_place) {
+        (Memory::Min, true) => {
+            plan_arena_min(schedule, in_place, &overlap_pairs(schedule, kernels))
+        }
+        _ => plan_arena_with(schedule, in_place),
     }
 }
 

@@ -10,6 +10,7 @@ pub mod examples;
 pub mod interior;
 pub mod lanes;
 pub mod opt;
+pub mod overlap;
 
 use crate::dtype::DType;
 use crate::ops::ConstValue;

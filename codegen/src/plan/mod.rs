@@ -7,10 +7,18 @@
 //!
 //! A kernel may write its output over one of its inputs ([`in_place_pairs`]): when it reads that
 //! input only at the index it stores to, the input has the output's size and type, and nothing
-//! reads the input afterwards. Such buffers share one place; the bound counts them once.
+//! reads the input afterwards. Such buffers share one place; the bound counts them once. With
+//! [`Memory::Min`](crate::target::Memory::Min) any kernel may write its output over a dying
+//! input at a shift ([`overlap_pairs`]): the two keep that distance, and the bound counts the
+//! bytes from the lower one's start to the higher one's end at that step.
 
 use crate::schedule::ast::Op;
 use crate::schedule::{BufId, BufKind, Schedule};
+use place::{liveness_bound, place_smallest, Group, Part};
+
+mod overlap;
+mod place;
+pub use overlap::{overlap_pairs, plan_arena_min};
 
 /// Alignment of every buffer in the arena, in bytes.
 pub const ALIGN: usize = 16;
@@ -52,12 +60,14 @@ pub struct ArenaPlan {
     pub state_bytes: usize,
 }
 
-/// A step whose kernel writes its output `out` over its input `src`.
+/// A step whose kernel writes its output `out` over its input `src`: `out` starts `shift`
+/// bytes after `src` (before it where negative).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct InPlace {
     pub step: usize,
     pub out: BufId,
     pub src: BufId,
+    pub shift: i64,
 }
 
 impl ArenaPlan {
@@ -66,7 +76,7 @@ impl ArenaPlan {
     }
 
     /// Two buffers alive at the same step that share bytes, if any (a planner bug). An in-place
-    /// pair may share them: at the same offset, alive together only at its step.
+    /// pair may share them: at its shift, alive together only at its step.
     pub fn find_overlap(&self) -> Option<(BufId, BufId)> {
         for (i, a) in self.placements.iter().enumerate() {
             for b in &self.placements[i + 1..] {
@@ -90,8 +100,7 @@ impl ArenaPlan {
                 (_, true) if p.src == a.buf => (b, a),
                 _ => return false,
             };
-            out.offset == src.offset
-                && out.bytes == src.bytes
+            out.offset as i64 == src.offset as i64 + p.shift
                 && out.first == p.step
                 && src.last == p.step
         })
@@ -162,15 +171,23 @@ fn lifetimes(s: &Schedule) -> Vec<Placement> {
     out
 }
 
-/// The steps whose kernel may write its output over one of its inputs: the kernel stores one
-/// buffer, each element once (in the graph's order or another layout), every load of the input
-/// reads exactly the element being stored (the same view as the store's), both have the same type and size, the input is an intermediate buffer read by no
-/// later step, and the output is first written at this step. Each buffer is in at most one
-/// pair as the input and one as the output.
-pub fn in_place_pairs(s: &Schedule) -> Vec<InPlace> {
+/// A step that may write its output over one of its inputs, as far as lifetimes go: the
+/// kernel stores one buffer, first written at this step, and reads the input, an intermediate
+/// buffer or a model input that no later step reads, as one of its arguments (position
+/// `arg`). A model input is written again before each run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Dying {
+    pub step: usize,
+    pub out: BufId,
+    pub src: BufId,
+    pub arg: usize,
+}
+
+/// Every [`Dying`] input of `s`, by step.
+pub fn dying_inputs(s: &Schedule) -> Vec<Dying> {
     let spans = lifetimes(s);
     let span = |b: BufId| spans.iter().find(|p| p.buf == b);
-    let mut pairs: Vec<InPlace> = Vec::new();
+    let mut out_pairs = Vec::new();
     for (step, item) in s.items.iter().enumerate() {
         let [root] = item.ast.as_slice() else {
             continue;
@@ -181,60 +198,70 @@ pub fn in_place_pairs(s: &Schedule) -> Vec<InPlace> {
         let Some(&out) = item.bufs.get(store.idx.0 as usize) else {
             continue;
         };
-        let out_info = &s.buffers[out.0 as usize];
-        if !matches!(out_info.kind, BufKind::Intermediate | BufKind::Output(_))
-            || span(out).is_none_or(|p| p.first != step)
-            || !store.st.is_permutation()
+        if !matches!(
+            s.buffers[out.0 as usize].kind,
+            BufKind::Intermediate | BufKind::Output(_)
+        ) || span(out).is_none_or(|p| p.first != step)
         {
             continue;
         }
-        for (j, &src) in item.bufs.iter().enumerate() {
-            if j == store.idx.0 as usize || src == out {
-                continue;
-            }
-            let info = &s.buffers[src.0 as usize];
-            if info.kind != BufKind::Intermediate
-                || info.dtype != out_info.dtype
-                || info.bytes() != out_info.bytes()
-                || span(src).is_none_or(|p| p.last != step)
-                || item.bufs.iter().filter(|&&b| b == src).count() != 1
-                || pairs.iter().any(|p| p.src == src)
+        for (arg, &src) in item.bufs.iter().enumerate() {
+            if arg != store.idx.0 as usize
+                && src != out
+                && matches!(
+                    s.buffers[src.0 as usize].kind,
+                    BufKind::Intermediate | BufKind::Input(_)
+                )
+                && !s.outputs.contains(&src)
+                && span(src).is_some_and(|p| p.last == step)
+                && item.bufs.iter().filter(|&&b| b == src).count() == 1
             {
-                continue;
+                out_pairs.push(Dying {
+                    step,
+                    out,
+                    src,
+                    arg,
+                });
             }
-            // Every argument but the output is loaded.
-            if item.reads_only_the_stored_element(j) {
-                pairs.push(InPlace { step, out, src });
-                break;
-            }
+        }
+    }
+    out_pairs
+}
+
+/// Whether the lifetimes let step `p.step` write `p.out` over `p.src` ([`Dying`]).
+pub fn may_write_over(s: &Schedule, p: &InPlace) -> bool {
+    (dying_inputs(s).iter()).any(|d| (d.step, d.out, d.src) == (p.step, p.out, p.src))
+}
+
+/// The steps whose kernel may write its output over one of its inputs at the same place: the
+/// input is [`Dying`], the output is stored each element once (in the graph's order or
+/// another layout), every load of the input reads exactly the element being stored (the same
+/// view as the store's), and both have the same type and size. Each buffer is in at most one
+/// pair as the input and one as the output.
+pub fn in_place_pairs(s: &Schedule) -> Vec<InPlace> {
+    let mut pairs: Vec<InPlace> = Vec::new();
+    for d in dying_inputs(s) {
+        let item = &s.items[d.step];
+        let Op::Store(store) = item.ast[0].op() else {
+            continue;
+        };
+        let (out, src) = (&s.buffers[d.out.0 as usize], &s.buffers[d.src.0 as usize]);
+        if store.st.is_permutation()
+            && src.kind == BufKind::Intermediate
+            && src.dtype == out.dtype
+            && src.bytes() == out.bytes()
+            && !pairs.iter().any(|p| p.src == d.src || p.out == d.out)
+            && item.reads_only_the_stored_element(d.arg)
+        {
+            pairs.push(InPlace {
+                step: d.step,
+                out: d.out,
+                src: d.src,
+                shift: 0,
+            });
         }
     }
     pairs
-}
-
-/// Offsets of `items` placed in `order`, each at the lowest offset free of the placed items
-/// alive at the same time.
-fn first_fit(items: &[Placement], order: &[usize]) -> Vec<usize> {
-    let mut offsets = vec![0; items.len()];
-    let mut placed: Vec<usize> = Vec::new();
-    for &i in order {
-        let mut conflicts: Vec<(usize, usize)> = placed
-            .iter()
-            .filter(|&&j| items[j].overlaps_in_time(&items[i]))
-            .map(|&j| (offsets[j], offsets[j] + items[j].bytes))
-            .collect();
-        conflicts.sort();
-        let mut offset = 0;
-        for (start, end) in conflicts {
-            if offset + items[i].bytes <= start {
-                break;
-            }
-            offset = offset.max(end);
-        }
-        offsets[i] = offset;
-        placed.push(i);
-    }
-    offsets
 }
 
 /// Plans the arena for `s` without running any kernel in place.
@@ -242,207 +269,141 @@ pub fn plan_arena(s: &Schedule) -> ArenaPlan {
     plan_arena_with(s, &[])
 }
 
-/// Plans the arena for `s`, each pair of `in_place` (from [`in_place_pairs`]) in one place.
+/// Plans the arena for `s`, each pair of `in_place` (from [`in_place_pairs`] or
+/// [`overlap_pairs`]) at its distance.
 pub fn plan_arena_with(s: &Schedule, in_place: &[InPlace]) -> ArenaPlan {
+    plan_with(s, in_place, SWAPS)
+}
+
+/// [`plan_arena_with`], its local search cut to `swaps` swaps.
+fn plan_with(s: &Schedule, in_place: &[InPlace], swaps: usize) -> ArenaPlan {
     let single = lifetimes(s);
-    let (group, used) = join_in_place(&single, in_place);
-    let (mut items, member_of) = group_placements(&single, group);
-    let state_bytes = place_states(s, &mut items);
-    let arena_bytes = items.iter().map(|p| p.offset + p.bytes).max().unwrap_or(0);
-    let lower_bound = liveness_bound(&items, s.items.len().max(1));
-    let mut placements: Vec<Placement> = single
-        .iter()
-        .zip(&member_of)
-        .map(|(p, &g)| Placement {
-            offset: items[g].offset,
-            ..p.clone()
+    let (groups, used) = join_in_place(&single, in_place);
+    let is_state = |g: &Vec<(usize, usize)>| {
+        let buf = single[g[0].0].buf;
+        matches!(s.buffers[buf.0 as usize].kind, BufKind::State(_))
+    };
+    // States lie one after the other from offset 0 in their order, the rest after them:
+    // states live through the whole run, so moving the rest past them costs nothing.
+    let mut states: Vec<(usize, usize)> = (groups.iter().enumerate())
+        .filter(|(_, g)| is_state(g))
+        .map(
+            |(i, g)| match s.buffers[single[g[0].0].buf.0 as usize].kind {
+                BufKind::State(n) => (n, i),
+                _ => unreachable!("a state's group"),
+            },
+        )
+        .collect();
+    states.sort_unstable();
+    let mut offsets = vec![0; groups.len()];
+    let mut state_bytes = 0;
+    for &(_, i) in &states {
+        offsets[i] = state_bytes;
+        state_bytes += single[groups[i][0].0].bytes;
+    }
+    let rest: Vec<usize> = (0..groups.len())
+        .filter(|&i| !is_state(&groups[i]))
+        .collect();
+    let parts: Vec<Group> = (rest.iter())
+        .map(|&i| {
+            groups[i]
+                .iter()
+                .map(|&(m, rel)| Part::of(&single[m], rel))
+                .collect()
         })
         .collect();
+    for (&i, o) in rest.iter().zip(place_smallest(&parts, swaps)) {
+        offsets[i] = state_bytes + o;
+    }
+    let all: Vec<Group> = (groups.iter())
+        .map(|g| {
+            g.iter()
+                .map(|&(m, rel)| Part::of(&single[m], rel))
+                .collect()
+        })
+        .collect();
+    let mut placements = single.clone();
+    for (g, &o) in groups.iter().zip(&offsets) {
+        for &(m, rel) in g {
+            placements[m].offset = o + rel;
+        }
+    }
+    let arena_bytes = placements
+        .iter()
+        .map(|p| p.offset + p.bytes)
+        .max()
+        .unwrap_or(0);
     placements.sort_by_key(|p| p.buf);
     ArenaPlan {
         placements,
         arena_bytes,
-        lower_bound,
+        lower_bound: liveness_bound(&all),
         in_place: used,
         state_bytes,
     }
 }
 
-/// Places the states one after the other from offset 0, and every other item after them
-/// ([`place_smallest`]); the states' bytes. States live through the whole run, so moving the
-/// rest past them costs nothing.
-fn place_states(s: &Schedule, items: &mut [Placement]) -> usize {
-    let state_of = |p: &Placement| match s.buffers[p.buf.0 as usize].kind {
-        BufKind::State(n) => Some(n),
-        _ => None,
-    };
-    let mut states: Vec<(usize, usize)> = (items.iter().enumerate())
-        .filter_map(|(i, p)| Some((state_of(p)?, i)))
-        .collect();
-    states.sort_unstable();
-    let mut state_bytes = 0;
-    for &(_, i) in &states {
-        items[i].offset = state_bytes;
-        state_bytes += items[i].bytes;
-    }
-    let mut rest: Vec<Placement> = items
-        .iter()
-        .filter(|p| state_of(p).is_none())
-        .cloned()
-        .collect();
-    place_smallest(&mut rest);
-    let others = items.iter_mut().filter(|p| state_of(p).is_none());
-    for (p, placed) in others.zip(rest) {
-        p.offset = state_bytes + placed.offset;
-    }
-    state_bytes
-}
-
-/// The root of `i`'s group in the union-find forest `group`, shortening the path on the way.
-fn group_root(group: &mut [usize], mut i: usize) -> usize {
-    while group[i] != i {
-        group[i] = group[group[i]];
-        i = group[i];
-    }
-    i
-}
-
-/// Joins the buffers of each usable in-place pair (both placed, of one size, not already
-/// joined) into one group: the union-find forest over `single`, and the pairs it used.
-fn join_in_place(single: &[Placement], in_place: &[InPlace]) -> (Vec<usize>, Vec<InPlace>) {
+/// Ties the buffers of each usable in-place pair (both placed, in different groups, the
+/// output sharing no byte with another buffer of the source's group alive with it) into one
+/// group at the pair's distance. The groups, each its buffers (index in `single`) with their
+/// distance from the group's lowest byte, in the order of their first buffer; and the pairs
+/// used.
+fn join_in_place(
+    single: &[Placement],
+    in_place: &[InPlace],
+) -> (Vec<Vec<(usize, usize)>>, Vec<InPlace>) {
     let index = |b: BufId| single.iter().position(|p| p.buf == b);
-    let mut group: Vec<usize> = (0..single.len()).collect();
+    let mut group_of: Vec<usize> = (0..single.len()).collect();
+    let mut members: Vec<Vec<(usize, i64)>> = (0..single.len()).map(|i| vec![(i, 0)]).collect();
     let mut used: Vec<InPlace> = Vec::new();
-    for p in in_place {
-        if let (Some(o), Some(i)) = (index(p.out), index(p.src)) {
-            if single[o].bytes == single[i].bytes {
-                let (ro, ri) = (group_root(&mut group, o), group_root(&mut group, i));
-                if ro != ri {
-                    group[ro] = ri;
-                    used.push(*p);
-                }
-            }
-        }
-    }
-    (group, used)
-}
-
-/// Buffers chained in place form one group: one place, alive from the first member's first
-/// step to the last member's last step. The groups' placements (unplaced), and each buffer's
-/// group.
-fn group_placements(single: &[Placement], mut group: Vec<usize>) -> (Vec<Placement>, Vec<usize>) {
-    let mut items: Vec<Placement> = Vec::new();
-    let mut member_of: Vec<usize> = vec![0; single.len()];
-    for i in 0..single.len() {
-        let r = group_root(&mut group, i);
-        let at = match items.iter().position(|p| p.buf == single[r].buf) {
-            Some(at) => at,
-            None => {
-                items.push(Placement {
-                    buf: single[r].buf,
-                    ..single[r].clone()
-                });
-                items.len() - 1
-            }
+    let mut pairs = in_place.to_vec();
+    pairs.sort_by_key(|p| p.step);
+    for p in pairs {
+        let (Some(o), Some(i)) = (index(p.out), index(p.src)) else {
+            continue;
         };
-        let g = &mut items[at];
-        g.first = g.first.min(single[i].first);
-        g.last = g.last.max(single[i].last);
-        g.bytes = g.bytes.max(single[i].bytes);
-        member_of[i] = at;
-    }
-    (items, member_of)
-}
-
-/// Sets the offsets of `items`: first fit in a few orders (largest first; longest-lived first;
-/// earliest first; most byte-steps first); the smallest arena wins.
-fn place_smallest(items: &mut [Placement]) {
-    type Key = fn(&Placement) -> (usize, usize, usize);
-    let keys: [Key; 4] = [
-        |p| (usize::MAX - p.bytes, p.first, p.buf.0 as usize),
-        |p| {
-            (
-                usize::MAX - (p.last - p.first),
-                usize::MAX - p.bytes,
-                p.first,
-            )
-        },
-        |p| (p.first, usize::MAX - p.bytes, p.buf.0 as usize),
-        |p| {
-            (
-                usize::MAX - p.bytes * (p.last - p.first + 1),
-                p.first,
-                p.buf.0 as usize,
-            )
-        },
-    ];
-    let size_of = |order: &[usize]| -> (usize, Vec<usize>) {
-        let offsets = first_fit(items, order);
-        let size = items
-            .iter()
-            .zip(&offsets)
-            .map(|(p, o)| o + p.bytes)
-            .max()
-            .unwrap_or(0);
-        (size, offsets)
-    };
-    let mut best: Option<(usize, Vec<usize>, Vec<usize>)> = None;
-    for key in keys {
-        let mut order: Vec<usize> = (0..items.len()).collect();
-        order.sort_by_key(|&i| key(&items[i]));
-        let (size, offsets) = size_of(&order);
-        if best.as_ref().is_none_or(|(b, ..)| size < *b) {
-            best = Some((size, offsets, order));
+        let (go, gi) = (group_of[o], group_of[i]);
+        let rel = |g: usize, m: usize| members[g].iter().find(|x| x.0 == m).map_or(0, |x| x.1);
+        if go == gi {
+            continue;
         }
-    }
-    let Some((mut size, mut offsets, mut order)) = best else {
-        return;
-    };
-    // Then a local search over the order: swap two buffers, keep the swap unless the arena
-    // grows. First fit over some order reaches every optimal layout (the order of its
-    // offsets), and a chain of buffers that alternate between two places needs one.
-    let bound = liveness_bound(items, items.iter().map(|p| p.last + 1).max().unwrap_or(1));
-    let mut rng = 0x9e37_79b9_7f4a_7c15u64;
-    let mut next = |n: usize| {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        (rng % n as u64) as usize
-    };
-    for _ in 0..SWAPS {
-        if size <= bound || order.len() < 2 {
-            break;
+        let base = rel(gi, i) + p.shift - rel(go, o);
+        let moved: Vec<(usize, i64)> = members[go].iter().map(|&(m, r)| (m, r + base)).collect();
+        let clash = moved.iter().any(|&(m, rm)| {
+            members[gi].iter().any(|&(n, rn)| {
+                let (a, b) = (&single[m], &single[n]);
+                (m, n) != (o, i)
+                    && a.overlaps_in_time(b)
+                    && rm < rn + b.bytes as i64
+                    && rn < rm + a.bytes as i64
+            })
+        });
+        if clash {
+            continue;
         }
-        let (i, j) = (next(order.len()), next(order.len()));
-        order.swap(i, j);
-        let (s, o) = size_of(&order);
-        if s <= size {
-            (size, offsets) = (s, o);
-        } else {
-            order.swap(i, j);
+        for &(m, _) in &moved {
+            group_of[m] = gi;
         }
+        members[gi].extend(moved);
+        members[go].clear();
+        used.push(p);
     }
-    for (p, o) in items.iter_mut().zip(offsets) {
-        p.offset = o;
-    }
+    let mut groups: Vec<Vec<(usize, usize)>> = (members.into_iter())
+        .filter(|g| !g.is_empty())
+        .map(|mut g| {
+            g.sort_unstable();
+            let low = g.iter().map(|x| x.1).min().unwrap_or(0);
+            g.into_iter()
+                .map(|(m, r)| (m, (r - low) as usize))
+                .collect()
+        })
+        .collect();
+    groups.sort_by_key(|g| g[0].0);
+    (groups, used)
 }
 
 /// How many swaps the arena's local search tries at most.
 const SWAPS: usize = 4000;
-
-/// The largest total size of `items` alive at one of the `steps` steps.
-fn liveness_bound(items: &[Placement], steps: usize) -> usize {
-    (0..steps)
-        .map(|k| {
-            items
-                .iter()
-                .filter(|p| p.first <= k && k <= p.last)
-                .map(|p| p.bytes)
-                .sum::<usize>()
-        })
-        .max()
-        .unwrap_or(0)
-}
 
 #[cfg(test)]
 mod tests;

@@ -134,12 +134,14 @@ mod in_place {
                 InPlace {
                     step: 1,
                     out: BufId(2),
-                    src: BufId(1)
+                    src: BufId(1),
+                    shift: 0,
                 },
                 InPlace {
                     step: 2,
                     out: BufId(3),
-                    src: BufId(2)
+                    src: BufId(2),
+                    shift: 0,
                 },
             ]
         );
@@ -210,6 +212,7 @@ mod in_place {
             step: 0,
             out: BufId(1),
             src: BufId(0),
+            shift: 0,
         });
         let err = crate::bundle::build("chain", &s, &[], &programs, &forged, "c").unwrap_err();
         assert!(
@@ -240,6 +243,7 @@ mod in_place {
             step: 1,
             out: BufId(2),
             src: BufId(1),
+            shift: 0,
         }];
         assert_eq!(plan.find_overlap(), None);
         // Alive together for two steps: not an in-place share.
