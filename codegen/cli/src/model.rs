@@ -63,6 +63,10 @@ pub struct ModelArgs {
     /// smaller (same kernels, same outputs, less RAM; C targets).
     #[arg(long, value_enum, default_value_t = MemoryArg::Speed)]
     pub memory: MemoryArg,
+    /// The most bytes the arena may take: a plan over it is made again with `--memory min`,
+    /// and one still over it is an error that says by how much, and at which step.
+    #[arg(long, value_name = "BYTES")]
+    pub arena_limit: Option<usize>,
 }
 
 /// `--memory`'s values.
@@ -96,6 +100,7 @@ impl ModelArgs {
             wide_weights: false,
             wide_activations: false,
             memory: MemoryArg::Speed,
+            arena_limit: None,
         }
     }
 }
@@ -218,21 +223,69 @@ fn widened(target: &Target, args: &ModelArgs) -> Result<Target> {
 }
 
 /// The model compiled for `target`: with `--beam`, its kernels searched as `cost` measures
-/// them (there must be one), else the target's heuristics.
-fn compile_searched(args: &ModelArgs, target: &Target, cost: Option<BeamCost>) -> Result<Compiled> {
+/// them (there must be one), else the target's heuristics. With `--arena-limit`, an arena
+/// over the limit is planned again with `--memory min`, and one still over it is an error.
+fn compile_searched(
+    args: &ModelArgs,
+    target: &Target,
+    mut cost: Option<BeamCost>,
+) -> Result<Compiled> {
+    let target = widened(target, args)?;
+    let memory = args.memory.into();
+    let compiled = compile_once(args, &target.with_memory(memory), cost.as_mut())?;
+    let Some(limit) = args.arena_limit else {
+        return Ok(compiled);
+    };
+    let arena = compiled.bundle.report.arena_bytes;
+    let compiled = match (arena > limit, memory) {
+        (true, Memory::Speed) => {
+            eprintln!(
+                "arena {arena} B is over --arena-limit {limit} B: planning with --memory min"
+            );
+            compile_once(args, &target.with_memory(Memory::Min), cost.as_mut())?
+        }
+        _ => compiled,
+    };
+    within_limit(compiled, limit)
+}
+
+/// `c`, when its arena is at most `limit` bytes; else the error that says by how much the
+/// smallest arena misses it and which step sets it.
+fn within_limit(c: Compiled, limit: usize) -> Result<Compiled> {
+    let r = &c.bundle.report;
+    if r.arena_bytes <= limit {
+        return Ok(c);
+    }
+    let step = r.arena_peak_step;
+    let kernel = r.steps.get(step).map_or("?", |s| s.name.as_str());
+    bail!(
+        "--arena-limit {limit} B: the smallest arena found is {} B, {} B over the limit; at \
+         step {step} (kernel {kernel}) {} B are alive at once even with kernels written over \
+         their dying inputs (fused tiles of layers, which would go lower, are not made)",
+        r.arena_bytes,
+        r.arena_bytes - limit,
+        r.arena_lower_bound
+    )
+}
+
+/// [`compile_searched`]'s one compile, for `target` as it is.
+fn compile_once(
+    args: &ModelArgs,
+    target: &Target,
+    cost: Option<&mut BeamCost>,
+) -> Result<Compiled> {
     let import = import_options(args)?;
-    let target = &widened(target, args)?.with_memory(args.memory.into());
     let bar = progress(0, "kernels");
     let mut tick = |done: usize, total: usize| {
         bar.set_length(total as u64);
         bar.set_position(done as u64);
     };
-    let (mut model, by) = match (args.beam, cost) {
+    let (model, by) = match (args.beam, cost) {
         (0, _) => (None, String::new()),
-        (_, Some(BeamCost(Measure { model, by }))) => (Some(model), by),
+        (_, Some(BeamCost(Measure { model, by }))) => (Some(model), by.clone()),
         (_, None) => bail!("--beam: nothing measures the kernels for {}", target.name),
     };
-    let how = match model.as_mut() {
+    let how = match model {
         Some(model) => Optimize::Beam(Beam {
             width: args.beam,
             cache: Cache {

@@ -480,3 +480,36 @@ fn wide_activations_grow_the_arena_and_need_packed_dot_products() {
     assert!(e.contains("target c-mve ") && e.contains("Helium"), "{e}");
     assert!(!out.exists(), "nothing is written on failure");
 }
+
+/// `--memory min` takes vww below its liveness bound; `--arena-limit` plans that way when the
+/// default plan is over the limit, and a limit no plan meets exits with 2, saying by how much
+/// and at which step, and writes nothing.
+#[test]
+fn an_arena_limit_plans_for_less_memory_or_says_by_how_much_it_misses() {
+    let model = root().join("tests/models/mlperf-tiny/tflite/vww_96_int8.tflite");
+    let dir = tempfile::tempdir().unwrap();
+    let arena = |text: &str| -> usize {
+        let at = text.find("arena ").expect("an arena figure") + "arena ".len();
+        text[at..].split(' ').next().unwrap().parse().unwrap()
+    };
+    let (o, speed, _) = compile_flagged(dir.path(), &model, "c-dsp", None);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let (o, min, _) = compile_flagged(dir.path(), &model, "c-dsp", Some("--memory=min"));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let (speed, min) = (arena(&speed), arena(&min));
+    assert!(min < speed, "{min} B against {speed} B");
+    let limit = format!("--arena-limit={}", min + 1000);
+    let (o, fits, _) = compile_flagged(dir.path(), &model, "c-dsp", Some(&limit));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(arena(&fits), min);
+    let limit = format!("--arena-limit={}", min - 1000);
+    let (o, _, out) = compile_flagged(dir.path(), &model, "c-dsp", Some(&limit));
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains(&format!("smallest arena found is {min} B, 1000 B over")),
+        "{e}"
+    );
+    assert!(e.contains("at step ") && e.contains("(kernel "), "{e}");
+    assert!(!out.exists(), "nothing is written on failure");
+}

@@ -27,6 +27,8 @@ pub struct Report {
     pub kernels: usize,
     pub arena_bytes: usize,
     pub arena_lower_bound: usize,
+    /// The first step at which the bound's bytes are alive.
+    pub arena_peak_step: usize,
     /// The arena's first bytes that the model keeps from one run to the next (0: no state).
     pub state_bytes: usize,
     pub weight_bytes: usize,
@@ -74,6 +76,7 @@ impl Report {
             kernels: kernel_names.len(),
             arena_bytes: plan.arena_bytes,
             arena_lower_bound: plan.lower_bound,
+            arena_peak_step: plan.peak_step,
             state_bytes: plan.state_bytes,
             weight_bytes,
             inputs: io(&s.inputs),

@@ -14,7 +14,7 @@
 
 use crate::schedule::ast::Op;
 use crate::schedule::{BufId, BufKind, Schedule};
-use place::{liveness_bound, place_smallest, Group, Part};
+use place::{peak, place_smallest, Group, Part};
 
 mod overlap;
 mod place;
@@ -53,6 +53,8 @@ pub struct ArenaPlan {
     /// The liveness lower bound (with alignment), buffers that share a place in place counted
     /// once.
     pub lower_bound: usize,
+    /// The first step at which that many bytes are alive.
+    pub peak_step: usize,
     /// The in-place pairs the plan used: the two buffers share their bytes.
     pub in_place: Vec<InPlace>,
     /// The model's states lie in the arena's first `state_bytes` bytes, in their order, and
@@ -328,6 +330,7 @@ fn plan_with(s: &Schedule, in_place: &[InPlace], swaps: usize) -> ArenaPlan {
             placements[m].offset = o + rel;
         }
     }
+    let (lower_bound, peak_step) = peak(&all);
     let arena_bytes = placements
         .iter()
         .map(|p| p.offset + p.bytes)
@@ -337,7 +340,8 @@ fn plan_with(s: &Schedule, in_place: &[InPlace], swaps: usize) -> ArenaPlan {
     ArenaPlan {
         placements,
         arena_bytes,
-        lower_bound: liveness_bound(&all),
+        lower_bound,
+        peak_step,
         in_place: used,
         state_bytes,
     }

@@ -135,20 +135,29 @@ pub(super) fn place_smallest(groups: &[Group], swaps: usize) -> Vec<usize> {
 /// The most bytes alive at one step: per group, the span from the lowest to the highest byte
 /// of its buffers alive at that step.
 pub(super) fn liveness_bound(groups: &[Group]) -> usize {
+    peak(groups).0
+}
+
+/// [`liveness_bound`] and the first step that reaches it.
+pub(super) fn peak(groups: &[Group]) -> (usize, usize) {
     let steps = groups.iter().map(|g| extent(g).1 + 1).max().unwrap_or(1);
-    (0..steps)
-        .map(|k| {
-            groups
-                .iter()
-                .map(|g| {
-                    let alive = g.iter().filter(|p| p.first <= k && k <= p.last);
-                    let (lo, hi) = alive.fold((usize::MAX, 0), |(lo, hi), p| {
-                        (lo.min(p.rel), hi.max(p.rel + p.bytes))
-                    });
-                    hi.saturating_sub(lo)
-                })
-                .sum::<usize>()
-        })
-        .max()
-        .unwrap_or(0)
+    let alive = (0..steps).map(|k| {
+        groups
+            .iter()
+            .map(|g| {
+                let alive = g.iter().filter(|p| p.first <= k && k <= p.last);
+                let (lo, hi) = alive.fold((usize::MAX, 0), |(lo, hi), p| {
+                    (lo.min(p.rel), hi.max(p.rel + p.bytes))
+                });
+                hi.saturating_sub(lo)
+            })
+            .sum::<usize>()
+    });
+    let (mut most, mut at) = (0, 0);
+    for (k, bytes) in alive.enumerate() {
+        if bytes > most {
+            (most, at) = (bytes, k);
+        }
+    }
+    (most, at)
 }

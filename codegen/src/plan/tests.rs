@@ -235,6 +235,7 @@ mod in_place {
             placements: vec![at(1, 0, 1), at(2, 1, 2)],
             arena_bytes: 64,
             lower_bound: 64,
+            peak_step: 0,
             in_place: vec![],
             state_bytes: 0,
         };

@@ -232,6 +232,7 @@ fn candidates_bundle(
         placements,
         arena_bytes: offset,
         lower_bound: offset,
+        peak_step: 0,
         in_place: Vec::new(),
         state_bytes: 0,
     };

@@ -224,6 +224,7 @@ mod tests {
             kernels: 3,
             arena_bytes: 0,
             arena_lower_bound: 0,
+            arena_peak_step: 0,
             state_bytes: 0,
             weight_bytes: 0,
             inputs: vec![],
