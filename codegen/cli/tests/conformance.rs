@@ -17,6 +17,11 @@ use kiln_tests::available;
 use std::path::Path;
 use std::process::Command;
 
+/// Seconds a case may take before the harness counts it as a hang. The largest cases (the
+/// TFLite suite's 512-point FFTs: about 1 MB of C for the host's compiler) take 20–30 s alone
+/// on a 2-core machine, and over a minute beside the other tests of this file.
+const CASE_TIMEOUT: &str = "300";
+
 #[test]
 fn every_listed_case_still_passes() {
     listed_cases_pass("host");
@@ -62,6 +67,7 @@ fn listed_cases_pass_with(board: &str, extra: &[&str]) {
     }
     let out = Command::new(env!("CARGO_BIN_EXE_kiln"))
         .args(["conformance", "--listed", "--jobs", "2", "--board", board])
+        .args(["--timeout", CASE_TIMEOUT])
         .args(extra)
         .output()
         .expect("run kiln conformance");
@@ -97,7 +103,7 @@ fn listed_tflite_cases_pass(board: &str) {
             "--jobs",
             "2",
         ])
-        .args(["--board", board])
+        .args(["--board", board, "--timeout", CASE_TIMEOUT])
         .output()
         .expect("run kiln conformance");
     let stdout = String::from_utf8_lossy(&out.stdout);
