@@ -262,7 +262,8 @@ pub fn build(
     plan: &ArenaPlan,
     target: &'static str,
 ) -> Result<Bundle, PackError> {
-    let illegal = |p: &&crate::plan::InPlace| !crate::plan::may_write_over(s, p);
+    let dying = crate::plan::dying_inputs(s);
+    let illegal = |p: &&crate::plan::InPlace| !crate::plan::may_write_over(&dying, p);
     if let Some(p) = plan.in_place.iter().find(illegal) {
         return Err(PackError::SelfCheck(format!(
             "step {} may not write buffer {} over buffer {}",

@@ -18,7 +18,8 @@ use crate::shape::{Node, ShapeTracker};
 /// Blocks beyond this many are not enumerated: no shift is offered.
 const MOST_BLOCKS: usize = 1 << 16;
 
-/// Bytes a block reads of the input (from, to) and bytes it writes of the output (to).
+/// The first byte a block reads of the input and the end of the bytes it writes of the
+/// output (`None`: none).
 #[derive(Clone, Copy)]
 struct Block {
     first_read: Option<i64>,

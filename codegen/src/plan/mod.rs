@@ -230,9 +230,10 @@ pub fn dying_inputs(s: &Schedule) -> Vec<Dying> {
     out_pairs
 }
 
-/// Whether the lifetimes let step `p.step` write `p.out` over `p.src` ([`Dying`]).
-pub fn may_write_over(s: &Schedule, p: &InPlace) -> bool {
-    (dying_inputs(s).iter()).any(|d| (d.step, d.out, d.src) == (p.step, p.out, p.src))
+/// Whether the lifetimes let step `p.step` write `p.out` over `p.src`: one of `dying`
+/// ([`dying_inputs`]) is that step's.
+pub fn may_write_over(dying: &[Dying], p: &InPlace) -> bool {
+    (dying.iter()).any(|d| (d.step, d.out, d.src) == (p.step, p.out, p.src))
 }
 
 /// The steps whose kernel may write its output over one of its inputs at the same place: the
@@ -281,20 +282,22 @@ pub fn plan_arena_with(s: &Schedule, in_place: &[InPlace]) -> ArenaPlan {
 fn plan_with(s: &Schedule, in_place: &[InPlace], swaps: usize) -> ArenaPlan {
     let single = lifetimes(s);
     let (groups, used) = join_in_place(&single, in_place);
-    let is_state = |g: &Vec<(usize, usize)>| {
-        let buf = single[g[0].0].buf;
-        matches!(s.buffers[buf.0 as usize].kind, BufKind::State(_))
+    let all: Vec<Group> = (groups.iter())
+        .map(|g| {
+            g.iter()
+                .map(|&(m, rel)| Part::of(&single[m], rel))
+                .collect()
+        })
+        .collect();
+    // A state is never in a pair, so its group is itself.
+    let state_of = |g: &Vec<(usize, usize)>| match s.buffers[single[g[0].0].buf.0 as usize].kind {
+        BufKind::State(n) => Some(n),
+        _ => None,
     };
     // States lie one after the other from offset 0 in their order, the rest after them:
     // states live through the whole run, so moving the rest past them costs nothing.
     let mut states: Vec<(usize, usize)> = (groups.iter().enumerate())
-        .filter(|(_, g)| is_state(g))
-        .map(
-            |(i, g)| match s.buffers[single[g[0].0].buf.0 as usize].kind {
-                BufKind::State(n) => (n, i),
-                _ => unreachable!("a state's group"),
-            },
-        )
+        .filter_map(|(i, g)| Some((state_of(g)?, i)))
         .collect();
     states.sort_unstable();
     let mut offsets = vec![0; groups.len()];
@@ -304,26 +307,12 @@ fn plan_with(s: &Schedule, in_place: &[InPlace], swaps: usize) -> ArenaPlan {
         state_bytes += single[groups[i][0].0].bytes;
     }
     let rest: Vec<usize> = (0..groups.len())
-        .filter(|&i| !is_state(&groups[i]))
+        .filter(|&i| state_of(&groups[i]).is_none())
         .collect();
-    let parts: Vec<Group> = (rest.iter())
-        .map(|&i| {
-            groups[i]
-                .iter()
-                .map(|&(m, rel)| Part::of(&single[m], rel))
-                .collect()
-        })
-        .collect();
+    let parts: Vec<Group> = rest.iter().map(|&i| all[i].clone()).collect();
     for (&i, o) in rest.iter().zip(place_smallest(&parts, swaps)) {
         offsets[i] = state_bytes + o;
     }
-    let all: Vec<Group> = (groups.iter())
-        .map(|g| {
-            g.iter()
-                .map(|&(m, rel)| Part::of(&single[m], rel))
-                .collect()
-        })
-        .collect();
     let mut placements = single.clone();
     for (g, &o) in groups.iter().zip(&offsets) {
         for &(m, rel) in g {
