@@ -106,8 +106,8 @@ pub enum Memory {
     #[default]
     Speed,
     /// A kernel's output over its dying input, shifted so that every byte is read before it
-    /// is written over, wherever that makes the arena smaller: the same kernels and
-    /// instructions, less RAM.
+    /// is written over, wherever that makes the arena smaller; the kernel run backwards or
+    /// without INTERIOR's split where that overlaps better. The same operations, less RAM.
     Min,
 }
 

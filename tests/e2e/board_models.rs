@@ -332,8 +332,8 @@ fn an386_vww_int8_min() {
 }
 
 #[test]
-fn an386_str_ww_int8_min() {
-    run_min_tflite_on("qemu-an386", "str_ww_ref_model");
+fn an386_kws_int8_min() {
+    run_min_tflite_on("qemu-an386", "kws_ref_model");
 }
 
 #[test]

@@ -148,7 +148,8 @@ fn mlperf(name: &str) {
                 r.arena_bytes
             );
             assert!(r.arena_lower_bound <= r.arena_bytes, "{name}");
-            if ["vww_96_int8", "str_ww_ref_model"].contains(&name) {
+            // All but AD, whose largest layers are a vector each.
+            if name != "ad01_int8" {
                 assert!(
                     r.arena_bytes < speed,
                     "{name}: {} B, nothing overlaps",

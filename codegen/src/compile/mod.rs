@@ -12,7 +12,7 @@ use crate::kernel::{Kernel, KernelBuffer, KernelError};
 use crate::linearize::{linearize, LinearizeError};
 use crate::optimize::{optimize, Optimize, SearchError, SearchStats};
 use crate::plan::{
-    in_place_pairs, overlap_pairs, plan_arena_min, plan_arena_with, ArenaPlan, InPlace,
+    in_place_pairs, oriented, overlap_pairs, plan_arena_min, plan_arena_with, ArenaPlan, InPlace,
 };
 use crate::render::{to_program_aliasing, Program, ProgramError};
 use crate::schedule::{schedule_for, BufKind, Schedule, ScheduleError, ScheduleItem};
@@ -61,6 +61,7 @@ pub fn compile(
         linearize(&k.laid_out().0).is_ok()
     })?;
     let (kernels, weights) = lay_out_weights(&schedule, &kernels);
+    let kernels = turned_for(&schedule, kernels, target);
     let in_place = in_place_steps(&schedule, target);
     let plan = plan_for(&schedule, &kernels, &in_place, target);
     let shared: Vec<InPlace> = in_place.iter().chain(&plan.in_place).copied().collect();
@@ -201,6 +202,15 @@ fn in_place_steps(schedule: &Schedule, target: &Target) -> Vec<InPlace> {
     match target.writes_in_place {
         true => in_place_pairs(schedule),
         false => Vec::new(),
+    }
+}
+
+/// The kernels as `target.memory` asks: with `--memory min`, each that may write its output
+/// over a dying input in fewer bytes backwards turned so ([`oriented`]).
+fn turned_for(schedule: &Schedule, kernels: Vec<Kernel>, target: &Target) -> Vec<Kernel> {
+    match (target.memory, target.writes_in_place) {
+        (Memory::Min, true) => oriented(schedule, &kernels),
+        _ => kernels,
     }
 }
 

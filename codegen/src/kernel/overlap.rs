@@ -1,15 +1,21 @@
-//! How far a kernel's output may overlap one of its inputs: the largest shift of the output's
-//! first byte past the input's first byte at which running the kernel with both in one place
-//! reads every input byte before it is written over.
+//! How far a kernel's output may overlap one of its inputs: the shifts of the output's first
+//! byte past the input's first byte at which running the kernel with both in one place reads
+//! every input byte before it is written over.
 //!
 //! On a target without threads every global axis is a loop, and the kernel runs one block at
 //! a time: one value of the loop variables, its reduce loops and upcast lanes inside it. Each
 //! block reads and writes in an order this analysis does not look into, so a shift is safe
 //! when no block writes a byte that it or a later block reads: for every block `b`, the last
-//! byte `b` writes lies before the first byte that any block from `b` on reads. The blocks
+//! byte `b` writes lies before the first byte that any block from `b` on reads (the output
+//! trails the reads: [`Overlap::below`]), or the first byte `b` writes lies after the last
+//! byte they read (the output runs ahead of them: [`Overlap::above`]). The blocks
 //! run in the order of their loop nests (INTERIOR's regions, one after the other), each nest
 //! in row-major order. Reads and writes are bounded by the symbolic indices' ranges within a
-//! block, which may only widen them: the shift found is safe, if not always the largest.
+//! block, which may only widen them: the shifts found are safe, if not always the nearest.
+//!
+//! A kernel whose output is larger than its input (a padding, a convolution that widens the
+//! channels) can only trail its reads by about the difference; run backwards
+//! ([`Kernel::backwards`]), from the buffers' ends, it runs ahead of them by a block or two.
 
 use super::{Kernel, KernelBuffer};
 use crate::schedule::ast::{ArgId, Op};
@@ -18,21 +24,30 @@ use crate::shape::{Node, ShapeTracker};
 /// Blocks beyond this many are not enumerated: no shift is offered.
 const MOST_BLOCKS: usize = 1 << 16;
 
-/// The first byte a block reads of the input and the end of the bytes it writes of the
-/// output (`None`: none).
+/// The bytes a block reads of the input and writes of the output, each as `start..end`
+/// (`None`: none).
 #[derive(Clone, Copy)]
 struct Block {
-    first_read: Option<i64>,
-    write_end: Option<i64>,
+    read: Option<(i64, i64)>,
+    write: Option<(i64, i64)>,
+}
+
+/// The shifts at which a kernel may write its output over an input: any shift at most
+/// `below`, or at least `above`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Overlap {
+    /// The output ends each block's writes before any byte read from that block on.
+    pub below: i64,
+    /// The output starts each block's writes after every byte read from that block on.
+    pub above: i64,
 }
 
 impl Kernel {
-    /// The largest shift, in bytes (negative: the output starts before the input), of the
-    /// output's first byte past input `src`'s first byte at which the kernel may run with
-    /// its output over that input (see the module's note). `None` where the kernel is not
-    /// one store of one buffer, runs threads, reads `src` as no buffer, or has too many
-    /// blocks to check.
-    pub fn overlap_shift(&self, src: ArgId) -> Option<i64> {
+    /// The shifts, in bytes (negative: the output starts before the input), of the output's
+    /// first byte past input `src`'s first byte at which the kernel may run with its output
+    /// over that input (see the module's note). `None` where the kernel is not one store of
+    /// one buffer, runs threads, reads `src` as no buffer, or has too many blocks to check.
+    pub fn overlap_shift(&self, src: ArgId) -> Option<Overlap> {
         if self.target.has_local || self.local_dims != 0 || self.group_for_reduces != 0 {
             return None;
         }
@@ -54,18 +69,58 @@ impl Kernel {
         }
         let blocks = self.blocks()?;
         let fr = self.first_reduce();
-        let mut shift = i64::MAX;
-        let mut later_read = i64::MAX;
+        let (mut below, mut above) = (i64::MAX, i64::MIN);
+        let mut later: Option<(i64, i64)> = None;
         for g in blocks.iter().rev() {
             let b = self.block(g, fr, (&self.sts[0], out_size), &reads);
-            if let Some(r) = b.first_read {
-                later_read = later_read.min(r);
+            if let Some((start, end)) = b.read {
+                later = Some(later.map_or((start, end), |(s, e)| (s.min(start), e.max(end))));
             }
-            if let (Some(w), true) = (b.write_end, later_read < i64::MAX) {
-                shift = shift.min(later_read - w);
+            if let (Some((ws, we)), Some((rs, re))) = (b.write, later) {
+                below = below.min(rs - we);
+                above = above.max(re - ws);
             }
         }
-        Some(shift.min(i64::from(u32::MAX)))
+        let far = i64::from(u32::MAX);
+        Some(Overlap {
+            below: below.min(far),
+            above: above.max(-far),
+        })
+    }
+
+    /// This kernel with its loops run from their last value to their first: every view
+    /// flipped along the loop axes (before the first reduce, not upcast), so each block
+    /// computes what the block as far from the other end did. The outputs are the same; the
+    /// buffers are walked from their ends. `None` on a target with threads, or with no loop
+    /// to turn.
+    pub fn backwards(&self) -> Option<Kernel> {
+        if self.target.has_local || self.local_dims != 0 || self.group_for_reduces != 0 {
+            return None;
+        }
+        let full = self.full_shape();
+        let loops = self.first_reduce().min(self.shape_len() - self.upcasted);
+        let axes: Vec<bool> = (0..full.len()).map(|a| a < loops && full[a] > 1).collect();
+        if !axes.contains(&true) {
+            return None;
+        }
+        let mut k = self.clone();
+        for st in k.sts.iter_mut().chain([&mut k.pad_st]) {
+            *st = st.flip(&axes).ok()?;
+        }
+        Some(k)
+    }
+
+    /// This kernel without INTERIOR: one loop nest, run row by row, its masks kept. Where
+    /// INTERIOR split the loops, its border boxes run a column of every row before the rows
+    /// between them, and so write across the whole output early. `None` where it is not split.
+    pub fn in_one_nest(&self) -> Option<Kernel> {
+        if !self.interior {
+            return None;
+        }
+        let mut k = self.clone();
+        k.interior = false;
+        k.applied_opts.retain(|o| o.op != super::OptOp::Interior);
+        Some(k)
     }
 
     /// The values of the loop axes (`0..first_reduce`) of every block, in the order the
@@ -114,20 +169,15 @@ impl Kernel {
                 })
                 .collect()
         };
-        let mut first_read: Option<i64> = None;
-        for (st, size) in reads {
+        let bytes = |st: &ShapeTracker, size: i64| {
             let (idx, valid) = st.expr_idxs(&idxs(st.shape()));
-            if valid.max() > 0 {
-                let at = idx.min().max(0) * size;
-                first_read = Some(first_read.map_or(at, |r| r.min(at)));
-            }
-        }
-        let (st, size) = store;
-        let (idx, valid) = st.expr_idxs(&idxs(st.shape()));
-        let write_end = (valid.max() > 0).then(|| (idx.max() + 1) * size);
+            (valid.max() > 0).then(|| (idx.min().max(0) * size, (idx.max() + 1) * size))
+        };
+        let read = (reads.iter().filter_map(|(st, size)| bytes(st, *size)))
+            .reduce(|(s, e), (s2, e2)| (s.min(s2), e.max(e2)));
         Block {
-            first_read,
-            write_end,
+            read,
+            write: bytes(store.0, store.1),
         }
     }
 }

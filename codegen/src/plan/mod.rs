@@ -9,16 +9,19 @@
 //! input only at the index it stores to, the input has the output's size and type, and nothing
 //! reads the input afterwards. Such buffers share one place; the bound counts them once. With
 //! [`Memory::Min`](crate::target::Memory::Min) any kernel may write its output over a dying
-//! input at a shift ([`overlap_pairs`]): the two keep that distance, and the bound counts the
-//! bytes from the lower one's start to the higher one's end at that step.
+//! input at a shift ([`overlap_pairs`]): the two keep that distance (or one further the way the
+//! kernel allows, where a chain of pairs needs it), and the bound counts the bytes
+//! from the lower one's start to the higher one's end at that step.
 
 use crate::schedule::ast::Op;
 use crate::schedule::{BufId, BufKind, Schedule};
+use chain::join_in_place;
 use place::{peak, place_smallest, Group, Part};
 
+mod chain;
 mod overlap;
 mod place;
-pub use overlap::{overlap_pairs, plan_arena_min};
+pub use overlap::{oriented, overlap_pairs, plan_arena_min};
 
 /// Alignment of every buffer in the arena, in bytes.
 pub const ALIGN: usize = 16;
@@ -70,6 +73,20 @@ pub struct InPlace {
     pub out: BufId,
     pub src: BufId,
     pub shift: i64,
+    /// The other shifts the kernel allows.
+    pub slack: Slack,
+}
+
+/// The shifts an [`InPlace`] pair allows besides its own: the planner may take one of them
+/// where that keeps a chain of pairs from drifting ever further from where it began.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Slack {
+    /// That shift only.
+    Exact,
+    /// Any lower shift: the output trails the reads further.
+    Down,
+    /// Any higher shift: the output runs further ahead of the reads.
+    Up,
 }
 
 impl ArenaPlan {
@@ -261,6 +278,7 @@ pub fn in_place_pairs(s: &Schedule) -> Vec<InPlace> {
                 out: d.out,
                 src: d.src,
                 shift: 0,
+                slack: Slack::Exact,
             });
         }
     }
@@ -334,65 +352,6 @@ fn plan_with(s: &Schedule, in_place: &[InPlace], swaps: usize) -> ArenaPlan {
         in_place: used,
         state_bytes,
     }
-}
-
-/// Ties the buffers of each usable in-place pair (both placed, in different groups, the
-/// output sharing no byte with another buffer of the source's group alive with it) into one
-/// group at the pair's distance. The groups, each its buffers (index in `single`) with their
-/// distance from the group's lowest byte, in the order of their first buffer; and the pairs
-/// used.
-fn join_in_place(
-    single: &[Placement],
-    in_place: &[InPlace],
-) -> (Vec<Vec<(usize, usize)>>, Vec<InPlace>) {
-    let index = |b: BufId| single.iter().position(|p| p.buf == b);
-    let mut group_of: Vec<usize> = (0..single.len()).collect();
-    let mut members: Vec<Vec<(usize, i64)>> = (0..single.len()).map(|i| vec![(i, 0)]).collect();
-    let mut used: Vec<InPlace> = Vec::new();
-    let mut pairs = in_place.to_vec();
-    pairs.sort_by_key(|p| p.step);
-    for p in pairs {
-        let (Some(o), Some(i)) = (index(p.out), index(p.src)) else {
-            continue;
-        };
-        let (go, gi) = (group_of[o], group_of[i]);
-        let rel = |g: usize, m: usize| members[g].iter().find(|x| x.0 == m).map_or(0, |x| x.1);
-        if go == gi {
-            continue;
-        }
-        let base = rel(gi, i) + p.shift - rel(go, o);
-        let moved: Vec<(usize, i64)> = members[go].iter().map(|&(m, r)| (m, r + base)).collect();
-        let clash = moved.iter().any(|&(m, rm)| {
-            members[gi].iter().any(|&(n, rn)| {
-                let (a, b) = (&single[m], &single[n]);
-                (m, n) != (o, i)
-                    && a.overlaps_in_time(b)
-                    && rm < rn + b.bytes as i64
-                    && rn < rm + a.bytes as i64
-            })
-        });
-        if clash {
-            continue;
-        }
-        for &(m, _) in &moved {
-            group_of[m] = gi;
-        }
-        members[gi].extend(moved);
-        members[go].clear();
-        used.push(p);
-    }
-    let mut groups: Vec<Vec<(usize, usize)>> = (members.into_iter())
-        .filter(|g| !g.is_empty())
-        .map(|mut g| {
-            g.sort_unstable();
-            let low = g.iter().map(|x| x.1).min().unwrap_or(0);
-            g.into_iter()
-                .map(|(m, r)| (m, (r - low) as usize))
-                .collect()
-        })
-        .collect();
-    groups.sort_by_key(|g| g[0].0);
-    (groups, used)
 }
 
 /// How many swaps the arena's local search tries at most.

@@ -136,12 +136,14 @@ mod in_place {
                     out: BufId(2),
                     src: BufId(1),
                     shift: 0,
+                    slack: Slack::Exact,
                 },
                 InPlace {
                     step: 2,
                     out: BufId(3),
                     src: BufId(2),
                     shift: 0,
+                    slack: Slack::Exact,
                 },
             ]
         );
@@ -213,6 +215,7 @@ mod in_place {
             out: BufId(1),
             src: BufId(0),
             shift: 0,
+            slack: Slack::Exact,
         });
         let err = crate::bundle::build("chain", &s, &[], &programs, &forged, "c").unwrap_err();
         assert!(
@@ -245,6 +248,7 @@ mod in_place {
             out: BufId(2),
             src: BufId(1),
             shift: 0,
+            slack: Slack::Exact,
         }];
         assert_eq!(plan.find_overlap(), None);
         // Alive together for two steps: not an in-place share.
