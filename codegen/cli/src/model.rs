@@ -60,7 +60,7 @@ pub struct ModelArgs {
     /// What the arena planner trades: `speed` keeps each kernel's output apart from its
     /// inputs; `min` lets a kernel write its output over an input that dies there, shifted so
     /// that every byte is read before it is written over, wherever that makes the arena
-    /// smaller (same kernels, same outputs, less RAM; C targets).
+    /// smaller (the same operations and outputs, less RAM; C targets).
     #[arg(long, value_enum, default_value_t = MemoryArg::Speed)]
     pub memory: MemoryArg,
     /// The most bytes the arena may take: a plan over it is made again with `--memory min`,
