@@ -23,9 +23,10 @@ pub fn softmax_params(beta: f32, input_scale: f32) -> (QuantMultiplier, i32) {
         (f64::from(beta) * f64::from(input_scale) * (1u64 << (31 - DIFF_INTEGER_BITS)) as f64)
             .min(cap);
     let m = QuantMultiplier::new(real);
+    // 2^shift as a float: exact, and no overflow where a corrupted scale makes it huge.
     let radius = ((1i64 << DIFF_INTEGER_BITS) - 1) as f64
         * (1u64 << (31 - DIFF_INTEGER_BITS)) as f64
-        / (1u64 << m.shift) as f64;
+        / 2f64.powi(m.shift);
     (m, -(radius.floor() as i32))
 }
 
@@ -70,6 +71,16 @@ fn softmax(ctx: &mut Ctx) -> Result<Vec<Lazy>, OpError> {
     }
     let qi = ctx.quant(&t)?;
     let (m, diff_min) = softmax_params(o.beta, qi.scale());
+    if !(0..=31).contains(&m.shift) {
+        return Err(OpError::Unsupported(format!(
+            "SOFTMAX on input {:?} of scale {} with beta {}: an input multiplier of 2^{} (TFLM's \
+             arithmetic takes left shifts in [0, 31])",
+            t.name,
+            qi.scale(),
+            o.beta,
+            m.shift
+        )));
+    }
     let params = (m.multiplier, m.shift, diff_min);
     Ok(vec![ctx.graph.softmax_int8(
         &x,
