@@ -48,7 +48,7 @@ impl Kernel {
     /// over that input (see the module's note). `None` where the kernel is not one store of
     /// one buffer, runs threads, reads `src` as no buffer, or has too many blocks to check.
     pub fn overlap_shift(&self, src: ArgId) -> Option<Overlap> {
-        if self.target.has_local || self.local_dims != 0 || self.group_for_reduces != 0 {
+        if !self.one_block_at_a_time() {
             return None;
         }
         let [root] = self.ast.as_slice() else {
@@ -94,7 +94,7 @@ impl Kernel {
     /// buffers are walked from their ends. `None` on a target with threads, or with no loop
     /// to turn.
     pub fn backwards(&self) -> Option<Kernel> {
-        if self.target.has_local || self.local_dims != 0 || self.group_for_reduces != 0 {
+        if !self.one_block_at_a_time() {
             return None;
         }
         let full = self.full_shape();
@@ -121,6 +121,11 @@ impl Kernel {
         k.interior = false;
         k.applied_opts.retain(|o| o.op != super::OptOp::Interior);
         Some(k)
+    }
+
+    /// Whether the kernel runs its blocks one after the other: no threads, no locals.
+    fn one_block_at_a_time(&self) -> bool {
+        !self.target.has_local && self.local_dims == 0 && self.group_for_reduces == 0
     }
 
     /// The values of the loop axes (`0..first_reduce`) of every block, in the order the

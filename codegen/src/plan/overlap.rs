@@ -53,17 +53,23 @@ pub fn oriented(s: &Schedule, kernels: &[Kernel]) -> Vec<Kernel> {
     };
     (kernels.iter().enumerate())
         .map(|(step, k)| {
+            // A step with no dying input keeps its kernel: no other form is made.
+            let Some(mut fewest_yet) = fewest(step, k) else {
+                return k.clone();
+            };
+            let mut best = k.clone();
             let nest = k.in_one_nest();
-            let forms = [
-                Some(k.clone()),
+            let others = [
                 k.backwards(),
                 nest.as_ref().and_then(Kernel::backwards),
                 nest,
             ];
-            let best = (forms.into_iter().flatten())
-                .filter_map(|f| Some((fewest(step, &f)?, f)))
-                .min_by_key(|x| x.0);
-            best.map_or_else(|| k.clone(), |x| x.1)
+            for form in others.into_iter().flatten() {
+                if let Some(bytes) = fewest(step, &form).filter(|&b| b < fewest_yet) {
+                    (fewest_yet, best) = (bytes, form);
+                }
+            }
+            best
         })
         .collect()
 }
