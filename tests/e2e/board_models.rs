@@ -197,7 +197,8 @@ fn run_bundle(
         "{model} on {board_name}: max abs {abs:.2e}, max rel {rel:.2e}; {} instructions; flash {} B, RAM {} B",
         run.total_instructions, image.flash_used, image.ram_used
     );
-    assert_eq!(run.step_instructions.len(), bundle.report.steps.len());
+    // One count per kernel call: a loop's steps once per iteration.
+    assert_eq!(run.step_instructions.len(), bundle.report.calls.len());
 }
 
 /// The listing `objdump` (the board's own) makes of `elf`.

@@ -263,7 +263,9 @@ pub fn build(
     target: &'static str,
 ) -> Result<Bundle, PackError> {
     let dying = crate::plan::dying_inputs(s);
-    let illegal = |p: &&crate::plan::InPlace| !crate::plan::may_write_over(&dying, p);
+    let illegal = |p: &&crate::plan::InPlace| {
+        !crate::plan::may_write_over(&dying, p) && !crate::plan::loop_pair_legal(s, p)
+    };
     if let Some(p) = plan.in_place.iter().find(illegal) {
         return Err(PackError::SelfCheck(format!(
             "step {} may not write buffer {} over buffer {}",

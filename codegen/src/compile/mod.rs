@@ -12,9 +12,11 @@ use crate::kernel::{Kernel, KernelBuffer, KernelError};
 use crate::linearize::{linearize, LinearizeError};
 use crate::optimize::{optimize, Optimize, SearchError, SearchStats};
 use crate::plan::{
-    in_place_pairs, oriented, overlap_pairs, plan_arena_min, plan_arena_with, ArenaPlan, InPlace,
+    in_place_pairs, loop_pairs, oriented, overlap_pairs, plan_arena_min, plan_arena_with,
+    ArenaPlan, InPlace,
 };
 use crate::render::{to_program_aliasing, Program, ProgramError};
+use crate::schedule::tile::tile_channels;
 use crate::schedule::{schedule_for, BufKind, Schedule, ScheduleError, ScheduleItem};
 use crate::target::{Memory, Target};
 use crate::tensor::Tensor;
@@ -55,6 +57,49 @@ pub fn compile(
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<(Bundle, SearchStats), CompileError> {
     let schedule = schedule_for(graph, outputs, target)?;
+    let mut how = how;
+    let mut best = planned(schedule.clone(), target, how.again())?;
+    if let (Memory::Min, true) = (target.memory, target.writes_in_place) {
+        // Channel tiles, kept where they make the arena smaller: each loop's kernels lose
+        // their vectors across channels.
+        let tiled = tile_channels(&schedule);
+        if tiled.loops.len() > schedule.loops.len() {
+            let other = planned(tiled, target, how.again())?;
+            if other.plan.arena_bytes < best.plan.arena_bytes {
+                best = other;
+            }
+        }
+    }
+    let Planned {
+        schedule,
+        kernels,
+        weights,
+        plan,
+        in_place,
+        stats,
+    } = best;
+    let shared: Vec<InPlace> = in_place.iter().chain(&plan.in_place).copied().collect();
+    let programs = render_all(&kernels, &aliased_buffers(&schedule, &shared), progress)?;
+    let bundle = bundle::build(name, &schedule, &weights, &programs, &plan, target.name)?;
+    Ok((bundle, stats))
+}
+
+/// A schedule with its kernels optimized and its arena planned: everything but rendering.
+struct Planned {
+    schedule: Schedule,
+    kernels: Vec<Kernel>,
+    weights: Vec<Tensor>,
+    plan: ArenaPlan,
+    in_place: Vec<InPlace>,
+    stats: SearchStats,
+}
+
+/// `schedule`'s kernels optimized as `how` says, its weights laid out, its arena planned.
+fn planned(
+    schedule: Schedule,
+    target: &Target,
+    how: Optimize<'_>,
+) -> Result<Planned, CompileError> {
     let kernels = kernels_of(&schedule, target)?;
     let sizes = measured_bytes(&schedule, &kernels);
     let (kernels, stats) = optimize(kernels, &sizes, how, &|k| {
@@ -64,10 +109,14 @@ pub fn compile(
     let kernels = turned_for(&schedule, kernels, target);
     let in_place = in_place_steps(&schedule, target);
     let plan = plan_for(&schedule, &kernels, &in_place, target);
-    let shared: Vec<InPlace> = in_place.iter().chain(&plan.in_place).copied().collect();
-    let programs = render_all(&kernels, &aliased_buffers(&schedule, &shared), progress)?;
-    let bundle = bundle::build(name, &schedule, &weights, &programs, &plan, target.name)?;
-    Ok((bundle, stats))
+    Ok(Planned {
+        schedule,
+        kernels,
+        weights,
+        plan,
+        in_place,
+        stats,
+    })
 }
 
 /// [`compile`] with the target's heuristics, or with no opts at all unless `optimize`.
@@ -224,7 +273,9 @@ fn plan_for(
 ) -> ArenaPlan {
     match (target.memory, target.writes_in_place) {
         (Memory::Min, true) => {
-            plan_arena_min(schedule, in_place, &overlap_pairs(schedule, kernels))
+            let mut overlaps = overlap_pairs(schedule, kernels);
+            overlaps.extend(loop_pairs(schedule));
+            plan_arena_min(schedule, in_place, &overlaps)
         }
         _ => plan_arena_with(schedule, in_place),
     }

@@ -37,6 +37,21 @@ pub enum Optimize<'a> {
     Beam(Beam<'a>),
 }
 
+impl Optimize<'_> {
+    /// The same choice, borrowed again: for a second set of kernels of the same model.
+    pub fn again(&mut self) -> Optimize<'_> {
+        match self {
+            Optimize::Off => Optimize::Off,
+            Optimize::Heuristics => Optimize::Heuristics,
+            Optimize::Beam(b) => Optimize::Beam(Beam {
+                width: b.width,
+                cache: b.cache.clone(),
+                cost: &mut *b.cost,
+            }),
+        }
+    }
+}
+
 /// What a BEAM search did across a model's kernels.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SearchStats {

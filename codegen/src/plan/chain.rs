@@ -137,6 +137,7 @@ mod tests {
         let b = BufId(0);
         InPlace {
             step: 0,
+            until: 0,
             out: b,
             src: b,
             shift,

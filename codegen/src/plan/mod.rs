@@ -21,7 +21,9 @@ use place::{peak, place_smallest, Group, Part};
 mod chain;
 mod overlap;
 mod place;
+mod tiles;
 pub use overlap::{oriented, overlap_pairs, plan_arena_min};
+pub use tiles::{loop_pair_legal, loop_pairs};
 
 /// Alignment of every buffer in the arena, in bytes.
 pub const ALIGN: usize = 16;
@@ -66,10 +68,13 @@ pub struct ArenaPlan {
 }
 
 /// A step whose kernel writes its output `out` over its input `src`: `out` starts `shift`
-/// bytes after `src` (before it where negative).
+/// bytes after `src` (before it where negative). A loop's pair ([`loop_pairs`]) spans its
+/// steps: `out` is first written at `step`, `src` last read at `until`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct InPlace {
     pub step: usize,
+    /// The step that reads `src` for the last time: `step` but for a loop's pair.
+    pub until: usize,
     pub out: BufId,
     pub src: BufId,
     pub shift: i64,
@@ -121,7 +126,7 @@ impl ArenaPlan {
             };
             out.offset as i64 == src.offset as i64 + p.shift
                 && out.first == p.step
-                && src.last == p.step
+                && src.last == p.until
         })
     }
 }
@@ -250,7 +255,7 @@ pub fn dying_inputs(s: &Schedule) -> Vec<Dying> {
 /// Whether the lifetimes let step `p.step` write `p.out` over `p.src`: one of `dying`
 /// ([`dying_inputs`]) is that step's.
 pub fn may_write_over(dying: &[Dying], p: &InPlace) -> bool {
-    (dying.iter()).any(|d| (d.step, d.out, d.src) == (p.step, p.out, p.src))
+    p.until == p.step && (dying.iter()).any(|d| (d.step, d.out, d.src) == (p.step, p.out, p.src))
 }
 
 /// The steps whose kernel may write its output over one of its inputs at the same place: the
@@ -275,6 +280,7 @@ pub fn in_place_pairs(s: &Schedule) -> Vec<InPlace> {
         {
             pairs.push(InPlace {
                 step: d.step,
+                until: d.step,
                 out: d.out,
                 src: d.src,
                 shift: 0,

@@ -92,6 +92,7 @@ pub fn overlap_pairs(s: &Schedule, kernels: &[Kernel]) -> Vec<InPlace> {
         if shift + out_bytes > 0 && shift < src_bytes {
             pairs.push(InPlace {
                 step: d.step,
+                until: d.step,
                 out: d.out,
                 src: d.src,
                 shift,

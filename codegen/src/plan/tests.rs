@@ -133,6 +133,7 @@ mod in_place {
             vec![
                 InPlace {
                     step: 1,
+                    until: 1,
                     out: BufId(2),
                     src: BufId(1),
                     shift: 0,
@@ -140,6 +141,7 @@ mod in_place {
                 },
                 InPlace {
                     step: 2,
+                    until: 2,
                     out: BufId(3),
                     src: BufId(2),
                     shift: 0,
@@ -212,6 +214,7 @@ mod in_place {
         let mut forged = legal.clone();
         forged.in_place.push(InPlace {
             step: 0,
+            until: 0,
             out: BufId(1),
             src: BufId(0),
             shift: 0,
@@ -245,6 +248,7 @@ mod in_place {
         assert_eq!(plan.find_overlap(), Some((BufId(1), BufId(2))));
         plan.in_place = vec![InPlace {
             step: 1,
+            until: 1,
             out: BufId(2),
             src: BufId(1),
             shift: 0,

@@ -184,6 +184,44 @@ impl LazyOp {
         self.map_buffers_memo(f, &mut HashMap::new())
     }
 
+    /// The tree with the view of every load, store and constant replaced by what `f` gives
+    /// for it (the argument of a load or store, `None` for a constant); shared subtrees stay
+    /// shared.
+    pub fn map_all_views(&self, f: &dyn Fn(Option<u32>, &ShapeTracker) -> ShapeTracker) -> LazyOp {
+        self.map_all_views_memo(f, &mut HashMap::new())
+    }
+
+    fn map_all_views_memo(
+        &self,
+        f: &dyn Fn(Option<u32>, &ShapeTracker) -> ShapeTracker,
+        done: &mut HashMap<*const LazyNode, LazyOp>,
+    ) -> LazyOp {
+        if let Some(x) = done.get(&self.key()) {
+            return x.clone();
+        }
+        let src: Vec<LazyOp> = (self.src().iter())
+            .map(|s| s.map_all_views_memo(f, done))
+            .collect();
+        let op = match self.op() {
+            Op::Load(m) => Op::Load(MemBuffer {
+                st: f(Some(m.idx.0), &m.st),
+                ..m.clone()
+            }),
+            Op::Store(m) => Op::Store(MemBuffer {
+                st: f(Some(m.idx.0), &m.st),
+                ..m.clone()
+            }),
+            Op::Const(c) => Op::Const(ConstBuffer {
+                st: f(None, &c.st),
+                ..c.clone()
+            }),
+            op => op.clone(),
+        };
+        let out = LazyOp::new(op, src);
+        done.insert(self.key(), out.clone());
+        out
+    }
+
     fn map_buffers_memo(
         &self,
         f: &dyn Fn(&MemBuffer) -> Option<MemBuffer>,

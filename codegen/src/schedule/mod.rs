@@ -14,6 +14,7 @@ pub(crate) mod realize;
 pub use realize::MAX_KERNEL_INPUTS;
 mod repeat;
 mod state;
+pub mod tile;
 pub mod widen;
 
 use crate::dtype::DType;
