@@ -6,7 +6,7 @@
 
 use super::models::BenchModel;
 use super::BOARD;
-use crate::model::{compile, compile_for, read_inputs, Compiled, ModelArgs};
+use crate::model::{compile, compile_for, read_inputs, Compiled, MemoryArg, ModelArgs};
 use crate::run::{output_diffs, run_on, Tolerance};
 use anyhow::Result;
 use kiln_codegen::target::Target;
@@ -32,6 +32,8 @@ pub struct KilnNumbers {
     pub other_boards: Vec<(&'static str, Result<BoardNumbers, String>)>,
     /// The runs with the dot products' operands widened, per widening and board asked for.
     pub wide: Vec<(Widening, &'static str, Result<BoardNumbers, String>)>,
+    /// The run on [`BOARD`] with `--memory min`, where the model ran there.
+    pub min: Option<Result<BoardNumbers, String>>,
 }
 
 /// What a widened run widens: the dot products' int8 weights in flash (`--wide-weights`), the
@@ -106,6 +108,7 @@ fn run_of<'a>(
 }
 
 /// What Kiln measured on an emulated board.
+#[derive(Default)]
 pub struct BoardNumbers {
     pub instructions: u64,
     /// The kernels' cycles per inference estimated from the core's instruction timings, where
@@ -115,9 +118,12 @@ pub struct BoardNumbers {
     pub ram: usize,
     /// The largest difference of the board's outputs from the reference outputs, when given.
     pub diff: Option<f64>,
-    /// Each step's kernel, in schedule order: its name and its estimated cycles per inference
-    /// (empty without an estimate).
+    /// Each kernel call's kernel, in the order a run makes them: its name and its estimated
+    /// cycles per inference (empty without an estimate).
     pub steps: Vec<(String, u64)>,
+    /// The bundle's arena and the floating-point or integer operations of one inference.
+    pub arena: usize,
+    pub flops: u64,
 }
 
 /// Deterministic inputs from a fixed linear congruential sequence: f32 in [-1, 1), and bytes
@@ -217,6 +223,11 @@ pub fn measure_kiln(
             Ok(b) => k.board = Some(b),
             Err(e) => k.board_error = Some(e),
         }
+        let min = ModelArgs {
+            memory: MemoryArg::Min,
+            ..args.clone()
+        };
+        k.min = Some(measure_board(BOARD, min, board_beam, &inputs, vectors)?);
         for &other in other_boards {
             let run = measure_board(other, args.clone(), board_beam, &inputs, vectors)?;
             k.other_boards.push((other, run));
@@ -299,7 +310,8 @@ fn measure_board(
         .as_ref()
         .map(|e| &e.per_step[..])
         .unwrap_or_default();
-    let names = c.bundle.report.steps.iter().map(|k| k.name.clone());
+    let r = &c.bundle.report;
+    let names = r.calls.iter().map(|&step| r.steps[step].name.clone());
     Ok(Ok(BoardNumbers {
         instructions: ran.step_cost.iter().sum::<f64>() as u64,
         cycles: ran.cycles.as_ref().map(|e| e.per_step.iter().sum()),
@@ -307,5 +319,7 @@ fn measure_board(
         ram,
         diff: max_diff(&c, &ran.outputs, vectors)?,
         steps: names.zip(per_step.iter().copied()).collect(),
+        arena: r.arena_bytes,
+        flops: r.total_flops(),
     }))
 }

@@ -24,6 +24,7 @@
 
 mod kiln;
 mod layers;
+mod memory;
 mod models;
 mod peer;
 mod plot;

@@ -161,6 +161,7 @@ fn tsv_row(r: &Row) -> String {
         let _ = writeln!(s, "{n}\ttflm_ram\t{}", t.ram);
     }
     s += &super::speed::tsv_row(r);
+    s += &super::memory::tsv_row(r);
     s += &super::layers::tsv(r);
     s
 }

@@ -18,6 +18,7 @@ pub fn markdown(rows: &[Row], refs: &Refs, runs: usize, beam: usize, board_beam:
     s += &table(rows, FLOAT_LATENCY, float_latency);
     s += &notes(rows, beam, board_beam);
     s += &errors(rows, refs);
+    s += &super::memory::markdown(rows);
     s
 }
 
@@ -35,6 +36,7 @@ pub fn int8_markdown(
     s += &int8_notes(rows, refs, beam, board_beam);
     s += &errors(rows, refs);
     s += &super::speed::markdown(rows);
+    s += &super::memory::markdown(rows);
     s += &super::layers::markdown(rows);
     s
 }

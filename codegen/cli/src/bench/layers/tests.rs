@@ -128,6 +128,7 @@ fn vww_row<'a>(m: &'a BenchModel, steps: Vec<(String, u64)>, layers: Layers) -> 
         ram: 1,
         diff: None,
         steps,
+        ..BoardNumbers::default()
     };
     let k = KilnNumbers {
         board: Some(board),

@@ -10,7 +10,7 @@ fn numbers(instructions: u64, cycles: u64) -> BoardNumbers {
         flash: 1_000,
         ram: 300,
         diff: Some(0.0),
-        steps: Vec::new(),
+        ..BoardNumbers::default()
     }
 }
 

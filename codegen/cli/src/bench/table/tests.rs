@@ -14,7 +14,7 @@ fn row<'a>(m: &'a BenchModel, image: Option<TflmImage>) -> Row<'a> {
             flash: 1_000,
             ram: 300,
             diff: None,
-            steps: Vec::new(),
+            ..BoardNumbers::default()
         }),
         ..KilnNumbers::default()
     };
