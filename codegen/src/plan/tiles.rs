@@ -70,12 +70,7 @@ struct Access {
 impl Access {
     fn of(s: &Schedule, l: &ScheduleLoop) -> Option<Access> {
         let last = &s.items[l.items.end - 1];
-        let [root] = last.ast.as_slice() else {
-            return None;
-        };
-        let Op::Store(store) = root.op() else {
-            return None;
-        };
+        let store = last.single_store()?;
         let window = last.bufs[store.idx.0 as usize];
         let out = s.storage(window);
         let info = &s.buffers[out.0 as usize];
@@ -167,32 +162,13 @@ fn bytes_at(s: &Schedule, b: BufId, st: &ShapeTracker, count: usize) -> Vec<(usi
         BufKind::Window { start, step, .. } => (start as i64, step as i64),
         _ => (0, 0),
     };
-    let elements = elements_of(st);
+    let elements = st.indices();
     let mut out = Vec::with_capacity(elements.len() * count * size);
     for it in 0..count {
         let base = start + step * it as i64;
         for &e in &elements {
             let at = (base + e as i64) as usize * size;
             out.extend((at..at + size).map(|byte| (it, byte)));
-        }
-    }
-    out
-}
-
-/// Every element index `st` reads or writes (each once per position of its shape).
-fn elements_of(st: &ShapeTracker) -> Vec<usize> {
-    let shape = st.shape().to_vec();
-    let total: usize = shape.iter().product();
-    let mut idx = vec![0usize; shape.len()];
-    let mut out = Vec::with_capacity(total);
-    for _ in 0..total {
-        out.extend(st.index_of(&idx));
-        for axis in (0..shape.len()).rev() {
-            idx[axis] += 1;
-            if idx[axis] < shape[axis] {
-                break;
-            }
-            idx[axis] = 0;
         }
     }
     out

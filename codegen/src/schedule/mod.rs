@@ -74,6 +74,19 @@ pub struct ScheduleItem {
     pub bufs: Vec<BufId>,
 }
 
+impl ScheduleItem {
+    /// The store of an item whose AST is one store: its buffer argument and view.
+    pub fn single_store(&self) -> Option<&ast::MemBuffer> {
+        match self.ast.as_slice() {
+            [root] => match root.op() {
+                ast::Op::Store(m) => Some(m),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+}
+
 /// A counted loop: `items` run `count` times in order (window buffers move at each iteration).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ScheduleLoop {

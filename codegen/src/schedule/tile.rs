@@ -10,7 +10,7 @@
 //! Each iteration evaluates the same ASTs at one index of the channel axis: the operations and
 //! their order per output are those of the untiled kernels.
 
-use super::ast::{LazyOp, MemBuffer, Op};
+use super::ast::{LazyOp, Op};
 use super::{BufId, BufKind, BufferInfo, Schedule, ScheduleItem, ScheduleLoop};
 use crate::shape::{ShapeTracker, View};
 use std::collections::HashMap;
@@ -70,24 +70,13 @@ fn accesses(root: &LazyOp) -> Vec<(Option<u32>, ShapeTracker)> {
         .collect()
 }
 
-/// The store of an item of one store: its buffer argument and view.
-fn the_store(item: &ScheduleItem) -> Option<&MemBuffer> {
-    match item.ast.as_slice() {
-        [root] => match root.op() {
-            Op::Store(m) => Some(m),
-            _ => None,
-        },
-        _ => None,
-    }
-}
-
 impl Pair {
     fn find(s: &Schedule, first: usize) -> Option<Pair> {
         if s.loop_of(first).is_some() || s.loop_of(first + 1).is_some() {
             return None;
         }
         let (a, b) = (&s.items[first], &s.items[first + 1]);
-        let (store_a, store_b) = (the_store(a)?, the_store(b)?);
+        let (store_a, store_b) = (a.single_store()?, b.single_store()?);
         let elementwise = !(a.ast[0].lazyops().iter()).any(|op| matches!(op.op(), Op::Reduce(..)));
         let mid = a.bufs[store_a.idx.0 as usize];
         let info = &s.buffers[mid.0 as usize];
@@ -173,7 +162,15 @@ impl Pair {
         let channels = self.channels as i64;
         let v = single(st)?;
         if self.stride != 1 {
-            return Some(v);
+            // Channels outermost: a plane is `stride` elements from channel 0's.
+            let plane = ShapeTracker {
+                views: vec![v.clone()],
+            };
+            return plane
+                .indices()
+                .iter()
+                .all(|&e| (e as i64) < self.stride)
+                .then_some(v);
         }
         let divides = |x: i64| x.rem_euclid(channels) == 0;
         (v.strides.iter().all(|&x| divides(x)) && divides(v.offset)).then(|| {

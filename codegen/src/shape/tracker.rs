@@ -288,6 +288,26 @@ impl ShapeTracker {
         (idx, valid)
     }
 
+    /// The buffer index of every valid element, in row-major order of the shape (padding
+    /// left out).
+    pub fn indices(&self) -> Vec<usize> {
+        let shape = self.shape().to_vec();
+        let total: usize = shape.iter().product();
+        let mut idx = vec![0usize; shape.len()];
+        let mut out = Vec::with_capacity(total);
+        for _ in 0..total {
+            out.extend(self.index_of(&idx));
+            for axis in (0..shape.len()).rev() {
+                idx[axis] += 1;
+                if idx[axis] < shape[axis] {
+                    break;
+                }
+                idx[axis] = 0;
+            }
+        }
+        out
+    }
+
     /// The buffer index of the element at `idx` (one coordinate per axis), through every
     /// view: what [`ShapeTracker::expr_idxs`] gives for constant indices, computed directly.
     /// `None` where the element is padding.

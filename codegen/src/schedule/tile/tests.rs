@@ -49,10 +49,10 @@ fn a_padding_and_its_depthwise_convolution_run_as_a_loop_over_channels() {
     // The padded tensor is one channel's 12x12 plane; the input and the convolution's
     // output are windows that move a 10x10 plane at each iteration.
     let first = &min.items[l.items.start];
-    let plane = first.bufs[the_store(first).unwrap().idx.0 as usize];
+    let plane = first.bufs[first.single_store().unwrap().idx.0 as usize];
     assert_eq!(min.buffers[plane.0 as usize].numel(), 144);
     let last = &min.items[l.items.end - 1];
-    let out = last.bufs[the_store(last).unwrap().idx.0 as usize];
+    let out = last.bufs[last.single_store().unwrap().idx.0 as usize];
     assert!(matches!(
         min.buffers[out.0 as usize].kind,
         BufKind::Window { step: 100, .. }
