@@ -351,3 +351,25 @@ fn the_demo_data_is_the_first_kws_vector() {
         assert_eq!(got.dtype(), want.dtype(), "{file}");
     }
 }
+
+/// MobileNetV2 at width 0.35 on 144×144 RGB, int8, seeded random weights
+/// (`scripts/make_mobilenet_v2.py`): the network of msf-CNN's peak-memory figures, bit for bit
+/// with TFLM on the host, for the boards' kernels and the host's vectors.
+#[test]
+fn mobilenet_v2_int8() {
+    let name = "mobilenet_v2_035_144_int8";
+    let dir = root().join("tests/models/mobilenet-v2");
+    let vectors = dir.join(name);
+    let samples = vec![(
+        vec![read_tensor(&vectors.join("input_0.npy")).unwrap()],
+        vec![read_tensor(&vectors.join("output_0.npy")).unwrap()],
+    )];
+    let model = dir.join(format!("{name}.tflite"));
+    for target in [Target::c_dsp(), Target::host()] {
+        let bundle = compile_file_for(name, &model, &target).unwrap_or_else(|e| panic!("{e:#}"));
+        assert_eq!(
+            check(&format!("{name}-{}", target.name), &bundle, &samples),
+            0.0
+        );
+    }
+}
