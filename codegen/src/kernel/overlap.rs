@@ -24,6 +24,11 @@ use crate::shape::{Node, ShapeTracker};
 /// Blocks beyond this many are not enumerated: no shift is offered.
 const MOST_BLOCKS: usize = 1 << 16;
 
+/// The smallest range holding both.
+fn hull(a: (i64, i64), b: (i64, i64)) -> (i64, i64) {
+    (a.0.min(b.0), a.1.max(b.1))
+}
+
 /// The bytes a block reads of the input and writes of the output, each as `start..end`
 /// (`None`: none).
 #[derive(Clone, Copy)]
@@ -67,18 +72,31 @@ impl Kernel {
         if reads.is_empty() || store.idx == src {
             return None;
         }
-        let blocks = self.blocks()?;
         let fr = self.first_reduce();
+        let regions: Vec<Vec<Block>> = (self.blocks()?.iter())
+            .map(|r| {
+                (r.iter())
+                    .map(|g| self.block(g, fr, (&self.sts[0], out_size), &reads))
+                    .collect()
+            })
+            .collect();
+        let reads_of = |r: &[Block]| r.iter().filter_map(|b| b.read).reduce(hull);
         let (mut below, mut above) = (i64::MAX, i64::MIN);
-        let mut later: Option<(i64, i64)> = None;
-        for g in blocks.iter().rev() {
-            let b = self.block(g, fr, (&self.sts[0], out_size), &reads);
-            if let Some((start, end)) = b.read {
-                later = Some(later.map_or((start, end), |(s, e)| (s.min(start), e.max(end))));
-            }
-            if let (Some((ws, we)), Some((rs, re))) = (b.write, later) {
-                below = below.min(rs - we);
-                above = above.max(re - ws);
+        for (i, region) in regions.iter().enumerate() {
+            // The loop nests of INTERIOR's boxes run in the order the UOp graph puts them, so
+            // every other box's reads may come after this one's writes.
+            let mut later = (regions.iter().enumerate())
+                .filter(|&(j, _)| j != i)
+                .filter_map(|(_, r)| reads_of(r))
+                .reduce(hull);
+            for b in region.iter().rev() {
+                if let Some(r) = b.read {
+                    later = Some(later.map_or(r, |l| hull(l, r)));
+                }
+                if let (Some((ws, we)), Some((rs, re))) = (b.write, later) {
+                    below = below.min(rs - we);
+                    above = above.max(re - ws);
+                }
             }
         }
         let far = i64::from(u32::MAX);
@@ -128,12 +146,14 @@ impl Kernel {
         !self.target.has_local && self.local_dims == 0 && self.group_for_reduces == 0
     }
 
-    /// The values of the loop axes (`0..first_reduce`) of every block, in the order the
-    /// kernel runs them; `None` when there are more than [`MOST_BLOCKS`].
-    fn blocks(&self) -> Option<Vec<Vec<usize>>> {
+    /// Per loop nest (INTERIOR's boxes, or the one nest), the values of the loop axes
+    /// (`0..first_reduce`) of every block, in the order the nest runs them; `None` when there
+    /// are more than [`MOST_BLOCKS`].
+    fn blocks(&self) -> Option<Vec<Vec<Vec<usize>>>> {
         let fr = self.first_reduce();
         let full = self.full_shape();
-        let mut out = Vec::new();
+        let mut out: Vec<Vec<Vec<usize>>> = Vec::new();
+        let mut total = 0;
         for region in self.interior_regions() {
             let ranges: Vec<std::ops::Range<usize>> = (0..fr)
                 .map(|a| match region.iter().find(|(axis, _)| *axis == a) {
@@ -142,17 +162,19 @@ impl Kernel {
                 })
                 .collect();
             let count: usize = ranges.iter().map(|r| r.len()).product();
-            if out.len() + count > MOST_BLOCKS {
+            total += count;
+            if total > MOST_BLOCKS {
                 return None;
             }
-            for mut k in 0..count {
+            let nest = (0..count).map(|mut k| {
                 let mut g = vec![0; fr];
                 for (a, r) in ranges.iter().enumerate().rev() {
                     g[a] = r.start + k % r.len();
                     k /= r.len();
                 }
-                out.push(g);
-            }
+                g
+            });
+            out.push(nest.collect());
         }
         Some(out)
     }
