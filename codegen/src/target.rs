@@ -108,8 +108,8 @@ pub enum Memory {
     /// A kernel's output over its dying input, shifted so that every byte is read before it
     /// is written over, wherever that makes the arena smaller; the kernel run backwards or
     /// without INTERIOR's split where that overlaps better, and a padding with the depthwise
-    /// convolution after it run a channel at a time where that is smaller
-    /// ([`crate::schedule::tile`]). The same operations, less RAM.
+    /// convolution after it run a channel at a time where that is smaller. The same
+    /// operations, less RAM.
     Min,
 }
 
