@@ -107,9 +107,9 @@ pub enum Memory {
     Speed,
     /// A kernel's output over its dying input, shifted so that every byte is read before it
     /// is written over, wherever that makes the arena smaller; the kernel run backwards or
-    /// without INTERIOR's split where that overlaps better, and a padding with the depthwise
-    /// convolution after it run a channel at a time where that is smaller. The same
-    /// operations, less RAM.
+    /// without INTERIOR's split where that overlaps better, a padding with the depthwise
+    /// convolution after it run a channel at a time, and runs of layers a band of rows at a
+    /// time (their halo recomputed), where that is smaller. The same outputs, less RAM.
     Min,
 }
 

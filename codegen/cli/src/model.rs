@@ -59,9 +59,10 @@ pub struct ModelArgs {
     pub wide_activations: bool,
     /// What the arena planner trades: `speed` keeps each kernel's output apart from its
     /// inputs; `min` lets a kernel write its output over an input that dies there, shifted so
-    /// that every byte is read before it is written over, and runs a padding and the
-    /// depthwise convolution after it one channel at a time, each output channel over its
-    /// input channel, wherever that makes the arena smaller (the same operations and
+    /// that every byte is read before it is written over, runs a padding and the depthwise
+    /// convolution after it one channel at a time, each output channel over its input
+    /// channel, and runs of layers a band of output rows at a time (their halo recomputed,
+    /// within 1.2x their operations), wherever that makes the arena smaller (the same
     /// outputs, less RAM; C targets).
     #[arg(long, value_enum, default_value_t = MemoryArg::Speed)]
     pub memory: MemoryArg,
@@ -263,8 +264,8 @@ fn within_limit(c: Compiled, limit: usize) -> Result<Compiled> {
     bail!(
         "--arena-limit {limit} B: the smallest arena found is {} B, {} B over the limit; at \
          step {step} (kernel {kernel}) {} B are alive at once even with kernels written over \
-         their dying inputs and depthwise layers run a channel at a time (tiles of rows \
-         through several layers, which would go lower, are not made)",
+         their dying inputs, depthwise layers run a channel at a time and runs of layers a \
+         band of rows at a time (within 1.2x their operations, the halo recomputed)",
         r.arena_bytes,
         r.arena_bytes - limit,
         r.arena_lower_bound

@@ -16,13 +16,13 @@ use crate::plan::{
     ArenaPlan, InPlace,
 };
 use crate::render::{to_program_aliasing, Program, ProgramError};
-use crate::schedule::tile::tile_channels;
 use crate::schedule::{schedule_for, BufKind, Schedule, ScheduleError, ScheduleItem};
 use crate::target::{Memory, Target};
 use crate::tensor::Tensor;
 use std::collections::HashMap;
 
 mod file;
+mod tiles;
 pub use file::{compile_file, io_of, Compiled, FileError, FileOptions, ModelOutput};
 
 /// Errors of compiling a graph.
@@ -60,10 +60,9 @@ pub fn compile(
     let mut how = how;
     let mut best = planned(schedule.clone(), target, how.again())?;
     if let (Memory::Min, true) = (target.memory, target.writes_in_place) {
-        // Channel tiles, kept where they make the arena smaller: each loop's kernels lose
-        // their vectors across channels.
-        let tiled = tile_channels(&schedule);
-        if tiled.loops.len() > schedule.loops.len() {
+        // Tiles, kept where they make the arena smaller: a loop's kernels lose their vectors
+        // across what it tiles.
+        for tiled in tiles::candidates(&schedule) {
             let other = planned(tiled, target, how.again())?;
             if other.plan.arena_bytes < best.plan.arena_bytes {
                 best = other;

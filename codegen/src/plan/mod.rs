@@ -306,13 +306,7 @@ pub fn plan_arena_with(s: &Schedule, in_place: &[InPlace]) -> ArenaPlan {
 fn plan_with(s: &Schedule, in_place: &[InPlace], swaps: usize) -> ArenaPlan {
     let single = lifetimes(s);
     let (groups, used) = join_in_place(&single, in_place);
-    let all: Vec<Group> = (groups.iter())
-        .map(|g| {
-            g.iter()
-                .map(|&(m, rel)| Part::of(&single[m], rel))
-                .collect()
-        })
-        .collect();
+    let all = parts(&single, &groups);
     // A state is never in a pair, so its group is itself.
     let state_of = |g: &Vec<(usize, usize)>| match s.buffers[single[g[0].0].buf.0 as usize].kind {
         BufKind::State(n) => Some(n),
@@ -358,6 +352,25 @@ fn plan_with(s: &Schedule, in_place: &[InPlace], swaps: usize) -> ArenaPlan {
         in_place: used,
         state_bytes,
     }
+}
+
+/// Each group of buffers that share their bytes, as parts of one block.
+fn parts(single: &[Placement], groups: &[Vec<(usize, usize)>]) -> Vec<Group> {
+    (groups.iter())
+        .map(|g| {
+            g.iter()
+                .map(|&(m, rel)| Part::of(&single[m], rel))
+                .collect()
+        })
+        .collect()
+}
+
+/// The liveness bound of `s`, each pair of `in_place` in one place, and the first step that
+/// reaches it: an arena plan's `lower_bound` and `peak_step`, without placing anything.
+pub fn liveness_peak(s: &Schedule, in_place: &[InPlace]) -> (usize, usize) {
+    let single = lifetimes(s);
+    let (groups, _) = join_in_place(&single, in_place);
+    peak(&parts(&single, &groups))
 }
 
 /// How many swaps the arena's local search tries at most.

@@ -15,6 +15,9 @@ use super::{BufId, BufKind, BufferInfo, Schedule, ScheduleItem, ScheduleLoop};
 use crate::shape::{ShapeTracker, View};
 use std::collections::HashMap;
 
+pub mod rows;
+pub use rows::{row_tile_cost, tile_rows};
+
 /// `s` with each pair of consecutive kernels that channel tiles apply to (see the module) run
 /// as a loop over its channels.
 pub fn tile_channels(s: &Schedule) -> Schedule {

@@ -1,0 +1,420 @@
+//! Row tiles, for `--memory min`: a run of consecutive kernels, each reading the output of the
+//! one before it and nothing reading those outputs elsewhere, computed a band of rows of the
+//! last kernel's output at a time. For each band, every kernel of the run computes the rows of
+//! its output that the next one reads for that band (its halo recomputed, not kept), into a
+//! buffer that holds one band of them: the tensors between the kernels never exist whole.
+//!
+//! The rows of a buffer are its outermost axis (an int8 model's `[1, H, W, C]` images, or a
+//! float model's once stored channels-last), so the rows a kernel reads follow from the first
+//! and last element each of its views reads. Bands that differ only in where they read and
+//! write (the bands clear of the padded borders) run as one loop, with windows that move a
+//! band at each iteration; the others run as loops of one iteration of their own. Each band
+//! evaluates the kernels' ASTs on a range of their rows: the operations, and their order per
+//! output, are those of the untiled kernels.
+
+use super::{accesses, single};
+use crate::schedule::ast::LazyOp;
+use crate::schedule::{BufId, BufKind, BufferInfo, Schedule, ScheduleItem, ScheduleLoop};
+use crate::shape::{Node, ShapeTracker, View};
+use std::ops::Range;
+
+/// The rows of a kernel's output: the axis of the kernel's shape that walks them, how many
+/// there are, and how many elements apart they lie (the buffer's outermost axis).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Rows {
+    axis: usize,
+    count: usize,
+    stride: i64,
+}
+
+/// A run of kernels to tile: per kernel, the buffer it writes and that buffer's rows.
+struct Run {
+    start: usize,
+    layers: Vec<(BufId, Rows)>,
+}
+
+/// One kernel on one band: its AST cut to the band's rows, each view of an argument moved to
+/// start at that argument's base, and per argument the base (`None` for a buffer between two
+/// kernels of the run, which becomes a band buffer) and the elements its views span from it.
+#[derive(Clone, Debug)]
+struct Cut {
+    ast: LazyOp,
+    bases: Vec<Option<i64>>,
+    extents: Vec<usize>,
+}
+
+/// `s` with the kernels of `run` computed `band` rows of the last one's output at a time
+/// (see the module), or `None` where row tiles do not apply to them.
+pub fn tile_rows(s: &Schedule, run: Range<usize>, band: usize) -> Option<Schedule> {
+    let r = Run::of(s, run.clone())?;
+    let last = r.layers.last()?.1;
+    let bands: Vec<Vec<(usize, usize)>> = (0..last.count.div_ceil(band.max(1)))
+        .map(|i| r.rows_for(s, (i * band, ((i + 1) * band).min(last.count))))
+        .collect::<Option<_>>()?;
+    let cuts: Vec<Vec<Cut>> = (bands.iter())
+        .map(|rows| (0..r.layers.len()).map(|k| r.cut(s, k, rows)).collect())
+        .collect();
+    r.emit(s, &bands, &cuts)
+}
+
+/// The operations of `run`'s kernels tiled in bands of `band` rows over those of the untiled
+/// kernels (each kernel's count is the product of its shape: an output's reduce, per output),
+/// or `None` where row tiles do not apply.
+pub fn row_tile_cost(s: &Schedule, run: Range<usize>, band: usize) -> Option<f64> {
+    let r = Run::of(s, run.clone())?;
+    let last = r.layers.last()?.1;
+    let size = |k: usize, rows: usize| {
+        let st = &accesses(&s.items[r.start + k].ast[0])[0].1;
+        let all: usize = st.shape().iter().product();
+        all / r.layers[k].1.count * rows
+    };
+    let mut tiled = 0;
+    for i in 0..last.count.div_ceil(band.max(1)) {
+        let rows = r.rows_for(s, (i * band, ((i + 1) * band).min(last.count)))?;
+        tiled += (rows.iter().enumerate())
+            .map(|(k, &(lo, hi))| size(k, hi - lo))
+            .sum::<usize>();
+    }
+    let whole: usize = (0..r.layers.len())
+        .map(|k| size(k, r.layers[k].1.count))
+        .sum();
+    Some(tiled as f64 / whole.max(1) as f64)
+}
+
+/// The rows of the buffer `item` writes, if it writes one through one unmasked view that
+/// starts at its first element and walks its outermost axis, and every view of the kernel
+/// has that axis.
+fn rows_of(s: &Schedule, item: &ScheduleItem) -> Option<(BufId, Rows)> {
+    let store = item.single_store()?;
+    let out = item.bufs[store.idx.0 as usize];
+    let v = single(&store.st)?;
+    let numel = s.buffers[out.0 as usize].numel() as i64;
+    let axis = (0..v.shape.len())
+        .filter(|&a| v.shape[a] > 1)
+        .max_by_key(|&a| v.strides[a])?;
+    let (count, stride) = (v.shape[axis], v.strides[axis]);
+    let inner: i64 = (0..v.shape.len())
+        .filter(|&a| a != axis)
+        .map(|a| v.strides[a] * (v.shape[a] as i64 - 1))
+        .sum();
+    let walks = v.mask.is_none()
+        && v.offset == 0
+        && v.strides.iter().all(|&x| x >= 0)
+        && stride * count as i64 == numel
+        && inner < stride;
+    let every_view = accesses(&item.ast[0])
+        .iter()
+        .all(|(_, st)| st.shape().get(axis) == Some(&count));
+    (walks && every_view).then_some((
+        out,
+        Rows {
+            axis,
+            count,
+            stride,
+        },
+    ))
+}
+
+/// The first and last element of a buffer of `numel` elements that a view reads, `None` if
+/// it reads none. Exact for one view; for several, the bounds of its index expression (where
+/// a padding reads nothing, a bound may lie further out), cut to the buffer.
+fn span(st: &ShapeTracker, numel: usize) -> Option<(i64, i64)> {
+    if let [v] = st.views.as_slice() {
+        let (mut lo, mut hi) = (v.offset, v.offset);
+        for a in 0..v.shape.len() {
+            let (b, e) = v.mask.as_ref().map_or((0, v.shape[a]), |m| m[a]);
+            if b >= e.min(v.shape[a]) {
+                return None;
+            }
+            let (x, y) = (v.strides[a] * b as i64, v.strides[a] * (e as i64 - 1));
+            lo += x.min(y);
+            hi += x.max(y);
+        }
+        return Some((lo, hi));
+    }
+    if st.shape().contains(&0) {
+        return None;
+    }
+    let idxs: Vec<Node> = (st.shape().iter().enumerate())
+        .map(|(a, &n)| Node::var(&format!("r{a}"), 0, n as i64 - 1))
+        .collect();
+    let (idx, valid) = st.expr_idxs(&idxs);
+    let (lo, hi) = (idx.min().max(0), idx.max().min(numel as i64 - 1));
+    (valid.max() != 0 && lo <= hi).then_some((lo, hi))
+}
+
+/// `st` moved `by` elements back in its buffer.
+fn moved(st: &ShapeTracker, by: i64) -> ShapeTracker {
+    let mut views = st.views.clone();
+    if let (false, Some(v)) = (by == 0, views.first_mut()) {
+        *v = View::new(&v.shape, Some(&v.strides), v.offset - by, v.mask.clone());
+    }
+    ShapeTracker { views }
+}
+
+impl Run {
+    /// The run of kernels `run` of `s`, if row tiles apply to it: two or more kernels, in no
+    /// loop, each with rows ([`rows_of`]), each but the last writing an intermediate buffer
+    /// that only the next reads, and no other argument a window.
+    fn of(s: &Schedule, run: Range<usize>) -> Option<Run> {
+        if run.len() < 2 || run.end > s.items.len() || run.clone().any(|k| s.loop_of(k).is_some()) {
+            return None;
+        }
+        let layers: Vec<(BufId, Rows)> = (run.clone())
+            .map(|k| rows_of(s, &s.items[k]))
+            .collect::<Option<_>>()?;
+        let users = |b: BufId| {
+            (s.items.iter().enumerate())
+                .filter(|(_, item)| item.bufs.contains(&b))
+                .map(|(k, _)| k)
+                .collect::<Vec<_>>()
+        };
+        let windowed = |b: BufId| {
+            (s.buffers.iter()).any(|x| matches!(x.kind, BufKind::Window { of, .. } if of == b))
+        };
+        let between = layers[..layers.len() - 1]
+            .iter()
+            .enumerate()
+            .all(|(k, (b, _))| {
+                let at = run.start + k;
+                s.buffers[b.0 as usize].kind == BufKind::Intermediate
+                    && users(*b) == [at, at + 1]
+                    && !windowed(*b)
+                    && s.items[at + 1].bufs.iter().filter(|&&x| x == *b).count() == 1
+            });
+        let no_windows = (run.clone()).all(|k| {
+            (s.items[k].bufs.iter())
+                .all(|b| !matches!(s.buffers[b.0 as usize].kind, BufKind::Window { .. }))
+        });
+        (between && no_windows).then_some(Run {
+            start: run.start,
+            layers,
+        })
+    }
+
+    /// Per kernel, the rows of its output that output rows `last` of the run's last kernel
+    /// need, from the last kernel back; `None` where a kernel reads none of the rows before it.
+    fn rows_for(&self, s: &Schedule, last: (usize, usize)) -> Option<Vec<(usize, usize)>> {
+        let n = self.layers.len();
+        let mut rows = vec![(0, 0); n];
+        rows[n - 1] = last;
+        for k in (1..n).rev() {
+            let item = &s.items[self.start + k];
+            let mid = self.layers[k - 1].0;
+            let numel = s.buffers[mid.0 as usize].numel();
+            let cut = self.shrink(k, rows[k]);
+            let spans = accesses(&item.ast[0])
+                .into_iter()
+                .filter(|(arg, _)| arg.is_some_and(|a| item.bufs[a as usize] == mid))
+                .filter_map(|(_, st)| span(&cut(&st), numel));
+            let (lo, hi) = spans.reduce(|a, b| (a.0.min(b.0), a.1.max(b.1)))?;
+            let stride = self.layers[k - 1].1.stride;
+            rows[k - 1] = ((lo / stride) as usize, (hi / stride) as usize + 1);
+        }
+        Some(rows)
+    }
+
+    /// A view of kernel `k` cut to rows `range` of its output.
+    fn shrink(&self, k: usize, range: (usize, usize)) -> impl Fn(&ShapeTracker) -> ShapeTracker {
+        let axis = self.layers[k].1.axis;
+        move |st: &ShapeTracker| {
+            let arg: Vec<(usize, usize)> = (st.shape().iter().enumerate())
+                .map(|(a, &n)| if a == axis { range } else { (0, n) })
+                .collect();
+            st.shrink(&arg)
+                .expect("every view has the rows, and the band lies within them")
+                .simplify()
+        }
+    }
+
+    /// Kernel `k` on the band whose rows per kernel are `rows`.
+    fn cut(&self, s: &Schedule, k: usize, rows: &[(usize, usize)]) -> Cut {
+        let item = &s.items[self.start + k];
+        let shrink = self.shrink(k, rows[k]);
+        let ast = item.ast[0].map_all_views(&|_, st| shrink(st));
+        let views = accesses(&ast);
+        let n = self.layers.len();
+        let band_base = |j: usize| {
+            let m = (0..n - 1).find(|&m| self.layers[m].0 == item.bufs[j])?;
+            Some(rows[m].0 as i64 * self.layers[m].1.stride)
+        };
+        let spans = |j: usize| {
+            let numel = s.buffers[item.bufs[j].0 as usize].numel();
+            (views.iter())
+                .filter(move |(arg, _)| *arg == Some(j as u32))
+                .filter_map(move |(_, st)| span(st, numel))
+        };
+        let bases: Vec<Option<i64>> = (0..item.bufs.len())
+            .map(|j| match band_base(j) {
+                Some(_) => None,
+                None => Some(spans(j).map(|x| x.0).min().unwrap_or(0)),
+            })
+            .collect();
+        let base = |j: usize| band_base(j).or(bases[j]).unwrap_or(0);
+        let extents = (0..item.bufs.len())
+            .map(|j| {
+                spans(j)
+                    .map(|x| (x.1 - base(j) + 1) as usize)
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        let ast = ast.map_all_views(&|arg, st| match arg {
+            Some(j) => moved(st, base(j as usize)),
+            None => st.clone(),
+        });
+        Cut {
+            ast,
+            bases,
+            extents,
+        }
+    }
+
+    /// The schedule with the run replaced by a loop per group of bands that differ only in
+    /// their bases, each moving by the same number of elements from one band to the next.
+    fn emit(
+        &self,
+        s: &Schedule,
+        bands: &[Vec<(usize, usize)>],
+        cuts: &[Vec<Cut>],
+    ) -> Option<Schedule> {
+        let n = self.layers.len();
+        let mut out = s.clone();
+        let mut items = Vec::new();
+        let mut loops = Vec::new();
+        for group in groups(cuts) {
+            let at = self.start + items.len();
+            let band_bufs = self.band_buffers(&mut out, &bands[group.clone()]);
+            for k in 0..n {
+                items.push(self.looped(&mut out, cuts, &group, k, &band_bufs)?);
+            }
+            loops.push(ScheduleLoop {
+                items: at..at + n,
+                count: group.len(),
+            });
+        }
+        let end = self.start + n;
+        let grown = items.len() - n;
+        out.items.splice(self.start..end, items);
+        for l in &mut out.loops {
+            if l.items.start >= end {
+                l.items = l.items.start + grown..l.items.end + grown;
+            }
+        }
+        out.loops.extend(loops);
+        out.loops.sort_by_key(|l| l.items.start);
+        Some(out)
+    }
+
+    /// New buffers for one loop's bands of the tensors between the run's kernels, each as
+    /// large as the most rows a band of `bands` needs: buffers of their own per loop, alive
+    /// from one kernel to the next in each iteration, not across the run.
+    fn band_buffers(&self, out: &mut Schedule, bands: &[Vec<(usize, usize)>]) -> Vec<BufId> {
+        let n = self.layers.len();
+        (0..n - 1)
+            .map(|k| {
+                let (b, rows) = self.layers[k];
+                let most = bands.iter().map(|r| r[k].1 - r[k].0).max().unwrap_or(0);
+                let dtype = out.buffers[b.0 as usize].dtype;
+                out.buffers.push(BufferInfo {
+                    kind: BufKind::Intermediate,
+                    dtype,
+                    shape: vec![most * rows.stride as usize],
+                });
+                BufId(out.buffers.len() as u32 - 1)
+            })
+            .collect()
+    }
+
+    /// Kernel `k` of the run in the loop over the bands of `group`: its buffers between the
+    /// run's kernels are `band_bufs`, the others windows that start at the group's first
+    /// band's bases and move by the difference to the next band's.
+    fn looped(
+        &self,
+        out: &mut Schedule,
+        cuts: &[Vec<Cut>],
+        group: &Range<usize>,
+        k: usize,
+        band_bufs: &[BufId],
+    ) -> Option<ScheduleItem> {
+        let first = &cuts[group.start][k];
+        let step = |j: usize| match group.len() {
+            1 => Some(0),
+            _ => Some(cuts[group.start + 1][k].bases[j]? - first.bases[j]?),
+        };
+        let mut bufs = Vec::new();
+        for (j, &b) in out.items[self.start + k].bufs.clone().iter().enumerate() {
+            let band = (0..self.layers.len() - 1).find(|&m| self.layers[m].0 == b);
+            bufs.push(match (band, first.bases[j]) {
+                (Some(m), _) => band_bufs[m],
+                (None, Some(0)) if step(j) == Some(0) => b,
+                (None, Some(base)) => {
+                    window(out, b, (base, step(j)?, first.extents[j], group.len()))?
+                }
+                (None, None) => return None,
+            });
+        }
+        Some(ScheduleItem {
+            ast: vec![first.ast.clone()],
+            bufs,
+        })
+    }
+}
+
+/// Consecutive bands whose kernels differ only in their bases, each base moving by the same
+/// number of elements from one band to the next.
+fn groups(cuts: &[Vec<Cut>]) -> Vec<Range<usize>> {
+    let same = |a: &[Cut], b: &[Cut]| {
+        (a.iter().zip(b)).all(|(x, y)| x.ast == y.ast && x.extents == y.extents)
+    };
+    let moves = |a: &[Cut], b: &[Cut]| -> Vec<Vec<Option<i64>>> {
+        (a.iter().zip(b))
+            .map(|(x, y)| {
+                (x.bases.iter().zip(&y.bases))
+                    .map(|(p, q)| Some((*q)? - (*p)?))
+                    .collect()
+            })
+            .collect()
+    };
+    let mut groups: Vec<Range<usize>> = Vec::new();
+    for i in 0..cuts.len() {
+        let joins = groups.last().is_some_and(|g| {
+            same(&cuts[g.start], &cuts[i])
+                && (g.len() < 2
+                    || moves(&cuts[i - 1], &cuts[i]) == moves(&cuts[g.start], &cuts[g.start + 1]))
+        });
+        match (joins, groups.last_mut()) {
+            (true, Some(g)) => g.end = i + 1,
+            _ => groups.push(i..i + 1),
+        }
+    }
+    groups
+}
+
+/// A new window over `of`, `extent` elements from `base` at the first of `count` iterations,
+/// `step` further at each next one; `None` if it would leave `of`.
+fn window(
+    s: &mut Schedule,
+    of: BufId,
+    (base, step, extent, count): (i64, i64, usize, usize),
+) -> Option<BufId> {
+    let numel = s.buffers[of.0 as usize].numel() as i64;
+    let lastbase = base + step * (count as i64 - 1);
+    if base.min(lastbase) < 0 || base.max(lastbase) + extent as i64 > numel {
+        return None;
+    }
+    let info = s.buffers[of.0 as usize].clone();
+    s.buffers.push(BufferInfo {
+        kind: BufKind::Window {
+            of,
+            start: base as usize,
+            step: step as isize,
+        },
+        dtype: info.dtype,
+        shape: vec![extent],
+    });
+    Some(BufId(s.buffers.len() as u32 - 1))
+}
+
+#[cfg(test)]
+mod tests;
