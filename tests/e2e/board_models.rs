@@ -8,8 +8,9 @@
 //! (Helium's sixteen lanes, `VMLADAVA`, too on the M55, its loads and sums checked by QEMU's
 //! emulation of them), and
 //! again with their weights widened to int16 pairs (`--wide-weights`, the `_wide` tests), their
-//! activations stored as int16 (`--wide-activations`, `_i16`), or both, and vww and str_ww
-//! with `--memory min` on the M4 and the M0 (`_min`: outputs over dying inputs). Every
+//! activations stored as int16 (`--wide-activations`, `_i16`), or both, and kws, vww, ic and
+//! str_ww with `--memory min` on the M4 or the M0 (`_min`: outputs over dying inputs, tiles of
+//! channels and of rows). Every
 //! model of qemu-an386 and qemu-an505, and kws on qemu-an547, runs twice: with semihosting
 //! files, and over RTT through QEMU's gdbstub (`_rtt`), the firmware and host path of a real
 //! board under a probe. The host target's C runs on 64-bit Arm Linux too (`qemu-aarch64`,
@@ -326,7 +327,8 @@ tflite_board_tests! {
     an547_kws_int8_rtt: "qemu-an547", "kws_ref_model", Rtt;
 }
 
-// Overlapping kernels on the DSP core and on the core without an FPU or DSP instructions.
+// Overlapping kernels and tiles on the DSP core and on the core without an FPU or DSP
+// instructions.
 #[test]
 fn an386_vww_int8_min() {
     run_min_tflite_on("qemu-an386", "vww_96_int8");
@@ -335,6 +337,11 @@ fn an386_vww_int8_min() {
 #[test]
 fn an386_kws_int8_min() {
     run_min_tflite_on("qemu-an386", "kws_ref_model");
+}
+
+#[test]
+fn an386_ic_int8_min() {
+    run_min_tflite_on("qemu-an386", "pretrainedResnet_quant");
 }
 
 #[test]

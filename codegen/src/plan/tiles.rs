@@ -133,25 +133,25 @@ impl Access {
         Some(Access { out, written })
     }
 
-    /// Whether only the chain's kernels before each loop's last read `src`, and only through
-    /// windows.
+    /// Whether the chain's kernels read `src`, an intermediate buffer or a model input.
     fn reads(&self, s: &Schedule, chain: &[ScheduleLoop], src: BufId) -> bool {
         let kind = s.buffers[src.0 as usize].kind;
         let ok_kind = matches!(kind, BufKind::Intermediate | BufKind::Input(_));
         let touches = |k: usize| s.items[k].bufs.iter().any(|&b| s.storage(b) == src);
-        ok_kind
-            && !s.outputs.contains(&src)
-            && chain.iter().all(|l| !touches(l.items.end - 1))
-            && chain.iter().any(|l| l.items.clone().any(touches))
+        ok_kind && !s.outputs.contains(&src) && chain.iter().any(|l| l.items.clone().any(touches))
     }
 
-    /// Per byte of `src`, the last iteration of the chain that reads it (`None`: never).
+    /// Per byte of `src`, the first iteration of the chain that may write over it (`None`:
+    /// any): the last iteration that reads it, or the one after where a loop's last kernel
+    /// reads it, since that kernel writes the result as it reads (a residual block's
+    /// addition reads the block's input).
     fn last_reads(s: &Schedule, chain: &[ScheduleLoop], src: BufId) -> Vec<Option<usize>> {
         let mut last = vec![None; s.buffers[src.0 as usize].bytes()];
         let mut first = 0;
         for l in chain {
             for k in l.items.clone() {
                 let item = &s.items[k];
+                let after = usize::from(k + 1 == l.items.end);
                 for op in item.ast[0].lazyops() {
                     let Op::Load(m) = op.op() else { continue };
                     let b = item.bufs[m.idx.0 as usize];
@@ -160,7 +160,7 @@ impl Access {
                     }
                     for (it, byte) in bytes_at(s, b, &m.st, first..first + l.count) {
                         if let Some(x) = last.get_mut(byte) {
-                            *x = (*x).max(Some(it));
+                            *x = (*x).max(Some(it + after));
                         }
                     }
                 }
@@ -172,6 +172,7 @@ impl Access {
 
     /// Whether the result may lie `shift` bytes from `src`: each byte written lands outside
     /// `src` or where `src` is read at that iteration (before the last kernel runs) or before.
+    /// A byte the last kernel reads is written over at a later iteration only.
     fn legal(&self, s: &Schedule, chain: &[ScheduleLoop], src: BufId, shift: i64) -> bool {
         let last = Self::last_reads(s, chain, src);
         self.fits(&last, shift)

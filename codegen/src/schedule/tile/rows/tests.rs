@@ -2,6 +2,7 @@ use super::*;
 use crate::dtype::DType;
 use crate::graph::{Graph, Lazy};
 use crate::interpret::run_schedule;
+use crate::ops::BinaryOp;
 use crate::schedule::schedule_for;
 use crate::target::{Memory, Target};
 use crate::tensor::Tensor;
@@ -149,4 +150,54 @@ fn a_buffer_read_outside_the_run_ends_it() {
     odd.items[3].bufs.push(padded);
     assert!(tile_rows(&odd, 1..3, 2).is_none());
     assert!(tile_rows(&odd, 2..4, 2).is_some());
+}
+
+/// On a `[1, 8, 12, 12]` input: a pointwise convolution `y`, a 3x3 depthwise convolution of
+/// `y` (zero-padded), a pointwise one, and `y` added back (a residual block).
+fn residual() -> Schedule {
+    let c = 8;
+    let mut g = Graph::new();
+    let w = |g: &mut Graph, name: &str, shape: Vec<usize>| {
+        let n: usize = shape.iter().product();
+        let v: Vec<f32> = (0..n).map(|i| ((i * 5 % 13) as f32 - 6.0) / 8.0).collect();
+        g.weight(name, Tensor::from_f32(shape, &v).unwrap())
+    };
+    let x = g.input("x", DType::F32, &[1, c, 12, 12]);
+    let (pw0, dw, pw1) = (
+        w(&mut g, "pw0", vec![c, c, 1, 1]),
+        w(&mut g, "dw", vec![c, 1, 3, 3]),
+        w(&mut g, "pw1", vec![c, c, 1, 1]),
+    );
+    let one = [(0, 0), (0, 0)];
+    let y = g.conv(&x, &pw0, None, &[1, 1], &[1, 1], &one, 1).unwrap();
+    let z = g
+        .conv(&y, &dw, None, &[1, 1], &[1, 1], &[(1, 1), (1, 1)], c)
+        .unwrap();
+    let z = g.conv(&z, &pw1, None, &[1, 1], &[1, 1], &one, 1).unwrap();
+    let out = g.binary(BinaryOp::Add, &z, &y).unwrap();
+    let target = Target::host().with_memory(Memory::Min);
+    schedule_for(&g, &[out], &target).unwrap()
+}
+
+#[test]
+fn a_residual_blocks_output_lands_on_its_input_a_band_behind_the_addition() {
+    use crate::plan::{loop_pair_legal, loop_pairs, InPlace};
+    let s = residual();
+    let want = run_schedule(&s, &[input()]).unwrap();
+    // The block's input is read by its first kernel and by the addition, the run's last.
+    let y = s.items[0].bufs[0];
+    let last = s.items.len() - 1;
+    assert!(s.items[last].bufs.contains(&y), "{:?}", s.items);
+    let tiled = tile_rows(&s, 1..s.items.len(), 1).unwrap();
+    assert_eq!(run_schedule(&tiled, &[input()]).unwrap(), want);
+    let pairs = loop_pairs(&tiled);
+    let p = pairs
+        .iter()
+        .find(|p| p.src == y)
+        .expect("a pair over the block's input");
+    assert!(loop_pair_legal(&tiled, p));
+    // The addition reads row r of the input as it writes row r of the output: the output
+    // may not land on the rows the addition reads in the same band.
+    assert!(p.shift < 0, "{p:?}");
+    assert!(!loop_pair_legal(&tiled, &InPlace { shift: 0, ..*p }));
 }
