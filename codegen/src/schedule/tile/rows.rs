@@ -155,7 +155,8 @@ fn moved(st: &ShapeTracker, by: i64) -> ShapeTracker {
 impl Run {
     /// The run of kernels `run` of `s`, if row tiles apply to it: two or more kernels, in no
     /// loop, each with rows ([`rows_of`]), each but the last writing an intermediate buffer
-    /// that only the next reads, and no other argument a window.
+    /// that only the next reads, the last's output touched by no other kernel of the run, and
+    /// no argument a window.
     fn of(s: &Schedule, run: Range<usize>) -> Option<Run> {
         if run.len() < 2 || run.end > s.items.len() || run.clone().any(|k| s.loop_of(k).is_some()) {
             return None;
@@ -186,7 +187,14 @@ impl Run {
             (s.items[k].bufs.iter())
                 .all(|b| !matches!(s.buffers[b.0 as usize].kind, BufKind::Window { .. }))
         });
-        (between && no_windows).then_some(Run {
+        // Nothing else in the run touches its output: a state read before the run writes it
+        // would read the new rows of the bands before.
+        let out = layers[layers.len() - 1].0;
+        let written_once = (run.clone())
+            .filter(|&k| s.items[k].bufs.contains(&out))
+            .count()
+            == 1;
+        (between && no_windows && written_once).then_some(Run {
             start: run.start,
             layers,
         })

@@ -201,3 +201,15 @@ fn a_residual_blocks_output_lands_on_its_input_a_band_behind_the_addition() {
     assert!(p.shift < 0, "{p:?}");
     assert!(!loop_pair_legal(&tiled, &InPlace { shift: 0, ..*p }));
 }
+
+#[test]
+fn a_run_that_reads_its_own_output_is_refused() {
+    // A state read before the run writes it: its first kernel reading the last one's output
+    // would see rows the earlier bands already wrote.
+    let s = schedule(1);
+    let mut odd = s.clone();
+    let out = odd.items[2].bufs[0];
+    odd.items[0].bufs.push(out);
+    assert!(tile_rows(&odd, 0..3, 1).is_none());
+    assert!(tile_rows(&s, 0..3, 1).is_some());
+}
