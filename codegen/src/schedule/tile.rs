@@ -16,7 +16,7 @@ use crate::shape::{ShapeTracker, View};
 use std::collections::HashMap;
 
 pub mod rows;
-pub use rows::{row_tile_cost, tile_rows};
+pub use rows::{kernel_ops, row_tile_extra_ops, tile_rows};
 
 /// `s` with each pair of consecutive kernels that channel tiles apply to (see the module) run
 /// as a loop over its channels.

@@ -57,28 +57,35 @@ pub fn tile_rows(s: &Schedule, run: Range<usize>, band: usize) -> Option<Schedul
     r.emit(s, &bands, &cuts)
 }
 
-/// The operations of `run`'s kernels tiled in bands of `band` rows over those of the untiled
-/// kernels (each kernel's count is the product of its shape: an output's reduce, per output),
-/// or `None` where row tiles do not apply.
-pub fn row_tile_cost(s: &Schedule, run: Range<usize>, band: usize) -> Option<f64> {
+/// The operations a kernel performs, as row tiles count them: the elements of its largest
+/// view (a reduce's, whose shape holds the reduced axes: its multiply-accumulates).
+pub fn kernel_ops(item: &ScheduleItem) -> usize {
+    (accesses(&item.ast[0]).iter())
+        .map(|(_, st)| st.shape().iter().product::<usize>())
+        .max()
+        .unwrap_or(0)
+}
+
+/// The operations ([`kernel_ops`]) that `run`'s kernels tiled in bands of `band` rows perform
+/// beyond those of the untiled kernels (the recomputed halo), or `None` where row tiles do
+/// not apply.
+pub fn row_tile_extra_ops(s: &Schedule, run: Range<usize>, band: usize) -> Option<usize> {
     let r = Run::of(s, run.clone())?;
     let last = r.layers.last()?.1;
-    let size = |k: usize, rows: usize| {
-        let st = &accesses(&s.items[r.start + k].ast[0])[0].1;
-        let all: usize = st.shape().iter().product();
-        all / r.layers[k].1.count * rows
-    };
+    let per_row: Vec<usize> = (0..r.layers.len())
+        .map(|k| kernel_ops(&s.items[r.start + k]) / r.layers[k].1.count)
+        .collect();
     let mut tiled = 0;
     for i in 0..last.count.div_ceil(band.max(1)) {
         let rows = r.rows_for(s, (i * band, ((i + 1) * band).min(last.count)))?;
-        tiled += (rows.iter().enumerate())
-            .map(|(k, &(lo, hi))| size(k, hi - lo))
+        tiled += (rows.iter().zip(&per_row))
+            .map(|(&(lo, hi), ops)| (hi - lo) * ops)
             .sum::<usize>();
     }
-    let whole: usize = (0..r.layers.len())
-        .map(|k| size(k, r.layers[k].1.count))
+    let whole: usize = (r.layers.iter().zip(&per_row))
+        .map(|((_, rows), ops)| rows.count * ops)
         .sum();
-    Some(tiled as f64 / whole.max(1) as f64)
+    Some(tiled.saturating_sub(whole))
 }
 
 /// The rows of the buffer `item` writes, if it writes one through one unmasked view that
