@@ -53,9 +53,10 @@ const CAPTION: &str = "\nMemory: each model compiled again with `--memory min` f
     emulated Cortex-M4 (qemu-an386, the kernels of `c-dsp`) and run there on the same input. \
     The arena of the default schedule sits at the liveness bound (one layer's whole input and \
     output); with `--memory min` kernels write their output over a dying input, shifted so \
-    that every byte is read before it is written over, and a padding with the depthwise \
-    convolution after it runs a channel at a time. Ops: the schedule's operations (MACs count \
-    two), against the default's. Est. cycles as in the speed table. Outputs: the largest \
+    that every byte is read before it is written over, a padding with the depthwise \
+    convolution after it runs a channel at a time, and runs of layers run a band of rows at a \
+    time, their halo recomputed. Ops: the schedule's operations (MACs count two), against the \
+    default's. Est. cycles as in the speed table. Outputs: the largest \
     difference from TFLM's on the board (int8: in LSB), ✓ where equal.\n\n";
 
 /// One model's line.
