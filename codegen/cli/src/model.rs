@@ -61,9 +61,9 @@ pub struct ModelArgs {
     /// inputs; `min` lets a kernel write its output over an input that dies there, shifted so
     /// that every byte is read before it is written over, runs a padding and the depthwise
     /// convolution after it one channel at a time, each output channel over its input
-    /// channel, and runs of layers a band of output rows at a time (their recomputed halo
-    /// within 0.2x the model's operations), wherever that makes the arena smaller (the same
-    /// outputs, less RAM; C targets).
+    /// channel, and runs of layers a band of output rows at a time (rows kept from band to
+    /// band, or a halo recomputed within 0.2x the model's operations), wherever that makes
+    /// the arena smaller (the same outputs, less RAM; C targets).
     #[arg(long, value_enum, default_value_t = MemoryArg::Speed)]
     pub memory: MemoryArg,
     /// The most bytes the arena may take: a plan over it is made again with `--memory min`,
@@ -265,7 +265,8 @@ fn within_limit(c: Compiled, limit: usize) -> Result<Compiled> {
         "--arena-limit {limit} B: the smallest arena found is {} B, {} B over the limit; at \
          step {step} (kernel {kernel}) {} B are alive at once even with kernels written over \
          their dying inputs, depthwise layers run a channel at a time and runs of layers a \
-         band of rows at a time (their recomputed halo within 0.2x the model's operations)",
+         band of rows at a time (rows kept from band to band, or a halo recomputed within 0.2x \
+         the model's operations)",
         r.arena_bytes,
         r.arena_bytes - limit,
         r.arena_lower_bound

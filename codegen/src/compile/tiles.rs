@@ -2,7 +2,8 @@
 //! tiles, and both. Row tiles are chosen greedily: while a run of kernels around the step
 //! that sets the liveness peak (its loops' in-place pairs counted) lowers that peak, with
 //! every run's recomputed halo together within a budget of the model's operations
-//! ([`MOST_OPS`]), the run and band height that lower it most are taken.
+//! ([`MOST_OPS`]), the run, band height and form (rows kept or recomputed) that lower it most
+//! are taken.
 
 use crate::plan::{liveness_peak, loop_pairs};
 use crate::schedule::tile::{kernel_ops, row_tile_extra_ops, tile_channels, tile_rows};
@@ -48,12 +49,13 @@ fn peak(s: &Schedule) -> (usize, usize) {
     liveness_peak(s, &loop_pairs(s))
 }
 
-/// A run of kernels of the untiled schedule, tiled in bands of `band` rows, at `extra`
-/// operations over the untiled kernels.
+/// A run of kernels of the untiled schedule, tiled in bands of `band` rows (rows kept from
+/// one band to the next where `keep`), at `extra` operations over the untiled kernels.
 #[derive(Clone, Debug, PartialEq)]
 struct Choice {
     run: Range<usize>,
     band: usize,
+    keep: bool,
     extra: usize,
 }
 
@@ -66,7 +68,7 @@ fn apply(s: &Schedule, choices: &[Choice]) -> Option<(Schedule, Vec<usize>)> {
     let mut origin: Vec<usize> = (0..s.items.len()).collect();
     for c in sorted {
         let before = tiled.items.len();
-        tiled = tile_rows(&tiled, c.run.clone(), c.band)?;
+        tiled = tile_rows(&tiled, c.run.clone(), c.band, c.keep)?;
         let copies = (tiled.items.len() - before) / c.run.len() + 1;
         origin.splice(c.run.clone(), (0..copies).flat_map(|_| c.run.clone()));
     }
@@ -84,11 +86,15 @@ fn row_tiled(s: &Schedule, most_ops: f64) -> Option<Schedule> {
     loop {
         let (bytes, step) = peak(&best);
         let tries = runs_around(origin[step], s.items.len()).flat_map(|run| {
-            BANDS.into_iter().filter_map(move |band| {
-                let extra = row_tile_extra_ops(s, run.clone(), band)?;
+            let forms = BANDS
+                .into_iter()
+                .flat_map(|band| [(band, true), (band, false)]);
+            forms.filter_map(move |(band, keep)| {
+                let extra = row_tile_extra_ops(s, run.clone(), band, keep)?;
                 (extra <= allowed).then(|| Choice {
                     run: run.clone(),
                     band,
+                    keep,
                     extra,
                 })
             })

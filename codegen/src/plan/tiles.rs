@@ -133,12 +133,18 @@ impl Access {
         Some(Access { out, written })
     }
 
-    /// Whether the chain's kernels read `src`, an intermediate buffer or a model input.
+    /// Whether the chain's kernels read `src`, an intermediate buffer or a model input, and
+    /// none writes it (a band buffer that keeps rows from one band to the next is written).
     fn reads(&self, s: &Schedule, chain: &[ScheduleLoop], src: BufId) -> bool {
         let kind = s.buffers[src.0 as usize].kind;
         let ok_kind = matches!(kind, BufKind::Intermediate | BufKind::Input(_));
         let touches = |k: usize| s.items[k].bufs.iter().any(|&b| s.storage(b) == src);
-        ok_kind && !s.outputs.contains(&src) && chain.iter().any(|l| l.items.clone().any(touches))
+        let writes = |k: usize| {
+            let item = &s.items[k];
+            (item.single_store()).is_none_or(|m| s.storage(item.bufs[m.idx.0 as usize]) == src)
+        };
+        let items = || chain.iter().flat_map(|l| l.items.clone());
+        ok_kind && !s.outputs.contains(&src) && items().any(touches) && !items().any(writes)
     }
 
     /// Per byte of `src`, the first iteration of the chain that may write over it (`None`:

@@ -1,8 +1,9 @@
 //! Row tiles, for `--memory min`: a run of consecutive kernels, each reading the output of the
 //! one before it and nothing reading those outputs elsewhere, computed a band of rows of the
 //! last kernel's output at a time. For each band, every kernel of the run computes the rows of
-//! its output that the next one reads for that band (its halo recomputed, not kept), into a
-//! buffer that holds one band of them: the tensors between the kernels never exist whole.
+//! its output that the next one reads for that band into a buffer that holds one band of them:
+//! the tensors between the kernels never exist whole. The rows two bands share are either
+//! computed again (the halo recomputed) or kept in the buffer (line buffers).
 //!
 //! The rows of a buffer are its outermost axis (an int8 model's `[1, H, W, C]` images, or a
 //! float model's once stored channels-last), so the rows a kernel reads follow from the first
@@ -44,17 +45,15 @@ struct Cut {
 }
 
 /// `s` with the kernels of `run` computed `band` rows of the last one's output at a time
-/// (see the module), or `None` where row tiles do not apply to them.
-pub fn tile_rows(s: &Schedule, run: Range<usize>, band: usize) -> Option<Schedule> {
+/// (see the module), the rows two bands share kept from one to the next where `keep`, or
+/// `None` where row tiles do not apply to them.
+pub fn tile_rows(s: &Schedule, run: Range<usize>, band: usize, keep: bool) -> Option<Schedule> {
     let r = Run::of(s, run.clone())?;
-    let last = r.layers.last()?.1;
-    let bands: Vec<Vec<(usize, usize)>> = (0..last.count.div_ceil(band.max(1)))
-        .map(|i| r.rows_for(s, (i * band, ((i + 1) * band).min(last.count))))
-        .collect::<Option<_>>()?;
+    let bands = r.bands(s, band, keep)?;
     let cuts: Vec<Vec<Cut>> = (bands.iter())
-        .map(|rows| (0..r.layers.len()).map(|k| r.cut(s, k, rows)).collect())
+        .map(|b| (0..r.layers.len()).map(|k| r.cut(s, k, b)).collect())
         .collect();
-    r.emit(s, &bands, &cuts)
+    r.emit(s, &bands, &cuts, keep)
 }
 
 /// The operations a kernel performs, as row tiles count them: the elements of its largest
@@ -66,22 +65,23 @@ pub fn kernel_ops(item: &ScheduleItem) -> usize {
         .unwrap_or(0)
 }
 
-/// The operations ([`kernel_ops`]) that `run`'s kernels tiled in bands of `band` rows perform
-/// beyond those of the untiled kernels (the recomputed halo), or `None` where row tiles do
-/// not apply.
-pub fn row_tile_extra_ops(s: &Schedule, run: Range<usize>, band: usize) -> Option<usize> {
+/// The operations ([`kernel_ops`]) that `run`'s kernels tiled in bands of `band` rows (rows
+/// kept where `keep`) perform beyond those of the untiled kernels (the recomputed halo), or
+/// `None` where row tiles do not apply.
+pub fn row_tile_extra_ops(
+    s: &Schedule,
+    run: Range<usize>,
+    band: usize,
+    keep: bool,
+) -> Option<usize> {
     let r = Run::of(s, run.clone())?;
-    let last = r.layers.last()?.1;
     let per_row: Vec<usize> = (0..r.layers.len())
         .map(|k| kernel_ops(&s.items[r.start + k]) / r.layers[k].1.count)
         .collect();
-    let mut tiled = 0;
-    for i in 0..last.count.div_ceil(band.max(1)) {
-        let rows = r.rows_for(s, (i * band, ((i + 1) * band).min(last.count)))?;
-        tiled += (rows.iter().zip(&per_row))
-            .map(|(&(lo, hi), ops)| (hi - lo) * ops)
-            .sum::<usize>();
-    }
+    let tiled: usize = (r.bands(s, band, keep)?.iter())
+        .flat_map(|b| b.computed.iter().zip(&per_row))
+        .map(|(&(lo, hi), ops)| (hi - lo) * ops)
+        .sum();
     let whole: usize = (r.layers.iter().zip(&per_row))
         .map(|((_, rows), ops)| rows.count * ops)
         .sum();
@@ -207,28 +207,6 @@ impl Run {
         })
     }
 
-    /// Per kernel, the rows of its output that output rows `last` of the run's last kernel
-    /// need, from the last kernel back; `None` where a kernel reads none of the rows before it.
-    fn rows_for(&self, s: &Schedule, last: (usize, usize)) -> Option<Vec<(usize, usize)>> {
-        let n = self.layers.len();
-        let mut rows = vec![(0, 0); n];
-        rows[n - 1] = last;
-        for k in (1..n).rev() {
-            let item = &s.items[self.start + k];
-            let mid = self.layers[k - 1].0;
-            let numel = s.buffers[mid.0 as usize].numel();
-            let cut = self.shrink(k, rows[k]);
-            let spans = accesses(&item.ast[0])
-                .into_iter()
-                .filter(|(arg, _)| arg.is_some_and(|a| item.bufs[a as usize] == mid))
-                .filter_map(|(_, st)| span(&cut(&st), numel));
-            let (lo, hi) = spans.reduce(|a, b| (a.0.min(b.0), a.1.max(b.1)))?;
-            let stride = self.layers[k - 1].1.stride;
-            rows[k - 1] = ((lo / stride) as usize, (hi / stride) as usize + 1);
-        }
-        Some(rows)
-    }
-
     /// A view of kernel `k` cut to rows `range` of its output.
     fn shrink(&self, k: usize, range: (usize, usize)) -> impl Fn(&ShapeTracker) -> ShapeTracker {
         let axis = self.layers[k].1.axis;
@@ -242,10 +220,12 @@ impl Run {
         }
     }
 
-    /// Kernel `k` on the band whose rows per kernel are `rows`.
-    fn cut(&self, s: &Schedule, k: usize, rows: &[(usize, usize)]) -> Cut {
+    /// Kernel `k` on `band`: its own rows those it computes, each band buffer's from the first
+    /// row the band needs.
+    fn cut(&self, s: &Schedule, k: usize, band: &Band) -> Cut {
         let item = &s.items[self.start + k];
-        let shrink = self.shrink(k, rows[k]);
+        let rows = &band.needed;
+        let shrink = self.shrink(k, band.computed[k]);
         let ast = item.ast[0].map_all_views(&|_, st| shrink(st));
         let views = accesses(&ast);
         let n = self.layers.len();
@@ -287,24 +267,40 @@ impl Run {
 
     /// The schedule with the run replaced by a loop per group of bands that differ only in
     /// their bases, each moving by the same number of elements from one band to the next.
+    /// Where rows are kept, the band buffers are the run's, reached through windows (so that
+    /// the planner keeps them from one iteration to the next); else each loop's own.
     fn emit(
         &self,
         s: &Schedule,
-        bands: &[Vec<(usize, usize)>],
+        bands: &[Band],
         cuts: &[Vec<Cut>],
+        keep: bool,
     ) -> Option<Schedule> {
         let n = self.layers.len();
         let mut out = s.clone();
         let mut items = Vec::new();
         let mut loops = Vec::new();
-        for group in groups(cuts) {
+        let shared = keep.then(|| self.band_buffers(&mut out, bands));
+        for group in groups(bands, cuts) {
             let at = self.start + items.len();
-            let band_bufs = self.band_buffers(&mut out, &bands[group.clone()]);
+            let band_bufs = match &shared {
+                Some(b) => b.clone(),
+                None => self.band_buffers(&mut out, &bands[group.clone()]),
+            };
             for k in 0..n {
-                items.push(self.looped(&mut out, cuts, &group, k, &band_bufs)?);
+                if k + 1 < n {
+                    let (buf, stride) = (band_bufs[k], self.layers[k].1.stride as usize);
+                    for &copy in &bands[group.start].copies[k] {
+                        items.push(copy_item(&mut out, buf, stride, copy)?);
+                    }
+                }
+                let (lo, hi) = bands[group.start].computed[k];
+                if lo < hi {
+                    items.push(self.looped(&mut out, cuts, &group, k, (&band_bufs, keep))?);
+                }
             }
             loops.push(ScheduleLoop {
-                items: at..at + n,
+                items: at..self.start + items.len(),
                 count: group.len(),
             });
         }
@@ -321,15 +317,17 @@ impl Run {
         Some(out)
     }
 
-    /// New buffers for one loop's bands of the tensors between the run's kernels, each as
-    /// large as the most rows a band of `bands` needs: buffers of their own per loop, alive
-    /// from one kernel to the next in each iteration, not across the run.
-    fn band_buffers(&self, out: &mut Schedule, bands: &[Vec<(usize, usize)>]) -> Vec<BufId> {
+    /// New buffers for the bands of the tensors between the run's kernels, each as large as
+    /// the most rows a band of `bands` needs.
+    fn band_buffers(&self, out: &mut Schedule, bands: &[Band]) -> Vec<BufId> {
         let n = self.layers.len();
         (0..n - 1)
             .map(|k| {
                 let (b, rows) = self.layers[k];
-                let most = bands.iter().map(|r| r[k].1 - r[k].0).max().unwrap_or(0);
+                let most = (bands.iter())
+                    .map(|band| band.needed[k].1 - band.needed[k].0)
+                    .max()
+                    .unwrap_or(0);
                 let dtype = out.buffers[b.0 as usize].dtype;
                 out.buffers.push(BufferInfo {
                     kind: BufKind::Intermediate,
@@ -350,7 +348,7 @@ impl Run {
         cuts: &[Vec<Cut>],
         group: &Range<usize>,
         k: usize,
-        band_bufs: &[BufId],
+        (band_bufs, keep): (&[BufId], bool),
     ) -> Option<ScheduleItem> {
         let first = &cuts[group.start][k];
         let step = |j: usize| match group.len() {
@@ -361,6 +359,10 @@ impl Run {
         for (j, &b) in out.items[self.start + k].bufs.clone().iter().enumerate() {
             let band = (0..self.layers.len() - 1).find(|&m| self.layers[m].0 == b);
             bufs.push(match (band, first.bases[j]) {
+                (Some(m), _) if keep => {
+                    let whole = out.buffers[band_bufs[m].0 as usize].numel();
+                    window(out, band_bufs[m], (0, 0, whole, 1))?
+                }
                 (Some(m), _) => band_bufs[m],
                 (None, Some(0)) if step(j) == Some(0) => b,
                 (None, Some(base)) => {
@@ -377,8 +379,8 @@ impl Run {
 }
 
 /// Consecutive bands whose kernels differ only in their bases, each base moving by the same
-/// number of elements from one band to the next.
-fn groups(cuts: &[Vec<Cut>]) -> Vec<Range<usize>> {
+/// number of elements from one band to the next, and whose copies are the same.
+fn groups(bands: &[Band], cuts: &[Vec<Cut>]) -> Vec<Range<usize>> {
     let same = |a: &[Cut], b: &[Cut]| {
         (a.iter().zip(b)).all(|(x, y)| x.ast == y.ast && x.extents == y.extents)
     };
@@ -395,6 +397,7 @@ fn groups(cuts: &[Vec<Cut>]) -> Vec<Range<usize>> {
     for i in 0..cuts.len() {
         let joins = groups.last().is_some_and(|g| {
             same(&cuts[g.start], &cuts[i])
+                && bands[g.start].copies == bands[i].copies
                 && (g.len() < 2
                     || moves(&cuts[i - 1], &cuts[i]) == moves(&cuts[g.start], &cuts[g.start + 1]))
         });
@@ -404,6 +407,25 @@ fn groups(cuts: &[Vec<Cut>]) -> Vec<Range<usize>> {
         }
     }
     groups
+}
+
+/// A kernel that copies `rows` rows of `stride` elements of `buf` from row `from` to row `to`
+/// (the two ranges apart).
+fn copy_item(
+    out: &mut Schedule,
+    buf: BufId,
+    stride: usize,
+    (from, to, rows): (usize, usize, usize),
+) -> Option<ScheduleItem> {
+    let len = rows * stride;
+    let dtype = out.buffers[buf.0 as usize].dtype;
+    let src = window(out, buf, ((from * stride) as i64, 0, len, 1))?;
+    let dst = window(out, buf, ((to * stride) as i64, 0, len, 1))?;
+    let st = ShapeTracker::from_shape(&[len]);
+    Some(ScheduleItem {
+        ast: vec![LazyOp::store(0, st.clone(), LazyOp::load(1, dtype, st))],
+        bufs: vec![dst, src],
+    })
 }
 
 /// A new window over `of`, `extent` elements from `base` at the first of `count` iterations,
@@ -430,6 +452,9 @@ fn window(
     });
     Some(BufId(s.buffers.len() as u32 - 1))
 }
+
+mod bands;
+use bands::Band;
 
 #[cfg(test)]
 mod tests;

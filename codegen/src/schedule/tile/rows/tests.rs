@@ -52,9 +52,12 @@ fn row_tiles_compute_what_the_untiled_kernels_do() {
         let s = schedule(stride);
         let want = run_schedule(&s, &[input()]).unwrap();
         for (run, band) in [(0..3, 1), (0..3, 2), (0..3, 5), (1..3, 1), (0..2, 3)] {
-            let tiled = tile_rows(&s, run.clone(), band).unwrap();
-            let got = run_schedule(&tiled, &[input()]).unwrap();
-            assert_eq!(got, want, "stride {stride}, run {run:?}, bands of {band}");
+            for keep in [false, true] {
+                let tiled = tile_rows(&s, run.clone(), band, keep).unwrap();
+                let got = run_schedule(&tiled, &[input()]).unwrap();
+                let form = format!("stride {stride}, run {run:?}, bands of {band}, keep {keep}");
+                assert_eq!(got, want, "{form}");
+            }
         }
     }
 }
@@ -65,7 +68,7 @@ fn the_bands_clear_of_the_border_run_as_one_loop() {
     // last's 12 at a time: the first and last bands read the padded border and run once
     // each, the ten between them as one loop of windows that move a row at each iteration.
     let s = schedule(1);
-    let tiled = tile_rows(&s, 0..3, 1).unwrap();
+    let tiled = tile_rows(&s, 0..3, 1, false).unwrap();
     let counts: Vec<(usize, usize)> = (tiled.loops.iter())
         .map(|l| (l.items.len(), l.count))
         .collect();
@@ -96,21 +99,24 @@ fn the_recomputed_halo_is_counted() {
     assert_eq!(ops(2), 12 * 12 * 8 * 9);
     // A band of one row recomputes 3 rows of the first two kernels for each of the last's:
     // 2 of every 3 are extra, but for the border rows.
-    let one = row_tile_extra_ops(&s, 0..3, 1).unwrap();
+    let one = row_tile_extra_ops(&s, 0..3, 1, false).unwrap();
     let (pointwise_row, padded_row) = (ops(0) / 12, ops(1) / 14);
     assert_eq!(one, 22 * pointwise_row + 22 * padded_row);
-    assert_eq!(row_tile_extra_ops(&s, 0..3, 12), Some(0));
-    assert!(row_tile_extra_ops(&s, 0..3, 4).unwrap() < one);
+    assert_eq!(row_tile_extra_ops(&s, 0..3, 12, false), Some(0));
+    assert!(row_tile_extra_ops(&s, 0..3, 4, false).unwrap() < one);
 }
 
 #[test]
 fn row_tiles_refuse_what_they_cannot_tile() {
     let s = schedule(1);
-    assert!(tile_rows(&s, 0..1, 1).is_none(), "one kernel");
-    assert!(tile_rows(&s, 0..9, 1).is_none(), "past the end");
+    assert!(tile_rows(&s, 0..1, 1, false).is_none(), "one kernel");
+    assert!(tile_rows(&s, 0..9, 1, false).is_none(), "past the end");
     // The last kernel's output is read by nothing in the run: a run cannot go on past it.
-    let tiled = tile_rows(&s, 0..3, 1).unwrap();
-    assert!(tile_rows(&tiled, 0..3, 1).is_none(), "kernels in a loop");
+    let tiled = tile_rows(&s, 0..3, 1, false).unwrap();
+    assert!(
+        tile_rows(&tiled, 0..3, 1, false).is_none(),
+        "kernels in a loop"
+    );
 }
 
 #[test]
@@ -120,7 +126,7 @@ fn the_runs_output_lands_on_its_input_as_the_rows_die() {
     // of 96 floats) is written a row at each band over the rows of its input (the model's,
     // read whole) that no later band reads.
     let s = schedule(1);
-    let tiled = tile_rows(&s, 0..3, 1).unwrap();
+    let tiled = tile_rows(&s, 0..3, 1, false).unwrap();
     let pairs = loop_pairs(&tiled);
     let [p] = pairs.as_slice() else {
         panic!("one pair: {pairs:?}")
@@ -148,12 +154,12 @@ fn a_buffer_read_outside_the_run_ends_it() {
     // stops short of it, and one that ends at the depthwise convolution is refused if its
     // padding's output were read elsewhere.
     let s = schedule(1);
-    assert!(tile_rows(&s, 1..3, 2).is_some());
+    assert!(tile_rows(&s, 1..3, 2, false).is_some());
     let mut odd = s.clone();
     let padded = odd.items[1].bufs[0];
     odd.items[3].bufs.push(padded);
-    assert!(tile_rows(&odd, 1..3, 2).is_none());
-    assert!(tile_rows(&odd, 2..4, 2).is_some());
+    assert!(tile_rows(&odd, 1..3, 2, false).is_none());
+    assert!(tile_rows(&odd, 2..4, 2, false).is_some());
 }
 
 /// On a `[1, 8, 12, 12]` input: a pointwise convolution `y`, a 3x3 depthwise convolution of
@@ -192,7 +198,7 @@ fn a_residual_blocks_output_lands_on_its_input_a_band_behind_the_addition() {
     let y = s.items[0].bufs[0];
     let last = s.items.len() - 1;
     assert!(s.items[last].bufs.contains(&y), "{:?}", s.items);
-    let tiled = tile_rows(&s, 1..s.items.len(), 1).unwrap();
+    let tiled = tile_rows(&s, 1..s.items.len(), 1, false).unwrap();
     assert_eq!(run_schedule(&tiled, &[input()]).unwrap(), want);
     let pairs = loop_pairs(&tiled);
     let p = pairs
@@ -214,6 +220,32 @@ fn a_run_that_reads_its_own_output_is_refused() {
     let mut odd = s.clone();
     let out = odd.items[2].bufs[0];
     odd.items[0].bufs.push(out);
-    assert!(tile_rows(&odd, 0..3, 1).is_none());
-    assert!(tile_rows(&s, 0..3, 1).is_some());
+    assert!(tile_rows(&odd, 0..3, 1, false).is_none());
+    assert!(tile_rows(&s, 0..3, 1, false).is_some());
+}
+
+#[test]
+fn kept_rows_are_computed_once_and_moved_to_the_band_buffers_start() {
+    // Bands of one row: each band computes one new row of the pointwise output and of the
+    // padded image. The padded image's buffer keeps the two rows the band before also read,
+    // moved to its start (two copies of a row: a row apart); the pointwise output's holds
+    // the one row the new padded row reads.
+    let s = schedule(1);
+    assert_eq!(row_tile_extra_ops(&s, 0..3, 1, true), Some(0));
+    let tiled = tile_rows(&s, 0..3, 1, true).unwrap();
+    let middle = tiled.loops.iter().find(|l| l.count > 1).expect("a loop");
+    let copies = (middle.items.clone())
+        .filter(|&k| tiled.items[k].ast[0].lazyops().len() == 2)
+        .count();
+    assert_eq!((middle.items.len(), copies), (3 + 2, 2));
+    // The band buffers are the run's, kept from one iteration to the next.
+    let plan = crate::plan::plan_arena(&tiled);
+    assert_eq!(plan.find_overlap(), None);
+    let want = run_schedule(&s, &[input()]).unwrap();
+    assert_eq!(run_schedule(&tiled, &[input()]).unwrap(), want);
+    // The residual block too.
+    let r = residual();
+    let want = run_schedule(&r, &[input()]).unwrap();
+    let tiled = tile_rows(&r, 1..r.items.len(), 1, true).unwrap();
+    assert_eq!(run_schedule(&tiled, &[input()]).unwrap(), want);
 }
