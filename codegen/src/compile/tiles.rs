@@ -60,7 +60,9 @@ struct Choice {
 }
 
 /// `s` with the runs of `choices` (no two overlapping) tiled, and per kernel of the result
-/// the kernel of `s` it computes.
+/// a kernel of `s` in its run (the kernel it computes where each band holds every kernel of
+/// the run once; kept rows add copies and leave kernels out of border bands, so there only
+/// the run is exact).
 fn apply(s: &Schedule, choices: &[Choice]) -> Option<(Schedule, Vec<usize>)> {
     let mut sorted = choices.to_vec();
     sorted.sort_by_key(|c| std::cmp::Reverse(c.run.start));
@@ -69,8 +71,9 @@ fn apply(s: &Schedule, choices: &[Choice]) -> Option<(Schedule, Vec<usize>)> {
     for c in sorted {
         let before = tiled.items.len();
         tiled = tile_rows(&tiled, c.run.clone(), c.band, c.keep)?;
-        let copies = (tiled.items.len() - before) / c.run.len() + 1;
-        origin.splice(c.run.clone(), (0..copies).flat_map(|_| c.run.clone()));
+        let region = tiled.items.len() + c.run.len() - before;
+        let kernels = (0..region).map(|i| c.run.start + i % c.run.len());
+        origin.splice(c.run.clone(), kernels);
     }
     Some((tiled, origin))
 }
