@@ -241,18 +241,8 @@ impl Pair {
 /// A new window over `of` that moves `step` elements at each of `count` iterations: from the
 /// buffer's start at the first, to its end at the last.
 fn window(s: &mut Schedule, of: BufId, step: usize, count: usize) -> BufId {
-    let info = s.buffers[of.0 as usize].clone();
-    let id = BufId(s.buffers.len() as u32);
-    s.buffers.push(BufferInfo {
-        kind: BufKind::Window {
-            of,
-            start: 0,
-            step: step as isize,
-        },
-        dtype: info.dtype,
-        shape: vec![info.numel() - step * (count - 1)],
-    });
-    id
+    let extent = s.buffers[of.0 as usize].numel() - step * (count - 1);
+    rows::window(s, of, (0, step as i64, extent, count)).expect("it ends at the buffer's end")
 }
 
 #[cfg(test)]

@@ -430,7 +430,7 @@ fn copy_item(
 
 /// A new window over `of`, `extent` elements from `base` at the first of `count` iterations,
 /// `step` further at each next one; `None` if it would leave `of`.
-fn window(
+pub(super) fn window(
     s: &mut Schedule,
     of: BufId,
     (base, step, extent, count): (i64, i64, usize, usize),
